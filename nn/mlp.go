@@ -1,0 +1,119 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Activation names an elementwise nonlinearity applied after a Linear layer.
+// The names follow PyTorch's module names in lower case.
+type Activation string
+
+const (
+	// Identity applies no nonlinearity. A Linear layer followed by Identity and
+	// another Linear layer is how a factored (low-rank) layer is stored.
+	Identity Activation = "identity"
+	// ReLU is max(x, 0).
+	ReLU Activation = "relu"
+)
+
+// Apply returns the activation of x.
+func (a Activation) Apply(x float64) float64 {
+	switch a {
+	case ReLU:
+		if x > 0 {
+			return x
+		}
+		return 0
+	default:
+		return x
+	}
+}
+
+// Valid reports whether a is an activation this package knows.
+func (a Activation) Valid() bool { return a == Identity || a == ReLU }
+
+// Layer is one affine map followed by an activation: act(x·Wᵀ + b).
+// Weight uses PyTorch's nn.Linear layout (out × in); Bias is nil when the
+// layer has none (nn.Linear(..., bias=False)).
+type Layer struct {
+	Weight *mat.Dense
+	Bias   []float64
+	Act    Activation
+}
+
+// In is the layer's input width.
+func (l Layer) In() int { _, c := l.Weight.Dims(); return c }
+
+// Out is the layer's output width.
+func (l Layer) Out() int { r, _ := l.Weight.Dims(); return r }
+
+// MLP is a feed-forward network of Layers applied in order. Samples are rows:
+// Forward maps an n×In matrix to an n×Out matrix.
+type MLP struct {
+	Layers []Layer
+}
+
+// NewTwoLayer returns the bias-free network x ↦ U·ReLU(V·x), i.e.
+// Y = ReLU(X·Vᵀ)·Uᵀ, with V k×d and U m×k. The matrices are not copied.
+func NewTwoLayer(V, U *mat.Dense) *MLP {
+	return &MLP{Layers: []Layer{
+		{Weight: V, Act: ReLU},
+		{Weight: U, Act: Identity},
+	}}
+}
+
+// In is the network's input width.
+func (m *MLP) In() int { return m.Layers[0].In() }
+
+// Out is the network's output width.
+func (m *MLP) Out() int { return m.Layers[len(m.Layers)-1].Out() }
+
+// NumParams counts weights and biases.
+func (m *MLP) NumParams() int {
+	p := 0
+	for _, l := range m.Layers {
+		r, c := l.Weight.Dims()
+		p += r*c + len(l.Bias)
+	}
+	return p
+}
+
+// Validate checks that the layers chain (each input width equals the previous
+// output width), biases have the right length, activations are known, and no
+// parameter is NaN or Inf.
+func (m *MLP) Validate() error {
+	if m == nil || len(m.Layers) == 0 {
+		return fmt.Errorf("nn: network has no layers")
+	}
+	for i, l := range m.Layers {
+		if l.Weight == nil {
+			return fmt.Errorf("nn: layer %d has no weight", i)
+		}
+		if i > 0 && l.In() != m.Layers[i-1].Out() {
+			return fmt.Errorf("nn: layer %d takes %d inputs but layer %d gives %d outputs", i, l.In(), i-1, m.Layers[i-1].Out())
+		}
+		if l.Bias != nil && len(l.Bias) != l.Out() {
+			return fmt.Errorf("nn: layer %d has %d outputs but a bias of length %d", i, l.Out(), len(l.Bias))
+		}
+		if !l.Act.Valid() {
+			return fmt.Errorf("nn: layer %d has unknown activation %q", i, l.Act)
+		}
+		r, c := l.Weight.Dims()
+		for a := 0; a < r; a++ {
+			for b := 0; b < c; b++ {
+				if v := l.Weight.At(a, b); math.IsNaN(v) || math.IsInf(v, 0) {
+					return fmt.Errorf("nn: layer %d weight[%d,%d] is %v", i, a, b, v)
+				}
+			}
+		}
+		for j, v := range l.Bias {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("nn: layer %d bias[%d] is %v", i, j, v)
+			}
+		}
+	}
+	return nil
+}

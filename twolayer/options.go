@@ -1,0 +1,101 @@
+package twolayer
+
+import (
+	"time"
+
+	"github.com/relurec/relurec/nn"
+)
+
+// Route names. Fit reports which one produced the answer in Result.Route.
+const (
+	// RouteExact is the tensor start (order-r Hermite moment + Jennrich)
+	// followed by the exact polish (Alg 5, margin form); it returns a residual
+	// certificate and is only reported when that certificate is met.
+	RouteExact = "tensor+polish"
+	// RouteNoisy is the tensor start followed by sign recovery by projections
+	// (Alg 6) and least-squares U (Lemma 20), optionally refined.
+	RouteNoisy = "tensor+signs+lsq"
+)
+
+// Options controls Fit. The zero value works.
+type Options struct {
+	// Hidden is the number of hidden units k. 0 infers it from the numerical
+	// rank of Y (needs U* of full column rank, so k ≤ m).
+	Hidden int
+	// Route forces a route: "" or "auto" (default) chooses from the data,
+	// "exact" fails unless the residual certificate is met, "noisy" skips the
+	// exact polish.
+	Route string
+	// Seed seeds every random choice (contraction vectors, retries). Default 0
+	// is a valid seed; the same seed gives the same result at any GOMAXPROCS.
+	Seed uint64
+	// Whiten controls the non-identity covariance handling of Remark 3:
+	// "auto" (default) whitens when the sample covariance differs from I by
+	// more than sampling error, "always", or "never".
+	Whiten string
+	// Refine runs a local refinement of ‖Y − ReLU(XVᵀ)Uᵀ‖² on the noisy route,
+	// started from the moment estimate. The unrefined error is reported too.
+	Refine bool
+	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which a
+	// solution counts as exact. Default 1e-10.
+	CertTol float64
+	// Workers bounds the goroutines used by the moment kernels. Default
+	// GOMAXPROCS. Results do not depend on it.
+	Workers int
+	// Progress, if non-nil, is called as stages advance (stage name, units
+	// done, units total). It must be cheap and safe to call from one goroutine.
+	Progress func(stage string, done, total int)
+}
+
+// Certificate is the evidence behind an exact answer: the relative residual
+// of the returned network on the data it was fitted to.
+type Certificate struct {
+	// Residual is ‖Y − ReLU(XVᵀ)Uᵀ‖_F / ‖Y‖_F over all n samples.
+	Residual float64 `json:"residual"`
+	// Tol is the threshold it was checked against.
+	Tol float64 `json:"tol"`
+	// Samples is the number of samples the residual was computed on.
+	Samples int `json:"samples"`
+	// Met reports Residual ≤ Tol.
+	Met bool `json:"met"`
+}
+
+// Diagnostics reports what the learner met on the way.
+type Diagnostics struct {
+	Hidden          int       `json:"hidden"`
+	HiddenInferred  bool      `json:"hidden_inferred"`
+	SingularValuesY []float64 `json:"singular_values_y"`
+	TensorOrder     int       `json:"tensor_order"`
+	Whitened        bool      `json:"whitened"`
+	CondCovariance  float64   `json:"cond_covariance,omitempty"`
+	JennrichTries   int       `json:"jennrich_tries"`
+	JennrichGap     float64   `json:"jennrich_min_rel_gap"`
+	// InitAngleError is, when the exact route succeeded, the largest angle
+	// (radians) between a tensor-start row and the exact row: how far the
+	// polish had to move.
+	InitAngleError float64 `json:"init_angle_error,omitempty"`
+	// PolishedUnits counts the units the exact polish made exact.
+	PolishedUnits int `json:"polished_units"`
+	// CondF is κ(ReLU(XVᵀ)), the conditioning of the final U solve.
+	CondF float64 `json:"cond_f"`
+	// ResidualBeforeRefine is the relative residual of the noisy route before
+	// the optional refinement (0 if no refinement ran).
+	ResidualBeforeRefine float64 `json:"residual_before_refine,omitempty"`
+	RefineIterations     int     `json:"refine_iterations,omitempty"`
+	RefineConverged      bool    `json:"refine_converged,omitempty"`
+}
+
+// Result is what Fit returns.
+type Result struct {
+	// Model is Y ≈ ReLU(X·Vᵀ)·Uᵀ with unit rows of V, sorted by the rule of
+	// Normalize.
+	Model *nn.MLP
+	// Route is RouteExact or RouteNoisy; Reason says why it was chosen.
+	Route  string
+	Reason string
+	// Certificate is the residual on the fitted data (Met only on RouteExact).
+	Certificate Certificate
+	Diagnostics Diagnostics
+	Warnings    []string
+	Elapsed     time.Duration
+}
