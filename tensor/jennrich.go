@@ -1,0 +1,199 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// ErrNoDecomposition is returned when no random pair of slices gave a real,
+// separated eigen-decomposition.
+var ErrNoDecomposition = errors.New("tensor: Jennrich found no real decomposition")
+
+// Decomposition is the result of Jennrich.
+type Decomposition struct {
+	// W holds the k components as unit columns (k×k), each up to sign.
+	W *mat.Dense
+	// Diag[i] are the least-squares weights of slice i on the components:
+	// slice i ≈ W·diag(Diag[i])·Wᵀ.
+	Diag [][]float64
+	// Residual is the relative residual of that fit over all slices,
+	// sqrt(Σ_i ‖M_i − W·diag·Wᵀ‖²/Σ_i ‖M_i‖²), of the chosen try.
+	Residual float64
+	// MinGap is the smallest relative gap between the eigenvalues of the
+	// chosen try, min |μ_i − μ_j| / max |μ|; small gaps make eigenvectors unstable.
+	MinGap float64
+	// Tries is the number of random slice pairs examined.
+	Tries int
+}
+
+// JennrichOptions tunes Jennrich; the zero value uses the defaults.
+type JennrichOptions struct {
+	// Tries is the number of random slice pairs (default 10, specs/001 §3.3).
+	Tries int
+	// MinGap is the relative eigenvalue gap below which a try is only used
+	// if no try reaches it (default 1e-3, specs/001 §3.3).
+	MinGap float64
+}
+
+// Jennrich finds the common components of symmetric slices M_i ≈ W·D_i·Wᵀ
+// (W k×k invertible, D_i diagonal) by simultaneous diagonalisation — the
+// decomposition step of Bakshi, Jayaram, Woodruff Alg 4 in the form of
+// specs/001 §2.4 step 5. Two random combinations M_a, M_b of the slices give
+// M_a·M_b⁻¹ = W·D_a·D_b⁻¹·W⁻¹, whose eigenvectors are the components. The
+// slices come from a sample moment, so several random pairs are tried; pairs
+// with complex eigenvalues are rejected, and among the rest the one whose
+// components fit all slices with the smallest residual wins (preferring pairs
+// whose eigenvalue gap is at least MinGap).
+func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Decomposition, error) {
+	if len(slices) < 2 {
+		return nil, fmt.Errorf("tensor: Jennrich needs at least two slices, got %d", len(slices))
+	}
+	if opt.Tries <= 0 {
+		opt.Tries = 10
+	}
+	if opt.MinGap <= 0 {
+		opt.MinGap = 1e-3
+	}
+	k := slices[0].SymmetricDim()
+	total2 := 0.0
+	for _, m := range slices {
+		f := mat.Norm(m, 2)
+		total2 += f * f
+	}
+	combo := func() *mat.Dense {
+		M := mat.NewDense(k, k, nil)
+		var tmp mat.Dense
+		for _, s := range slices {
+			tmp.Scale(rng.NormFloat64(), s)
+			M.Add(M, &tmp)
+		}
+		return M
+	}
+	var best *Decomposition
+	for try := 1; try <= opt.Tries; try++ {
+		Ma, Mb := combo(), combo()
+		// Ma·Mb⁻¹ = (Mb⁻¹·Ma)ᵀ because both are symmetric.
+		var sol mat.Dense
+		if err := sol.Solve(Mb, Ma); err != nil {
+			continue
+		}
+		var eig mat.Eigen
+		if !eig.Factorize(sol.T(), mat.EigenRight) {
+			continue
+		}
+		vals := eig.Values(nil)
+		maxAbs := 0.0
+		for _, v := range vals {
+			maxAbs = math.Max(maxAbs, cmplx.Abs(v))
+		}
+		allReal := maxAbs > 0
+		for _, v := range vals {
+			if math.Abs(imag(v)) > 1e-8*maxAbs {
+				allReal = false
+			}
+		}
+		if !allReal {
+			continue
+		}
+		gap := math.Inf(1)
+		for i := range vals {
+			for j := i + 1; j < len(vals); j++ {
+				gap = math.Min(gap, cmplx.Abs(vals[i]-vals[j])/maxAbs)
+			}
+		}
+		var vecs mat.CDense
+		eig.VectorsTo(&vecs)
+		W := mat.NewDense(k, k, nil)
+		for j := 0; j < k; j++ {
+			col := make([]float64, k)
+			for i := range col {
+				col[i] = real(vecs.At(i, j))
+			}
+			normalize(col)
+			W.SetCol(j, col)
+		}
+		diag, res, ok := FitDiagonal(slices, W)
+		if !ok {
+			continue
+		}
+		d := &Decomposition{W: W, Diag: diag, Residual: res, MinGap: gap}
+		bestGood := best != nil && best.MinGap >= opt.MinGap
+		good := gap >= opt.MinGap
+		if best == nil || (good && !bestGood) || (good == bestGood && d.Residual < best.Residual) {
+			best = d
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w in %d tries: every pair of slices had complex or singular eigenvalues (are the components dependent, or does a weight vanish?)", ErrNoDecomposition, opt.Tries)
+	}
+	best.Tries = opt.Tries
+	return best, nil
+}
+
+// FitDiagonal returns, for each slice M_i, the diagonal D_i minimising
+// ‖M_i − W·D_i·Wᵀ‖_F for fixed unit columns w_j of W, and the relative
+// residual over all slices. It uses ⟨w_a w_aᵀ, w_b w_bᵀ⟩ = (w_a·w_b)², so the
+// fit is a k×k positive definite solve per slice.
+func FitDiagonal(slices []*mat.SymDense, W *mat.Dense) (diag [][]float64, residual float64, ok bool) {
+	_, r := W.Dims()
+	G := mat.NewSymDense(r, nil)
+	cols := make([]*mat.VecDense, r)
+	for j := range cols {
+		cols[j] = mat.VecDenseCopyOf(W.ColView(j))
+	}
+	for a := 0; a < r; a++ {
+		for b := a; b < r; b++ {
+			c := mat.Dot(cols[a], cols[b])
+			G.SetSym(a, b, c*c)
+		}
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(G) {
+		return nil, math.Inf(1), false
+	}
+	res2, total2 := 0.0, 0.0
+	diag = make([][]float64, len(slices))
+	for i, M := range slices {
+		rhs := mat.NewVecDense(r, nil)
+		for a := 0; a < r; a++ {
+			rhs.SetVec(a, mat.Inner(cols[a], M, cols[a]))
+		}
+		var d mat.VecDense
+		if err := chol.SolveVecTo(&d, rhs); err != nil {
+			return nil, math.Inf(1), false
+		}
+		// Form the residual explicitly: the expanded quadratic form loses
+		// all accuracy once the residual is below ~1e-8.
+		var fit mat.Dense
+		scaled := mat.DenseCopyOf(W)
+		for j := 0; j < r; j++ {
+			col := scaled.ColView(j).(*mat.VecDense)
+			col.ScaleVec(d.AtVec(j), col)
+		}
+		fit.Mul(scaled, W.T())
+		fit.Sub(M, &fit)
+		f, m := mat.Norm(&fit, 2), mat.Norm(M, 2)
+		res2 += f * f
+		total2 += m * m
+		diag[i] = d.RawVector().Data
+	}
+	if total2 == 0 {
+		return diag, 0, true
+	}
+	return diag, math.Sqrt(res2 / total2), true
+}
+
+func normalize(v []float64) {
+	n := math.Sqrt(dot(v, v))
+	if n == 0 {
+		return
+	}
+	for i := range v {
+		v[i] /= n
+	}
+}
