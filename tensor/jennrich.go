@@ -38,6 +38,9 @@ type JennrichOptions struct {
 	// MinGap is the relative eigenvalue gap below which a try is only used
 	// if no try reaches it (default 1e-3, specs/001 §3.3).
 	MinGap float64
+	// Sweeps bounds the joint-diagonalisation sweeps that refine the best
+	// try over all slices (default 100).
+	Sweeps int
 }
 
 // Jennrich finds the common components of symmetric slices M_i ≈ W·D_i·Wᵀ
@@ -48,7 +51,9 @@ type JennrichOptions struct {
 // slices come from a sample moment, so several random pairs are tried; pairs
 // with complex eigenvalues are rejected, and among the rest the one whose
 // components fit all slices with the smallest residual wins (preferring pairs
-// whose eigenvalue gap is at least MinGap).
+// whose eigenvalue gap is at least MinGap). The winner is refined by
+// JointDiagonalize over all slices: a pair of slices uses a fraction of the
+// data's information, the least-squares fit to all of them uses it all.
 func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Decomposition, error) {
 	if len(slices) < 2 {
 		return nil, fmt.Errorf("tensor: Jennrich needs at least two slices, got %d", len(slices))
@@ -91,13 +96,7 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 		for _, v := range vals {
 			maxAbs = math.Max(maxAbs, cmplx.Abs(v))
 		}
-		allReal := maxAbs > 0
-		for _, v := range vals {
-			if math.Abs(imag(v)) > 1e-8*maxAbs {
-				allReal = false
-			}
-		}
-		if !allReal {
+		if maxAbs == 0 {
 			continue
 		}
 		gap := math.Inf(1)
@@ -110,9 +109,18 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 		eig.VectorsTo(&vecs)
 		W := mat.NewDense(k, k, nil)
 		for j := 0; j < k; j++ {
+			// A complex conjugate pair (noise merged two real eigenvalues)
+			// spans a real 2-D invariant subspace: keep its real and imaginary
+			// parts as two columns and let the joint diagonalisation rotate
+			// within it.
 			col := make([]float64, k)
+			useImag := j > 0 && imag(vals[j]) != 0 && vals[j] == cmplx.Conj(vals[j-1])
 			for i := range col {
-				col[i] = real(vecs.At(i, j))
+				if useImag {
+					col[i] = imag(vecs.At(i, j))
+				} else {
+					col[i] = real(vecs.At(i, j))
+				}
 			}
 			normalize(col)
 			W.SetCol(j, col)
@@ -129,10 +137,11 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%w in %d tries: every pair of slices had complex or singular eigenvalues (are the components dependent, or does a weight vanish?)", ErrNoDecomposition, opt.Tries)
+		return nil, fmt.Errorf("%w in %d tries: every pair of slices was singular (are the components dependent, or does a weight vanish?)", ErrNoDecomposition, opt.Tries)
 	}
-	best.Tries = opt.Tries
-	return best, nil
+	refined := JointDiagonalize(slices, best.W, opt.Sweeps)
+	refined.MinGap, refined.Tries = best.MinGap, opt.Tries
+	return refined, nil
 }
 
 // FitDiagonal returns, for each slice M_i, the diagonal D_i minimising

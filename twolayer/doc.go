@@ -1,0 +1,28 @@
+// Package twolayer learns two-layer ReLU networks y = U·ReLU(V·x) from
+// samples, exactly when the data are noiseless, following Bakshi, Jayaram,
+// Woodruff, "Learning two layer rectified neural networks in polynomial time"
+// (papers/001), in the practical form of specs/001_bakshi_two_layer.md.
+//
+// Conventions. The paper stores samples as columns (X ∈ R^{d×n},
+// A = U*·f(V*·X) ∈ R^{m×n}); this package stores them as rows, like numpy and
+// PyTorch: X is n×d, Y is n×m and Y = ReLU(X·Vᵀ)·Uᵀ with V k×d and U m×k
+// (PyTorch's nn.Linear layout). The paper's "row span of A" (a subspace of
+// R^n) is therefore the column span of Y here, and its Ā/X̄ (the first ℓ
+// columns) are the first ℓ rows of Y/X.
+//
+// Hidden units are identifiable up to permutation and positive scaling (no
+// sign symmetry for the ReLU). Results are normalised by nn.MLP.Canonical:
+// unit rows of V, units sorted by the norm of their output weights.
+//
+// Routes (Fit chooses; each is also callable on its own):
+//
+//   - TensorStart: rank and output reduction, optional whitening (Remark 3),
+//     the order-1/order-2 moment for the span of V, the order-r Hermite moment
+//     in k dimensions (r = 4 for the ReLU: the paper's order-3 tensor is
+//     identically zero) and Jennrich with retries. Gives ±V approximately.
+//   - ExactPolish (Alg 5 in margin form): makes each row exact by solving
+//     linear systems on confidently inactive samples, with a per-unit and a
+//     global residual certificate.
+//   - RecoverSigns (Alg 6) and SolveU (Lemma 20): the noisy route.
+//   - Refine: an optional local least-squares refinement (not in the paper).
+package twolayer

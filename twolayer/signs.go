@@ -1,0 +1,137 @@
+package twolayer
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/linalg"
+)
+
+// signRows is ℓ of Alg 6: the number of samples the projection test uses
+// (specs/001 §3.3: the gap grows like ℓ and the noise like √ℓ).
+const signRows = 50000
+
+// RecoverSigns fixes the unknown signs of approximate rows ±V̂ under noise —
+// Bakshi et al. Alg 6. For unit i it compares how well the outputs are
+// explained by the span of {f(±X̄v̂_j)}_{j≠i} ∪ {f(X̄v̂_i)} versus the same set
+// with f(−X̄v̂_i): the true sign leaves the smaller residual ‖Ȳ(I − P_S)‖_F²
+// (Theorem 9). X̄, Ȳ are the first min(n, 50000) samples. Both residuals are
+// computed from one Gram matrix of the 2k candidate activations, so each unit
+// costs a (2k−1)×(2k−1) Cholesky solve after an ℓ·2k·(2k+m) setup.
+//
+// It returns V with the signs applied and the per-unit margins
+// (a⁻ − a⁺)/(a⁻ + a⁺), positive when the kept sign won clearly.
+func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense) (*mat.Dense, []float64, error) {
+	n, _ := X.Dims()
+	k, d := Vhat.Dims()
+	_, m := Y.Dims()
+	l := min(n, signRows)
+	Xb := X.Slice(0, l, 0, d)
+	Yb := Y.Slice(0, l, 0, m)
+	// C = [f(X̄v̂_1) … f(X̄v̂_k), f(−X̄v̂_1) … f(−X̄v̂_k)].
+	P := mat.NewDense(l, k, nil)
+	P.Mul(Xb, Vhat.T())
+	C := mat.NewDense(l, 2*k, nil)
+	for q := 0; q < l; q++ {
+		row := P.RawRowView(q)
+		out := C.RawRowView(q)
+		for j, v := range row {
+			out[j] = math.Max(v, 0)
+			out[k+j] = math.Max(-v, 0)
+		}
+	}
+	G := mat.NewSymDense(2*k, nil)
+	G.SymOuterK(1, C.T())
+	CY := mat.NewDense(2*k, m, nil)
+	CY.Mul(C.T(), Yb)
+	// The common term ‖Ȳ‖_F² cancels in the comparison a⁻ − a⁺.
+	yy := math.Pow(mat.Norm(Yb, 2), 2)
+	proj := func(cols []int) (float64, error) {
+		g := mat.NewSymDense(len(cols), nil)
+		b := mat.NewDense(len(cols), m, nil)
+		for a, ca := range cols {
+			for c, cc := range cols[a:] {
+				g.SetSym(a, a+c, G.At(ca, cc))
+			}
+			b.SetRow(a, CY.RawRowView(ca))
+		}
+		var chol mat.Cholesky
+		if !chol.Factorize(g) {
+			return 0, fmt.Errorf("candidate activations are linearly dependent (too few samples, or two units are parallel)")
+		}
+		var x mat.Dense
+		if err := chol.SolveTo(&x, b); err != nil {
+			return 0, err
+		}
+		// ‖P_S Ȳ‖_F² = tr(bᵀ g⁻¹ b).
+		s := 0.0
+		for a := 0; a < len(cols); a++ {
+			for j := 0; j < m; j++ {
+				s += b.At(a, j) * x.At(a, j)
+			}
+		}
+		return s, nil
+	}
+	V := mat.DenseCopyOf(Vhat)
+	margins := make([]float64, k)
+	for i := 0; i < k; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		var others []int
+		for j := 0; j < k; j++ {
+			if j != i {
+				others = append(others, j, k+j)
+			}
+		}
+		pPlus, err := proj(append(append([]int{}, others...), i))
+		if err != nil {
+			return nil, nil, fmt.Errorf("twolayer: sign recovery of unit %d: %w", i, err)
+		}
+		pMinus, err := proj(append(append([]int{}, others...), k+i))
+		if err != nil {
+			return nil, nil, fmt.Errorf("twolayer: sign recovery of unit %d: %w", i, err)
+		}
+		aPlus, aMinus := yy-pPlus, yy-pMinus
+		margins[i] = (aMinus - aPlus) / math.Max(aMinus+aPlus, math.SmallestNonzeroFloat64)
+		if aPlus > aMinus {
+			row := V.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+			margins[i] = -margins[i]
+		}
+	}
+	return V, margins, nil
+}
+
+// SolveU returns the least-squares output weights U (m×k) of
+// Y ≈ ReLU(X·Vᵀ)·Uᵀ — the regression of Lemma 20 (and steps 6–7 of Alg 4),
+// solved by QR of the n×k activation matrix, never the normal equations —
+// together with κ(ReLU(X·Vᵀ)).
+func SolveU(X, Y, V *mat.Dense) (*mat.Dense, float64, error) {
+	F := activations(X, V)
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, math.Inf(1), fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
+	}
+	return mat.DenseCopyOf(Ut.T()), linalg.Cond(F), nil
+}
+
+// activations returns ReLU(X·Vᵀ) (n×k).
+func activations(X, V *mat.Dense) *mat.Dense {
+	n, _ := X.Dims()
+	k, _ := V.Dims()
+	F := mat.NewDense(n, k, nil)
+	F.Mul(X, V.T())
+	data := F.RawMatrix().Data
+	for i, v := range data {
+		if v < 0 {
+			data[i] = 0
+		}
+	}
+	return F
+}

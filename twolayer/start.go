@@ -1,0 +1,363 @@
+package twolayer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/tensor"
+)
+
+// exactRankTol is the relative singular value below which Y counts as exactly
+// rank k (specs/001 §3.3: σ_{k+1}/σ_1 < 1e-10 in the noiseless case).
+const exactRankTol = 1e-10
+
+// Start is the output of TensorStart: approximate hidden weights, each row
+// equal to ±(a true row) up to the moment estimation error, plus what the
+// later routes reuse.
+type Start struct {
+	// V is k×d with unit rows in the raw input coordinates, signs unknown.
+	V *mat.Dense
+	// K is the hidden width used; Inferred says whether it came from the
+	// numerical rank of Y.
+	K        int
+	Inferred bool
+	// SingularValues of Y, descending.
+	SingularValues []float64
+	// ExactRank reports σ_{k+1}(Y)/σ_1(Y) < 1e-10 (always false when k = m,
+	// where the rank cannot tell noise from signal).
+	ExactRank bool
+	// Basis is an n×k orthonormal basis of the top-k column span of Y — the
+	// paper's k×n "basis R of rowspan(A)", transposed.
+	Basis *mat.Dense
+	// Order is the Hermite moment order used (4 for the ReLU).
+	Order int
+	// Whitened reports whether X was whitened (Remark 3); CondCov is κ(Σ̂).
+	Whitened bool
+	CondCov  float64
+	// Jennrich's fit of the moment slices.
+	JennrichResidual float64
+	JennrichGap      float64
+	JennrichTries    int
+	Warnings         []string
+}
+
+// TensorStart computes the tensor initializer of specs/001 §2.4 (Bakshi et al.
+// Alg 4, corrected): it returns ±V* up to an angular error that falls like
+// n^{-1/2}. Steps:
+//
+//  1. The top-k right singular vectors P of Y reduce the outputs to k
+//     channels Y·P (in the noiseless case col(Y) = col(f(XVᵀ))).
+//  2. If X's covariance is not the identity, X is whitened by Σ̂^{-1/2}
+//     (Remark 3); the learned rows are mapped back at the end.
+//  3. The span of the rows of V is the top-k left singular space of the
+//     order-1 moment E[x·yᵀ]/c₁ stacked with order-2 moments E[s·(xxᵀ−I)]/c₂
+//     for three random output combinations s (the paper uses order 2 only;
+//     adding order 1 costs n·d·k and strengthens the span when c₁ ≠ 0).
+//  4. In the k-dimensional projected coordinates z = Wᵀx, 2k slices of the
+//     order-r Hermite moment (r = 4 for the ReLU, from hermite.TensorOrder;
+//     the paper's r = 3 is identically zero) are decomposed by Jennrich.
+//
+// Cost: one thin SVD of Y (n·m²), the order-2 step (2·n·d²·3), the order-r
+// slices (2·n·k²·(2k+3)) and small k×k work.
+func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, error) {
+	opt = opt.withDefaults()
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	n, d, m, err := checkData(X, Y)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
+	act := hermite.ReLU{}
+	st := &Start{}
+
+	// 1. Rank and output reduction.
+	uY, sY, vY, err := linalg.ThinSVD(Y)
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
+	}
+	st.SingularValues = sY
+	k := opt.Hidden
+	if k == 0 {
+		k, st.Warnings = inferHidden(sY, d)
+		st.Inferred = true
+	}
+	if k > min(d, m) {
+		return nil, fmt.Errorf("%w: %d hidden units cannot be identified from d=%d inputs and m=%d outputs: this route needs k ≤ min(d, m) (V* and U* of full rank k)", ErrInput, k, d, m)
+	}
+	if need := minSamples(d, k); n < need {
+		return nil, fmt.Errorf("%w: the tensor start needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, need, d, k, n)
+	}
+	st.K = k
+	st.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
+	st.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))
+	red := mat.NewDense(n, k, nil)
+	red.Mul(Y, vY.Slice(0, m, 0, k))
+
+	// 2. Whitening (Remark 3).
+	Xw, unwhiten, err := whiten(X, opt.Whiten, st)
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Span of the hidden weights from the order-1 and order-2 moments.
+	const channels = 3
+	S := mat.NewDense(n, channels, nil)
+	theta := mat.NewDense(k, channels, nil)
+	for i := range theta.RawMatrix().Data {
+		theta.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	S.Mul(red, theta)
+	var blocks []mat.Matrix
+	// Residualising the weights on [1, x] (a degree-1 polynomial) leaves the
+	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
+	// it) and removes most of its variance: the ReLU is half linear.
+	S2 := mat.DenseCopyOf(S)
+	if err := residualize(S2, polyFeatures(Xw, 1)); err != nil {
+		return nil, err
+	}
+	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
+		M1 := mat.NewDense(d, k, nil)
+		M1.Mul(Xw.T(), red)
+		M1.Scale(1/(float64(n)*c1), M1)
+		blocks = append(blocks, M1)
+	}
+	if c2 := act.Coeff(2); math.Abs(c2) > 1e-8 {
+		M2, err := tensor.HermiteMoment2(ctx, Xw, S2, func(done, total int) { opt.progress("order-2 moment", done, total) })
+		if err != nil {
+			return nil, err
+		}
+		for _, M := range M2 {
+			var s mat.Dense
+			s.Scale(1/c2, M)
+			blocks = append(blocks, &s)
+		}
+	}
+	span, _, _, err := linalg.TopK(hstack(blocks), k)
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: span of the hidden weights: %w", err)
+	}
+
+	// 4. Order-r slices in k dimensions: Jennrich on random slices, then a
+	// second pass whose contractions are aligned with the components found.
+	order, err := hermite.TensorOrder(act)
+	if err != nil {
+		return nil, err
+	}
+	st.Order = order
+	Z := mat.NewDense(n, k, nil)
+	Z.Mul(Xw, span)
+	if err := residualize(S, polyFeatures(Z, order-1)); err != nil {
+		return nil, err
+	}
+	randomPass := make([]tensor.Contraction, max(2*k, 6))
+	for i := range randomPass {
+		randomPass[i] = contraction(order, i%channels, randUnit(k, rng), randUnit(k, rng))
+	}
+	slices, err := tensor.HermiteSlices(ctx, Z, S, randomPass, func(done, total int) { opt.progress(fmt.Sprintf("order-%d moment", order), done, total) })
+	if err != nil {
+		return nil, err
+	}
+	dec, err := tensor.Jennrich(slices, rng, tensor.JennrichOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: tensor decomposition: %w", err)
+	}
+	st.JennrichGap, st.JennrichTries = dec.MinGap, dec.Tries
+	// Contracting with the components themselves makes slice j dominated by
+	// component j (signal ~1 instead of ~1/k for random unit vectors) while
+	// the sampling noise stays the same.
+	var aligned []tensor.Contraction
+	for j := 0; j < k; j++ {
+		w := mat.Col(nil, j, dec.W)
+		for t := 0; t < channels; t++ {
+			aligned = append(aligned, contraction(order, t, w, w))
+		}
+	}
+	slices, err = tensor.HermiteSlices(ctx, Z, S, aligned, func(done, total int) { opt.progress(fmt.Sprintf("order-%d moment (aligned)", order), done, total) })
+	if err != nil {
+		return nil, err
+	}
+	dec = tensor.JointDiagonalize(slices, dec.W, 0)
+	st.JennrichResidual = dec.Residual
+
+	// Lift back: v_j = Σ̂^{-1/2}·W_sub·w_j, normalised.
+	V := mat.NewDense(k, d, nil)
+	var lifted mat.Dense
+	lifted.Mul(span, dec.W) // d×k, columns in whitened coordinates
+	if unwhiten != nil {
+		lifted.Mul(unwhiten, mat.DenseCopyOf(&lifted))
+	}
+	V.Copy(lifted.T())
+	normalizeRows(V)
+	st.V = V
+	return st, nil
+}
+
+// inferHidden picks k from the singular values of Y: the exact numerical rank
+// when σ_{r+1}/σ_1 < 1e-10 for some r < m, otherwise the position of the
+// largest ratio between consecutive singular values (a noise floor), and m
+// itself when no ratio exceeds 10 (no visible floor).
+func inferHidden(s []float64, d int) (int, []string) {
+	m := len(s)
+	r := linalg.NumericalRank(s, exactRankTol)
+	if r < m {
+		return max(r, 1), nil
+	}
+	best, bestRatio := m, 10.0
+	for i := 1; i < m; i++ {
+		if s[i] > 0 && s[i-1]/s[i] > bestRatio {
+			best, bestRatio = i, s[i-1]/s[i]
+		}
+	}
+	warn := fmt.Sprintf("hidden width inferred as %d from a gap in the singular values of Y (Y is not exactly low rank: noise?); pass the width explicitly if you know it", best)
+	if best == m {
+		warn = fmt.Sprintf("hidden width inferred as m = %d: Y has full rank and no clear gap; pass the width explicitly if you know it", m)
+	}
+	return min(best, d), []string{warn}
+}
+
+// whiten returns X·Σ̂^{-1/2} and Σ̂^{-1/2} when mode asks for it (or, in
+// "auto", when the sample covariance differs from I by more than three times
+// its expected sampling error 2√(d/n) + d/n in spectral norm); otherwise X and nil.
+func whiten(X *mat.Dense, mode string, st *Start) (*mat.Dense, *mat.Dense, error) {
+	n, d := X.Dims()
+	if mode == "never" {
+		return X, nil, nil
+	}
+	cov := mat.NewSymDense(d, nil)
+	cov.SymOuterK(1/float64(n), X.T())
+	if mode == "auto" {
+		var eig mat.EigenSym
+		if !eig.Factorize(cov, false) {
+			return nil, nil, fmt.Errorf("twolayer: eigenvalues of the input covariance did not converge")
+		}
+		dev := 0.0
+		for _, l := range eig.Values(nil) {
+			dev = math.Max(dev, math.Abs(l-1))
+		}
+		ratio := float64(d) / float64(n)
+		if dev <= 3*(2*math.Sqrt(ratio)+ratio) {
+			return X, nil, nil
+		}
+	}
+	inv, cond, err := linalg.SymInvSqrt(cov)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: the input covariance is singular, so the inputs do not span R^d (%v); drop constant or duplicated input columns", ErrInput, err)
+	}
+	Xw := mat.NewDense(n, d, nil)
+	Xw.Mul(X, inv)
+	st.Whitened, st.CondCov = true, cond
+	return Xw, inv, nil
+}
+
+func contraction(order, channel int, alpha, beta []float64) tensor.Contraction {
+	c := tensor.Contraction{Channel: channel, Alpha: alpha}
+	if order == 4 {
+		c.Beta = beta
+	}
+	return c
+}
+
+// maxResidualFeatures bounds the polynomial features used for residualising
+// (the least-squares fit costs n·f²).
+const maxResidualFeatures = 400
+
+// polyFeatures returns the monomials of the rows of Z up to the given degree
+// (at most 2): [1, z_a, z_a·z_b (a ≤ b)]. When the quadratic block would
+// exceed maxResidualFeatures columns it is left out.
+func polyFeatures(Z *mat.Dense, degree int) *mat.Dense {
+	n, k := Z.Dims()
+	f := 1 + k
+	quad := degree >= 2 && f+k*(k+1)/2 <= maxResidualFeatures
+	if quad {
+		f += k * (k + 1) / 2
+	}
+	F := mat.NewDense(n, f, nil)
+	for q := 0; q < n; q++ {
+		z := Z.RawRowView(q)
+		row := F.RawRowView(q)
+		row[0] = 1
+		copy(row[1:], z)
+		if quad {
+			p := 1 + k
+			for a := 0; a < k; a++ {
+				for b := a; b < k; b++ {
+					row[p] = z[a] * z[b]
+					p++
+				}
+			}
+		}
+	}
+	return F
+}
+
+// residualize replaces every column s of S by s − F·β, its residual after a
+// least-squares fit on the features F (specs/004 §2.5). Because He_r is
+// orthogonal under the Gaussian to every polynomial of degree < r, the
+// expectation of an order-r Hermite moment is unchanged when F holds
+// monomials of degree < r, while its variance drops (measured ~2× in error).
+func residualize(S, F *mat.Dense) error {
+	beta, err := linalg.LstSq(F, S)
+	if err != nil {
+		return fmt.Errorf("twolayer: residualising the moment weights: %w", err)
+	}
+	var fit mat.Dense
+	fit.Mul(F, beta)
+	S.Sub(S, &fit)
+	return nil
+}
+
+func hstack(ms []mat.Matrix) *mat.Dense {
+	r, _ := ms[0].Dims()
+	cols := 0
+	for _, m := range ms {
+		_, c := m.Dims()
+		cols += c
+	}
+	out := mat.NewDense(r, cols, nil)
+	at := 0
+	for _, m := range ms {
+		_, c := m.Dims()
+		out.Slice(0, r, at, at+c).(*mat.Dense).Copy(m)
+		at += c
+	}
+	return out
+}
+
+func randUnit(k int, rng *rand.Rand) []float64 {
+	v := make([]float64, k)
+	s := 0.0
+	for i := range v {
+		v[i] = rng.NormFloat64()
+		s += v[i] * v[i]
+	}
+	for i := range v {
+		v[i] /= math.Sqrt(s)
+	}
+	return v
+}
+
+// normalizeRows scales every non-zero row of V to unit Euclidean norm.
+func normalizeRows(V *mat.Dense) {
+	r, _ := V.Dims()
+	for i := 0; i < r; i++ {
+		row := V.RawRowView(i)
+		s := 0.0
+		for _, v := range row {
+			s += v * v
+		}
+		if s > 0 {
+			s = 1 / math.Sqrt(s)
+			for j := range row {
+				row[j] *= s
+			}
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package twolayer
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// minSamples is the sample floor of the tensor start: the order-4 moment in k
+// dimensions has relative error ~k²/√n, and the order-2 span step needs n ≫ d.
+// Below this floor the start is too inaccurate for the polish to lock in.
+func minSamples(d, k int) int {
+	return max(20*d, 200*k*k, 1000)
+}
+
+// checkData validates X and Y and returns n, d, m.
+func checkData(X, Y *mat.Dense) (n, d, m int, err error) {
+	if X == nil || Y == nil {
+		return 0, 0, 0, fmt.Errorf("%w: X and Y are required", ErrInput)
+	}
+	n, d = X.Dims()
+	ny, m := Y.Dims()
+	if n != ny {
+		return 0, 0, 0, fmt.Errorf("%w: X has %d rows but Y has %d; both need one row per sample", ErrInput, n, ny)
+	}
+	if n == 0 || d == 0 || m == 0 {
+		return 0, 0, 0, fmt.Errorf("%w: empty data (X is %d×%d, Y is %d×%d)", ErrInput, n, d, ny, m)
+	}
+	for name, M := range map[string]*mat.Dense{"X": X, "Y": Y} {
+		r, c := M.Dims()
+		for i := 0; i < r; i++ {
+			for j, v := range M.RawRowView(i)[:c] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return 0, 0, 0, fmt.Errorf("%w: %s has %v at row %d, column %d; remove or impute non-finite values", ErrInput, name, v, i, j)
+				}
+			}
+		}
+	}
+	if mat.Norm(Y, math.Inf(1)) == 0 {
+		return 0, 0, 0, fmt.Errorf("%w: Y is identically zero; there is nothing to learn", ErrInput)
+	}
+	return n, d, m, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.CertTol <= 0 {
+		o.CertTol = 1e-10
+	}
+	if o.Whiten == "" {
+		o.Whiten = "auto"
+	}
+	if o.Route == "" {
+		o.Route = "auto"
+	}
+	return o
+}
+
+func (o Options) check() error {
+	switch o.Route {
+	case "auto", "exact", "noisy":
+	default:
+		return fmt.Errorf("%w: unknown route %q (want auto, exact or noisy)", ErrInput, o.Route)
+	}
+	switch o.Whiten {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("%w: unknown whitening mode %q (want auto, always or never)", ErrInput, o.Whiten)
+	}
+	if o.Hidden < 0 {
+		return fmt.Errorf("%w: hidden width %d is negative", ErrInput, o.Hidden)
+	}
+	return nil
+}
+
+func (o Options) progress(stage string, done, total int) {
+	if o.Progress != nil {
+		o.Progress(stage, done, total)
+	}
+}
