@@ -11,14 +11,83 @@ import (
 // partial minimisations of Yeredor's AC–DC algorithm: DC, the diagonals d_i
 // for fixed W (FitDiagonal), and AC, each column w_j for fixed diagonals and
 // other columns — the top eigenvector of Σ_i d_ij·(M_i − Σ_{l≠j} d_il w_l w_lᵀ).
-// The residual never increases. It stops after sweeps sweeps (default 100) or
-// when a sweep improves the residual by less than 1e-12 relative.
+// Each AC–DC run stops after sweeps sweeps (default 100) or when a sweep
+// improves the residual by less than 1e-12 relative.
+//
+// AC–DC is a local method, and a noisy start can leave two columns on the
+// same component while another component is missed. After each run, a column
+// nearly parallel to another (|cos| > 0.95) is restarted from the top
+// eigenvector of Σ_i R_i², R_i being slice i minus every other column's
+// contribution: the missing component dominates what is left.
 func JointDiagonalize(slices []*mat.SymDense, W0 *mat.Dense, sweeps int) *Decomposition {
+	W := mat.DenseCopyOf(W0)
+	_, r := W.Dims()
+	d := acdc(slices, W, sweeps)
+	for restart := 0; restart < r; restart++ {
+		j := duplicateColumn(d.W)
+		if j < 0 || d.Diag == nil {
+			break
+		}
+		W = mat.DenseCopyOf(d.W)
+		W.SetCol(j, missingComponent(slices, W, d.Diag, j))
+		nd := acdc(slices, W, sweeps)
+		if nd.Residual >= d.Residual && duplicateColumn(nd.W) >= 0 {
+			break
+		}
+		d = nd
+	}
+	return d
+}
+
+// duplicateColumn returns a column nearly parallel to an earlier one, or −1.
+func duplicateColumn(W *mat.Dense) int {
+	_, r := W.Dims()
+	for j := 1; j < r; j++ {
+		for i := 0; i < j; i++ {
+			if math.Abs(mat.Dot(W.ColView(i), W.ColView(j))) > 0.95 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// missingComponent returns the top eigenvector of Σ_i R_i² with
+// R_i = M_i − Σ_{l≠j} d_il·w_l w_lᵀ.
+func missingComponent(slices []*mat.SymDense, W *mat.Dense, diag [][]float64, j int) []float64 {
+	k, r := W.Dims()
+	sum := mat.NewSymDense(k, nil)
+	R := mat.NewSymDense(k, nil)
+	var sq mat.Dense
+	for i, M := range slices {
+		R.CopySym(M)
+		for l := 0; l < r; l++ {
+			if l != j {
+				R.SymRankOne(R, -diag[i][l], W.ColView(l))
+			}
+		}
+		sq.Mul(R, R)
+		for a := 0; a < k; a++ {
+			for b := a; b < k; b++ {
+				sum.SetSym(a, b, sum.At(a, b)+(sq.At(a, b)+sq.At(b, a))/2)
+			}
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sum, true) {
+		return mat.Col(nil, j, W)
+	}
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	return mat.Col(nil, k-1, &vecs)
+}
+
+// acdc runs AC–DC sweeps from W (modified in place).
+func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 	if sweeps <= 0 {
 		sweeps = 100
 	}
-	k, r := W0.Dims()
-	W := mat.DenseCopyOf(W0)
+	k, r := W.Dims()
 	diag, res, ok := FitDiagonal(slices, W)
 	if !ok {
 		return &Decomposition{W: W, Residual: math.Inf(1)}

@@ -108,6 +108,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 			maxAngle = math.Max(maxAngle, r.Angle)
 		}
 		res.Diagnostics.PolishedUnits = len(reps) - len(failed)
+		res.Diagnostics.Units = reps
 		res.Diagnostics.InitAngleError = maxAngle
 		if len(failed) > 0 {
 			return nil, nil, failed, 0, nil

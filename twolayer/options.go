@@ -74,8 +74,10 @@ type Diagnostics struct {
 	// (radians) between a tensor-start row and the exact row: how far the
 	// polish had to move.
 	InitAngleError float64 `json:"init_angle_error,omitempty"`
-	// PolishedUnits counts the units the exact polish made exact.
-	PolishedUnits int `json:"polished_units"`
+	// PolishedUnits counts the units the exact polish made exact; Units has
+	// the per-unit reports of the last polish attempt.
+	PolishedUnits int          `json:"polished_units"`
+	Units         []UnitPolish `json:"units,omitempty"`
 	// CondF is κ(ReLU(XVᵀ)), the conditioning of the final U solve.
 	CondF float64 `json:"cond_f"`
 	// ResidualBeforeRefine is the relative residual of the noisy route before

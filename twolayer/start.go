@@ -145,8 +145,14 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 		return nil, fmt.Errorf("twolayer: span of the hidden weights: %w", err)
 	}
 
-	// 4. Order-r slices in k dimensions: Jennrich on random slices, then a
-	// second pass whose contractions are aligned with the components found.
+	if debugSpan != nil {
+		debugSpan(span)
+	}
+
+	// 4. Order-r slices in k dimensions. Every slice gets its own output
+	// combination s = red·θ, so no unit is weak in all of them (a unit j
+	// has weight λ_j ∝ θ·ũ_j in a slice; with a few shared θ an unlucky unit
+	// can be nearly invisible).
 	order, err := hermite.TensorOrder(act)
 	if err != nil {
 		return nil, err
@@ -154,14 +160,18 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	st.Order = order
 	Z := mat.NewDense(n, k, nil)
 	Z.Mul(Xw, span)
-	if err := residualize(S, polyFeatures(Z, order-1)); err != nil {
+	redRes := mat.DenseCopyOf(red)
+	if err := residualize(redRes, polyFeatures(Z, order-1)); err != nil {
 		return nil, err
 	}
-	randomPass := make([]tensor.Contraction, max(2*k, 6))
-	for i := range randomPass {
-		randomPass[i] = contraction(order, i%channels, randUnit(k, rng), randUnit(k, rng))
+	nslices := max(2*k, 6)
+	thetas := mat.NewDense(k, nslices, nil)
+	cs := make([]tensor.Contraction, nslices)
+	for i := range cs {
+		thetas.SetCol(i, randUnit(k, rng))
+		cs[i] = contraction(order, i, randUnit(k, rng), randUnit(k, rng))
 	}
-	slices, err := tensor.HermiteSlices(ctx, Z, S, randomPass, func(done, total int) { opt.progress(fmt.Sprintf("order-%d moment", order), done, total) })
+	slices, err := hermiteSlices(ctx, Z, redRes, thetas, cs, fmt.Sprintf("order-%d moment", order), opt)
 	if err != nil {
 		return nil, err
 	}
@@ -170,21 +180,39 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 		return nil, fmt.Errorf("twolayer: tensor decomposition: %w", err)
 	}
 	st.JennrichGap, st.JennrichTries = dec.MinGap, dec.Tries
-	// Contracting with the components themselves makes slice j dominated by
-	// component j (signal ~1 instead of ~1/k for random unit vectors) while
-	// the sampling noise stays the same.
-	var aligned []tensor.Contraction
-	for j := 0; j < k; j++ {
-		w := mat.Col(nil, j, dec.W)
-		for t := 0; t < channels; t++ {
-			aligned = append(aligned, contraction(order, t, w, w))
+
+	// Aligned passes. Slice j contracts with the current component w_j and
+	// weighs the outputs by θ_j ∝ ±ũ_j, read off the first moment
+	// E[red·zᵀ] = c₁·Ũ·Wᵀ: both choices make component j dominate slice j
+	// (signal ~1 instead of ~1/k) at the same sampling noise. In each pass
+	// the components come from whichever fits the new slices better: a joint
+	// diagonalisation started from the previous components, or a fresh
+	// Jennrich (which separates components the noisy first pass left mixed).
+	M1z := mat.NewDense(k, k, nil)
+	M1z.Mul(red.T(), Z)
+	W := dec.W
+	for pass := 1; pass <= 2; pass++ {
+		var ut mat.Dense // rows ∝ ±ũ_j
+		if err := ut.Solve(W, M1z.T()); err != nil {
+			break
 		}
+		for j := 0; j < k; j++ {
+			col := mat.Row(nil, j, &ut)
+			normalizeVec(col)
+			thetas.SetCol(j, col)
+			w := mat.Col(nil, j, W)
+			cs[j] = contraction(order, j, w, w)
+		}
+		slices, err = hermiteSlices(ctx, Z, redRes, thetas.Slice(0, k, 0, k).(*mat.Dense), cs[:k], fmt.Sprintf("order-%d moment, aligned pass %d", order, pass), opt)
+		if err != nil {
+			return nil, err
+		}
+		dec = tensor.JointDiagonalize(slices, W, 0)
+		if fresh, err := tensor.Jennrich(slices, rng, tensor.JennrichOptions{}); err == nil && fresh.Residual < dec.Residual {
+			dec = fresh
+		}
+		W = dec.W
 	}
-	slices, err = tensor.HermiteSlices(ctx, Z, S, aligned, func(done, total int) { opt.progress(fmt.Sprintf("order-%d moment (aligned)", order), done, total) })
-	if err != nil {
-		return nil, err
-	}
-	dec = tensor.JointDiagonalize(slices, dec.W, 0)
 	st.JennrichResidual = dec.Residual
 
 	// Lift back: v_j = Σ̂^{-1/2}·W_sub·w_j, normalised.
@@ -255,6 +283,17 @@ func whiten(X *mat.Dense, mode string, st *Start) (*mat.Dense, *mat.Dense, error
 	Xw.Mul(X, inv)
 	st.Whitened, st.CondCov = true, cond
 	return Xw, inv, nil
+}
+
+var debugSpan func(*mat.Dense)
+
+// hermiteSlices computes the slices cs with weight channels red·thetas.
+func hermiteSlices(ctx context.Context, Z, red, thetas *mat.Dense, cs []tensor.Contraction, stage string, opt Options) ([]*mat.SymDense, error) {
+	n, _ := red.Dims()
+	_, p := thetas.Dims()
+	S := mat.NewDense(n, p, nil)
+	S.Mul(red, thetas)
+	return tensor.HermiteSlices(ctx, Z, S, cs, func(done, total int) { opt.progress(stage, done, total) })
 }
 
 func contraction(order, channel int, alpha, beta []float64) tensor.Contraction {
@@ -329,6 +368,15 @@ func hstack(ms []mat.Matrix) *mat.Dense {
 		at += c
 	}
 	return out
+}
+
+func normalizeVec(v []float64) {
+	s := math.Sqrt(dot(v, v))
+	if s > 0 {
+		for i := range v {
+			v[i] /= s
+		}
+	}
 }
 
 func randUnit(k int, rng *rand.Rand) []float64 {
