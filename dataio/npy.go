@@ -1,0 +1,462 @@
+package dataio
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// The .npy format (numpy.lib.format, versions 1.0, 2.0 and 3.0):
+//
+//	"\x93NUMPY" major minor
+//	header length: uint16 LE (v1) or uint32 LE (v2, v3)
+//	header: a Python dict literal {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }
+//	        padded with spaces and ending in '\n'
+//	data:   prod(shape) items of descr, in C or Fortran order
+//
+// We parse it ourselves rather than through a general library so that every
+// malformed input becomes an ErrFormat error (the parser is fuzzed) and so
+// that big-endian, bool and Fortran-order files numpy writes all load.
+
+const npyMagic = "\x93NUMPY"
+
+// maxNPYHeader bounds the header we are willing to parse. numpy itself refuses
+// headers above 10 000 bytes unless told otherwise; ours only needs a shape.
+const maxNPYHeader = 1 << 20
+
+// npyHeader is the parsed header dict.
+type npyHeader struct {
+	descr   string
+	fortran bool
+	shape   []int
+}
+
+// dtype describes how one array element is stored.
+type dtype struct {
+	kind  byte // 'f', 'i', 'u', 'b'
+	size  int  // bytes per element
+	order binary.ByteOrder
+}
+
+// parseDescr interprets a numpy dtype string such as "<f8" or "|u1".
+func parseDescr(s string) (dtype, error) {
+	if len(s) < 3 {
+		return dtype{}, fmt.Errorf("dtype %q is not a simple numeric dtype: %w", s, ErrFormat)
+	}
+	var d dtype
+	switch s[0] {
+	case '<', '|', '=':
+		// '=' is native order; every platform numpy writes such files on
+		// today is little-endian.
+		d.order = binary.LittleEndian
+	case '>':
+		d.order = binary.BigEndian
+	default:
+		return dtype{}, fmt.Errorf("dtype %q has unknown byte order %q: %w", s, s[0], ErrFormat)
+	}
+	d.kind = s[1]
+	n, err := strconv.Atoi(s[2:])
+	if err != nil {
+		return dtype{}, fmt.Errorf("dtype %q has a malformed item size: %w", s, ErrFormat)
+	}
+	d.size = n
+	ok := false
+	switch d.kind {
+	case 'f':
+		ok = n == 2 || n == 4 || n == 8
+	case 'i', 'u':
+		ok = n == 1 || n == 2 || n == 4 || n == 8
+	case 'b':
+		ok = n == 1
+	}
+	if !ok {
+		return dtype{}, fmt.Errorf("dtype %q is not supported (expected float16/32/64, int8..int64, uint8..uint64 or bool; convert with arr.astype(np.float64)): %w", s, ErrFormat)
+	}
+	return d, nil
+}
+
+// decode reads one element from b (len(b) ≥ d.size).
+func (d dtype) decode(b []byte) float64 {
+	switch d.kind {
+	case 'f':
+		switch d.size {
+		case 2:
+			return float16ToFloat64(d.order.Uint16(b))
+		case 4:
+			return float64(math.Float32frombits(d.order.Uint32(b)))
+		default:
+			return math.Float64frombits(d.order.Uint64(b))
+		}
+	case 'i':
+		switch d.size {
+		case 1:
+			return float64(int8(b[0]))
+		case 2:
+			return float64(int16(d.order.Uint16(b)))
+		case 4:
+			return float64(int32(d.order.Uint32(b)))
+		default:
+			return float64(int64(d.order.Uint64(b)))
+		}
+	case 'u':
+		switch d.size {
+		case 1:
+			return float64(b[0])
+		case 2:
+			return float64(d.order.Uint16(b))
+		case 4:
+			return float64(d.order.Uint32(b))
+		default:
+			return float64(d.order.Uint64(b))
+		}
+	default: // 'b'
+		if b[0] != 0 {
+			return 1
+		}
+		return 0
+	}
+}
+
+// float16ToFloat64 converts an IEEE 754 half-precision value.
+func float16ToFloat64(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp := int(h>>10) & 0x1f
+	frac := float64(h & 0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return math.Inf(int(sign))
+	default:
+		return sign * math.Ldexp(1+frac/1024, exp-15)
+	}
+}
+
+// readNPYFile reads a .npy file from disk.
+func readNPYFile(path string) (*mat.Dense, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeNPY(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// decodeNPY parses a complete .npy file held in memory. Working on a byte
+// slice whose length is known lets every size in the header be checked
+// against the bytes actually present before anything is allocated.
+func decodeNPY(b []byte) (*mat.Dense, error) {
+	if len(b) < len(npyMagic)+2 || string(b[:len(npyMagic)]) != npyMagic {
+		return nil, fmt.Errorf("not a .npy file (missing the \\x93NUMPY magic; was it written with numpy.save?): %w", ErrFormat)
+	}
+	major, minor := b[6], b[7]
+	rest := b[8:]
+	var hlen int
+	switch major {
+	case 1:
+		if len(rest) < 2 {
+			return nil, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
+		}
+		hlen = int(binary.LittleEndian.Uint16(rest))
+		rest = rest[2:]
+	case 2, 3:
+		if len(rest) < 4 {
+			return nil, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
+		}
+		h := binary.LittleEndian.Uint32(rest)
+		if h > maxNPYHeader {
+			return nil, fmt.Errorf(".npy header claims %d bytes (limit %d): %w", h, maxNPYHeader, ErrFormat)
+		}
+		hlen = int(h)
+		rest = rest[4:]
+	default:
+		return nil, fmt.Errorf(".npy format version %d.%d is not supported (expected 1.0, 2.0 or 3.0): %w", major, minor, ErrFormat)
+	}
+	if hlen > len(rest) {
+		return nil, fmt.Errorf(".npy header claims %d bytes but only %d remain; the file is truncated: %w", hlen, len(rest), ErrFormat)
+	}
+	hdr, err := parseNPYHeader(string(rest[:hlen]))
+	if err != nil {
+		return nil, err
+	}
+	data := rest[hlen:]
+	dt, err := parseDescr(hdr.descr)
+	if err != nil {
+		return nil, err
+	}
+
+	var rows, cols int
+	switch len(hdr.shape) {
+	case 0:
+		rows, cols = 1, 1
+	case 1:
+		rows, cols = hdr.shape[0], 1
+	case 2:
+		rows, cols = hdr.shape[0], hdr.shape[1]
+	default:
+		return nil, fmt.Errorf("array has shape %v; expected a 2-D array (samples × features) or 1-D: reshape it with arr.reshape(len(arr), -1): %w", hdr.shape, ErrFormat)
+	}
+	if rows == 0 || cols == 0 {
+		return nil, fmt.Errorf("array has shape %v: %w", hdr.shape, ErrEmpty)
+	}
+	// Check the element count against the bytes present, dividing rather
+	// than multiplying so that absurd shapes cannot overflow.
+	avail := len(data) / dt.size
+	if rows > avail || cols > avail/rows {
+		return nil, fmt.Errorf("header announces shape %v of %s (%s bytes) but only %d data bytes follow; the file is truncated: %w",
+			hdr.shape, hdr.descr, mulString(rows, cols, dt.size), len(data), ErrFormat)
+	}
+	n := rows * cols
+	out := make([]float64, n)
+	if hdr.fortran {
+		// Column-major: element (i, j) is item j*rows + i.
+		k := 0
+		for j := 0; j < cols; j++ {
+			for i := 0; i < rows; i++ {
+				out[i*cols+j] = dt.decode(data[k*dt.size:])
+				k++
+			}
+		}
+	} else {
+		for k := range out {
+			out[k] = dt.decode(data[k*dt.size:])
+		}
+	}
+	return mat.NewDense(rows, cols, out), nil
+}
+
+// mulString formats a*b*c without overflowing.
+func mulString(a, b, c int) string {
+	f := float64(a) * float64(b) * float64(c)
+	if f < 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64)
+}
+
+// parseNPYHeader parses the Python dict literal of a .npy header. It accepts
+// exactly what numpy writes (and a little more: double quotes, any key order,
+// Python 2 "L" suffixes), nothing that would need a Python evaluator.
+func parseNPYHeader(s string) (npyHeader, error) {
+	p := &pyParser{s: s}
+	bad := func(what string) (npyHeader, error) {
+		return npyHeader{}, fmt.Errorf(".npy header %q: %s: %w", truncate(s, 120), what, ErrFormat)
+	}
+	p.space()
+	if !p.eat('{') {
+		return bad("expected a dict starting with '{'")
+	}
+	var h npyHeader
+	seen := map[string]bool{}
+	for {
+		p.space()
+		if p.eat('}') {
+			break
+		}
+		key, ok := p.str()
+		if !ok {
+			return bad("expected a quoted key")
+		}
+		p.space()
+		if !p.eat(':') {
+			return bad("expected ':' after key " + key)
+		}
+		p.space()
+		switch key {
+		case "descr":
+			v, ok := p.str()
+			if !ok {
+				return bad("'descr' is not a simple dtype string (structured and sub-array dtypes are not supported; convert with arr.astype(np.float64))")
+			}
+			h.descr = v
+		case "fortran_order":
+			switch {
+			case p.word("True"):
+				h.fortran = true
+			case p.word("False"):
+				h.fortran = false
+			default:
+				return bad("'fortran_order' must be True or False")
+			}
+		case "shape":
+			sh, ok := p.tuple()
+			if !ok {
+				return bad("'shape' must be a tuple of non-negative integers")
+			}
+			h.shape = sh
+		default:
+			return bad("unexpected key " + strconv.Quote(key))
+		}
+		seen[key] = true
+		p.space()
+		if p.eat(',') {
+			continue
+		}
+		p.space()
+		if !p.eat('}') {
+			return bad("expected ',' or '}'")
+		}
+		break
+	}
+	p.space()
+	if p.i != len(p.s) {
+		return bad("unexpected text after the dict")
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if !seen[k] {
+			return bad("missing key '" + k + "'")
+		}
+	}
+	return h, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// pyParser is a tiny cursor over a Python literal.
+type pyParser struct {
+	s string
+	i int
+}
+
+func (p *pyParser) space() {
+	for p.i < len(p.s) && strings.IndexByte(" \t\r\n\x00", p.s[p.i]) >= 0 {
+		p.i++
+	}
+}
+
+func (p *pyParser) eat(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *pyParser) word(w string) bool {
+	if strings.HasPrefix(p.s[p.i:], w) {
+		p.i += len(w)
+		return true
+	}
+	return false
+}
+
+// str parses a single- or double-quoted string without escapes (numpy's
+// keys and simple dtype strings never need them).
+func (p *pyParser) str() (string, bool) {
+	if p.i >= len(p.s) || (p.s[p.i] != '\'' && p.s[p.i] != '"') {
+		return "", false
+	}
+	q := p.s[p.i]
+	end := strings.IndexByte(p.s[p.i+1:], q)
+	if end < 0 {
+		return "", false
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	if strings.IndexByte(v, '\\') >= 0 {
+		return "", false
+	}
+	p.i += end + 2
+	return v, true
+}
+
+// tuple parses "()", "(3,)", "(3, 4)" and so on.
+func (p *pyParser) tuple() ([]int, bool) {
+	if !p.eat('(') {
+		return nil, false
+	}
+	shape := []int{}
+	for {
+		p.space()
+		if p.eat(')') {
+			return shape, true
+		}
+		start := p.i
+		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+			p.i++
+		}
+		if p.i == start || p.i-start > 18 {
+			return nil, false
+		}
+		v, err := strconv.Atoi(p.s[start:p.i])
+		if err != nil {
+			return nil, false
+		}
+		p.eat('L')
+		shape = append(shape, v)
+		p.space()
+		if p.eat(',') {
+			continue
+		}
+		p.space()
+		if p.eat(')') {
+			return shape, true
+		}
+		return nil, false
+	}
+}
+
+// encodeNPY writes m as a version 1.0, C-order, little-endian float64 array,
+// which every numpy since 1.0 loads.
+func encodeNPY(w io.Writer, m *mat.Dense) error {
+	r, c := m.Dims()
+	dict := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }", r, c)
+	// numpy pads so that the data starts on a 64-byte boundary; the header
+	// ends with '\n'.
+	total := len(npyMagic) + 2 + 2 + len(dict) + 1
+	pad := (64 - total%64) % 64
+	hdr := dict + strings.Repeat(" ", pad) + "\n"
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString(npyMagic)
+	bw.Write([]byte{1, 0})
+	var l [2]byte
+	binary.LittleEndian.PutUint16(l[:], uint16(len(hdr)))
+	bw.Write(l[:])
+	bw.WriteString(hdr)
+	var buf [8]byte
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(m.At(i, j)))
+			bw.Write(buf[:])
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteNPY writes m to path as a float64 .npy file (format 1.0, C order,
+// '<f8'), loadable with numpy.load. The write is atomic: on failure any
+// existing file at path is left untouched.
+func WriteNPY(path string, m *mat.Dense) error {
+	if err := checkWritable(m); err != nil {
+		return err
+	}
+	return AtomicWriteFile(path, func(w io.Writer) error { return encodeNPY(w, m) })
+}
+
+// checkWritable rejects a nil or empty matrix before a file is created.
+func checkWritable(m *mat.Dense) error {
+	if m == nil || m.IsEmpty() {
+		return fmt.Errorf("dataio: cannot write a nil or empty matrix: %w", ErrEmpty)
+	}
+	return nil
+}

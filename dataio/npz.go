@@ -1,0 +1,172 @@
+package dataio
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// An .npz file is a zip archive of .npy files, one per array, named
+// NAME.npy (numpy.savez stores them, numpy.savez_compressed deflates them).
+
+// maxNPZMember bounds one decompressed member, so that a zip bomb or a lying
+// size field cannot exhaust memory: 16 GiB is far beyond any array this
+// package could hold as a *mat.Dense on a workstation anyway.
+const maxNPZMember = 16 << 30
+
+// readNPZFile reads the array called name from the .npz file at path.
+func readNPZFile(path, name string) (*mat.Dense, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeNPZ(f, st.Size(), name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// npzNames lists the array names of an archive (member names without the
+// .npy suffix), sorted.
+func npzNames(zr *zip.Reader) []string {
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, strings.TrimSuffix(f.Name, ".npy"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// decodeNPZ reads the array called name from an .npz archive of the given
+// size. name may be given with or without the .npy suffix; "" selects the
+// only array of a one-array archive.
+func decodeNPZ(r io.ReaderAt, size int64, name string) (*mat.Dense, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("not a readable .npz (zip) archive (%v): %w", err, ErrFormat)
+	}
+	names := npzNames(zr)
+	var member *zip.File
+	switch {
+	case name == "" && len(zr.File) == 1:
+		member = zr.File[0]
+	case name == "":
+		return nil, fmt.Errorf("archive holds %d arrays %s; say which one to read: %w", len(names), quoteList(names), ErrNotFound)
+	default:
+		want := strings.TrimSuffix(name, ".npy")
+		for _, f := range zr.File {
+			if strings.TrimSuffix(f.Name, ".npy") == want {
+				member = f
+				break
+			}
+		}
+		if member == nil {
+			return nil, fmt.Errorf("no array named %q; the archive holds %s: %w", want, quoteList(names), ErrNotFound)
+		}
+	}
+	rc, err := member.Open()
+	if err != nil {
+		return nil, fmt.Errorf("cannot open member %q (%v): %w", member.Name, err, ErrFormat)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxNPZMember+1))
+	if err != nil {
+		return nil, fmt.Errorf("member %q is corrupt (%v): %w", member.Name, err, ErrFormat)
+	}
+	if len(b) > maxNPZMember {
+		return nil, fmt.Errorf("member %q decompresses to more than %d bytes: %w", member.Name, int64(maxNPZMember), ErrFormat)
+	}
+	m, err := decodeNPY(b)
+	if err != nil {
+		return nil, fmt.Errorf("member %q: %w", member.Name, err)
+	}
+	return m, nil
+}
+
+func quoteList(names []string) string {
+	if len(names) == 0 {
+		return "no arrays"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// npzTime is the modification time stamped on every member. A fixed time
+// makes the same arrays give byte-identical archives, so the SHA-256 in a
+// run manifest identifies content, not the moment of writing.
+var npzTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// WriteNPZ writes arrays to path as an uncompressed .npz archive, one member
+// NAME.npy per key in sorted key order, like numpy.savez(path, **arrays).
+// The write is atomic: on failure any existing file at path is left
+// untouched.
+func WriteNPZ(path string, arrays map[string]*mat.Dense) error {
+	if len(arrays) == 0 {
+		return fmt.Errorf("dataio: WriteNPZ needs at least one array: %w", ErrEmpty)
+	}
+	keys := make([]string, 0, len(arrays))
+	for k, m := range arrays {
+		if k == "" || strings.ContainsAny(k, "/\\") {
+			return fmt.Errorf("dataio: array name %q is not usable as an .npz member name; use a plain name such as \"X\"", k)
+		}
+		if err := checkWritable(m); err != nil {
+			return fmt.Errorf("array %q: %w", k, err)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return AtomicWriteFile(path, func(w io.Writer) error {
+		zw := zip.NewWriter(w)
+		for _, k := range keys {
+			fw, err := zw.CreateHeader(&zip.FileHeader{Name: k + ".npy", Method: zip.Store, Modified: npzTime})
+			if err != nil {
+				return err
+			}
+			if err := encodeNPY(fw, arrays[k]); err != nil {
+				return err
+			}
+		}
+		return zw.Close()
+	})
+}
+
+// NPZNames lists the names of the arrays in the .npz file at path (without
+// the .npy suffix), sorted, so a CLI can tell users what a file offers.
+func NPZNames(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	zr, err := zip.NewReader(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a readable .npz (zip) archive (%v): %w", path, err, ErrFormat)
+	}
+	return npzNames(zr), nil
+}
+
+// decodeNPZBytes is decodeNPZ over an in-memory archive (used by tests and
+// the fuzzer).
+func decodeNPZBytes(b []byte, name string) (*mat.Dense, error) {
+	return decodeNPZ(bytes.NewReader(b), int64(len(b)), name)
+}

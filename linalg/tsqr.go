@@ -1,0 +1,202 @@
+package linalg
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
+)
+
+// tallQR is a tall-skinny QR factorization (TSQR, Demmel et al. 2012) of an
+// r×c matrix with r ≥ c: the rows are cut into fixed blocks, each block is
+// factorized on its own, and the stacked c×c R factors are factorized again
+// (recursively). Q is never formed; it is applied through the stored
+// Householder reflectors.
+//
+// Why not one LAPACK Geqrf: gonum's Geqrf falls back to the unblocked,
+// memory-bound algorithm when c < 128, sweeping the whole r×c matrix once per
+// column. Blocks of about 1 MiB stay in cache and run on all cores, which made
+// ThinSVD of a 200000×50 matrix ~2.5× faster than mat.SVD on 2 cores while
+// keeping Householder QR's backward stability.
+// The blocking depends only on (r, c), never on GOMAXPROCS, so results are
+// bit-for-bit reproducible on any machine with the same gonum.
+type tallQR struct {
+	rows, cols int
+	blocks     []qrBlock
+	top        *tallQR   // QR of the stacked block R factors; nil with one block
+	data       []float64 // backing store of all blocks' reflectors, r×c row-major
+}
+
+// qrBlock holds the compact Householder QR (Geqrf output) of rows
+// [start, start+a.Rows) of the matrix.
+type qrBlock struct {
+	start int
+	a     blas64.General
+	tau   []float64
+}
+
+// leafBytes is the target size of one block: small enough for a per-core L2
+// cache, large enough that the per-block overhead is negligible.
+const leafBytes = 1 << 20
+
+// blockRows is the number of rows per block for c columns; at least 2c so
+// that the stacked R factors (c rows per block) are at most half as tall as
+// the input, which makes the recursion terminate.
+func blockRows(c int) int {
+	return max(leafBytes/(8*c), 2*c)
+}
+
+// parallelFor runs f(w, 0), …, f(w, n−1) on up to GOMAXPROCS goroutines,
+// where w < workers identifies the goroutine (for per-worker scratch space).
+// Callers only use it for independent tasks writing disjoint memory, so the
+// result does not depend on the schedule.
+func parallelFor(n int, f func(w, i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(0, i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// geqrf factorizes a in place and returns tau.
+func geqrf(a blas64.General) []float64 {
+	tau := make([]float64, min(a.Rows, a.Cols))
+	work := []float64{0}
+	lapack64.Geqrf(a, tau, work, -1)
+	work = make([]float64, max(1, int(work[0])))
+	lapack64.Geqrf(a, tau, work, len(work))
+	return tau
+}
+
+// ormqr overwrites c with Q·c (trans == blas.NoTrans) or Qᵀ·c.
+func ormqr(trans blas.Transpose, a blas64.General, tau []float64, c blas64.General) {
+	work := []float64{0}
+	lapack64.Ormqr(blas.Left, trans, a, tau, c, work, -1)
+	work = make([]float64, max(1, int(work[0])))
+	lapack64.Ormqr(blas.Left, trans, a, tau, c, work, len(work))
+}
+
+// newTallQR factorizes src (r×c, r ≥ c), which is not modified. The
+// reflectors are stored in one r×c row-major buffer (block i occupies its
+// own rows), so that qInPlace can later overwrite that buffer with Q·w
+// without a second r×c allocation.
+func newTallQR(src blas64.General) *tallQR {
+	r, c := src.Rows, src.Cols
+	b := blockRows(c)
+	nb := max(1, r/b) // the last block takes the remainder, so every block has ≥ b ≥ 2c rows (or all r rows)
+	t := &tallQR{rows: r, cols: c, blocks: make([]qrBlock, nb), data: make([]float64, r*c)}
+	parallelFor(nb, func(_, i int) {
+		start := i * b
+		n := b
+		if i == nb-1 {
+			n = r - start
+		}
+		a := blas64.General{Rows: n, Cols: c, Stride: c, Data: t.data[start*c : (start+n)*c]}
+		if src.Stride == c {
+			copy(a.Data, src.Data[start*c:(start+n)*c])
+		} else {
+			for j := 0; j < n; j++ {
+				copy(a.Data[j*c:(j+1)*c], src.Data[(start+j)*src.Stride:(start+j)*src.Stride+c])
+			}
+		}
+		t.blocks[i] = qrBlock{start: start, a: a, tau: geqrf(a)}
+	})
+	if nb == 1 {
+		return t
+	}
+	stacked := blas64.General{Rows: nb * c, Cols: c, Stride: c, Data: make([]float64, nb*c*c)}
+	for i, blk := range t.blocks {
+		for p := 0; p < c; p++ {
+			copy(stacked.Data[(i*c+p)*c+p:(i*c+p+1)*c], blk.a.Data[p*c+p:(p+1)*c])
+		}
+	}
+	t.top = newTallQR(stacked)
+	return t
+}
+
+// r returns the c×c upper triangular factor (zeros below the diagonal).
+func (t *tallQR) r() blas64.General {
+	if t.top != nil {
+		return t.top.r()
+	}
+	c := t.cols
+	out := blas64.General{Rows: c, Cols: c, Stride: c, Data: make([]float64, c*c)}
+	a := t.blocks[0].a
+	for p := 0; p < c; p++ {
+		copy(out.Data[p*c+p:(p+1)*c], a.Data[p*a.Stride+p:p*a.Stride+c])
+	}
+	return out
+}
+
+// qInPlace returns Q·w as an r×c row-major slice, where Q is the r×c thin
+// orthonormal factor and w is c×c. It overwrites the stored reflectors (each
+// block's reflectors are first copied to a cache-sized scratch buffer), so t
+// must not be used afterwards; this saves a second r×c buffer, and with it
+// half the memory traffic of the most expensive step.
+func (t *tallQR) qInPlace(w blas64.General) []float64 {
+	c := t.cols
+	var mid []float64 // c rows per block: the upper levels' Q applied to w
+	if t.top != nil {
+		mid = t.top.qInPlace(w)
+	}
+	scratch := make([][]float64, runtime.GOMAXPROCS(0))
+	parallelFor(len(t.blocks), func(wk, i int) {
+		blk := t.blocks[i]
+		scratch[wk] = append(scratch[wk][:0], blk.a.Data...)
+		refl := blas64.General{Rows: blk.a.Rows, Cols: c, Stride: c, Data: scratch[wk]}
+		d := blk.a // overwritten with [w_i; 0], then with Q_i·[w_i; 0]
+		if mid != nil {
+			copy(d.Data[:c*c], mid[i*c*c:(i+1)*c*c])
+		} else {
+			for j := 0; j < c; j++ {
+				copy(d.Data[j*c:(j+1)*c], w.Data[j*w.Stride:j*w.Stride+c])
+			}
+		}
+		clear(d.Data[c*c:])
+		ormqr(blas.NoTrans, refl, blk.tau, d)
+	})
+	t.blocks = nil
+	return t.data
+}
+
+// applyQT returns the first c rows of Qᵀ·b for an r×q matrix b (not
+// modified): the coefficients of b's columns in the basis Q.
+func (t *tallQR) applyQT(b blas64.General) blas64.General {
+	c, q := t.cols, b.Cols
+	stacked := blas64.General{Rows: len(t.blocks) * c, Cols: q, Stride: q, Data: make([]float64, len(t.blocks)*c*q)}
+	parallelFor(len(t.blocks), func(_, i int) {
+		blk := t.blocks[i]
+		n := blk.a.Rows
+		tmp := blas64.General{Rows: n, Cols: q, Stride: q, Data: make([]float64, n*q)}
+		for j := 0; j < n; j++ {
+			copy(tmp.Data[j*q:(j+1)*q], b.Data[(blk.start+j)*b.Stride:(blk.start+j)*b.Stride+q])
+		}
+		ormqr(blas.Trans, blk.a, blk.tau, tmp)
+		copy(stacked.Data[i*c*q:(i+1)*c*q], tmp.Data[:c*q])
+	})
+	if t.top == nil {
+		return stacked
+	}
+	return t.top.applyQT(stacked)
+}

@@ -1,0 +1,192 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
+)
+
+// TwoLayerError is the distance between two two-layer networks up to
+// permutation and positive scaling of the hidden units, after both are
+// normalised to unit rows of V (the scale moved into U's columns).
+type TwoLayerError struct {
+	// MaxRowErrV is max_i ‖V̂_{π(i)} − V*_i‖₂ over unit rows: at most 2, and
+	// ≈ the angle between the matched rows when small.
+	MaxRowErrV float64 `json:"max_row_err_v"`
+	// RelErrU is ‖Û·Π − U*‖_F / ‖U*‖_F, where column i of Û·Π is column π(i)
+	// of the estimate.
+	RelErrU float64 `json:"rel_err_u"`
+	// MaxColErrU is max_i ‖Û_{:,π(i)} − U*_{:,i}‖₂ / ‖U*_{:,i}‖₂ (the absolute
+	// error for a zero column of U*, whose unit contributes nothing).
+	MaxColErrU float64 `json:"max_col_err_u"`
+	// MaxRelErr is max(MaxRowErrV, MaxColErrU): the number behind "weights
+	// match up to permutation and positive scaling with max relative error
+	// ≤ 1e-9".
+	MaxRelErr float64 `json:"max_rel_err"`
+	// Perm[i] is the estimate's hidden unit matched to the truth's unit i.
+	Perm []int `json:"perm"`
+}
+
+// CompareTwoLayer measures how far est is from truth up to the symmetries of
+// a bias-free two-layer ReLU network (specs/001 §1.2, §6): both must be
+// Linear(d→k, no bias) → ReLU → Linear(k→m, no bias) with the same d, k and m
+// (an all-zero bias counts as none). Each network is rescaled to unit rows of
+// V with the positive row norms moved into U's columns, which leaves its
+// function unchanged; hidden units are matched by MatchRows on V (signed
+// cosine, since ReLU has no sign symmetry); then the errors of TwoLayerError
+// are computed under that matching. A zero row of V is refused
+// (ErrZeroRow): a dead unit has no direction to compare. If two rows of the
+// truth's V are positive multiples of each other the units are not
+// identifiable (only the sum of their U columns is) and the reported U errors
+// depend on which of the two the matching picks.
+func CompareTwoLayer(truth, est *nn.MLP) (TwoLayerError, error) {
+	vt, ut, err := twoLayerParts("truth", truth)
+	if err != nil {
+		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w", err)
+	}
+	ve, ue, err := twoLayerParts("est", est)
+	if err != nil {
+		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w", err)
+	}
+	k, d := vt.Dims()
+	m, _ := ut.Dims()
+	ke, de := ve.Dims()
+	me, _ := ue.Dims()
+	if k != ke || d != de || m != me {
+		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w: truth has (d, k, m) = (%d, %d, %d), est has (%d, %d, %d)", ErrShape, d, k, m, de, ke, me)
+	}
+	vtn, nt, err := normaliseRows("truth V", vt)
+	if err != nil {
+		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w", err)
+	}
+	ven, ne, err := normaliseRows("est V", ve)
+	if err != nil {
+		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w", err)
+	}
+	var cos mat.Dense
+	cos.Mul(vtn, ven.T())
+	cost := make([][]float64, k)
+	for i := range cost {
+		cost[i] = make([]float64, k)
+		for j := range cost[i] {
+			cost[i][j] = -cos.At(i, j)
+		}
+	}
+	perm := hungarian(cost)
+
+	res := TwoLayerError{Perm: perm}
+	var uDiff, uNorm ssq
+	colT := make([]float64, m)
+	colE := make([]float64, m)
+	for i, j := range perm {
+		var dv ssq
+		rt, re := vtn.RawRowView(i), ven.RawRowView(j)
+		for c := range rt {
+			dv.add(re[c] - rt[c])
+		}
+		res.MaxRowErrV = math.Max(res.MaxRowErrV, dv.norm())
+
+		var dc, nc ssq
+		for r := 0; r < m; r++ {
+			colT[r] = ut.At(r, i) * nt[i]
+			colE[r] = ue.At(r, j) * ne[j]
+			dc.add(colE[r] - colT[r])
+			nc.add(colT[r])
+			uDiff.add(colE[r] - colT[r])
+			uNorm.add(colT[r])
+		}
+		ce := dc.norm()
+		if n := nc.norm(); n > 0 {
+			ce /= n
+		}
+		res.MaxColErrU = math.Max(res.MaxColErrU, ce)
+	}
+	res.RelErrU = ratio(uDiff, uNorm)
+	res.MaxRelErr = math.Max(res.MaxRowErrV, res.MaxColErrU)
+	return res, nil
+}
+
+// twoLayerParts returns (V, U) of a bias-free two-layer ReLU network.
+func twoLayerParts(name string, net *nn.MLP) (v, u *mat.Dense, err error) {
+	if net == nil {
+		return nil, nil, fmt.Errorf("%w: %s network is nil", ErrShape, name)
+	}
+	if len(net.Layers) != 2 {
+		return nil, nil, fmt.Errorf("%w: %s has %d layers, want 2", ErrNotTwoLayer, name, len(net.Layers))
+	}
+	if err := net.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrShape, name, err)
+	}
+	l0, l1 := net.Layers[0], net.Layers[1]
+	if l0.Act != nn.ReLU || l1.Act != nn.Identity {
+		return nil, nil, fmt.Errorf("%w: %s has activations (%s, %s), want (relu, identity)", ErrNotTwoLayer, name, l0.Act, l1.Act)
+	}
+	for li, l := range net.Layers {
+		for _, b := range l.Bias {
+			if b != 0 {
+				return nil, nil, fmt.Errorf("%w: %s layer %d has a non-zero bias", ErrNotTwoLayer, name, li)
+			}
+		}
+	}
+	return l0.Weight, l1.Weight, nil
+}
+
+// ratio is ‖num‖/‖den‖ from two scaled sums of squares, without forming
+// either norm (so it neither overflows nor underflows). 0/0 is 0, x/0 is +Inf.
+func ratio(num, den ssq) float64 {
+	if math.IsNaN(num.scale) || math.IsNaN(den.scale) {
+		return math.NaN()
+	}
+	if num.scale == 0 {
+		return 0
+	}
+	if den.scale == 0 {
+		return math.Inf(1)
+	}
+	return (num.scale / den.scale) * math.Sqrt(num.sum/den.sum)
+}
+
+// RelResidual returns ‖y − yhat‖_F / ‖y‖_F, the certificate of an exact fit.
+// It uses scaled sums of squares (and differences of halves), so entries
+// near the float64 range neither overflow nor underflow. It is 0 when both
+// are zero, +Inf when y is zero and yhat is not, and NaN for nil or
+// mismatched shapes or NaN/Inf entries.
+func RelResidual(y, yhat mat.Matrix) float64 {
+	if y == nil || yhat == nil {
+		return math.NaN()
+	}
+	if d, ok := y.(*mat.Dense); ok && d == nil {
+		return math.NaN()
+	}
+	if d, ok := yhat.(*mat.Dense); ok && d == nil {
+		return math.NaN()
+	}
+	r, c := y.Dims()
+	r2, c2 := yhat.Dims()
+	if r != r2 || c != c2 || r == 0 || c == 0 {
+		return math.NaN()
+	}
+	var num, den ssq
+	add := func(a, b float64) {
+		num.add(a/2 - b/2) // a − b may overflow; the halves cannot
+		den.add(a / 2)
+	}
+	yd, ok1 := y.(*mat.Dense)
+	hd, ok2 := yhat.(*mat.Dense)
+	for i := 0; i < r; i++ {
+		if ok1 && ok2 {
+			ry, rh := yd.RawRowView(i), hd.RawRowView(i)
+			for j := range ry {
+				add(ry[j], rh[j])
+			}
+			continue
+		}
+		for j := 0; j < c; j++ {
+			add(y.At(i, j), yhat.At(i, j))
+		}
+	}
+	return ratio(num, den)
+}

@@ -1,0 +1,159 @@
+package nn
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Canonical returns a normalised copy of m that computes the same function.
+// It is the project's one normalisation of results: learners return their
+// networks in this form and metrics compare networks after it, so two
+// networks equal up to the symmetries of ReLU units look equal.
+//
+// The symmetries: a hidden ReLU unit j with incoming row wⱼ (and bias bⱼ) and
+// outgoing column uⱼ of the next layer can be scaled, wⱼ,bⱼ ↦ s·wⱼ,s·bⱼ and
+// uⱼ ↦ uⱼ/s for any s > 0, because ReLU(s·z) = s·ReLU(z); and the units of a
+// layer can be permuted together with the next layer's columns.
+//
+// The rule, for every layer with Act == ReLU that is followed by another
+// layer:
+//
+//  1. Scale: each unit's incoming row [wⱼ bⱼ] (bias included when the layer
+//     has one) is scaled to unit Euclidean norm, the inverse scale going into
+//     column j of the next layer. Layers are normalised first to last, since
+//     normalising layer i rescales the rows of layer i+1. A unit whose
+//     incoming row is zero (a dead unit) is left unscaled.
+//  2. Sort: the units are ordered by decreasing Euclidean norm of their
+//     column in the next layer (their weight in the output), ties broken by
+//     the lexicographic order of the (normalised) incoming row [wⱼ bⱼ].
+//     Sorting goes first to last as well, so that a tie in layer i+1 is
+//     broken on rows whose columns are already in their final order.
+//
+// Layers with Act == Identity are left as they are: their only symmetry is
+// an arbitrary invertible matrix, which no simple rule removes. m must be
+// valid (see Validate); it is not modified.
+func (m *MLP) Canonical() *MLP {
+	c := m.clone()
+	last := len(c.Layers) - 1
+	for i := 0; i < last; i++ {
+		if c.Layers[i].Act == ReLU {
+			normaliseUnits(&c.Layers[i], &c.Layers[i+1])
+		}
+	}
+	for i := 0; i < last; i++ {
+		if c.Layers[i].Act == ReLU {
+			sortUnits(&c.Layers[i], &c.Layers[i+1])
+		}
+	}
+	return c
+}
+
+// clone deep-copies the network.
+func (m *MLP) clone() *MLP {
+	c := &MLP{Layers: make([]Layer, len(m.Layers))}
+	for i, l := range m.Layers {
+		c.Layers[i] = Layer{Weight: mat.DenseCopyOf(l.Weight), Act: l.Act}
+		if l.Bias != nil {
+			c.Layers[i].Bias = append([]float64(nil), l.Bias...)
+		}
+	}
+	return c
+}
+
+// normaliseUnits scales each unit of l to a unit incoming row, moving the
+// scale into next's columns.
+func normaliseUnits(l, next *Layer) {
+	k := l.Out()
+	for j := 0; j < k; j++ {
+		row := l.Weight.RawRowView(j)
+		ss := 0.0
+		for _, v := range row {
+			ss += v * v
+		}
+		if l.Bias != nil {
+			ss += l.Bias[j] * l.Bias[j]
+		}
+		s := math.Sqrt(ss)
+		if s == 0 || math.IsInf(s, 0) || math.IsNaN(s) {
+			continue
+		}
+		for a := range row {
+			row[a] /= s
+		}
+		if l.Bias != nil {
+			l.Bias[j] /= s
+		}
+		r, _ := next.Weight.Dims()
+		for a := 0; a < r; a++ {
+			next.Weight.Set(a, j, next.Weight.At(a, j)*s)
+		}
+	}
+}
+
+// sortUnits permutes the units of l (rows of l.Weight, entries of l.Bias,
+// columns of next.Weight) by decreasing norm of next's column, ties by the
+// incoming row in lexicographic order.
+func sortUnits(l, next *Layer) {
+	k := l.Out()
+	r, _ := next.Weight.Dims()
+	norms := make([]float64, k)
+	for j := 0; j < k; j++ {
+		ss := 0.0
+		for a := 0; a < r; a++ {
+			v := next.Weight.At(a, j)
+			ss += v * v
+		}
+		norms[j] = math.Sqrt(ss)
+	}
+	incoming := func(j int) []float64 {
+		row := append([]float64(nil), l.Weight.RawRowView(j)...)
+		if l.Bias != nil {
+			row = append(row, l.Bias[j])
+		}
+		return row
+	}
+	perm := make([]int, k)
+	for j := range perm {
+		perm[j] = j
+	}
+	sort.SliceStable(perm, func(a, b int) bool {
+		ja, jb := perm[a], perm[b]
+		if norms[ja] != norms[jb] {
+			return norms[ja] > norms[jb]
+		}
+		ra, rb := incoming(ja), incoming(jb)
+		for t := range ra {
+			if ra[t] != rb[t] {
+				return ra[t] < rb[t]
+			}
+		}
+		return false
+	})
+	identity := true
+	for j, p := range perm {
+		if j != p {
+			identity = false
+			break
+		}
+	}
+	if identity {
+		return
+	}
+	W := mat.DenseCopyOf(l.Weight)
+	N := mat.DenseCopyOf(next.Weight)
+	var bias []float64
+	if l.Bias != nil {
+		bias = append([]float64(nil), l.Bias...)
+	}
+	for j, p := range perm {
+		l.Weight.SetRow(j, W.RawRowView(p))
+		if bias != nil {
+			l.Bias[j] = bias[p]
+		}
+		for a := 0; a < r; a++ {
+			next.Weight.Set(a, j, N.At(a, p))
+		}
+	}
+}

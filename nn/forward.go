@@ -1,0 +1,112 @@
+package nn
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// forwardChunk is the number of rows pushed through the network at once by
+// one goroutine. It is a constant, not derived from GOMAXPROCS, so every row
+// is computed by the same sequence of floating-point operations on any
+// machine: results are bit-identical whatever the parallelism. 256 rows keep
+// a chunk's activations in cache for widths up to a few hundred while still
+// giving gonum's matrix multiply blocks large enough to be efficient.
+const forwardChunk = 256
+
+// Forward evaluates the network on the rows of x: an n×In matrix gives an
+// n×Out matrix, each layer computing act(H·Wᵀ + b). Rows are processed in
+// fixed chunks by parallel goroutines; the result does not depend on
+// GOMAXPROCS. It panics if x has the wrong number of columns (a programming
+// error: check widths against m.In() when they come from user input).
+func (m *MLP) Forward(x *mat.Dense) *mat.Dense {
+	return m.forwardTo(x, len(m.Layers)-1)
+}
+
+// Hidden returns the activations after layer `layer` (0-based, activation
+// included): Hidden(x, 0) is act₀(X·W₀ᵀ + b₀), and Hidden(x, len(m.Layers)-1)
+// equals Forward(x). It panics if layer is out of range or x has the wrong
+// number of columns.
+func (m *MLP) Hidden(x *mat.Dense, layer int) *mat.Dense {
+	if layer < 0 || layer >= len(m.Layers) {
+		panic(fmt.Sprintf("nn: Hidden: layer %d out of range [0, %d)", layer, len(m.Layers)))
+	}
+	return m.forwardTo(x, layer)
+}
+
+// forwardTo runs layers 0..last on x.
+func (m *MLP) forwardTo(x *mat.Dense, last int) *mat.Dense {
+	n, d := x.Dims()
+	if d != m.In() {
+		panic(fmt.Sprintf("nn: Forward: input has %d columns but the network takes %d", d, m.In()))
+	}
+	out := m.Layers[last].Out()
+	res := mat.NewDense(n, out, nil)
+	chunks := (n + forwardChunk - 1) / forwardChunk
+	workers := min(runtime.GOMAXPROCS(0), chunks)
+	run := func(c int) {
+		r0 := c * forwardChunk
+		r1 := min(r0+forwardChunk, n)
+		m.forwardRows(x.Slice(r0, r1, 0, d).(*mat.Dense), res.Slice(r0, r1, 0, out).(*mat.Dense), last)
+	}
+	if workers <= 1 {
+		for c := 0; c < chunks; c++ {
+			run(c)
+		}
+		return res
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1)) - 1
+				if c >= chunks {
+					return
+				}
+				run(c)
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// forwardRows pushes the rows of x through layers 0..last and writes the
+// result into dst (a view of the output matrix).
+func (m *MLP) forwardRows(x, dst *mat.Dense, last int) {
+	h := x
+	for i := 0; i <= last; i++ {
+		l := m.Layers[i]
+		var z *mat.Dense
+		if i == last {
+			z = dst
+		} else {
+			r, _ := h.Dims()
+			z = mat.NewDense(r, l.Out(), nil)
+		}
+		z.Mul(h, l.Weight.T())
+		raw := z.RawMatrix()
+		for r := 0; r < raw.Rows; r++ {
+			row := raw.Data[r*raw.Stride : r*raw.Stride+raw.Cols]
+			if l.Bias != nil {
+				for j, b := range l.Bias {
+					row[j] += b
+				}
+			}
+			if l.Act == ReLU {
+				for j, v := range row {
+					if !(v > 0) { // also maps NaN to 0, as Activation.Apply does
+						row[j] = 0
+					}
+				}
+			}
+		}
+		h = z
+	}
+}
