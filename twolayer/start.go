@@ -120,7 +120,7 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
 	// it) and removes most of its variance: the ReLU is half linear.
 	S2 := mat.DenseCopyOf(S)
-	if err := residualize(S2, polyFeatures(Xw, 1)); err != nil {
+	if _, err := tensor.Residualize(ctx, Xw, S2, 1); err != nil {
 		return nil, err
 	}
 	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
@@ -161,7 +161,7 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	Z := mat.NewDense(n, k, nil)
 	Z.Mul(Xw, span)
 	redRes := mat.DenseCopyOf(red)
-	if err := residualize(redRes, polyFeatures(Z, order-1)); err != nil {
+	if _, err := tensor.Residualize(ctx, Z, redRes, order-2); err != nil {
 		return nil, err
 	}
 	nslices := max(2*k, 6)
@@ -302,55 +302,6 @@ func contraction(order, channel int, alpha, beta []float64) tensor.Contraction {
 		c.Beta = beta
 	}
 	return c
-}
-
-// maxResidualFeatures bounds the polynomial features used for residualising
-// (the least-squares fit costs n·f²).
-const maxResidualFeatures = 400
-
-// polyFeatures returns the monomials of the rows of Z up to the given degree
-// (at most 2): [1, z_a, z_a·z_b (a ≤ b)]. When the quadratic block would
-// exceed maxResidualFeatures columns it is left out.
-func polyFeatures(Z *mat.Dense, degree int) *mat.Dense {
-	n, k := Z.Dims()
-	f := 1 + k
-	quad := degree >= 2 && f+k*(k+1)/2 <= maxResidualFeatures
-	if quad {
-		f += k * (k + 1) / 2
-	}
-	F := mat.NewDense(n, f, nil)
-	for q := 0; q < n; q++ {
-		z := Z.RawRowView(q)
-		row := F.RawRowView(q)
-		row[0] = 1
-		copy(row[1:], z)
-		if quad {
-			p := 1 + k
-			for a := 0; a < k; a++ {
-				for b := a; b < k; b++ {
-					row[p] = z[a] * z[b]
-					p++
-				}
-			}
-		}
-	}
-	return F
-}
-
-// residualize replaces every column s of S by s − F·β, its residual after a
-// least-squares fit on the features F (specs/004 §2.5). Because He_r is
-// orthogonal under the Gaussian to every polynomial of degree < r, the
-// expectation of an order-r Hermite moment is unchanged when F holds
-// monomials of degree < r, while its variance drops (measured ~2× in error).
-func residualize(S, F *mat.Dense) error {
-	beta, err := linalg.LstSq(F, S)
-	if err != nil {
-		return fmt.Errorf("twolayer: residualising the moment weights: %w", err)
-	}
-	var fit mat.Dense
-	fit.Mul(F, beta)
-	S.Sub(S, &fit)
-	return nil
 }
 
 func hstack(ms []mat.Matrix) *mat.Dense {

@@ -1,0 +1,109 @@
+package tensor
+
+import (
+	"context"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// MaxResidualFeatures bounds the number of polynomial features Residualize
+// uses; above it the quadratic block is left out (the fit costs n·f² flops).
+const MaxResidualFeatures = 400
+
+// Residualize replaces every column s of S (n×p) by its least-squares
+// residual on the Hermite features of the rows of Z (n×k) up to the given
+// degree (0, 1 or 2): 1, z_a, and z_a·z_b − δ_ab for a ≤ b. Because He_r is
+// orthogonal under the Gaussian to every polynomial of degree < r, the
+// expectation of an order-r Hermite moment of S is unchanged when degree < r,
+// while its variance drops: the ReLU is half linear, and its even part is
+// mostly quadratic (specs/004 §2.5 measured ~2× lower error, ~4.5× fewer
+// samples for the same accuracy). The features are nearly orthonormal under
+// the Gaussian, so the normal equations are well conditioned; they are
+// accumulated in fixed chunks (no n×f matrix is formed) and solved by
+// Cholesky. It returns the number of features used.
+func Residualize(ctx context.Context, Z, S *mat.Dense, degree int) (int, error) {
+	n, k := Z.Dims()
+	ns, p := S.Dims()
+	if ns != n {
+		return 0, fmt.Errorf("tensor: %d samples but %d weights", n, ns)
+	}
+	f := 1
+	if degree >= 1 {
+		f += k
+	}
+	quad := degree >= 2 && f+k*(k+1)/2 <= MaxResidualFeatures
+	if quad {
+		f += k * (k + 1) / 2
+	}
+	features := func(z, row []float64) {
+		row[0] = 1
+		if degree < 1 {
+			return
+		}
+		copy(row[1:1+k], z)
+		if quad {
+			at := 1 + k
+			for a := 0; a < k; a++ {
+				for b := a; b < k; b++ {
+					v := z[a] * z[b]
+					if a == b {
+						v--
+					}
+					row[at] = v
+					at++
+				}
+			}
+		}
+	}
+	rows := min(chunkRows, n)
+	F := mat.NewDense(rows, f, nil)
+	Ft := mat.NewDense(f, rows, nil) // transposed copy: gonum's GEMM is ~4× faster on A·Bᵀ than on Aᵀ·B here
+	gram := mat.NewDense(f, f, nil)
+	rhs := mat.NewDense(f, p, nil)
+	part := mat.NewDense(f, f, nil)
+	partR := mat.NewDense(f, p, nil)
+	for lo := 0; lo < n; lo += chunkRows {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		hi := min(lo+chunkRows, n)
+		fb := F.Slice(0, hi-lo, 0, f).(*mat.Dense)
+		for q := lo; q < hi; q++ {
+			features(Z.RawRowView(q), fb.RawRowView(q-lo))
+		}
+		ftb := Ft.Slice(0, f, 0, hi-lo).(*mat.Dense)
+		ftb.Copy(fb.T())
+		part.Mul(ftb, ftb.T())
+		gram.Add(gram, part)
+		partR.Mul(ftb, S.Slice(lo, hi, 0, p))
+		rhs.Add(rhs, partR)
+	}
+	sym := mat.NewSymDense(f, nil)
+	for i := 0; i < f; i++ {
+		for j := i; j < f; j++ {
+			sym.SetSym(i, j, (gram.At(i, j)+gram.At(j, i))/2)
+		}
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(sym) {
+		return 0, fmt.Errorf("tensor: the %d polynomial features of the samples are linearly dependent (too few samples?)", f)
+	}
+	var beta mat.Dense
+	if err := chol.SolveTo(&beta, rhs); err != nil {
+		return 0, fmt.Errorf("tensor: residualising: %w", err)
+	}
+	fit := mat.NewDense(rows, p, nil)
+	for lo := 0; lo < n; lo += chunkRows {
+		hi := min(lo+chunkRows, n)
+		fb := F.Slice(0, hi-lo, 0, f).(*mat.Dense)
+		for q := lo; q < hi; q++ {
+			features(Z.RawRowView(q), fb.RawRowView(q-lo))
+		}
+		ft := fit.Slice(0, hi-lo, 0, p).(*mat.Dense)
+		ft.Mul(fb, &beta)
+		sb := S.Slice(lo, hi, 0, p).(*mat.Dense)
+		sb.Sub(sb, ft)
+	}
+	return f, nil
+}
