@@ -145,10 +145,6 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 		return nil, fmt.Errorf("twolayer: span of the hidden weights: %w", err)
 	}
 
-	if debugSpan != nil {
-		debugSpan(span)
-	}
-
 	// 4. Order-r slices in k dimensions. Every slice gets its own output
 	// combination s = red·θ, so no unit is weak in all of them (a unit j
 	// has weight λ_j ∝ θ·ũ_j in a slice; with a few shared θ an unlucky unit
@@ -284,8 +280,6 @@ func whiten(X *mat.Dense, mode string, st *Start) (*mat.Dense, *mat.Dense, error
 	st.Whitened, st.CondCov = true, cond
 	return Xw, inv, nil
 }
-
-var debugSpan func(*mat.Dense)
 
 // hermiteSlices computes the slices cs with weight channels red·thetas.
 func hermiteSlices(ctx context.Context, Z, red, thetas *mat.Dense, cs []tensor.Contraction, stage string, opt Options) ([]*mat.SymDense, error) {
