@@ -22,21 +22,21 @@ import (
 func JointDiagonalize(slices []*mat.SymDense, W0 *mat.Dense, sweeps int) *Decomposition {
 	W := mat.DenseCopyOf(W0)
 	_, r := W.Dims()
-	d := acdc(slices, W, sweeps)
-	for restart := 0; restart < r; restart++ {
-		j := duplicateColumn(d.W)
-		if j < 0 || d.Diag == nil {
+	var best *Decomposition
+	for restart := 0; restart <= r; restart++ {
+		if j := duplicateColumn(W); j >= 0 {
+			W.SetCol(j, missingComponent(slices, W, j))
+		}
+		d := acdc(slices, W, sweeps)
+		if best == nil || d.Residual < best.Residual {
+			best = d
+		}
+		if duplicateColumn(d.W) < 0 {
 			break
 		}
 		W = mat.DenseCopyOf(d.W)
-		W.SetCol(j, missingComponent(slices, W, d.Diag, j))
-		nd := acdc(slices, W, sweeps)
-		if nd.Residual >= d.Residual && duplicateColumn(nd.W) >= 0 {
-			break
-		}
-		d = nd
 	}
-	return d
+	return best
 }
 
 // duplicateColumn returns a column nearly parallel to an earlier one, or −1.
@@ -52,19 +52,28 @@ func duplicateColumn(W *mat.Dense) int {
 	return -1
 }
 
-// missingComponent returns the top eigenvector of Σ_i R_i² with
-// R_i = M_i − Σ_{l≠j} d_il·w_l w_lᵀ.
-func missingComponent(slices []*mat.SymDense, W *mat.Dense, diag [][]float64, j int) []float64 {
+// missingComponent returns the top eigenvector of Σ_i R_i², R_i being slice
+// i minus its least-squares fit on every column of W but j.
+func missingComponent(slices []*mat.SymDense, W *mat.Dense, j int) []float64 {
 	k, r := W.Dims()
+	others := mat.NewDense(k, r-1, nil)
+	for l, at := 0, 0; l < r; l++ {
+		if l != j {
+			others.SetCol(at, mat.Col(nil, l, W))
+			at++
+		}
+	}
+	diag, _, ok := FitDiagonal(slices, others)
+	if !ok {
+		return mat.Col(nil, j, W)
+	}
 	sum := mat.NewSymDense(k, nil)
 	R := mat.NewSymDense(k, nil)
 	var sq mat.Dense
 	for i, M := range slices {
 		R.CopySym(M)
-		for l := 0; l < r; l++ {
-			if l != j {
-				R.SymRankOne(R, -diag[i][l], W.ColView(l))
-			}
+		for l := 0; l < r-1; l++ {
+			R.SymRankOne(R, -diag[i][l], others.ColView(l))
 		}
 		sq.Mul(R, R)
 		for a := 0; a < k; a++ {

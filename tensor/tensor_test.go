@@ -262,3 +262,47 @@ func BenchmarkJennrichK20(b *testing.B) {
 		_, _ = Jennrich(slices, rng, JennrichOptions{})
 	}
 }
+
+// JointDiagonalize must recover a component the start missed when two start
+// columns sit on the same component.
+func TestJointDiagonalizeRestartsDuplicates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	k := 5
+	W := mat.NewDense(k, k, nil)
+	for j := 0; j < k; j++ {
+		W.SetCol(j, randUnit(k, rng))
+	}
+	var slices []*mat.SymDense
+	for i := 0; i < 2*k; i++ {
+		D := mat.NewDiagDense(k, nil)
+		for j := 0; j < k; j++ {
+			D.SetDiag(j, rng.NormFloat64())
+		}
+		var M mat.Dense
+		M.Product(W, D, W.T())
+		S := mat.NewSymDense(k, nil)
+		for a := 0; a < k; a++ {
+			for b := a; b < k; b++ {
+				S.SetSym(a, b, (M.At(a, b)+M.At(b, a))/2)
+			}
+		}
+		slices = append(slices, S)
+	}
+	start := mat.DenseCopyOf(W)
+	dup := mat.Col(nil, 0, W)
+	for i := range dup {
+		dup[i] += 1e-3 * rng.NormFloat64()
+	}
+	normalize(dup)
+	start.SetCol(k-1, dup) // component k−1 is missing, component 0 is doubled
+	dec := JointDiagonalize(slices, start, 0)
+	for j := 0; j < k; j++ {
+		best := 0.0
+		for i := 0; i < k; i++ {
+			best = math.Max(best, math.Abs(mat.Dot(W.ColView(j), dec.W.ColView(i))))
+		}
+		if 1-best > 1e-8 {
+			t.Errorf("component %d recovered with |cos| = %v (residual %.1e)", j, best, dec.Residual)
+		}
+	}
+}

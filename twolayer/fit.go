@@ -129,6 +129,9 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	if len(failed) == 0 {
 		return nil, nil, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
 	}
+	if len(failed) == st.K {
+		return nil, nil, "no unit could be polished to an exact row: the data are not exactly a ReLU network of this width (noise?)", false, nil
+	}
 	// Second chance: a least-squares refinement moves a rough start into the
 	// polish's margin.
 	Vs, _, err := RecoverSigns(ctx, X, Y, st.V)

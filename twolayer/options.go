@@ -39,9 +39,6 @@ type Options struct {
 	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which a
 	// solution counts as exact. Default 1e-10.
 	CertTol float64
-	// Workers bounds the goroutines used by the moment kernels. Default
-	// GOMAXPROCS. Results do not depend on it.
-	Workers int
 	// Progress, if non-nil, is called as stages advance (stage name, units
 	// done, units total). It must be cheap and safe to call from one goroutine.
 	Progress func(stage string, done, total int)
