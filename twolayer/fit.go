@@ -168,6 +168,7 @@ func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *
 		return nil, nil, err
 	}
 	if !opt.Refine {
+		res.Warnings = append(res.Warnings, "this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (Options.Refine, --refine) usually lowers the weight error 10–100× on noisy data")
 		return V, U, nil
 	}
 	ref, err := Refine(ctx, X, Y, V, U, 0, func(done, total int) { opt.progress("refine", done, total) })

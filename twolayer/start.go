@@ -86,7 +86,7 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	st.SingularValues = sY
 	k := opt.Hidden
 	if k == 0 {
-		k, st.Warnings = inferHidden(sY, d)
+		k, st.Warnings = inferHidden(sY, d, n)
 		st.Inferred = true
 	}
 	if k > min(d, m) {
@@ -224,27 +224,32 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	return st, nil
 }
 
-// inferHidden picks k from the singular values of Y: the exact numerical rank
-// when σ_{r+1}/σ_1 < 1e-10 for some r < m, otherwise the position of the
-// largest ratio between consecutive singular values (a noise floor), and m
-// itself when no ratio exceeds 10 (no visible floor).
-func inferHidden(s []float64, d int) (int, []string) {
+// inferHidden picks k from the singular values of the n×m matrix Y:
+//
+//   - the exact numerical rank when σ_{r+1}/σ_1 < 1e-10 for some r < m
+//     (noiseless data);
+//   - otherwise the count above a noise floor: i.i.d. noise adds m singular
+//     values that all lie within a factor 1 ± √(m/n) of each other
+//     (Marchenko–Pastur), so the values within 1 + 4√(m/n) of the smallest
+//     are taken as noise when there are at least two of them;
+//   - otherwise m (no visible floor), with a warning.
+func inferHidden(s []float64, d, n int) (int, []string) {
 	m := len(s)
-	r := linalg.NumericalRank(s, exactRankTol)
-	if r < m {
-		return max(r, 1), nil
+	if r := linalg.NumericalRank(s, exactRankTol); r < m {
+		return min(max(r, 1), d), nil
 	}
-	best, bestRatio := m, 10.0
-	for i := 1; i < m; i++ {
-		if s[i] > 0 && s[i-1]/s[i] > bestRatio {
-			best, bestRatio = i, s[i-1]/s[i]
+	floor := s[m-1] * (1 + 4*math.Sqrt(float64(m)/float64(n)))
+	noise := 0
+	for _, v := range s {
+		if v <= floor {
+			noise++
 		}
 	}
-	warn := fmt.Sprintf("hidden width inferred as %d from a gap in the singular values of Y (Y is not exactly low rank: noise?); pass the width explicitly if you know it", best)
-	if best == m {
-		warn = fmt.Sprintf("hidden width inferred as m = %d: Y has full rank and no clear gap; pass the width explicitly if you know it", m)
+	if noise >= 2 && noise < m {
+		k := m - noise
+		return min(k, d), []string{fmt.Sprintf("hidden width inferred as %d: Y is not exactly low rank (noise), and %d of its singular values form a noise floor; pass the width explicitly if you know it", k, noise)}
 	}
-	return min(best, d), []string{warn}
+	return min(m, d), []string{fmt.Sprintf("hidden width inferred as m = %d: Y has full rank and no visible noise floor; pass the width explicitly if you know it", m)}
 }
 
 // whiten returns X·Σ̂^{-1/2} and Σ̂^{-1/2} when mode asks for it (or, in

@@ -392,3 +392,20 @@ func maxAbsDiff(a, b *mat.Dense) float64 {
 	d.Sub(a, b)
 	return mat.Norm(&d, math.Inf(1))
 }
+
+// Without Hidden, k comes from the exact rank (noiseless) or from the noise
+// floor of Y's singular values (noisy).
+func TestInferHidden(t *testing.T) {
+	for _, level := range []float64{0, 0.01, 0.1, 0.3} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			in := newInstance(t, seed, synth.TwoLayerConfig{D: 20, K: 5, M: 8}, 100000, nil, synth.Noise{Kind: "gaussian", Level: level})
+			_, s, _, err := linalg.ThinSVD(in.Y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, _ := inferHidden(s, 20, 100000); k != 5 {
+				t.Errorf("noise %.2f seed %d: inferred k = %d, want 5 (singular values %.3g)", level, seed, k, s)
+			}
+		}
+	}
+}
