@@ -95,6 +95,9 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	if need := minSamples(d, k); n < need {
 		return nil, fmt.Errorf("%w: the tensor start needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, need, d, k, n)
 	}
+	if r := linalg.NumericalRank(sY, exactRankTol); r < k {
+		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as this route needs; use --hidden %d, or a route for rank-deficient U*", ErrInput, r, k, r)
+	}
 	st.K = k
 	st.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
 	st.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))

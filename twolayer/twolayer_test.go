@@ -333,6 +333,10 @@ func TestDeterministicAcrossProcs(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	in := newInstance(t, 61, synth.TwoLayerConfig{D: 6, K: 3, M: 4}, 20000, nil, synth.Noise{})
+	// Outputs that only see two of the three units' combinations.
+	lowRank := mat.NewDense(20000, 4, nil)
+	proj := mat.NewDense(4, 4, []float64{1, 0, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0})
+	lowRank.Mul(in.Y, proj)
 	nanX := mat.DenseCopyOf(in.X)
 	nanX.Set(17, 3, math.NaN())
 	cases := []struct {
@@ -346,6 +350,7 @@ func TestBadInput(t *testing.T) {
 		{"width", in.X, in.Y, Options{Hidden: 5}, "k ≤ min(d, m)"},
 		{"samples", in.X.Slice(0, 500, 0, 6).(*mat.Dense), in.Y.Slice(0, 500, 0, 4).(*mat.Dense), Options{}, "needs n ≥"},
 		{"route", in.X, in.Y, Options{Route: "fast"}, "unknown route"},
+		{"rank", in.X, lowRank, Options{Hidden: 3}, "numerical rank 2 < k = 3"},
 		{"zero", in.X, mat.NewDense(20000, 4, nil), Options{}, "identically zero"},
 	}
 	for _, c := range cases {
@@ -407,5 +412,25 @@ func TestInferHidden(t *testing.T) {
 				t.Errorf("noise %.2f seed %d: inferred k = %d, want 5 (singular values %.3g)", level, seed, k, s)
 			}
 		}
+	}
+}
+
+// k = m: the rank of Y cannot reveal noise, so the certificate decides.
+func TestSquareOutputLayer(t *testing.T) {
+	clean := newInstance(t, 81, synth.TwoLayerConfig{D: 10, K: 4, M: 4, CondV: 2}, 40000, nil, synth.Noise{})
+	res, err := Fit(context.Background(), clean.X, clean.Y, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := compare(t, clean.teacher, res.Model); res.Route != RouteExact || e.MaxRelErr > 1e-9 {
+		t.Errorf("noiseless k = m: route %s (%s), error %.1e", res.Route, res.Reason, e.MaxRelErr)
+	}
+	noisy := newInstance(t, 81, synth.TwoLayerConfig{D: 10, K: 4, M: 4, CondV: 2}, 40000, nil, synth.Noise{Kind: "gaussian", Level: 0.05})
+	res, err = Fit(context.Background(), noisy.X, noisy.Y, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Route != RouteNoisy || res.Certificate.Met || !strings.Contains(res.Reason, "no unit could be polished") {
+		t.Errorf("noisy k = m: route %s, reason %q", res.Route, res.Reason)
 	}
 }
