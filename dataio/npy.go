@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/half"
 )
 
 // The .npy format (numpy.lib.format, versions 1.0, 2.0 and 3.0):
@@ -88,7 +90,7 @@ func (d dtype) decode(b []byte) float64 {
 	case 'f':
 		switch d.size {
 		case 2:
-			return float16ToFloat64(d.order.Uint16(b))
+			return half.ToFloat64(d.order.Uint16(b))
 		case 4:
 			return float64(math.Float32frombits(d.order.Uint32(b)))
 		default:
@@ -121,27 +123,6 @@ func (d dtype) decode(b []byte) float64 {
 			return 1
 		}
 		return 0
-	}
-}
-
-// float16ToFloat64 converts an IEEE 754 half-precision value.
-func float16ToFloat64(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	frac := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * math.Ldexp(frac, -24)
-	case 0x1f:
-		if frac != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(sign))
-	default:
-		return sign * math.Ldexp(1+frac/1024, exp-15)
 	}
 }
 

@@ -2,12 +2,12 @@ package linalg
 
 import (
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
+
+	"github.com/relurec/relurec/internal/parallel"
 )
 
 // tallQR is a tall-skinny QR factorization (TSQR, Demmel et al. 2012) of an
@@ -49,36 +49,6 @@ func blockRows(c int) int {
 	return max(leafBytes/(8*c), 2*c)
 }
 
-// parallelFor runs f(w, 0), …, f(w, n−1) on up to GOMAXPROCS goroutines,
-// where w < workers identifies the goroutine (for per-worker scratch space).
-// Callers only use it for independent tasks writing disjoint memory, so the
-// result does not depend on the schedule.
-func parallelFor(n int, f func(w, i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			f(0, i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				f(w, i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
 // geqrf factorizes a in place and returns tau.
 func geqrf(a blas64.General) []float64 {
 	tau := make([]float64, min(a.Rows, a.Cols))
@@ -106,7 +76,7 @@ func newTallQR(src blas64.General) *tallQR {
 	b := blockRows(c)
 	nb := max(1, r/b) // the last block takes the remainder, so every block has ≥ b ≥ 2c rows (or all r rows)
 	t := &tallQR{rows: r, cols: c, blocks: make([]qrBlock, nb), data: make([]float64, r*c)}
-	parallelFor(nb, func(_, i int) {
+	parallel.For(nb, func(_, i int) {
 		start := i * b
 		n := b
 		if i == nb-1 {
@@ -161,7 +131,7 @@ func (t *tallQR) qInPlace(w blas64.General) []float64 {
 		mid = t.top.qInPlace(w)
 	}
 	scratch := make([][]float64, runtime.GOMAXPROCS(0))
-	parallelFor(len(t.blocks), func(wk, i int) {
+	parallel.For(len(t.blocks), func(wk, i int) {
 		blk := t.blocks[i]
 		scratch[wk] = append(scratch[wk][:0], blk.a.Data...)
 		refl := blas64.General{Rows: blk.a.Rows, Cols: c, Stride: c, Data: scratch[wk]}
@@ -185,7 +155,7 @@ func (t *tallQR) qInPlace(w blas64.General) []float64 {
 func (t *tallQR) applyQT(b blas64.General) blas64.General {
 	c, q := t.cols, b.Cols
 	stacked := blas64.General{Rows: len(t.blocks) * c, Cols: q, Stride: q, Data: make([]float64, len(t.blocks)*c*q)}
-	parallelFor(len(t.blocks), func(_, i int) {
+	parallel.For(len(t.blocks), func(_, i int) {
 		blk := t.blocks[i]
 		n := blk.a.Rows
 		tmp := blas64.General{Rows: n, Cols: q, Stride: q, Data: make([]float64, n*q)}

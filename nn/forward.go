@@ -2,11 +2,10 @@ package nn
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/parallel"
 )
 
 // forwardChunk is the number of rows pushed through the network at once by
@@ -46,34 +45,11 @@ func (m *MLP) forwardTo(x *mat.Dense, last int) *mat.Dense {
 	out := m.Layers[last].Out()
 	res := mat.NewDense(n, out, nil)
 	chunks := (n + forwardChunk - 1) / forwardChunk
-	workers := min(runtime.GOMAXPROCS(0), chunks)
-	run := func(c int) {
+	parallel.For(chunks, func(_, c int) {
 		r0 := c * forwardChunk
 		r1 := min(r0+forwardChunk, n)
 		m.forwardRows(x.Slice(r0, r1, 0, d).(*mat.Dense), res.Slice(r0, r1, 0, out).(*mat.Dense), last)
-	}
-	if workers <= 1 {
-		for c := 0; c < chunks; c++ {
-			run(c)
-		}
-		return res
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1)) - 1
-				if c >= chunks {
-					return
-				}
-				run(c)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	return res
 }
 

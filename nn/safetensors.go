@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/half"
 )
 
 // The safetensors format (https://github.com/huggingface/safetensors):
@@ -232,7 +233,7 @@ func decodeTensor(dtype string, b []byte, count int) []float64 {
 		case "F32":
 			out[i] = float64(math.Float32frombits(le.Uint32(b[4*i:])))
 		case "F16":
-			out[i] = halfToFloat64(le.Uint16(b[2*i:]))
+			out[i] = half.ToFloat64(le.Uint16(b[2*i:]))
 		case "BF16":
 			out[i] = float64(math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16))
 		case "I64":
@@ -258,27 +259,6 @@ func decodeTensor(dtype string, b []byte, count int) []float64 {
 		}
 	}
 	return out
-}
-
-// halfToFloat64 converts an IEEE 754 binary16 value.
-func halfToFloat64(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	frac := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * math.Ldexp(frac, -24)
-	case 0x1f:
-		if frac != 0 {
-			return math.NaN()
-		}
-		return math.Inf(int(sign))
-	default:
-		return sign * math.Ldexp(1+frac/1024, exp-15)
-	}
 }
 
 // WriteSafetensors writes tensors and meta (omitted when empty) to w in the

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -85,7 +86,7 @@ func TwoLayerData(teacher *nn.MLP, x *mat.Dense, noise Noise, rng *rand.Rand) (y
 	nc := (n + chunkRows - 1) / chunkRows
 	partial := make([]float64, nc) // per-chunk Σ y², reduced in order below
 	bad := make([]int, nc)         // per-chunk first row with a non-finite output, or −1
-	parallelFor(nc, func(_, c int) {
+	parallel.For(nc, func(_, c int) {
 		h := make([]float64, k) // hidden activations of one row
 		bad[c] = -1
 		ss := 0.0

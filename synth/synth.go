@@ -6,13 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -43,35 +42,6 @@ const pcgStream = 0x9E3779B97F4A7C15
 // goroutines: *rand.Rand is not safe for concurrent use.
 func NewRand(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, pcgStream))
-}
-
-// parallelFor runs f(w, 0), …, f(w, n−1) on up to GOMAXPROCS goroutines; w
-// identifies the goroutine for per-worker scratch. Tasks write disjoint
-// memory, so the schedule never changes the result.
-func parallelFor(n int, f func(w, i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			f(0, i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				f(w, i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // chunkRows is the fixed row-chunk size of parallel loops; it is a constant
@@ -170,7 +140,7 @@ func GaussianInputs(n, d int, cov *mat.SymDense, rng *rand.Rand) (*mat.Dense, er
 		nc := (n + chunkRows - 1) / chunkRows
 		lt := blas64.General{Rows: d, Cols: d, Stride: d, Data: chol}
 		scratch := make([][]float64, runtime.GOMAXPROCS(0))
-		parallelFor(nc, func(w, c int) {
+		parallel.For(nc, func(w, c int) {
 			r0, r1 := c*chunkRows, min(n, (c+1)*chunkRows)
 			scratch[w] = append(scratch[w][:0], data[r0*d:r1*d]...)
 			z := blas64.General{Rows: r1 - r0, Cols: d, Stride: d, Data: scratch[w]}
