@@ -1,0 +1,380 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/synth"
+)
+
+// twoLayerGen is a synthetic two-layer problem: teacher shape and
+// conditioning, sample count, input covariance and noise.
+type twoLayerGen struct {
+	D         int     `json:"d"`
+	K         int     `json:"k"`
+	M         int     `json:"m"`
+	N         int     `json:"n"`
+	CondV     float64 `json:"cond_v"`
+	CondU     float64 `json:"cond_u"`
+	CovCond   float64 `json:"cov_cond"`
+	NoiseKind string  `json:"noise_kind"`
+	Noise     float64 `json:"noise"`
+	Seed      uint64  `json:"seed"`
+}
+
+// register adds the problem flags with the given defaults.
+func (g *twoLayerGen) register(c *cobra.Command, withCov bool) {
+	f := c.Flags()
+	f.IntVar(&g.D, "d", g.D, "input dimension d (columns of X)")
+	f.IntVar(&g.K, "k", g.K, "hidden units k (k ≤ min(d, m) for exact recovery)")
+	f.IntVar(&g.M, "m", g.M, "output dimension m (columns of Y)")
+	f.IntVar(&g.N, "n", g.N, "number of samples (rows of X and Y)")
+	f.Float64Var(&g.Noise, "noise", g.Noise, "noise σ relative to the RMS of the clean outputs (0 = noiseless)")
+	f.Uint64Var(&g.Seed, "seed", g.Seed, "random seed; the same seed gives the same teacher and data")
+	if withCov {
+		f.Float64Var(&g.CondV, "cond-v", g.CondV, "condition number of the hidden weights V (0 = generator default)")
+		f.Float64Var(&g.CondU, "cond-u", g.CondU, "condition number of the output weights U (0 = generator default)")
+		f.Float64Var(&g.CovCond, "cov-cond", g.CovCond, "condition number of a random input covariance (1 = identity)")
+		f.StringVar(&g.NoiseKind, "noise-kind", g.NoiseKind, "noise distribution when --noise > 0: gaussian or subgaussian")
+	}
+}
+
+func (g *twoLayerGen) validate() error {
+	for _, v := range []struct {
+		name string
+		val  int
+	}{{"d", g.D}, {"k", g.K}, {"m", g.M}, {"n", g.N}} {
+		if v.val < 1 {
+			return usageErrorf("--%s must be at least 1, got %d", v.name, v.val)
+		}
+	}
+	if g.K > g.D {
+		return usageErrorf("--k %d exceeds --d %d: the hidden weights V (k×d) must have rank k", g.K, g.D)
+	}
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"cond-v", g.CondV}, {"cond-u", g.CondU}} {
+		if math.IsNaN(v.val) || v.val < 0 || (v.val > 0 && v.val < 1) {
+			return usageErrorf("--%s must be ≥ 1 (or 0 for the default), got %g", v.name, v.val)
+		}
+	}
+	if math.IsNaN(g.CovCond) || g.CovCond < 1 {
+		return usageErrorf("--cov-cond must be ≥ 1, got %g", g.CovCond)
+	}
+	if math.IsNaN(g.Noise) || math.IsInf(g.Noise, 0) || g.Noise < 0 {
+		return usageErrorf("--noise must be a finite level ≥ 0, got %g", g.Noise)
+	}
+	switch g.NoiseKind {
+	case "gaussian", "subgaussian":
+	case "none":
+		if g.Noise > 0 {
+			return usageErrorf("--noise-kind none contradicts --noise %g", g.Noise)
+		}
+	default:
+		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", g.NoiseKind)
+	}
+	if float64(g.N)*float64(g.D+g.M) > 2e9 {
+		return usageErrorf("--n %d with d+m = %d needs %.1f GB of memory; use a smaller --n", g.N, g.D+g.M, float64(g.N)*float64(g.D+g.M)*8/1e9)
+	}
+	return nil
+}
+
+func (g *twoLayerGen) noise() synth.Noise {
+	if g.Noise == 0 {
+		return synth.Noise{Kind: "none"}
+	}
+	return synth.Noise{Kind: g.NoiseKind, Level: g.Noise}
+}
+
+// generated is a teacher and its data.
+type generated struct {
+	teacher *nn.MLP
+	x, y    *mat.Dense
+	sigma   float64 // absolute noise standard deviation
+}
+
+// generate draws the teacher, the input covariance, X and Y from one seeded
+// stream, in that order, so demo and gen give the same problem for the same
+// flags.
+func (g *twoLayerGen) generate() (*generated, error) {
+	rng := synth.NewRand(g.Seed)
+	teacher, err := synth.TwoLayerTeacher(synth.TwoLayerConfig{D: g.D, K: g.K, M: g.M, CondV: g.CondV, CondU: g.CondU}, rng)
+	if err != nil {
+		return nil, fmt.Errorf("generating the teacher: %w", err)
+	}
+	var cov *mat.SymDense
+	if g.CovCond > 1 {
+		cov = synth.RandomCovariance(g.D, g.CovCond, rng)
+	}
+	x, err := synth.GaussianInputs(g.N, g.D, cov, rng)
+	if err != nil {
+		return nil, fmt.Errorf("generating inputs: %w", err)
+	}
+	y, sigma, err := synth.TwoLayerData(teacher, x, g.noise(), rng)
+	if err != nil {
+		return nil, fmt.Errorf("generating outputs: %w", err)
+	}
+	return &generated{teacher: teacher, x: x, y: y, sigma: sigma}, nil
+}
+
+func (g *twoLayerGen) metadata() map[string]string {
+	return map[string]string{
+		"producer":        "relurec gen twolayer",
+		"relurec_version": relurecVersion(),
+		"generator":       "synth.TwoLayerTeacher",
+		"d":               strconv.Itoa(g.D),
+		"k":               strconv.Itoa(g.K),
+		"m":               strconv.Itoa(g.M),
+		"cond_v":          strconv.FormatFloat(g.CondV, 'g', -1, 64),
+		"cond_u":          strconv.FormatFloat(g.CondU, 'g', -1, 64),
+		"seed":            strconv.FormatUint(g.Seed, 10),
+	}
+}
+
+func newGenCmd(a *app) *cobra.Command {
+	return groupCmd("gen", "Generate synthetic teachers and data",
+		`  relurec gen twolayer --d 20 --k 5 --m 8 --n 100000 --seed 1 --out data.npz --model-out teacher.safetensors`,
+		newGenTwoLayerCmd(a))
+}
+
+func newGenTwoLayerCmd(a *app) *cobra.Command {
+	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1}
+	var out, xOut, yOut, modelOut string
+	c := &cobra.Command{
+		Use:   "twolayer",
+		Short: "Generate data from a random two-layer ReLU network Y = ReLU(X·Vᵀ)·Uᵀ (+ noise)",
+		Long: `Generate a random two-layer teacher (V k×d with unit rows, U m×k, condition
+numbers set by --cond-v/--cond-u), Gaussian inputs X (n×d, identity covariance
+or a random one with condition number --cov-cond) and outputs Y (n×m), with
+optional noise whose standard deviation is --noise times the RMS of the clean
+outputs.
+
+Outputs: X and Y go into one .npz (arrays "X" and "Y") given by --out, or
+into X.npy and Y.npy inside a directory when --out ends with a path
+separator (or is an existing directory), or into the files given by --x and
+--y. --model-out also writes the teacher as safetensors. A run manifest
+(<output>.manifest.json) is written next to every output.`,
+		Example: `  # 100 000 noiseless samples of a d=20, k=5, m=8 network, plus the teacher
+  relurec gen twolayer --d 20 --k 5 --m 8 --n 100000 --seed 1 --out data.npz --model-out teacher.safetensors
+
+  # Noisy data (σ = 10% of the output RMS), X.npy and Y.npy in a directory
+  relurec gen twolayer --n 300000 --noise-kind gaussian --noise 0.1 --seed 2 --out noisy/
+
+  # Correlated inputs, separate files
+  relurec gen twolayer --cov-cond 10 --x X.npy --y Y.npy`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if err := g.validate(); err != nil {
+				return err
+			}
+			files, err := genOutputs(out, xOut, yOut)
+			if err != nil {
+				return err
+			}
+			type output struct{ flag, path string }
+			var outputs []output
+			switch {
+			case files.dir != "":
+				// The directory is created if missing.
+			case files.x == files.y:
+				outputs = append(outputs, output{"out", files.x})
+			default:
+				outputs = append(outputs, output{"x", files.x}, output{"y", files.y})
+			}
+			if modelOut != "" {
+				outputs = append(outputs, output{"model-out", modelOut})
+			}
+			all := []string{files.x, files.y, modelOut}
+			for _, o := range outputs {
+				if err := checkOutPath(o.flag, o.path); err != nil {
+					return err
+				}
+			}
+			for i := range all {
+				for j := 0; j < i; j++ {
+					if all[i] != "" && all[j] != "" && !(i == 1 && j == 0 && files.x == files.y) &&
+						dataio.CheckOutputNotInput(all[i], all[j]) != nil {
+						return usageErrorf("two outputs are the same file: %s", all[i])
+					}
+				}
+			}
+
+			gen, err := g.generate()
+			if err != nil {
+				return err
+			}
+			genTime := time.Since(start)
+
+			// Write everything or nothing: remove what was written if a
+			// later step fails.
+			var written []string
+			ok := false
+			defer func() {
+				if !ok {
+					for _, p := range written {
+						os.Remove(p)
+					}
+				}
+			}()
+			if files.dir != "" {
+				if err := os.MkdirAll(files.dir, 0o755); err != nil {
+					return fmt.Errorf("creating %s: %w", files.dir, err)
+				}
+			}
+			if files.x == files.y {
+				if err := dataio.WriteNPZ(files.x, map[string]*mat.Dense{"X": gen.x, "Y": gen.y}); err != nil {
+					return err
+				}
+				written = append(written, files.x)
+			} else {
+				if err := dataio.WriteNPY(files.x, gen.x); err != nil {
+					return err
+				}
+				written = append(written, files.x)
+				if err := dataio.WriteNPY(files.y, gen.y); err != nil {
+					return err
+				}
+				written = append(written, files.y)
+			}
+			if modelOut != "" {
+				if err := nn.SaveModel(modelOut, gen.teacher, g.metadata(), ""); err != nil {
+					return err
+				}
+				written = append(written, modelOut)
+			}
+
+			man := dataio.NewManifest("gen twolayer", a.args)
+			man.Version = relurecVersion()
+			man.Options = g
+			man.Seed = g.Seed
+			man.Timings["generate"] = genTime.Seconds()
+			man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
+			man.Results = map[string]any{"noise_sigma": gen.sigma}
+			for _, p := range written {
+				if err := man.AddOutput(p); err != nil {
+					return err
+				}
+			}
+			man.Finish()
+			dataFiles := append([]string(nil), written...)
+			for _, p := range dataFiles {
+				mp := dataio.ManifestPath(p)
+				if err := man.Write(mp); err != nil {
+					return err
+				}
+				written = append(written, mp)
+			}
+			ok = true
+
+			res := genResult{
+				Command: "gen twolayer", Options: g, Outputs: dataFiles,
+				XShape: dims(gen.x), YShape: dims(gen.y), NoiseSigma: gen.sigma,
+				Seconds: time.Since(start).Seconds(),
+			}
+			return a.emit(res, func(w io.Writer) {
+				rows := [][2]string{}
+				if files.x == files.y {
+					rows = append(rows, [2]string{"data", fmt.Sprintf("%s  (X %d×%d, Y %d×%d)", files.x, res.XShape[0], res.XShape[1], res.YShape[0], res.YShape[1])})
+				} else {
+					rows = append(rows,
+						[2]string{"X", fmt.Sprintf("%s  (%d×%d)", files.x, res.XShape[0], res.XShape[1])},
+						[2]string{"Y", fmt.Sprintf("%s  (%d×%d)", files.y, res.YShape[0], res.YShape[1])})
+				}
+				if modelOut != "" {
+					rows = append(rows, [2]string{"teacher", fmt.Sprintf("%s  (V %d×%d, U %d×%d)", modelOut, g.K, g.D, g.M, g.K)})
+				}
+				noise := "none"
+				if g.Noise > 0 {
+					noise = fmt.Sprintf("%s, level %g (σ = %.3g)", g.NoiseKind, g.Noise, gen.sigma)
+				}
+				rows = append(rows,
+					[2]string{"noise", noise},
+					[2]string{"seed", strconv.FormatUint(g.Seed, 10)},
+					[2]string{"manifests", manifestList(dataFiles)},
+					[2]string{"time", fmt.Sprintf("%.2f s", res.Seconds)})
+				table(w, rows)
+			})
+		}),
+	}
+	g.register(c, true)
+	f := c.Flags()
+	f.StringVar(&out, "out", "", "output .npz (X and Y), or a directory ending in / for X.npy and Y.npy")
+	f.StringVar(&xOut, "x", "", "write X to this .npy (with --y, instead of --out)")
+	f.StringVar(&yOut, "y", "", "write Y to this .npy (with --x, instead of --out)")
+	f.StringVar(&modelOut, "model-out", "", "also write the teacher network to this .safetensors file")
+	return c
+}
+
+type genResult struct {
+	Command    string      `json:"command"`
+	Options    twoLayerGen `json:"options"`
+	Outputs    []string    `json:"outputs"`
+	XShape     [2]int      `json:"x_shape"`
+	YShape     [2]int      `json:"y_shape"`
+	NoiseSigma float64     `json:"noise_sigma"`
+	Seconds    float64     `json:"seconds"`
+}
+
+func dims(m *mat.Dense) [2]int {
+	r, c := m.Dims()
+	return [2]int{r, c}
+}
+
+// genFiles says where gen writes X and Y (equal paths: one .npz).
+type genFiles struct {
+	x, y string
+	dir  string // non-empty when writing into a directory (created if needed)
+}
+
+func genOutputs(out, xOut, yOut string) (genFiles, error) {
+	switch {
+	case out != "" && (xOut != "" || yOut != ""):
+		return genFiles{}, usageErrorf("give either --out or --x and --y, not both")
+	case out == "" && xOut == "" && yOut == "":
+		return genFiles{}, usageErrorf("no output given: use --out DATA.npz, --out DIR/, or --x X.npy --y Y.npy")
+	case out == "" && (xOut == "" || yOut == ""):
+		return genFiles{}, usageErrorf("--x and --y go together: give both")
+	case out == "":
+		for _, p := range []string{xOut, yOut} {
+			if !strings.EqualFold(filepath.Ext(p), ".npy") {
+				return genFiles{}, usageErrorf("--x and --y must end in .npy, got %s", p)
+			}
+		}
+		if dataio.CheckOutputNotInput(xOut, yOut) != nil {
+			return genFiles{}, usageErrorf("--x and --y are the same file: %s", xOut)
+		}
+		return genFiles{x: xOut, y: yOut}, nil
+	}
+	isDir := strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(filepath.Separator))
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		isDir = true
+	}
+	if isDir {
+		return genFiles{x: filepath.Join(out, "X.npy"), y: filepath.Join(out, "Y.npy"), dir: filepath.Clean(out)}, nil
+	}
+	if !strings.EqualFold(filepath.Ext(out), ".npz") {
+		return genFiles{}, usageErrorf("--out %s: expected a .npz file or a directory ending in /; for separate .npy files use --x and --y", out)
+	}
+	return genFiles{x: out, y: out}, nil
+}
+
+func manifestList(files []string) string {
+	var ms []string
+	for _, f := range files {
+		ms = append(ms, dataio.ManifestPath(f))
+	}
+	return strings.Join(ms, ", ")
+}

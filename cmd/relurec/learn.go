@@ -1,0 +1,262 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/twolayer"
+)
+
+func newLearnCmd(a *app) *cobra.Command {
+	return groupCmd("learn", "Learn network weights from input/output samples",
+		`  relurec learn twolayer --data data.npz --hidden 5 --out model.safetensors`,
+		newLearnTwoLayerCmd(a))
+}
+
+// learnTwoLayerOptions are the flags of learn twolayer, as recorded in the
+// manifest.
+type learnTwoLayerOptions struct {
+	X       string  `json:"x,omitempty"`
+	Y       string  `json:"y,omitempty"`
+	Data    string  `json:"data,omitempty"`
+	XName   string  `json:"x_name,omitempty"`
+	YName   string  `json:"y_name,omitempty"`
+	Hidden  int     `json:"hidden"`
+	Route   string  `json:"route"`
+	Refine  bool    `json:"refine"`
+	Whiten  string  `json:"whiten"`
+	CertTol float64 `json:"cert_tol,omitempty"`
+	Seed    uint64  `json:"seed"`
+	Out     string  `json:"out"`
+	DType   string  `json:"dtype"`
+}
+
+// learnResult is what learn twolayer prints and stores in the manifest.
+type learnResult struct {
+	Command     string               `json:"command"`
+	Out         string               `json:"out"`
+	Samples     int                  `json:"samples"`
+	D           int                  `json:"d"`
+	M           int                  `json:"m"`
+	Hidden      int                  `json:"hidden"`
+	Route       string               `json:"route"`
+	Reason      string               `json:"reason"`
+	Certificate twolayer.Certificate `json:"certificate"`
+	Diagnostics twolayer.Diagnostics `json:"diagnostics"`
+	Warnings    []string             `json:"warnings"`
+	Seconds     float64              `json:"seconds"`
+	Timings     map[string]float64   `json:"timings"`
+	Options     learnTwoLayerOptions `json:"options"`
+	Manifest    string               `json:"manifest"`
+}
+
+func newLearnTwoLayerCmd(a *app) *cobra.Command {
+	var df dataFlags
+	opt := learnTwoLayerOptions{Route: "auto", Whiten: "auto", DType: "f64"}
+	c := &cobra.Command{
+		Use:   "twolayer",
+		Short: "Learn V and U of Y = ReLU(X·Vᵀ)·Uᵀ from samples (exact when noiseless)",
+		Long: `Learn a two-layer ReLU network Y ≈ ReLU(X·Vᵀ)·Uᵀ (V k×d, U m×k, no biases)
+from samples X (n×d, Gaussian inputs) and Y (n×m), with the tensor method of
+Bakshi, Jayaram and Woodruff followed by an exact polish (noiseless data) or
+sign recovery and least squares (noisy data).
+
+Routes: "auto" tries the exact route and keeps it only when the residual
+certificate ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol holds, else falls back to the noisy
+route; "exact" fails unless the certificate holds; "noisy" skips the exact
+polish. --refine adds a local least-squares refinement on the noisy route.
+
+The model is written atomically to --out as safetensors with PyTorch
+nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
+certificate, seed, version) in the metadata, plus <out>.manifest.json. On any
+error nothing is written.`,
+		Example: `  # Learn from one .npz holding X and Y; k is inferred from the rank of Y
+  relurec learn twolayer --data data.npz --out model.safetensors
+
+  # Separate files, known k, noisy data with refinement, float32 weights
+  relurec learn twolayer --x X.npy --y Y.npy --hidden 5 --route noisy --refine --dtype f32 --out model.safetensors
+
+  # Load in PyTorch:
+  #   net = torch.nn.Sequential(torch.nn.Linear(20, 5, bias=False), torch.nn.ReLU(), torch.nn.Linear(5, 8, bias=False))
+  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if err := df.validate(); err != nil {
+				return err
+			}
+			opt.X, opt.Y, opt.Data, opt.XName, opt.YName = df.x, df.y, df.data, df.xName, df.yName
+			if opt.Hidden < 0 {
+				return usageErrorf("--hidden must be ≥ 0 (0 infers k from the rank of Y), got %d", opt.Hidden)
+			}
+			switch opt.Route {
+			case "auto", "exact", "noisy":
+			default:
+				return usageErrorf("--route must be auto, exact or noisy, got %q", opt.Route)
+			}
+			switch opt.Whiten {
+			case "auto", "always", "never":
+			default:
+				return usageErrorf("--whiten must be auto, always or never, got %q", opt.Whiten)
+			}
+			opt.DType = strings.ToLower(opt.DType)
+			if opt.DType != "f64" && opt.DType != "f32" {
+				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+			}
+			if opt.CertTol < 0 {
+				return usageErrorf("--cert-tol must be ≥ 0, got %g", opt.CertTol)
+			}
+			if err := checkOutPath("out", opt.Out); err != nil {
+				return err
+			}
+			if err := dataio.CheckOutputNotInput(opt.Out, df.paths()...); err != nil {
+				return err
+			}
+			if err := dataio.CheckOutputNotInput(dataio.ManifestPath(opt.Out), df.paths()...); err != nil {
+				return err
+			}
+
+			man := dataio.NewManifest("learn twolayer", a.args)
+			man.Version = relurecVersion()
+			man.Seed = opt.Seed
+			man.Options = opt
+			for _, p := range df.paths() {
+				if err := man.AddInput(p); err != nil {
+					return fmt.Errorf("reading input: %w", err)
+				}
+			}
+			x, y, err := df.read()
+			if err != nil {
+				return err
+			}
+			readTime := time.Since(start)
+
+			progress, clear := a.progress()
+			fitStart := time.Now()
+			res, err := twolayer.Fit(cmd.Context(), x, y, twolayer.Options{
+				Hidden:   opt.Hidden,
+				Route:    opt.Route,
+				Seed:     opt.Seed,
+				Whiten:   opt.Whiten,
+				Refine:   opt.Refine,
+				CertTol:  opt.CertTol,
+				Progress: progress,
+			})
+			clear()
+			if err != nil {
+				return err
+			}
+			fitTime := time.Since(fitStart)
+
+			n, d := x.Dims()
+			_, m := y.Dims()
+			out := learnResult{
+				Command: "learn twolayer", Out: opt.Out, Samples: n, D: d, M: m,
+				Hidden: res.Diagnostics.Hidden, Route: res.Route, Reason: res.Reason,
+				Certificate: res.Certificate, Diagnostics: res.Diagnostics,
+				Warnings: append([]string{}, res.Warnings...), Options: opt,
+				Manifest: dataio.ManifestPath(opt.Out),
+			}
+			if out.Hidden == 0 && res.Model != nil && len(res.Model.Layers) > 0 {
+				out.Hidden = res.Model.Layers[0].Out()
+			}
+			meta := map[string]string{
+				"producer":             "relurec learn twolayer",
+				"relurec_version":      relurecVersion(),
+				"route":                res.Route,
+				"reason":               res.Reason,
+				"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
+				"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
+				"certificate_met":      strconv.FormatBool(res.Certificate.Met),
+				"seed":                 strconv.FormatUint(opt.Seed, 10),
+				"hidden":               strconv.Itoa(out.Hidden),
+				"samples":              strconv.Itoa(n),
+			}
+			writeStart := time.Now()
+			if err := nn.SaveModel(opt.Out, res.Model, meta, strings.ToUpper(opt.DType)); err != nil {
+				return fmt.Errorf("writing the model: %w", err)
+			}
+			// From here on, a failure removes the model: all or nothing.
+			ok := false
+			defer func() {
+				if !ok {
+					os.Remove(opt.Out)
+				}
+			}()
+			if err := man.AddOutput(opt.Out); err != nil {
+				return err
+			}
+			out.Timings = map[string]float64{
+				"read":  readTime.Seconds(),
+				"fit":   fitTime.Seconds(),
+				"write": time.Since(writeStart).Seconds(),
+			}
+			out.Seconds = time.Since(start).Seconds()
+			man.Timings = out.Timings
+			man.Results = finiteJSON(map[string]any{
+				"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
+				"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
+			})
+			man.Finish()
+			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+				return err
+			}
+			ok = true
+
+			return a.emit(out, func(w io.Writer) {
+				cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
+				if res.Certificate.Met {
+					cert = fmt.Sprintf("%.3g ≤ %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
+				}
+				k := strconv.Itoa(out.Hidden)
+				if res.Diagnostics.HiddenInferred {
+					k += " (inferred from the rank of Y)"
+				}
+				rows := [][2]string{
+					{"data", fmt.Sprintf("n=%d, d=%d, m=%d", n, d, m)},
+					{"route", res.Route},
+					{"reason", res.Reason},
+					{"hidden units k", k},
+					{"certificate", cert},
+				}
+				if res.Diagnostics.Whitened {
+					rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})
+				}
+				if len(res.Warnings) == 0 {
+					rows = append(rows, [2]string{"warnings", "none"})
+				}
+				for i, wmsg := range res.Warnings {
+					label := ""
+					if i == 0 {
+						label = "warnings"
+					}
+					rows = append(rows, [2]string{label, wmsg})
+				}
+				rows = append(rows,
+					[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
+					[2]string{"model", fmt.Sprintf("%s (%s)", opt.Out, opt.DType)},
+					[2]string{"manifest", out.Manifest})
+				table(w, rows)
+			})
+		}),
+	}
+	df.register(c)
+	f := c.Flags()
+	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units k (0 = infer from the numerical rank of Y; needs k ≤ m)")
+	f.StringVar(&opt.Route, "route", opt.Route, "auto, exact or noisy")
+	f.BoolVar(&opt.Refine, "refine", false, "refine the noisy-route estimate by local least squares")
+	f.StringVar(&opt.Whiten, "whiten", opt.Whiten, "whiten non-identity input covariance: auto, always or never")
+	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
+	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	return c
+}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
+)
+
+// app is the state shared by the commands of one invocation.
+type app struct {
+	stdout, stderr io.Writer
+	args           []string // the command line, for manifests
+
+	jsonOut bool // --json
+	quiet   bool // --quiet
+
+	// started is set when a command's RunE begins; an error before that is
+	// a usage error from cobra's parsing.
+	started bool
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "relurec",
+		Short: "Learn the exact weights of ReLU networks from samples",
+		Long: `relurec learns the weights of ReLU networks from input/output samples with
+provable algorithms. For a two-layer network Y = ReLU(X·Vᵀ)·Uᵀ with Gaussian
+inputs it recovers V and U exactly (up to the order and positive scale of the
+hidden units) from noiseless samples, and approximately from noisy ones
+(Bakshi, Jayaram, Woodruff: "Learning two layer rectified neural networks in
+polynomial time").
+
+Samples are rows: X is n×d, Y is n×m, as in numpy and PyTorch. Data files are
+.npy, .npz or .csv; models are safetensors with PyTorch nn.Sequential keys.
+
+Exit status: 0 success, 2 bad input (usage, unreadable or malformed files,
+wrong shapes, NaN/Inf), 1 any other failure.`,
+		Example: `  # See it work on a synthetic network in a few seconds
+  relurec demo
+
+  # Generate data, learn the network back, and compare with the truth
+  relurec gen twolayer --d 20 --k 5 --m 8 --n 100000 --seed 1 --out data.npz --model-out teacher.safetensors
+  relurec learn twolayer --data data.npz --hidden 5 --out model.safetensors
+  relurec eval --model model.safetensors --truth teacher.safetensors --data data.npz`,
+		Version:       relurecVersion(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.started = true
+			return cmd.Help()
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.BoolVar(&a.jsonOut, "json", false, "print the result as one JSON object on stdout (and nothing else there)")
+	pf.BoolVar(&a.quiet, "quiet", false, "no progress bars or notes on stderr")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v", err)
+	})
+	root.AddCommand(newDemoCmd(a), newGenCmd(a), newLearnCmd(a), newEvalCmd(a), newExperimentCmd(a))
+	return root
+}
+
+// relurecVersion is the module version from the build information when the
+// binary was built from a tagged module (go install …@v1.2.3), else version.
+func relurecVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
+	}
+	return version
+}
+
+// groupCmd returns a command that only groups subcommands: run without one
+// (or with an unknown one) it is a usage error.
+func groupCmd(use, short, example string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			if len(args) == 0 {
+				return usageErrorf("%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(names, ", "))
+			}
+			return usageErrorf("unknown subcommand %q for %s (available: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// leaf wraps a command's work: it marks that parsing succeeded.
+func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a.started = true
+		return fn(cmd, args)
+	}
+}
+
+// emit prints the result: obj as one JSON object with --json, else the human
+// form written by human.
+func (a *app) emit(obj any, human func(w io.Writer)) error {
+	if a.jsonOut {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(finiteJSON(obj))
+	}
+	human(a.stdout)
+	return nil
+}
+
+// notef prints a note on stderr unless --quiet or --json.
+func (a *app) notef(format string, args ...any) {
+	if a.quiet || a.jsonOut {
+		return
+	}
+	fmt.Fprintf(a.stderr, format, args...)
+}
+
+// stderrIsTerminal reports whether stderr is an interactive terminal.
+func (a *app) stderrIsTerminal() bool {
+	f, ok := a.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress returns a callback for Options.Progress that drives a progress bar
+// on stderr, one bar per stage, and a function that clears it. Both are
+// no-ops (the callback is nil) unless stderr is a terminal and neither
+// --quiet nor --json is set.
+func (a *app) progress() (func(stage string, done, total int), func()) {
+	if a.quiet || a.jsonOut || !a.stderrIsTerminal() {
+		return nil, func() {}
+	}
+	var (
+		mu    sync.Mutex
+		bar   *progressbar.ProgressBar
+		stage string
+		max   int
+	)
+	finish := func() {
+		if bar != nil {
+			_ = bar.Clear()
+			bar = nil
+		}
+	}
+	update := func(s string, done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if total <= 0 {
+			total = -1 // unknown: a spinner
+		}
+		if bar == nil || s != stage || total != max {
+			finish()
+			stage, max = s, total
+			bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(a.stderr),
+				progressbar.OptionSetDescription(s),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+				progressbar.OptionSpinnerType(14),
+			)
+		}
+		_ = bar.Set(done)
+	}
+	return update, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		finish()
+	}
+}
+
+// table writes aligned "key  value" rows.
+func table(w io.Writer, rows [][2]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	tw.Flush()
+}
+
+// dataFlags are the flags that name a data set: --x/--y or --data.
+type dataFlags struct {
+	x, y, data   string
+	xName, yName string
+}
+
+func (d *dataFlags) register(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&d.x, "x", "", "inputs X, n×d (.npy, .csv, or .npz with --x-name)")
+	f.StringVar(&d.y, "y", "", "outputs Y, n×m (.npy, .csv, or .npz with --y-name)")
+	f.StringVar(&d.data, "data", "", "one .npz holding both X and Y (instead of --x and --y)")
+	f.StringVar(&d.xName, "x-name", "X", "name of the X array inside an .npz")
+	f.StringVar(&d.yName, "y-name", "Y", "name of the Y array inside an .npz")
+}
+
+// given reports whether any data flag was set.
+func (d *dataFlags) given() bool { return d.x != "" || d.y != "" || d.data != "" }
+
+// validate checks that the flags name exactly one data set.
+func (d *dataFlags) validate() error {
+	switch {
+	case d.data != "" && (d.x != "" || d.y != ""):
+		return usageErrorf("give either --data or --x and --y, not both")
+	case d.data == "" && d.x == "" && d.y == "":
+		return usageErrorf("no data given: use --data DATA.npz or --x X.npy --y Y.npy")
+	case d.data == "" && (d.x == "" || d.y == ""):
+		return usageErrorf("--x and --y go together: give both (or --data for one .npz)")
+	}
+	return nil
+}
+
+// paths returns the input files.
+func (d *dataFlags) paths() []string {
+	if d.data != "" {
+		return []string{d.data}
+	}
+	return []string{d.x, d.y}
+}
+
+// read loads X and Y and checks that they are finite and have matching rows.
+func (d *dataFlags) read() (x, y *mat.Dense, err error) {
+	xp, yp := d.x, d.y
+	if d.data != "" {
+		xp, yp = d.data, d.data
+	}
+	if x, err = dataio.ReadMatrix(xp, d.xName); err != nil {
+		return nil, nil, fmt.Errorf("reading X: %w", err)
+	}
+	if y, err = dataio.ReadMatrix(yp, d.yName); err != nil {
+		return nil, nil, fmt.Errorf("reading Y: %w", err)
+	}
+	nx, _ := x.Dims()
+	ny, _ := y.Dims()
+	if nx != ny {
+		return nil, nil, inputErrorf("X has %d rows but Y has %d: samples are rows, so they must match", nx, ny)
+	}
+	if err := dataio.CheckFinite("X", x); err != nil {
+		return nil, nil, err
+	}
+	if err := dataio.CheckFinite("Y", y); err != nil {
+		return nil, nil, err
+	}
+	return x, y, nil
+}
+
+// checkOutPath fails early, before any long computation, when out cannot be
+// written: its directory is missing, or it names a directory.
+func checkOutPath(flag, out string) error {
+	if out == "" {
+		return usageErrorf("--%s is required", flag)
+	}
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return usageErrorf("--%s %s is a directory; give a file path", flag, out)
+	}
+	dir := filepath.Dir(out)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return inputErrorf("--%s %s: directory %s does not exist", flag, out, dir)
+	}
+	if !st.IsDir() {
+		return inputErrorf("--%s %s: %s is not a directory", flag, out, dir)
+	}
+	return nil
+}
+
+// twoLayerShape returns (d, k, m) of a bias-free two-layer ReLU network, or a
+// bad-input error naming what is wrong.
+func twoLayerShape(name string, m *nn.MLP) (d, k, o int, err error) {
+	if m == nil || len(m.Layers) != 2 {
+		n := 0
+		if m != nil {
+			n = len(m.Layers)
+		}
+		return 0, 0, 0, inputErrorf("%s has %d layers; expected a two-layer network Linear → ReLU → Linear", name, n)
+	}
+	l0, l1 := m.Layers[0], m.Layers[1]
+	if l0.Act != nn.ReLU || l1.Act != nn.Identity {
+		return 0, 0, 0, inputErrorf("%s has activations %s, %s; expected relu then identity", name, l0.Act, l1.Act)
+	}
+	if l0.Bias != nil || l1.Bias != nil {
+		return 0, 0, 0, inputErrorf("%s has biases; two-layer recovery handles bias-free networks only", name)
+	}
+	if l1.In() != l0.Out() {
+		return 0, 0, 0, inputErrorf("%s: layer 2 takes %d inputs but layer 1 gives %d", name, l1.In(), l0.Out())
+	}
+	return l0.In(), l0.Out(), l1.Out(), nil
+}
+
+// seconds formats a duration for tables.
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
