@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/relurec/relurec/twolayer"
 )
 
 func TestRegistry(t *testing.T) {
@@ -204,4 +206,11 @@ func TestSamplesTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, rep)
+}
+
+func TestReliabilityOneSmall(t *testing.T) {
+	run := reliabilityOne(context.Background(), reliabilityCase{Name: "tiny", D: 8, K: 3, M: 5, N: 20000, Instances: 1}, 1, 0)
+	if run.Error != "" || run.Route != twolayer.RouteExact || run.MaxRelErr > 1e-9 {
+		t.Fatalf("tiny reliability instance: %+v", run)
+	}
 }
