@@ -92,69 +92,118 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	return finish(V, U)
 }
 
-// exactRoute polishes the start; if units fail, it refines by least squares
-// and polishes once more. ok reports a certified exact answer.
+// startRetries is the number of extra tensor starts (fresh random
+// contractions) tried when the first start leaves units uncertified.
+const startRetries = 2
+
+// exactRoute polishes the start and keeps every row that passes its own
+// certificate. Units the start missed (two components merged by the
+// decomposition, or a row outside the polish margin) are looked for in up to
+// startRetries fresh starts, then, as a last resort, by refining the start by
+// least squares and polishing again. ok reports a certified exact answer.
 func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result) (V, U *mat.Dense, reason string, ok bool, err error) {
-	attempt := func(start *mat.Dense) (V, U *mat.Dense, failed []int, resid float64, err error) {
-		V, reps, err := ExactPolish(ctx, X, st.Basis, start, func(done, total int) { opt.progress("exact polish", done, total) })
+	k := st.K
+	found := &certifiedRows{}
+	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
+		Vp, reps, err := ExactPolish(ctx, X, st.Basis, start, func(done, total int) { opt.progress(stage, done, total) })
 		if err != nil {
-			return nil, nil, nil, 0, err
+			return nil, err
 		}
-		maxAngle := 0.0
-		for i, r := range reps {
-			if !r.OK {
-				failed = append(failed, i)
-			}
-			maxAngle = math.Max(maxAngle, r.Angle)
-		}
-		res.Diagnostics.PolishedUnits = len(reps) - len(failed)
+		found.add(Vp, reps)
 		res.Diagnostics.Units = reps
-		res.Diagnostics.InitAngleError = maxAngle
-		if len(failed) > 0 {
-			return nil, nil, failed, 0, nil
-		}
-		U, _, err = SolveU(X, Y, V)
-		if err != nil {
-			return nil, nil, nil, 0, err
-		}
-		return V, U, nil, relResidual(X, Y, V, U), nil
+		return reps, nil
 	}
-	V, U, failed, resid, err := attempt(st.V)
+	reps, err := polish(st.V, "exact polish")
 	if err != nil {
 		return nil, nil, "", false, err
 	}
-	if len(failed) == 0 && resid <= opt.CertTol {
-		return V, U, fmt.Sprintf("Y is exactly rank %d and every unit was polished to an exact row; residual %.1e ≤ %.0e", st.K, resid, opt.CertTol), true, nil
+	for _, r := range reps {
+		if r.OK {
+			res.Diagnostics.InitAngleError = math.Max(res.Diagnostics.InitAngleError, r.Angle)
+		}
 	}
-	if len(failed) == 0 {
-		return nil, nil, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
-	}
-	if len(failed) == st.K {
+	if len(found.rows) == 0 {
 		return nil, nil, "no unit could be polished to an exact row: the data are not exactly a ReLU network of this width (noise?)", false, nil
 	}
-	// Second chance: a least-squares refinement moves a rough start into the
-	// polish's margin.
-	Vs, _, err := RecoverSigns(ctx, X, Y, st.V)
+	how := "every unit was polished to an exact row"
+	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
+		before := len(found.rows)
+		o := opt
+		o.Progress = func(stage string, done, total int) { opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total) }
+		V2, err := st.Resample(ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
+		if err != nil {
+			return nil, nil, "", false, err
+		}
+		if _, err := polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
+			return nil, nil, "", false, err
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start left %d of %d units uncertified; tensor start %d (fresh random contractions) certified %d more", k-before, k, retry+1, len(found.rows)-before))
+		how = fmt.Sprintf("every unit was polished to an exact row (%d tensor starts)", retry+1)
+	}
+	if len(found.rows) < k {
+		// Last resort: a least-squares refinement moves a rough start into
+		// the polish's margin.
+		before := len(found.rows)
+		Vs, _, err := RecoverSigns(ctx, X, Y, st.V)
+		if err != nil {
+			return nil, nil, "", false, err
+		}
+		Us, _, err := SolveU(X, Y, Vs)
+		if err != nil {
+			return nil, nil, "", false, err
+		}
+		ref, err := Refine(ctx, X, Y, Vs, Us, 0, func(done, total int) { opt.progress("refine start", done, total) })
+		if err != nil {
+			return nil, nil, "", false, err
+		}
+		if _, err := polish(ref.V, "exact polish (refined start)"); err != nil {
+			return nil, nil, "", false, err
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+		how = "every unit was polished to an exact row after refining the start"
+	}
+	res.Diagnostics.PolishedUnits = len(found.rows)
+	if len(found.rows) < k {
+		return nil, nil, fmt.Sprintf("only %d of %d units could be certified exact (too few samples, a nearly degenerate network, or noise)", len(found.rows), k), false, nil
+	}
+	V = mat.NewDense(k, X.RawMatrix().Cols, nil)
+	for i, row := range found.rows[:k] {
+		V.SetRow(i, row)
+	}
+	U, _, err = SolveU(X, Y, V)
 	if err != nil {
 		return nil, nil, "", false, err
 	}
-	Us, _, err := SolveU(X, Y, Vs)
-	if err != nil {
-		return nil, nil, "", false, err
+	resid := relResidual(X, Y, V, U)
+	if resid > opt.CertTol {
+		return nil, nil, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
 	}
-	ref, err := Refine(ctx, X, Y, Vs, Us, 0, func(done, total int) { opt.progress("refine start", done, total) })
-	if err != nil {
-		return nil, nil, "", false, err
+	return V, U, fmt.Sprintf("Y is exactly rank %d and %s; residual %.1e ≤ %.0e", k, how, resid, opt.CertTol), true, nil
+}
+
+// certifiedRows accumulates distinct rows that passed the polish's per-unit
+// certificate.
+type certifiedRows struct{ rows [][]float64 }
+
+// add appends the certified rows of V that are not already present (two
+// certified rows for the same unit agree to rounding).
+func (c *certifiedRows) add(V *mat.Dense, reps []UnitPolish) {
+	for i, r := range reps {
+		if !r.OK {
+			continue
+		}
+		row := mat.Row(nil, i, V)
+		dup := false
+		for _, have := range c.rows {
+			if dot(have, row) > 1-1e-9 {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			c.rows = append(c.rows, row)
+		}
 	}
-	V, U, failed2, resid, err := attempt(ref.V)
-	if err != nil {
-		return nil, nil, "", false, err
-	}
-	if len(failed2) == 0 && resid <= opt.CertTol {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start was too rough for units %v; a least-squares refinement (%d iterations) brought it within the polish margin", failed, ref.Iterations))
-		return V, U, fmt.Sprintf("Y is exactly rank %d and every unit was polished to an exact row after refining the start; residual %.1e ≤ %.0e", st.K, resid, opt.CertTol), true, nil
-	}
-	return nil, nil, fmt.Sprintf("the exact polish could not certify units %v even after refining the start (wrong sign, noise, or too few samples)", failed2), false, nil
 }
 
 // noisyRoute is Alg 6 + Lemma 20, optionally refined.

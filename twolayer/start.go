@@ -45,6 +45,8 @@ type Start struct {
 	JennrichGap      float64
 	JennrichTries    int
 	Warnings         []string
+
+	moments *startMoments
 }
 
 // TensorStart computes the tensor initializer of specs/001 §2.4 (Bakshi et al.
@@ -163,6 +165,42 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	if _, err := tensor.Residualize(ctx, Z, redRes, order-2); err != nil {
 		return nil, err
 	}
+	M1z := mat.NewDense(k, k, nil)
+	M1z.Mul(red.T(), Z)
+	st.moments = &startMoments{z: Z, red: redRes, m1z: M1z, span: span, unwhiten: unwhiten}
+	if err := st.decompose(ctx, rng, opt); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// startMoments is what the order-r decomposition needs from the earlier
+// steps; keeping it lets Resample try fresh random contractions cheaply.
+type startMoments struct {
+	z        *mat.Dense // n×k projected (whitened) inputs
+	red      *mat.Dense // n×k reduced outputs, residualised for order r
+	m1z      *mat.Dense // k×k first moment E[red·zᵀ] (unresidualised)
+	span     *mat.Dense // d×k basis of the span of V (whitened coordinates)
+	unwhiten *mat.Dense // Σ̂^{-1/2}, or nil
+}
+
+// Resample decomposes the same moments again with fresh random contractions
+// drawn from seed and returns the new start rows (k×d, unit, signs unknown).
+// The decomposition is the only randomised step, so a retry costs only the
+// order-r slice passes, not the SVD, whitening or span steps.
+func (st *Start) Resample(ctx context.Context, seed uint64, opt Options) (*mat.Dense, error) {
+	again := *st
+	if err := again.decompose(ctx, rand.New(rand.NewPCG(seed, 0x5eed_7e45)), opt.withDefaults()); err != nil {
+		return nil, err
+	}
+	return again.V, nil
+}
+
+// decompose is step 4 of TensorStart: order-r slices, Jennrich, aligned
+// passes, and the lift back to d dimensions. It sets st.V.
+func (st *Start) decompose(ctx context.Context, rng *rand.Rand, opt Options) error {
+	mo, k, order := st.moments, st.K, st.Order
+	Z, redRes, M1z := mo.z, mo.red, mo.m1z
 	nslices := max(2*k, 6)
 	thetas := mat.NewDense(k, nslices, nil)
 	cs := make([]tensor.Contraction, nslices)
@@ -172,11 +210,11 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	}
 	slices, err := hermiteSlices(ctx, Z, redRes, thetas, cs, fmt.Sprintf("order-%d moment", order), opt)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dec, err := tensor.Jennrich(slices, rng, tensor.JennrichOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("twolayer: tensor decomposition: %w", err)
+		return fmt.Errorf("twolayer: tensor decomposition: %w", err)
 	}
 	st.JennrichGap, st.JennrichTries = dec.MinGap, dec.Tries
 
@@ -187,8 +225,6 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	// the components come from whichever fits the new slices better: a joint
 	// diagonalisation started from the previous components, or a fresh
 	// Jennrich (which separates components the noisy first pass left mixed).
-	M1z := mat.NewDense(k, k, nil)
-	M1z.Mul(red.T(), Z)
 	W := dec.W
 	for pass := 1; pass <= 2; pass++ {
 		var ut mat.Dense // rows ∝ ±ũ_j
@@ -204,7 +240,7 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 		}
 		slices, err = hermiteSlices(ctx, Z, redRes, thetas.Slice(0, k, 0, k).(*mat.Dense), cs[:k], fmt.Sprintf("order-%d moment, aligned pass %d", order, pass), opt)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		dec = tensor.JointDiagonalize(slices, W, 0)
 		if fresh, err := tensor.Jennrich(slices, rng, tensor.JennrichOptions{}); err == nil && fresh.Residual < dec.Residual {
@@ -215,16 +251,17 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	st.JennrichResidual = dec.Residual
 
 	// Lift back: v_j = Σ̂^{-1/2}·W_sub·w_j, normalised.
+	d, _ := mo.span.Dims()
 	V := mat.NewDense(k, d, nil)
 	var lifted mat.Dense
-	lifted.Mul(span, dec.W) // d×k, columns in whitened coordinates
-	if unwhiten != nil {
-		lifted.Mul(unwhiten, mat.DenseCopyOf(&lifted))
+	lifted.Mul(mo.span, dec.W) // d×k, columns in whitened coordinates
+	if mo.unwhiten != nil {
+		lifted.Mul(mo.unwhiten, mat.DenseCopyOf(&lifted))
 	}
 	V.Copy(lifted.T())
 	normalizeRows(V)
 	st.V = V
-	return st, nil
+	return nil
 }
 
 // inferHidden picks k from the singular values of the n×m matrix Y:

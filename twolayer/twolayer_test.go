@@ -434,3 +434,43 @@ func TestSquareOutputLayer(t *testing.T) {
 		t.Errorf("noisy k = m: route %s, reason %q", res.Route, res.Reason)
 	}
 }
+
+// A resampled start (fresh contractions, same moments) is again close to the
+// truth, and the union of certified rows from several polishes counts each
+// unit once.
+func TestResampleAndMerge(t *testing.T) {
+	in := newInstance(t, 91, synth.TwoLayerConfig{D: 12, K: 4, M: 6, CondV: 2}, 40000, nil, synth.Noise{})
+	st, err := TensorStart(context.Background(), in.X, in.Y, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	V2, err := st.Resample(context.Background(), 2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mat.Equal(V2, st.V) {
+		t.Error("Resample with another seed returned the same rows")
+	}
+	found := &certifiedRows{}
+	for _, start := range []*mat.Dense{st.V, V2} {
+		V, reps, err := ExactPolish(context.Background(), in.X, st.Basis, start, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found.add(V, reps)
+	}
+	if len(found.rows) != 4 {
+		t.Fatalf("merged %d certified rows, want 4", len(found.rows))
+	}
+	V := mat.NewDense(4, 12, nil)
+	for i, r := range found.rows {
+		V.SetRow(i, r)
+	}
+	U, _, err := SolveU(in.X, in.Y, V)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := compare(t, in.teacher, nn.NewTwoLayer(V, U)); e.MaxRelErr > 1e-9 {
+		t.Errorf("merged rows: weight error %.1e", e.MaxRelErr)
+	}
+}
