@@ -129,7 +129,9 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
 		before := len(found.rows)
 		o := opt
-		o.Progress = func(stage string, done, total int) { opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total) }
+		o.Progress = func(stage string, done, total int) {
+			opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total)
+		}
 		V2, err := st.Resample(ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
 		if err != nil {
 			return nil, nil, "", false, err
