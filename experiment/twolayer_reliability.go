@@ -112,6 +112,11 @@ func runReliability(ctx context.Context, cfg Config) (*Report, error) {
 		})
 		rep.Series = append(rep.Series, s)
 	}
+	maxInst := 0.0
+	for _, c := range cases {
+		maxInst = math.Max(maxInst, float64(c.Instances))
+	}
+	rep.Series = append(rep.Series, Series{Name: "exactness threshold 1e-9", X: []float64{1, maxInst}, Y: []float64{1e-9, 1e-9}, Dashed: true})
 	rep.Columns = append([]string{"family"}, rep.Columns[1:]...)
 	rep.Notes = []string{
 		"Instances: synth.TwoLayerTeacher (V* Gaussian with unit rows, or κ(V*) set exactly after row normalisation; U* i.i.d. N(0, 1/k)), standard Gaussian X, no noise; twolayer.Fit with default options (k inferred from the rank of Y, automatic route).",
