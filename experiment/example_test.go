@@ -7,12 +7,11 @@ import (
 )
 
 func Example() {
-	for _, e := range experiment.List() {
-		fmt.Println(e.Name)
-	}
+	e, ok := experiment.Get("twolayer-samples")
+	fmt.Println(ok, e.Name)
 	cfg := experiment.Config{Quick: true, Seed: 1}
-	fmt.Println(experiment.CommandLine("twolayer-samples", cfg))
+	fmt.Println(experiment.CommandLine(e.Name, cfg))
 	// Output:
-	// twolayer-samples
+	// true twolayer-samples
 	// relurec experiment run twolayer-samples --quick --seed 1
 }
