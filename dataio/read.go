@@ -19,11 +19,17 @@ import (
 //     error wrapping ErrNotFound that lists the names present.
 //   - .csv: comma-separated numbers; a non-numeric first row is a header and
 //     is skipped, as are blank lines and '#' comment lines.
+//   - IDX (names ending in "-ubyte" or ".idx", optionally gzipped with ".gz",
+//     as the MNIST family is distributed): the first dimension gives the rows,
+//     the others are flattened; values are not scaled. See ReadIDX.
 //
 // name is ignored for .npy and .csv. Corrupt, truncated or unsupported files
 // give an error wrapping ErrFormat, empty arrays one wrapping ErrEmpty.
 // Values are not checked for NaN or Inf; use CheckFinite.
 func ReadMatrix(path, name string) (*mat.Dense, error) {
+	if isIDXPath(path) {
+		return readIDXMatrix(path)
+	}
 	ext := strings.ToLower(filepath.Ext(path))
 	switch ext {
 	case ".npy":

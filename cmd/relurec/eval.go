@@ -40,6 +40,10 @@ report the largest row error of V, the relative and largest column errors of
 U, and the largest relative error of either. With data (--data or --x/--y),
 also report the relative residual ‖Y − ReLU(X·Vᵀ)·Uᵀ‖_F / ‖Y‖_F of --model.
 
+With --data fashion-mnist, --model is any MLP classifier (safetensors or
+ONNX) and eval reports its accuracy and cross-entropy on the 10 000 test
+images, its parameters and multiply-adds per sample, and its forward latency.
+
 At least one of --truth and data is required. Nothing is written.`,
 		Example: `  # Weight error of a learned model against the generating teacher
   relurec eval --model model.safetensors --truth teacher.safetensors
@@ -48,12 +52,20 @@ At least one of --truth and data is required. Nothing is written.`,
   relurec eval --model model.safetensors --truth teacher.safetensors --data test.npz
 
   # Residual only, as JSON
-  relurec eval --model model.safetensors --x X.npy --y Y.npy --json`,
+  relurec eval --model model.safetensors --x X.npy --y Y.npy --json
+
+  # A classifier (any MLP, e.g. from train mlp or compress) on Fashion-MNIST's
+  # test set: accuracy, loss, parameters, multiply-adds, forward latency
+  relurec eval --model small.safetensors --data fashion-mnist`,
 		Args: cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
 			if modelPath == "" {
 				return usageErrorf("--model is required")
+			}
+			if isNamedDataset(df.data) {
+				// A classifier on a named data set (evaldata.go).
+				return a.evalDataset(cmd, modelPath, truthPath, df, start)
 			}
 			if truthPath == "" && !df.given() {
 				return usageErrorf("nothing to evaluate against: give --truth MODEL and/or data (--data D.npz or --x/--y)")
@@ -66,6 +78,10 @@ At least one of --truth and data is required. Nothing is written.`,
 			model, _, err := nn.LoadModel(modelPath)
 			if err != nil {
 				return fmt.Errorf("reading --model: %w", err)
+			}
+			if hasBiases(model) {
+				// A depth-2 network with biases (depth2.go).
+				return a.evalDepth2(modelPath, truthPath, model, df, start)
 			}
 			d, k, m, err := twoLayerShape("--model "+modelPath, model)
 			if err != nil {

@@ -146,7 +146,7 @@ func (g *twoLayerGen) metadata() map[string]string {
 func newGenCmd(a *app) *cobra.Command {
 	return groupCmd("gen", "Generate synthetic teachers and data",
 		`  relurec gen twolayer --d 20 --k 5 --m 8 --n 100000 --seed 1 --out data.npz --model-out teacher.safetensors`,
-		newGenTwoLayerCmd(a))
+		newGenTwoLayerCmd(a), newGenGenerativeCmd(a), newGenRobustCmd(a), newGenDepth2Cmd(a))
 }
 
 func newGenTwoLayerCmd(a *app) *cobra.Command {

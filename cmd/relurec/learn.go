@@ -18,7 +18,7 @@ import (
 func newLearnCmd(a *app) *cobra.Command {
 	return groupCmd("learn", "Learn network weights from input/output samples",
 		`  relurec learn twolayer --data data.npz --hidden 5 --out model.safetensors`,
-		newLearnTwoLayerCmd(a))
+		newLearnTwoLayerCmd(a), newLearnGenerativeCmd(a), newLearnDepth2Cmd(a))
 }
 
 // learnTwoLayerOptions are the flags of learn twolayer, as recorded in the

@@ -16,9 +16,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/relurec/relurec/compress"
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/density"
+	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/experiment"
+	"github.com/relurec/relurec/generative"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/robust"
 	"github.com/relurec/relurec/synth"
 	"github.com/relurec/relurec/twolayer"
 )
@@ -102,9 +107,11 @@ func errBadInput(err error) bool {
 	}
 	for _, s := range []error{
 		dataio.ErrFormat, dataio.ErrNotFound, dataio.ErrEmpty, dataio.ErrNonFinite, dataio.ErrOutputIsInput,
+		dataio.ErrDatasetMissing, nn.ErrInput, compress.ErrInput,
 		nn.ErrModelFile,
 		synth.ErrConfig,
-		twolayer.ErrInput,
+		twolayer.ErrInput, depth2.ErrInput,
+		generative.ErrInput, robust.ErrInput, density.ErrInvalid,
 		experiment.ErrUnknown,
 		fs.ErrNotExist, fs.ErrPermission,
 	} {

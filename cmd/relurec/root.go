@@ -74,6 +74,8 @@ wrong shapes, NaN/Inf), 1 any other failure.`,
 		return usageErrorf("%v", err)
 	})
 	root.AddCommand(newDemoCmd(a), newGenCmd(a), newLearnCmd(a), newEvalCmd(a), newExperimentCmd(a))
+	root.AddCommand(newTrainCmd(a), newCompressCmd(a))
+	root.AddCommand(newRecoverCmd(a))
 	return root
 }
 

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/compress"
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
+)
+
+// compressOptions are the flags of compress, as recorded in the manifest.
+type compressOptions struct {
+	Model        string  `json:"model"`
+	Calib        string  `json:"calib,omitempty"`
+	CalibName    string  `json:"calib_name,omitempty"`
+	Data         string  `json:"data,omitempty"`
+	CalibSamples int     `json:"calib_samples"`
+	Holdout      string  `json:"holdout,omitempty"`
+	Method       string  `json:"method"`
+	Sequential   bool    `json:"sequential"`
+	Keep         float64 `json:"keep,omitempty"`
+	Ranks        []int   `json:"ranks,omitempty"`
+	Energy       float64 `json:"energy,omitempty"`
+	TargetError  float64 `json:"target_error,omitempty"`
+	Allocation   string  `json:"allocation"`
+	Bias         string  `json:"bias"`
+	Route        string  `json:"route"`
+	Ridge        float64 `json:"ridge"`
+	Out          string  `json:"out"`
+	DType        string  `json:"dtype"`
+}
+
+// compressResult is what compress prints and stores in the manifest.
+type compressResult struct {
+	Command string `json:"command"`
+	compress.Result
+	// Accuracy of the original and compressed models on the test split
+	// (with --data fashion-mnist).
+	Original   *nn.Metrics        `json:"original,omitempty"`
+	Compressed *nn.Metrics        `json:"compressed,omitempty"`
+	Seconds    float64            `json:"seconds"`
+	Timings    map[string]float64 `json:"timings"`
+	Options    compressOptions    `json:"options"`
+	Out        string             `json:"out"`
+	Manifest   string             `json:"manifest"`
+}
+
+// loadNetwork reads a model file: safetensors, or ONNX by extension.
+func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		m, err := nn.LoadONNX(path)
+		return m, nil, err
+	}
+	return nn.LoadModel(path)
+}
+
+func newCompressCmd(a *app) *cobra.Command {
+	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: compress.MethodData, Allocation: compress.AllocGlobal,
+		Bias: compress.BiasCenter, Route: compress.RouteAuto, DType: "f64"}
+	var ranks string
+	c := &cobra.Command{
+		Use:   "compress",
+		Short: "Compress a trained MLP to low rank from unlabelled calibration data",
+		Long: `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
+(two consecutive Linear layers), fitted on calibration inputs without labels,
+gradients or fine-tuning (Zhang & Saab, "Theoretical guarantees for low-rank
+compression of deep neural networks").
+
+Methods (--method):
+  data        rank-constrained least squares on the layer's outputs (Alg 2,
+              Theorem 3.1), with a dense re-fitted bias (Alg 2c); the default
+  svd         truncated SVD of the weights (Alg 1), blind to data
+  asvd        ASVD's activation-scaled SVD
+  svd-llm     SVD-LLM's whitening (= data with the original activations)
+  output-pca  PCA of the layer's outputs (AFM / DRONE style)
+  input-pca   PCA of the layer's inputs (Alg 7, a comparison point)
+  convex      nuclear + max-norm constrained least squares (Alg 4), then rank r
+  relu        ReLU-aware censored-Gaussian estimator (Alg 5), then rank r
+--sequential fits each layer on the compressed network's own inputs (Alg 3).
+
+Ranks (one of): --keep F keeps at most ⌊F·P⌋ of the P parameters (every
+weight and bias counted; the budget is printed), --ranks r1,r2,… (0 keeps a
+layer dense), --energy E, --target-error T (relative layer error). A layer
+whose rank would not save parameters stays dense.
+
+Calibration: --calib X.npy (rows are samples; .npy, .npz, .csv or IDX) or
+--data fashion-mnist (the first --calib-samples training images; the test
+images are then the held-out set and accuracy before/after is reported).
+The report lists per layer the rank, parameters, and the relative error
+‖Ỹ − Ŷ‖/‖Ỹ‖ of its pre-activations on the calibration and held-out data.
+
+--model is safetensors (nn.Sequential keys) or ONNX (torch.onnx.export of an
+nn.Sequential of Linear/ReLU). The compressed model is written atomically to
+--out as safetensors, plus <out>.manifest.json; on error nothing is written.`,
+		Example: `  # Keep 10% of the parameters, fitting each layer on the compressed network's inputs
+  relurec compress --model mlp.safetensors --data fashion-mnist --keep 0.1 --sequential --out small.safetensors
+
+  # Your own calibration inputs and a baseline, ranks chosen per layer
+  relurec compress --model mlp.safetensors --calib X.npy --ranks 32,32,0 --method svd --out svd.safetensors
+
+  # A model exported from PyTorch with torch.onnx.export
+  relurec compress --model mlp.onnx --calib X.npy --keep 0.5 --out small.safetensors`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if opt.Model == "" {
+				return usageErrorf("--model is required")
+			}
+			if (opt.Calib == "") == (opt.Data == "") {
+				return usageErrorf("give exactly one of --calib X.npy and --data fashion-mnist")
+			}
+			if opt.Data != "" && opt.Data != datasetFashionMNIST {
+				return usageErrorf("--data must be %s (use --calib for a file of inputs), got %q", datasetFashionMNIST, opt.Data)
+			}
+			if opt.CalibSamples < 0 {
+				return usageErrorf("--calib-samples must be ≥ 0 (0 = all), got %d", opt.CalibSamples)
+			}
+			sel := 0
+			if cmd.Flags().Changed("keep") {
+				sel++
+				if !(opt.Keep > 0 && opt.Keep <= 1) {
+					return usageErrorf("--keep is the fraction of parameters kept and must lie in (0, 1], got %g", opt.Keep)
+				}
+			}
+			if ranks != "" {
+				sel++
+				for _, f := range strings.Split(ranks, ",") {
+					v, err := strconv.Atoi(strings.TrimSpace(f))
+					if err != nil || v < 0 {
+						return usageErrorf("--ranks must be comma-separated integers ≥ 0 (0 keeps a layer dense), got %q", ranks)
+					}
+					opt.Ranks = append(opt.Ranks, v)
+				}
+			}
+			if cmd.Flags().Changed("energy") {
+				sel++
+				if !(opt.Energy > 0 && opt.Energy <= 1) {
+					return usageErrorf("--energy must lie in (0, 1], got %g", opt.Energy)
+				}
+			}
+			if cmd.Flags().Changed("target-error") {
+				sel++
+				if !(opt.TargetError > 0) {
+					return usageErrorf("--target-error must be positive, got %g", opt.TargetError)
+				}
+			}
+			if sel > 1 {
+				return usageErrorf("give only one of --keep, --ranks, --energy and --target-error")
+			}
+			if sel == 0 {
+				opt.Keep = 0.5
+			}
+			known := false
+			for _, m := range compress.Methods {
+				known = known || m == opt.Method
+			}
+			if !known {
+				return usageErrorf("--method must be one of %s, got %q", strings.Join(compress.Methods, ", "), opt.Method)
+			}
+			switch opt.Allocation {
+			case compress.AllocGlobal, compress.AllocUniform:
+			default:
+				return usageErrorf("--allocation must be global or uniform, got %q", opt.Allocation)
+			}
+			switch opt.Bias {
+			case compress.BiasCenter, compress.BiasAugment, compress.BiasKeep:
+			default:
+				return usageErrorf("--bias must be center, augment or keep, got %q", opt.Bias)
+			}
+			switch opt.Route {
+			case compress.RouteAuto, compress.RouteQR, compress.RouteGram, compress.RouteProjection:
+			default:
+				return usageErrorf("--route must be auto, qr, gram or projection, got %q", opt.Route)
+			}
+			if opt.Ridge < 0 {
+				return usageErrorf("--ridge must be ≥ 0, got %g", opt.Ridge)
+			}
+			opt.DType = strings.ToLower(opt.DType)
+			if opt.DType != "f64" && opt.DType != "f32" {
+				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+			}
+			if err := checkOutPath("out", opt.Out); err != nil {
+				return err
+			}
+			inputs := []string{opt.Model, opt.Calib, opt.Holdout}
+			for _, p := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
+				if err := dataio.CheckOutputNotInput(p, inputs...); err != nil {
+					return err
+				}
+			}
+
+			net, _, err := loadNetwork(opt.Model)
+			if err != nil {
+				return fmt.Errorf("reading --model: %w", err)
+			}
+			if err := compress.CheckNetwork(net); err != nil {
+				return inputErrorf("--model %s: %v", opt.Model, err)
+			}
+			man := dataio.NewManifest("compress", a.args)
+			man.Version = relurecVersion()
+			man.Options = &opt
+			var calib, holdout *mat.Dense
+			var test *dataio.Labeled
+			files := []string{opt.Model}
+			if opt.Data != "" {
+				train, te, in, err := labeledSplits(opt.Data, "", "")
+				if err != nil {
+					return err
+				}
+				files = append(files, in...)
+				calib = train.Head(opt.CalibSamples).X
+				test = te
+				holdout = te.X
+			} else {
+				files = append(files, opt.Calib)
+				if calib, err = dataio.ReadMatrix(opt.Calib, opt.CalibName); err != nil {
+					return fmt.Errorf("reading --calib: %w", err)
+				}
+				if err := dataio.CheckFinite("--calib", calib); err != nil {
+					return err
+				}
+				if opt.CalibSamples > 0 {
+					if r, c := calib.Dims(); r > opt.CalibSamples {
+						calib = calib.Slice(0, opt.CalibSamples, 0, c).(*mat.Dense)
+					}
+				}
+			}
+			if opt.Holdout != "" {
+				files = append(files, opt.Holdout)
+				if holdout, err = dataio.ReadMatrix(opt.Holdout, opt.CalibName); err != nil {
+					return fmt.Errorf("reading --holdout: %w", err)
+				}
+				if err := dataio.CheckFinite("--holdout", holdout); err != nil {
+					return err
+				}
+			}
+			if _, d := calib.Dims(); d != net.In() {
+				return inputErrorf("the calibration data has %d columns but the model takes %d inputs", d, net.In())
+			}
+			if holdout != nil {
+				if _, d := holdout.Dims(); d != net.In() {
+					return inputErrorf("the held-out data has %d columns but the model takes %d inputs", d, net.In())
+				}
+			}
+			for _, p := range files {
+				if err := man.AddInput(p); err != nil {
+					return fmt.Errorf("reading input: %w", err)
+				}
+			}
+			readTime := time.Since(start)
+
+			progress, clear := a.progress()
+			cstart := time.Now()
+			res, err := compress.CompressMLP(cmd.Context(), net, calib, compress.Options{
+				Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
+				Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
+				Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
+				Holdout: holdout, Progress: progress,
+			})
+			clear()
+			if err != nil {
+				return err
+			}
+			compressTime := time.Since(cstart)
+			out := compressResult{Command: "compress", Result: *res, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
+			evalStart := time.Now()
+			if test != nil {
+				if net.Out() != test.Classes {
+					return inputErrorf("the model has %d outputs but %s has %d classes", net.Out(), opt.Data, test.Classes)
+				}
+				o, err := net.Evaluate(test.X, test.Labels)
+				if err != nil {
+					return err
+				}
+				c, err := res.Model.Evaluate(test.X, test.Labels)
+				if err != nil {
+					return err
+				}
+				out.Original, out.Compressed = &o, &c
+			}
+			evalTime := time.Since(evalStart)
+			meta := map[string]string{
+				"producer":        "relurec compress",
+				"relurec_version": relurecVersion(),
+				"source_model":    filepath.Base(opt.Model),
+				"method":          opt.Method,
+				"sequential":      strconv.FormatBool(opt.Sequential),
+				"selection":       res.Selection,
+				"params":          strconv.Itoa(res.Params),
+				"dense_params":    strconv.Itoa(res.DenseParams),
+				"calibration":     fmt.Sprintf("%d rows", res.CalibrationRows),
+			}
+			if out.Compressed != nil {
+				meta["test_accuracy"] = strconv.FormatFloat(out.Compressed.Accuracy, 'g', -1, 64)
+			}
+			writeStart := time.Now()
+			if err := nn.SaveModel(opt.Out, res.Model, meta, strings.ToUpper(opt.DType)); err != nil {
+				return fmt.Errorf("writing the model: %w", err)
+			}
+			ok := false
+			defer func() {
+				if !ok {
+					os.Remove(opt.Out)
+				}
+			}()
+			if err := man.AddOutput(opt.Out); err != nil {
+				return err
+			}
+			out.Timings = map[string]float64{
+				"read":     readTime.Seconds(),
+				"compress": compressTime.Seconds(),
+				"evaluate": evalTime.Seconds(),
+				"write":    time.Since(writeStart).Seconds(),
+			}
+			out.Seconds = time.Since(start).Seconds()
+			man.Timings = out.Timings
+			man.Results = finiteJSON(map[string]any{
+				"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
+				"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
+			})
+			man.Finish()
+			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+				return err
+			}
+			ok = true
+			return a.emit(out, func(w io.Writer) { printCompress(w, &out, compressTime) })
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&opt.Model, "model", "", "the trained model (.safetensors or .onnx); required")
+	f.StringVar(&opt.Calib, "calib", "", "calibration inputs, rows are samples (.npy, .npz with --calib-name, .csv, IDX)")
+	f.StringVar(&opt.CalibName, "calib-name", opt.CalibName, "name of the array inside an .npz given to --calib or --holdout")
+	f.StringVar(&opt.Data, "data", "", "a named data set instead of --calib: fashion-mnist")
+	f.IntVar(&opt.CalibSamples, "calib-samples", opt.CalibSamples, "use the first N calibration rows (0 = all)")
+	f.StringVar(&opt.Holdout, "holdout", "", "held-out inputs on which layer errors are also reported")
+	f.StringVar(&opt.Method, "method", opt.Method, "per-layer method: "+strings.Join(compress.Methods, ", "))
+	f.BoolVar(&opt.Sequential, "sequential", false, "fit each layer on the compressed network's inputs (Alg 3)")
+	f.Float64Var(&opt.Keep, "keep", 0.5, "fraction of parameters (weights and biases) kept, in (0, 1]")
+	f.StringVar(&ranks, "ranks", "", "fixed rank per layer, comma-separated (0 keeps a layer dense)")
+	f.Float64Var(&opt.Energy, "energy", 0, "per-layer spectral energy to keep, in (0, 1]")
+	f.Float64Var(&opt.TargetError, "target-error", 0, "per-layer relative error of the pre-activations to reach")
+	f.StringVar(&opt.Allocation, "allocation", opt.Allocation, "how --keep is split over layers: global or uniform")
+	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
+	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
+	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	return c
+}
+
+// printCompress writes the human report of compress.
+func printCompress(w io.Writer, out *compressResult, compressTime time.Duration) {
+	r := &out.Result
+	seq := "non-sequential (X̌ = X)"
+	if r.Sequential {
+		seq = "sequential (Alg 3)"
+	}
+	rows := [][2]string{
+		{"method", fmt.Sprintf("%s, %s", r.Method, seq)},
+		{"ranks", r.Selection},
+	}
+	budget := ""
+	if r.Budget > 0 {
+		budget = fmt.Sprintf(" (budget %d)", r.Budget)
+	}
+	rows = append(rows,
+		[2]string{"parameters", fmt.Sprintf("%d of %d = %.4f kept%s, weights and biases counted", r.Params, r.DenseParams, r.Kept, budget)},
+		[2]string{"multiply-adds", fmt.Sprintf("%d of %d per sample", r.MultiplyAdds, r.DenseMultiplyAdds)},
+		[2]string{"calibration", fmt.Sprintf("%d rows", r.CalibrationRows)})
+	if out.Original != nil && out.Compressed != nil {
+		rows = append(rows, [2]string{"test accuracy", fmt.Sprintf("%.4f → %.4f (%+.2f points), loss %.4f → %.4f",
+			out.Original.Accuracy, out.Compressed.Accuracy, 100*(out.Compressed.Accuracy-out.Original.Accuracy), out.Original.Loss, out.Compressed.Loss)})
+	}
+	rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s (compression %.2f s)", out.Seconds, compressTime.Seconds())})
+	table(w, rows)
+	fmt.Fprintln(w)
+	lrows := [][2]string{{"layer", "in→out  rank      params (dense)   error calib   held-out   energy"}}
+	for _, l := range r.Layers {
+		rank := strconv.Itoa(l.Rank)
+		if l.Dense {
+			rank = "dense"
+		}
+		ho := "-"
+		if l.HeldoutError != nil {
+			ho = fmt.Sprintf("%.4f", *l.HeldoutError)
+		}
+		lrows = append(lrows, [2]string{strconv.Itoa(l.Layer), fmt.Sprintf("%d→%d  %-6s %8d (%7d)   %.4f        %-8s   %.4f",
+			l.In, l.Out, rank, l.Params, l.DenseParams, l.Error, ho, l.Energy)})
+	}
+	table(w, lrows)
+	warn := append([]string{}, r.Warnings...)
+	for _, l := range r.Layers {
+		for _, m := range l.Warnings {
+			warn = append(warn, fmt.Sprintf("layer %d: %s", l.Layer, m))
+		}
+	}
+	if len(warn) > 0 {
+		fmt.Fprintln(w)
+		for _, m := range warn {
+			fmt.Fprintf(w, "warning: %s\n", m)
+		}
+	}
+	fmt.Fprintf(w, "\nmodel     %s\nmanifest  %s\n", out.Out, out.Manifest)
+}

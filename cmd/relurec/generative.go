@@ -1,0 +1,414 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/density"
+	"github.com/relurec/relurec/generative"
+	"github.com/relurec/relurec/synth"
+)
+
+// outFile is one output of a command: its path and how to write it.
+type outFile struct {
+	path  string
+	write func(path string) error
+}
+
+// writeAll writes every output and one manifest next to each, all or
+// nothing: on any failure what was written is removed.
+func writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
+	var written []string
+	ok := false
+	defer func() {
+		if !ok {
+			for _, p := range written {
+				os.Remove(p)
+			}
+		}
+	}()
+	for _, o := range outs {
+		if err := o.write(o.path); err != nil {
+			return nil, err
+		}
+		written = append(written, o.path)
+	}
+	for _, o := range outs {
+		if err := man.AddOutput(o.path); err != nil {
+			return nil, err
+		}
+	}
+	man.Finish()
+	files := append([]string(nil), written...)
+	for _, p := range files {
+		mp := dataio.ManifestPath(p)
+		if err := man.Write(mp); err != nil {
+			return nil, err
+		}
+		written = append(written, mp)
+	}
+	ok = true
+	return files, nil
+}
+
+// checkOutputs validates output paths: writable, distinct, not an input,
+// with the expected extension.
+func checkOutputs(inputs []string, outs ...[3]string) error {
+	var seen []string
+	for _, o := range outs {
+		flag, path, ext := o[0], o[1], o[2]
+		if path == "" {
+			continue
+		}
+		if ext != "" && !strings.EqualFold(filepath.Ext(path), ext) {
+			return usageErrorf("--%s %s: expected a %s file", flag, path, ext)
+		}
+		if err := checkOutPath(flag, path); err != nil {
+			return err
+		}
+		for _, s := range seen {
+			if dataio.CheckOutputNotInput(path, s) != nil {
+				return usageErrorf("two outputs are the same file: %s", path)
+			}
+		}
+		seen = append(seen, path)
+		if err := dataio.CheckOutputNotInput(path, inputs...); err != nil {
+			return err
+		}
+		if err := dataio.CheckOutputNotInput(dataio.ManifestPath(path), inputs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readInput reads a finite matrix from an .npy/.npz/.csv with a name for
+// .npz members.
+func readInput(label, path, name string) (*mat.Dense, error) {
+	m, err := dataio.ReadMatrix(path, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", label, err)
+	}
+	if err := dataio.CheckFinite(label, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseBias reads --bias (empty means none).
+func parseBias(s string) (density.Density, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p, err := density.Parse(s)
+	if err != nil {
+		return nil, usageErrorf("--bias: %v", err)
+	}
+	return p, nil
+}
+
+func rowMatrix(x []float64) *mat.Dense { return mat.NewDense(1, len(x), append([]float64(nil), x...)) }
+
+// ------------------------------------------------------------ gen generative
+
+type genGenerativeOptions struct {
+	D     int     `json:"d"`
+	K     int     `json:"k"`
+	N     int     `json:"n"`
+	Bias  string  `json:"bias"`
+	Noise float64 `json:"noise"`
+	Seed  uint64  `json:"seed"`
+	Out   string  `json:"out"`
+}
+
+func newGenGenerativeCmd(a *app) *cobra.Command {
+	o := genGenerativeOptions{D: 100, K: 3, N: 800, Bias: "gaussian:0,1", Seed: 1}
+	c := &cobra.Command{
+		Use:   "generative",
+		Short: "Generate observations Y = ReLU(C·Aᵀ + 1·bᵀ) of a random ReLU generator",
+		Long: `Generate an instance of the ReLU generative model of Mazumdar and Rawat:
+A (d×k) with iid N(0,1) entries, codes C (n×k) with iid N(0, 1/k) entries,
+one bias b (length d) with iid coordinates from --bias, and the observations
+Y = ReLU(C·Aᵀ + 1·bᵀ) (n×d, one observation per row), optionally with
+Gaussian noise of standard deviation --noise on the pre-activations.
+
+The .npz given by --out holds Y, A, C, M = C·Aᵀ and b (1×d); a manifest is
+written next to it.`,
+		Example: `  # The issue's instance: d=100, k=3, n=800, bias N(0,1)
+  relurec gen generative --d 100 --k 3 --n 800 --bias gaussian:0,1 --seed 1 --out gen.npz
+  relurec learn generative --y gen.npz --rank 3 --truth gen.npz --out A.npy`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			bias, err := parseBias(o.Bias)
+			if err != nil {
+				return err
+			}
+			if o.K < 1 || o.D <= o.K || o.N <= o.K {
+				return usageErrorf("need 1 ≤ --k < min(--d, --n), got d=%d, k=%d, n=%d", o.D, o.K, o.N)
+			}
+			if math.IsNaN(o.Noise) || math.IsInf(o.Noise, 0) || o.Noise < 0 {
+				return usageErrorf("--noise must be finite and ≥ 0, got %g", o.Noise)
+			}
+			if float64(o.N)*float64(o.D) > 5e8 {
+				return usageErrorf("--n %d × --d %d is too large (%.1f GB)", o.N, o.D, float64(o.N)*float64(o.D)*8*3/1e9)
+			}
+			if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
+				return err
+			}
+			if o.Out == "" {
+				return usageErrorf("--out is required")
+			}
+			in, err := synth.GenerativeData(synth.GenerativeConfig{D: o.D, K: o.K, N: o.N, Bias: bias, Noise: o.Noise}, synth.NewRand(o.Seed))
+			if err != nil {
+				return err
+			}
+			man := dataio.NewManifest("gen generative", a.args)
+			man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
+			pos := 0
+			for _, v := range in.Y.RawMatrix().Data {
+				if v > 0 {
+					pos++
+				}
+			}
+			frac := float64(pos) / float64(o.N*o.D)
+			man.Results = map[string]any{"fraction_positive": frac}
+			files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
+				return dataio.WriteNPZ(p, map[string]*mat.Dense{"Y": in.Y, "A": in.A, "C": in.C, "M": in.M, "b": rowMatrix(in.B)})
+			}}})
+			if err != nil {
+				return err
+			}
+			res := map[string]any{"command": "gen generative", "options": o, "outputs": files, "fraction_positive": frac,
+				"y_shape": dims(in.Y), "a_shape": dims(in.A), "seconds": time.Since(start).Seconds()}
+			return a.emit(res, func(w io.Writer) {
+				table(w, [][2]string{
+					{"data", fmt.Sprintf("%s  (Y %d×%d, A %d×%d, C %d×%d, M, b)", o.Out, o.N, o.D, o.D, o.K, o.N, o.K)},
+					{"bias", bias.Name()},
+					{"positive entries", fmt.Sprintf("%.1f%%", 100*frac)},
+					{"seed", fmt.Sprint(o.Seed)},
+					{"manifest", manifestList(files)},
+					{"time", seconds(time.Since(start))},
+				})
+			})
+		}),
+	}
+	f := c.Flags()
+	f.IntVar(&o.D, "d", o.D, "observed dimension d (units, columns of Y)")
+	f.IntVar(&o.K, "k", o.K, "latent dimension k (columns of A)")
+	f.IntVar(&o.N, "n", o.N, "number of observations (rows of Y)")
+	f.StringVar(&o.Bias, "bias", o.Bias, "bias density: gaussian:MEAN,STD, logistic:LOC,SCALE, laplace:LOC,SCALE, exp:SHIFT,RATE or uniform:LO,HI")
+	f.Float64Var(&o.Noise, "noise", 0, "standard deviation of Gaussian noise on the pre-activations (0 = noiseless)")
+	f.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
+	f.StringVar(&o.Out, "out", "", "output .npz (Y, A, C, M, b); required")
+	return c
+}
+
+// ------------------------------------------------------------ learn generative
+
+type learnGenerativeOptions struct {
+	Y         string  `json:"y"`
+	YName     string  `json:"y_name"`
+	Rank      int     `json:"rank"`
+	Bias      string  `json:"bias,omitempty"`
+	Solver    string  `json:"solver"`
+	Gamma     float64 `json:"gamma,omitempty"`
+	MaxIter   int     `json:"max_iter,omitempty"`
+	PosTol    float64 `json:"pos_tol,omitempty"`
+	Truth     string  `json:"truth,omitempty"`
+	TruthName string  `json:"truth_name,omitempty"`
+	Out       string  `json:"out"`
+	MOut      string  `json:"m_out,omitempty"`
+}
+
+type learnGenerativeResult struct {
+	Command     string                 `json:"command"`
+	Out         string                 `json:"out"`
+	MOut        string                 `json:"m_out,omitempty"`
+	N           int                    `json:"n"`
+	D           int                    `json:"d"`
+	Rank        int                    `json:"rank"`
+	Route       string                 `json:"route"`
+	Reason      string                 `json:"reason"`
+	Certificate generative.Certificate `json:"certificate"`
+	Diagnostics generative.Diagnostics `json:"diagnostics"`
+	Warnings    []string               `json:"warnings"`
+	// Against --truth: ‖sinΘ‖_F overall and on units with ≥ k+2 positives.
+	SinTheta           *float64               `json:"sin_theta,omitempty"`
+	SinThetaRestricted *float64               `json:"sin_theta_restricted,omitempty"`
+	Seconds            float64                `json:"seconds"`
+	Options            learnGenerativeOptions `json:"options"`
+}
+
+func newLearnGenerativeCmd(a *app) *cobra.Command {
+	o := learnGenerativeOptions{YName: "Y", Solver: "als", TruthName: "A"}
+	c := &cobra.Command{
+		Use:   "generative",
+		Short: "Learn col(A) from Y = ReLU(C·Aᵀ + 1·bᵀ) (observations as rows)",
+		Long: `Learn the column space of the generator A (d×k) and the centred M = C·Aᵀ from
+observations Y (n×d, one per row, all entries ≥ 0), following Mazumdar and
+Rawat's ReLU generative model.
+
+Solvers: "als" (default; censored alternating least squares, needs no bias
+density) or "admm" (the paper's maximum likelihood with a rank constraint,
+needs --bias). With --bias, the gauge of M is chosen by maximum likelihood
+and the bias is estimated too.
+
+--out receives a d×k orthonormal basis of col(A) (.npy). --m-out (.npz)
+receives MCentred (n×d), Offset (1×d), Factor (d×k), Codes (n×k) and, with
+--bias, M and b. --truth (an .npy, or an .npz with the array named by
+--truth-name, e.g. the output of relurec gen generative) reports ‖sinΘ‖_F.
+Units active on at most k observations cannot be identified; the result
+says how many there are.`,
+		Example: `  relurec gen generative --d 100 --k 3 --n 800 --seed 1 --out gen.npz
+  relurec learn generative --y gen.npz --rank 3 --truth gen.npz --out A.npy
+
+  # Maximum likelihood with a known Laplace bias, and the fitted M
+  relurec learn generative --y Y.npy --rank 3 --solver admm --bias laplace:0,1 --out A.npy --m-out fit.npz`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if o.Y == "" {
+				return usageErrorf("--y is required (Y.npy, or an .npz holding Y)")
+			}
+			if o.Rank < 1 {
+				return usageErrorf("--rank must be ≥ 1, got %d", o.Rank)
+			}
+			if o.Solver != "als" && o.Solver != "admm" {
+				return usageErrorf("--solver must be als or admm, got %q", o.Solver)
+			}
+			bias, err := parseBias(o.Bias)
+			if err != nil {
+				return err
+			}
+			if o.Solver == "admm" && bias == nil {
+				return usageErrorf("--solver admm (maximum likelihood) needs --bias")
+			}
+			if o.Out == "" {
+				return usageErrorf("--out is required")
+			}
+			inputs := []string{o.Y}
+			if o.Truth != "" {
+				inputs = append(inputs, o.Truth)
+			}
+			if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"m-out", o.MOut, ".npz"}); err != nil {
+				return err
+			}
+			man := dataio.NewManifest("learn generative", a.args)
+			man.Version, man.Options = relurecVersion(), o
+			for _, p := range uniq(inputs) {
+				if err := man.AddInput(p); err != nil {
+					return fmt.Errorf("reading input: %w", err)
+				}
+			}
+			Y, err := readInput("Y", o.Y, o.YName)
+			if err != nil {
+				return err
+			}
+			var truth *mat.Dense
+			if o.Truth != "" {
+				if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
+					return err
+				}
+				if r, c := truth.Dims(); r != Y.RawMatrix().Cols || c != o.Rank {
+					return inputErrorf("--truth is %d×%d but col(A) is %d×%d (d×k)", r, c, Y.RawMatrix().Cols, o.Rank)
+				}
+			}
+			progress, clear := a.progress()
+			res, err := generative.Fit(cmd.Context(), Y, generative.Options{Rank: o.Rank, Solver: o.Solver, Bias: bias, Gamma: o.Gamma, MaxIter: o.MaxIter, PosTol: o.PosTol, Progress: progress})
+			clear()
+			if err != nil {
+				return err
+			}
+			n, d := Y.Dims()
+			out := learnGenerativeResult{Command: "learn generative", Out: o.Out, MOut: o.MOut, N: n, D: d, Rank: o.Rank,
+				Route: res.Route, Reason: res.Reason, Certificate: res.Certificate, Diagnostics: res.Diagnostics,
+				Warnings: append([]string{}, res.Warnings...), Options: o}
+			if truth != nil {
+				if s, err := generative.SinTheta(truth, res.Basis); err == nil {
+					out.SinTheta = &s
+				}
+				if rows := generative.WellObservedRows(Y, o.Rank+2, o.PosTol); len(rows) > 0 {
+					if s, err := generative.SinThetaRows(truth, res.Basis, rows); err == nil {
+						out.SinThetaRestricted = &s
+					}
+				}
+			}
+			outs := []outFile{{o.Out, func(p string) error { return dataio.WriteNPY(p, res.Basis) }}}
+			if o.MOut != "" {
+				outs = append(outs, outFile{o.MOut, func(p string) error {
+					arr := map[string]*mat.Dense{"MCentred": res.MCentred, "Offset": rowMatrix(res.Offset), "Factor": res.Factor, "Codes": res.Codes}
+					if res.M != nil {
+						arr["M"] = res.M
+						arr["b"] = rowMatrix(res.Bias)
+					}
+					return dataio.WriteNPZ(p, arr)
+				}})
+			}
+			out.Seconds = time.Since(start).Seconds()
+			man.Results = finiteJSON(out)
+			if _, err := writeAll(man, outs); err != nil {
+				return err
+			}
+			return a.emit(out, func(w io.Writer) {
+				cert := fmt.Sprintf("equality residual %.2g, censoring violation %.2g (tol %.0e): ", res.Certificate.EqualityResidual, res.Certificate.CensorViolation, res.Certificate.Tol)
+				if res.Certificate.Met {
+					cert += "Y is explained exactly"
+				} else {
+					cert += "not met"
+				}
+				dg := res.Diagnostics
+				rows := [][2]string{
+					{"data", fmt.Sprintf("n=%d observations, d=%d units, k=%d", n, d, o.Rank)},
+					{"route", res.Route},
+					{"reason", res.Reason},
+					{"units", fmt.Sprintf("%d well observed (≥ k+2 positives), %d rarely active (≤ k), %d dead; %.1f%% entries positive", dg.WellObserved, dg.RarelyActive, dg.DeadRows, 100*dg.FractionPositive)},
+					{"iterations", fmt.Sprintf("%d (converged: %v)", dg.Iterations, dg.Converged)},
+					{"certificate", cert},
+				}
+				if out.SinTheta != nil {
+					r := "n/a"
+					if out.SinThetaRestricted != nil {
+						r = fmt.Sprintf("%.3g", *out.SinThetaRestricted)
+					}
+					rows = append(rows, [2]string{"‖sinΘ‖_F vs truth", fmt.Sprintf("%.3g overall, %s on well-observed units", *out.SinTheta, r)})
+				}
+				for i, wmsg := range res.Warnings {
+					label := ""
+					if i == 0 {
+						label = "warnings"
+					}
+					rows = append(rows, [2]string{label, wmsg})
+				}
+				rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)}, [2]string{"basis", o.Out})
+				if o.MOut != "" {
+					rows = append(rows, [2]string{"fit", o.MOut})
+				}
+				table(w, rows)
+			})
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&o.Y, "y", "", "observations Y, n×d, one per row (.npy, .csv, or .npz with --y-name)")
+	f.StringVar(&o.YName, "y-name", o.YName, "name of the Y array inside an .npz")
+	f.IntVar(&o.Rank, "rank", 0, "latent dimension k; required")
+	f.StringVar(&o.Bias, "bias", "", "bias density (gaussian:MEAN,STD, laplace:LOC,SCALE, logistic:…, exp:SHIFT,RATE, uniform:LO,HI); needed by --solver admm")
+	f.StringVar(&o.Solver, "solver", o.Solver, "als (censored ALS, default) or admm (maximum likelihood)")
+	f.Float64Var(&o.Gamma, "gamma", 0, "bound γ ≥ ‖M‖_∞ for admm (0 = max(Y) + a bias quantile)")
+	f.IntVar(&o.MaxIter, "max-iter", 0, "maximum sweeps/iterations (0 = 500 for als, 2000 for admm)")
+	f.Float64Var(&o.PosTol, "pos-tol", 0, "entries above this count as active (raise for noisy zeros)")
+	f.StringVar(&o.Truth, "truth", "", "true A (d×k) to score against (.npy, or .npz with --truth-name)")
+	f.StringVar(&o.TruthName, "truth-name", o.TruthName, "name of the true A inside an .npz")
+	f.StringVar(&o.Out, "out", "", "output .npy for the d×k orthonormal basis of col(A); required")
+	f.StringVar(&o.MOut, "m-out", "", "optional .npz for the fitted M (centred), offset, factors, and M, b with --bias")
+	return c
+}

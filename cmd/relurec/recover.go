@@ -1,0 +1,430 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/robust"
+	"github.com/relurec/relurec/synth"
+)
+
+func newRecoverCmd(a *app) *cobra.Command {
+	return groupCmd("recover", "Recover hidden codes from corrupted ReLU observations",
+		`  relurec recover latent --a A.npy --v V.npy --out C.npy`,
+		newRecoverLatentCmd(a))
+}
+
+// ------------------------------------------------------------ gen robust
+
+type genRobustOptions struct {
+	D         int     `json:"d"`
+	K         int     `json:"k"`
+	N         int     `json:"n"`
+	S         int     `json:"s"`
+	Magnitude float64 `json:"magnitude"`
+	Delta     float64 `json:"delta"`
+	Bias      string  `json:"bias"`
+	Seed      uint64  `json:"seed"`
+	Out       string  `json:"out"`
+}
+
+func newGenRobustCmd(a *app) *cobra.Command {
+	o := genRobustOptions{D: 4000, K: 10, N: 10, S: 40, Magnitude: 50, Delta: 0.1, Bias: "gaussian:0,0.5", Seed: 1}
+	c := &cobra.Command{
+		Use:   "robust",
+		Short: "Generate corrupted observations v = ReLU(A·c + b) + e + w for robust recovery",
+		Long: `Generate a robust-recovery problem (Mazumdar and Rawat, Theorem 4): a Gaussian
+A (d×k), one bias b from --bias, n unit-norm codes (rows of C, n×k), and for
+each code an observation v = ReLU(A·c + b) + e + w (rows of V, n×d) with s
+outliers of magnitude --magnitude·U[0.5, 1.5] and random sign (rows of E) and
+dense noise w ~ U[−δ, δ] (rows of W).
+
+The .npz given by --out holds A, V, C, E, W and b (1×d).`,
+		Example: `  relurec gen robust --d 4000 --k 10 --n 10 --s 40 --magnitude 50 --seed 1 --out rob.npz
+  relurec recover latent --a rob.npz --v rob.npz --truth rob.npz --bias gaussian:0,0.5 --out C.npy`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			bias, err := parseBias(o.Bias)
+			if err != nil {
+				return err
+			}
+			if o.K < 1 || o.D <= o.K || o.N < 1 || o.S < 0 || o.S > o.D {
+				return usageErrorf("need 1 ≤ --k < --d, --n ≥ 1 and 0 ≤ --s ≤ --d; got d=%d, k=%d, n=%d, s=%d", o.D, o.K, o.N, o.S)
+			}
+			for _, v := range []struct {
+				name string
+				x    float64
+			}{{"magnitude", o.Magnitude}, {"delta", o.Delta}} {
+				if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 {
+					return usageErrorf("--%s must be finite and ≥ 0, got %g", v.name, v.x)
+				}
+			}
+			if float64(o.N)*float64(o.D) > 2e8 {
+				return usageErrorf("--n %d × --d %d is too large", o.N, o.D)
+			}
+			if o.Out == "" {
+				return usageErrorf("--out is required")
+			}
+			if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
+				return err
+			}
+			in, err := synth.RobustData(synth.RobustConfig{D: o.D, K: o.K, N: o.N, Bias: bias, S: o.S, Magnitude: o.Magnitude, Delta: o.Delta}, synth.NewRand(o.Seed))
+			if err != nil {
+				return err
+			}
+			man := dataio.NewManifest("gen robust", a.args)
+			man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
+			files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
+				return dataio.WriteNPZ(p, map[string]*mat.Dense{"A": in.A, "V": in.V, "C": in.C, "E": in.E, "W": in.W, "b": rowMatrix(in.B)})
+			}}})
+			if err != nil {
+				return err
+			}
+			mu := robust.ScaleMoments(bias).Mu
+			res := map[string]any{"command": "gen robust", "options": o, "outputs": files, "mu": mu, "seconds": time.Since(start).Seconds()}
+			return a.emit(res, func(w io.Writer) {
+				table(w, [][2]string{
+					{"data", fmt.Sprintf("%s  (A %d×%d, V %d×%d, C %d×%d, E, W, b)", o.Out, o.D, o.K, o.N, o.D, o.N, o.K)},
+					{"bias", fmt.Sprintf("%s (μ = E_bΦ(b) = %.4g)", bias.Name(), mu)},
+					{"outliers", fmt.Sprintf("%d per observation, magnitude %g·U[0.5,1.5]", o.S, o.Magnitude)},
+					{"dense noise", fmt.Sprintf("U[−%g, %g]", o.Delta, o.Delta)},
+					{"manifest", manifestList(files)},
+					{"time", seconds(time.Since(start))},
+				})
+			})
+		}),
+	}
+	f := c.Flags()
+	f.IntVar(&o.D, "d", o.D, "observed dimension d (rows of A, columns of V)")
+	f.IntVar(&o.K, "k", o.K, "code dimension k")
+	f.IntVar(&o.N, "n", o.N, "number of observations (rows of V)")
+	f.IntVar(&o.S, "s", o.S, "outliers per observation")
+	f.Float64Var(&o.Magnitude, "magnitude", o.Magnitude, "outlier magnitude E (each is ±E·U[0.5, 1.5])")
+	f.Float64Var(&o.Delta, "delta", o.Delta, "dense noise bound δ (w ~ U[−δ, δ])")
+	f.StringVar(&o.Bias, "bias", o.Bias, "bias density, e.g. gaussian:0,0.5")
+	f.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
+	f.StringVar(&o.Out, "out", "", "output .npz (A, V, C, E, W, b); required")
+	return c
+}
+
+// ------------------------------------------------------------ recover latent
+
+type recoverOptions struct {
+	A         string  `json:"a"`
+	AName     string  `json:"a_name"`
+	V         string  `json:"v"`
+	VName     string  `json:"v_name"`
+	Lambda    string  `json:"lambda"`
+	Rule      string  `json:"rule"`
+	Bias      string  `json:"bias,omitempty"`
+	Delta     float64 `json:"delta,omitempty"`
+	Solver    string  `json:"solver"`
+	Intercept bool    `json:"intercept,omitempty"`
+	Linear    bool    `json:"linear,omitempty"`
+	SparseC   float64 `json:"sparse_c,omitempty"`
+	Rescale   bool    `json:"rescale,omitempty"`
+	Truth     string  `json:"truth,omitempty"`
+	TruthName string  `json:"truth_name,omitempty"`
+	Out       string  `json:"out"`
+	EOut      string  `json:"e_out,omitempty"`
+}
+
+type recoverResult struct {
+	Command         string   `json:"command"`
+	Out             string   `json:"out"`
+	EOut            string   `json:"e_out,omitempty"`
+	N               int      `json:"n"`
+	D               int      `json:"d"`
+	K               int      `json:"k"`
+	Rule            string   `json:"rule"`
+	TauMedian       float64  `json:"tau_median"`
+	Mu              float64  `json:"mu"`
+	Rescaled        bool     `json:"rescaled"`
+	AllCertified    bool     `json:"all_certified"`
+	MaxStationarity float64  `json:"max_kkt_stationarity"`
+	MeanOutliers    float64  `json:"mean_outliers_flagged"`
+	MeanIterations  float64  `json:"mean_iterations"`
+	SecondsPerSolve float64  `json:"seconds_per_solve"`
+	Warnings        []string `json:"warnings"`
+	// Against --truth (rows c*): mean ‖ĉ − μc*‖ (or ‖ĉ/μ − c*‖ with
+	// --rescale) and mean ‖ĉ/‖ĉ‖ − c*/‖c*‖‖.
+	MeanError          *float64       `json:"mean_error,omitempty"`
+	MeanDirectionError *float64       `json:"mean_direction_error,omitempty"`
+	Seconds            float64        `json:"seconds"`
+	Options            recoverOptions `json:"options"`
+}
+
+func newRecoverLatentCmd(a *app) *cobra.Command {
+	o := recoverOptions{AName: "A", VName: "V", Lambda: "auto", Rule: "mad", Solver: "ssn", TruthName: "C"}
+	c := &cobra.Command{
+		Use:   "latent",
+		Short: "Recover codes c from v = ReLU(A·c + b) + outliers + noise (generalized LASSO)",
+		Long: `Recover, for every row v of V (n×d), the code c (length k) and the sparse
+outliers e from v = ReLU(A·c + b) + e + w with A (d×k) known, by the
+generalized LASSO (47) of Mazumdar and Rawat,
+
+  (ĉ, ê) = argmin (1/2d)‖v − A·c − e‖² + λ‖e‖₁,
+
+solved exactly as Huber regression with threshold τ = λ·d by semismooth
+Newton (every solution is checked against its KKT conditions). ĉ estimates
+μ·c* with μ = E_b Φ(b); with --bias and --rescale the output is ĉ/μ.
+
+--lambda auto picks τ by --rule: mad (default; from the data alone) or
+plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
+(τ = VALUE·d). --out gets C (n×k, .npy), --e-out the outliers E (n×d).`,
+		Example: `  relurec gen robust --d 4000 --k 10 --n 10 --seed 1 --out rob.npz
+  relurec recover latent --a rob.npz --v rob.npz --out C.npy
+
+  # Known bias: rescale to c*, score against the true codes
+  relurec recover latent --a A.npy --v V.npy --bias gaussian:0,0.5 --rescale --truth rob.npz --out C.npy --e-out E.npy
+
+  # Fixed λ = 5e-4 (τ = λ·d) and the plug-in rule
+  relurec recover latent --a A.npy --v V.npy --lambda 5e-4 --out C.npy
+  relurec recover latent --a A.npy --v V.npy --rule plugin --bias gaussian:0,0.5 --delta 0.1 --out C.npy`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if o.A == "" || o.V == "" {
+				return usageErrorf("--a and --v are required")
+			}
+			if o.Out == "" {
+				return usageErrorf("--out is required")
+			}
+			bias, err := parseBias(o.Bias)
+			if err != nil {
+				return err
+			}
+			opt := robust.Options{Bias: bias, Delta: o.Delta, Solver: o.Solver, Intercept: o.Intercept, Linear: o.Linear, SparseC: o.SparseC}
+			switch o.Rule {
+			case "mad", "plugin":
+				opt.Rule = o.Rule
+			default:
+				return usageErrorf("--rule must be mad or plugin, got %q", o.Rule)
+			}
+			if o.Rule == "plugin" && bias == nil {
+				return usageErrorf("--rule plugin needs --bias")
+			}
+			if o.Rescale && bias == nil && !o.Linear {
+				return usageErrorf("--rescale needs --bias (μ depends on the bias density)")
+			}
+			switch o.Solver {
+			case "ssn", "bcd", "fista":
+			default:
+				return usageErrorf("--solver must be ssn, bcd or fista, got %q", o.Solver)
+			}
+			if math.IsNaN(o.Delta) || o.Delta < 0 || math.IsNaN(o.SparseC) || o.SparseC < 0 {
+				return usageErrorf("--delta and --sparse-c must be ≥ 0")
+			}
+			if !strings.EqualFold(o.Lambda, "auto") {
+				lam, err := strconv.ParseFloat(o.Lambda, 64)
+				if err != nil || !(lam > 0) || math.IsInf(lam, 0) {
+					return usageErrorf("--lambda must be auto or a positive number, got %q", o.Lambda)
+				}
+				opt.Lambda = lam
+			}
+			inputs := []string{o.A, o.V}
+			if o.Truth != "" {
+				inputs = append(inputs, o.Truth)
+			}
+			if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"e-out", o.EOut, ".npy"}); err != nil {
+				return err
+			}
+			man := dataio.NewManifest("recover latent", a.args)
+			man.Version, man.Options = relurecVersion(), o
+			for _, p := range uniq(inputs) {
+				if err := man.AddInput(p); err != nil {
+					return fmt.Errorf("reading input: %w", err)
+				}
+			}
+			A, err := readInput("A", o.A, o.AName)
+			if err != nil {
+				return err
+			}
+			V, err := readInput("V", o.V, o.VName)
+			if err != nil {
+				return err
+			}
+			d, k := A.Dims()
+			if _, vc := V.Dims(); vc != d {
+				return inputErrorf("V has %d columns but A has %d rows: V holds one observation (length d = %d) per row", vc, d, d)
+			}
+			var truth *mat.Dense
+			if o.Truth != "" {
+				if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
+					return err
+				}
+				if r, c := truth.Dims(); r != V.RawMatrix().Rows || c != k {
+					return inputErrorf("--truth is %d×%d, want %d×%d (one true code per row of V)", r, c, V.RawMatrix().Rows, k)
+				}
+			}
+			progress, clear := a.progress()
+			var cb func(done, total int)
+			if progress != nil {
+				cb = func(done, total int) { progress("recovering codes", done, total) }
+			}
+			solveStart := time.Now()
+			br, err := robust.RecoverAll(cmd.Context(), A, V, opt, cb)
+			clear()
+			if err != nil {
+				return err
+			}
+			solveTime := time.Since(solveStart)
+			n := V.RawMatrix().Rows
+			out := recoverResult{Command: "recover latent", Out: o.Out, EOut: o.EOut, N: n, D: d, K: k,
+				AllCertified: br.AllCertified, MaxStationarity: br.MaxStationarity, Options: o, Mu: math.NaN(),
+				SecondsPerSolve: solveTime.Seconds() / float64(n), Warnings: []string{}}
+			taus := make([]float64, n)
+			seen := map[string]bool{}
+			for i, r := range br.PerRow {
+				taus[i] = r.Tau
+				out.Rule = r.Rule
+				out.Mu = r.Mu
+				out.MeanOutliers += float64(r.Outliers) / float64(n)
+				out.MeanIterations += float64(r.Iterations) / float64(n)
+				for _, w := range r.Warnings {
+					if !seen[w] {
+						seen[w] = true
+						out.Warnings = append(out.Warnings, fmt.Sprintf("row %d: %s", i, w))
+					}
+				}
+			}
+			out.TauMedian = medianOf(taus)
+			C := br.C
+			if o.Rescale {
+				C = mat.DenseCopyOf(br.C)
+				C.Scale(1/out.Mu, C)
+				out.Rescaled = true
+			}
+			if truth != nil {
+				var me, md float64
+				for i := 0; i < n; i++ {
+					ch, cs := C.RawRowView(i), truth.RawRowView(i)
+					scale := 1.0
+					if !o.Rescale && !math.IsNaN(out.Mu) {
+						scale = out.Mu
+					}
+					var e, dn, cn, chn float64
+					for j := range ch {
+						e += (ch[j] - scale*cs[j]) * (ch[j] - scale*cs[j])
+						cn += cs[j] * cs[j]
+						chn += ch[j] * ch[j]
+					}
+					for j := range ch {
+						x := ch[j]/math.Sqrt(chn) - cs[j]/math.Sqrt(cn)
+						dn += x * x
+					}
+					me += math.Sqrt(e) / float64(n)
+					md += math.Sqrt(dn) / float64(n)
+				}
+				out.MeanDirectionError = &md
+				if o.Rescale || !math.IsNaN(out.Mu) {
+					out.MeanError = &me
+				}
+			}
+			outs := []outFile{{o.Out, func(p string) error { return dataio.WriteNPY(p, C) }}}
+			if o.EOut != "" {
+				outs = append(outs, outFile{o.EOut, func(p string) error { return dataio.WriteNPY(p, br.E) }})
+			}
+			out.Seconds = time.Since(start).Seconds()
+			man.Timings = map[string]float64{"solve": solveTime.Seconds()}
+			man.Results = finiteJSON(out)
+			if _, err := writeAll(man, outs); err != nil {
+				return err
+			}
+			return a.emit(out, func(w io.Writer) {
+				cert := fmt.Sprintf("all %d solutions meet their KKT conditions (worst stationarity %.1e)", n, out.MaxStationarity)
+				if !out.AllCertified {
+					cert = fmt.Sprintf("NOT all solutions meet their KKT conditions (worst stationarity %.1e); see warnings", out.MaxStationarity)
+				}
+				mu := "unknown (give --bias)"
+				if !math.IsNaN(out.Mu) {
+					mu = fmt.Sprintf("%.4g", out.Mu)
+				}
+				rows := [][2]string{
+					{"data", fmt.Sprintf("n=%d observations, d=%d, k=%d", n, d, k)},
+					{"threshold", fmt.Sprintf("rule %s, median τ = %.4g (λ = τ/d = %.3g)", out.Rule, out.TauMedian, out.TauMedian/float64(d))},
+					{"scale μ", mu},
+					{"certificate", cert},
+					{"outliers flagged", fmt.Sprintf("%.1f per observation on average", out.MeanOutliers)},
+					{"solve time", fmt.Sprintf("%.3g s per observation (%d Newton iterations on average)", out.SecondsPerSolve, int(math.Round(out.MeanIterations)))},
+				}
+				if out.MeanDirectionError != nil {
+					s := fmt.Sprintf("mean direction error %.3g", *out.MeanDirectionError)
+					if out.MeanError != nil {
+						target := "μ·c*"
+						if o.Rescale {
+							target = "c*"
+						}
+						s += fmt.Sprintf(", mean ‖ĉ − %s‖ = %.3g", target, *out.MeanError)
+					}
+					rows = append(rows, [2]string{"vs truth", s})
+				}
+				for i, wmsg := range out.Warnings {
+					label := ""
+					if i == 0 {
+						label = "warnings"
+					}
+					rows = append(rows, [2]string{label, wmsg})
+				}
+				rows = append(rows, [2]string{"codes", o.Out})
+				table(w, rows)
+			})
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&o.A, "a", "", "known A, d×k (.npy, .csv, or .npz with --a-name); required")
+	f.StringVar(&o.AName, "a-name", o.AName, "name of A inside an .npz")
+	f.StringVar(&o.V, "v", "", "observations V, n×d, one per row (.npy, .csv, or .npz with --v-name); required")
+	f.StringVar(&o.VName, "v-name", o.VName, "name of V inside an .npz")
+	f.StringVar(&o.Lambda, "lambda", o.Lambda, "auto (use --rule) or λ > 0 of (47) (τ = λ·d)")
+	f.StringVar(&o.Rule, "rule", o.Rule, "threshold rule for --lambda auto: mad or plugin")
+	f.StringVar(&o.Bias, "bias", "", "bias density, for μ, --rescale and --rule plugin (e.g. gaussian:0,0.5)")
+	f.Float64Var(&o.Delta, "delta", 0, "bound on the dense noise ‖w‖_∞ (--rule plugin)")
+	f.StringVar(&o.Solver, "solver", o.Solver, "ssn (semismooth Newton, default), bcd or fista (cross-checks)")
+	f.BoolVar(&o.Intercept, "intercept", false, "fit an unpenalised intercept")
+	f.BoolVar(&o.Linear, "linear", false, "linear model v = A·c + e + w (μ = 1)")
+	f.Float64Var(&o.SparseC, "sparse-c", 0, "λ_c > 0 adds λ_c·‖c‖₁ for sparse codes")
+	f.BoolVar(&o.Rescale, "rescale", false, "write ĉ/μ (an estimate of c*) instead of ĉ (needs --bias)")
+	f.StringVar(&o.Truth, "truth", "", "true codes (n×k) to score against (.npy, or .npz with --truth-name)")
+	f.StringVar(&o.TruthName, "truth-name", o.TruthName, "name of the true codes inside an .npz")
+	f.StringVar(&o.Out, "out", "", "output .npy for the codes (n×k); required")
+	f.StringVar(&o.EOut, "e-out", "", "optional output .npy for the outliers (n×d)")
+	return c
+}
+
+func uniq(xs []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
+)
+
+func newTrainCmd(a *app) *cobra.Command {
+	return groupCmd("train", "Train a network on labelled data",
+		`  relurec train mlp --data fashion-mnist --hidden 512,256 --out mlp.safetensors`,
+		newTrainMLPCmd(a))
+}
+
+// trainMLPOptions are the flags of train mlp, as recorded in the manifest.
+type trainMLPOptions struct {
+	Data         string  `json:"data"`
+	XName        string  `json:"x_name,omitempty"`
+	YName        string  `json:"y_name,omitempty"`
+	Hidden       []int   `json:"hidden"`
+	Epochs       int     `json:"epochs"`
+	BatchSize    int     `json:"batch_size"`
+	LearningRate float64 `json:"learning_rate"`
+	Schedule     string  `json:"schedule"`
+	WeightDecay  float64 `json:"weight_decay"`
+	Seed         uint64  `json:"seed"`
+	Out          string  `json:"out"`
+	DType        string  `json:"dtype"`
+}
+
+// trainMLPResult is what train mlp prints and stores in the manifest.
+type trainMLPResult struct {
+	Command      string             `json:"command"`
+	Out          string             `json:"out"`
+	Architecture []int              `json:"architecture"`
+	Parameters   int                `json:"parameters"`
+	Samples      int                `json:"samples"`
+	Train        nn.Metrics         `json:"train"`
+	Test         *nn.Metrics        `json:"test,omitempty"`
+	Epochs       []nn.EpochStats    `json:"epochs"`
+	Seconds      float64            `json:"seconds"`
+	Timings      map[string]float64 `json:"timings"`
+	Options      trainMLPOptions    `json:"options"`
+	Manifest     string             `json:"manifest"`
+}
+
+// parseInts parses "512,256".
+func parseInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			return nil, usageErrorf("--%s must be comma-separated positive integers such as 512,256; got %q", flag, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func newTrainMLPCmd(a *app) *cobra.Command {
+	opt := trainMLPOptions{XName: "X", YName: "y", Epochs: 15, BatchSize: 128, LearningRate: 1e-3, Schedule: "cosine", DType: "f64"}
+	var hidden string
+	c := &cobra.Command{
+		Use:   "mlp",
+		Short: "Train a ReLU MLP classifier with minibatch Adam and softmax cross-entropy",
+		Long: `Train a fully connected ReLU network (Linear → ReLU → … → Linear, with biases)
+to classify the rows of X, minimising the mean softmax cross-entropy with
+minibatch Adam on a cosine learning-rate schedule. Training is seeded and
+deterministic: the same flags give the same weights on any machine.
+
+--data is "fashion-mnist" (Debian package dataset-fashion-mnist, installed by
+scripts/install-datasets.sh; 60 000 training images, pixels scaled to [0, 1]
+as torchvision's ToTensor does, accuracy also reported on the 10 000 test
+images) or an .npz file holding inputs X (n×d) and integer labels y (n×1).
+
+The model is written atomically to --out as safetensors with PyTorch
+nn.Sequential keys, plus <out>.manifest.json. On any error nothing is
+written.`,
+		Example: `  # The Fashion-MNIST MLP used by the compression docs (about 88-89% test accuracy)
+  relurec train mlp --data fashion-mnist --hidden 512,256 --out mlp.safetensors
+
+  # Your own data: X (n×d) and integer labels y (n×1) in one .npz
+  relurec train mlp --data train.npz --hidden 64 --epochs 20 --out small.safetensors
+
+  # Load in PyTorch:
+  #   net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+  #       torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).double()
+  #   net.load_state_dict(safetensors.torch.load_file("mlp.safetensors"))`,
+		Args: cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if opt.Data == "" {
+				return usageErrorf("--data is required: fashion-mnist or an .npz with X and y")
+			}
+			h, err := parseInts("hidden", hidden)
+			if err != nil {
+				return err
+			}
+			opt.Hidden = h
+			switch {
+			case opt.Epochs <= 0:
+				return usageErrorf("--epochs must be positive, got %d", opt.Epochs)
+			case opt.BatchSize <= 0:
+				return usageErrorf("--batch-size must be positive, got %d", opt.BatchSize)
+			case !(opt.LearningRate > 0):
+				return usageErrorf("--lr must be positive, got %g", opt.LearningRate)
+			case opt.Schedule != "cosine" && opt.Schedule != "constant":
+				return usageErrorf("--schedule must be cosine or constant, got %q", opt.Schedule)
+			case opt.WeightDecay < 0:
+				return usageErrorf("--weight-decay must be ≥ 0, got %g", opt.WeightDecay)
+			}
+			opt.DType = strings.ToLower(opt.DType)
+			if opt.DType != "f64" && opt.DType != "f32" {
+				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+			}
+			if err := checkOutPath("out", opt.Out); err != nil {
+				return err
+			}
+			if !isNamedDataset(opt.Data) {
+				if err := dataio.CheckOutputNotInput(opt.Out, opt.Data); err != nil {
+					return err
+				}
+			}
+
+			train, test, inputs, err := labeledSplits(opt.Data, opt.XName, opt.YName)
+			if err != nil {
+				return err
+			}
+			man := dataio.NewManifest("train mlp", a.args)
+			man.Version = relurecVersion()
+			man.Seed = opt.Seed
+			man.Options = opt
+			for _, p := range inputs {
+				if err := man.AddInput(p); err != nil {
+					return fmt.Errorf("reading input: %w", err)
+				}
+			}
+			readTime := time.Since(start)
+			_, d := train.X.Dims()
+			sizes := append(append([]int{d}, opt.Hidden...), train.Classes)
+			net, err := nn.NewMLP(sizes, opt.Seed)
+			if err != nil {
+				return err
+			}
+			progress, clear := a.progress()
+			trainStart := time.Now()
+			to := nn.TrainOptions{
+				Epochs: opt.Epochs, BatchSize: opt.BatchSize, LearningRate: opt.LearningRate,
+				Schedule: opt.Schedule, WeightDecay: opt.WeightDecay, Seed: opt.Seed, Progress: progress,
+			}
+			tr, err := nn.Train(cmd.Context(), net, train.X, train.Labels, to)
+			clear()
+			if err != nil {
+				return err
+			}
+			trainTime := time.Since(trainStart)
+			evalStart := time.Now()
+			trm, err := net.Evaluate(train.X, train.Labels)
+			if err != nil {
+				return err
+			}
+			out := trainMLPResult{
+				Command: "train mlp", Out: opt.Out, Architecture: sizes, Parameters: net.NumParams(),
+				Samples: train.Rows(), Train: trm, Epochs: tr.Epochs, Options: opt,
+				Manifest: dataio.ManifestPath(opt.Out),
+			}
+			if test != nil {
+				tm, err := net.Evaluate(test.X, test.Labels)
+				if err != nil {
+					return err
+				}
+				out.Test = &tm
+			}
+			meta := map[string]string{
+				"producer":        "relurec train mlp",
+				"relurec_version": relurecVersion(),
+				"data":            opt.Data,
+				"seed":            strconv.FormatUint(opt.Seed, 10),
+				"epochs":          strconv.Itoa(opt.Epochs),
+				"train_accuracy":  strconv.FormatFloat(trm.Accuracy, 'g', -1, 64),
+			}
+			if opt.Data == datasetFashionMNIST {
+				meta["preprocessing"] = "pixels/255, flattened row-major (torchvision ToTensor + flatten)"
+			}
+			if out.Test != nil {
+				meta["test_accuracy"] = strconv.FormatFloat(out.Test.Accuracy, 'g', -1, 64)
+			}
+			writeStart := time.Now()
+			if err := nn.SaveModel(opt.Out, net, meta, strings.ToUpper(opt.DType)); err != nil {
+				return fmt.Errorf("writing the model: %w", err)
+			}
+			ok := false
+			defer func() {
+				if !ok {
+					os.Remove(opt.Out)
+				}
+			}()
+			if err := man.AddOutput(opt.Out); err != nil {
+				return err
+			}
+			out.Timings = map[string]float64{
+				"read":     readTime.Seconds(),
+				"train":    trainTime.Seconds(),
+				"evaluate": writeStart.Sub(evalStart).Seconds(),
+				"write":    time.Since(writeStart).Seconds(),
+			}
+			out.Seconds = time.Since(start).Seconds()
+			man.Timings = out.Timings
+			man.Results = finiteJSON(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
+			man.Finish()
+			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+				return err
+			}
+			ok = true
+			return a.emit(out, func(w io.Writer) {
+				arch := make([]string, len(sizes))
+				for i, s := range sizes {
+					arch[i] = strconv.Itoa(s)
+				}
+				rows := [][2]string{
+					{"architecture", strings.Join(arch, "-") + " (ReLU)"},
+					{"parameters", strconv.Itoa(out.Parameters)},
+					{"training", fmt.Sprintf("%d samples, %d epochs of Adam, batch %d, lr %g (%s)", out.Samples, opt.Epochs, opt.BatchSize, opt.LearningRate, opt.Schedule)},
+					{"train accuracy", fmt.Sprintf("%.4f (loss %.4f)", trm.Accuracy, trm.Loss)},
+				}
+				if out.Test != nil {
+					rows = append(rows, [2]string{"test accuracy", fmt.Sprintf("%.4f (loss %.4f, %d samples)", out.Test.Accuracy, out.Test.Loss, out.Test.Samples)})
+				}
+				rows = append(rows,
+					[2]string{"time", fmt.Sprintf("%.1f s (training %.1f s)", out.Seconds, trainTime.Seconds())},
+					[2]string{"model", fmt.Sprintf("%s (%s)", opt.Out, opt.DType)},
+					[2]string{"manifest", out.Manifest})
+				table(w, rows)
+			})
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&opt.Data, "data", "", "training data: fashion-mnist, or an .npz with X and integer labels y")
+	f.StringVar(&opt.XName, "x-name", opt.XName, "name of the inputs inside an .npz")
+	f.StringVar(&opt.YName, "y-name", opt.YName, "name of the labels inside an .npz")
+	f.StringVar(&hidden, "hidden", "512,256", "hidden layer widths, comma-separated")
+	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training data")
+	f.IntVar(&opt.BatchSize, "batch-size", opt.BatchSize, "samples per Adam step")
+	f.Float64Var(&opt.LearningRate, "lr", opt.LearningRate, "Adam learning rate at the start of the cosine schedule")
+	f.StringVar(&opt.Schedule, "schedule", opt.Schedule, "learning-rate schedule: cosine or constant")
+	f.Float64Var(&opt.WeightDecay, "weight-decay", 0, "decoupled (AdamW) weight decay on weights")
+	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for initialisation and sample order")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	return c
+}

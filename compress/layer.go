@@ -1,0 +1,631 @@
+package compress
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
+)
+
+// Method names: the per-layer solvers CompressMLP and FitLayer know.
+const (
+	// MethodSVD is Alg 1: truncated SVD of W, [W]_r (Eckart–Young), blind
+	// to data; the bias is kept dense. Cost O(d·d2·min(d, d2)). Guarantee:
+	// best rank-r approximation of W in Frobenius and spectral norm, nothing
+	// about the layer's outputs (spec §2, Alg 1, the paper's critique).
+	MethodSVD = "svd"
+	// MethodData is Alg 2 (Theorem 3.1): M̂ = argmin_{rank Z ≤ r} ‖XW − X̌Z‖_F,
+	// by default with a dense re-fitted bias on centred data (Alg 2c). Cost
+	// O(md² + md·d2 + d·d2·min(d, d2)). Guarantee: optimal on the
+	// calibration objective among all rank-r maps (claim 1); if XW = X̌M + G
+	// with rank-r M, ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌ G‖_op (Theorem 3.1's core).
+	MethodData = "data"
+	// MethodSVDLLM is SVD-LLM's truncation-aware data whitening (Wang et
+	// al. 2024): Cholesky H = XᵀX = RᵀR, [R·W]_r, then R⁻¹. It is Alg 2 with
+	// X̌ = X and the bias kept (asserted equal in the tests); it ignores the
+	// sequential flag. Cost O(md² + d³ + d·d2·min(d, d2)).
+	MethodSVDLLM = "svd-llm"
+	// MethodASVD is ASVD's activation-aware SVD (Yuan et al. 2023): input
+	// channels scaled by S_ii = (mean_t |X_ti|)^α (α = 0.5), [S·W]_r, then
+	// S⁻¹; bias kept. A diagonal, heuristic whitening: never better than
+	// Alg 2 on the layer objective (claim 1). Cost O(md + d·d2·min(d, d2)).
+	MethodASVD = "asvd"
+	// MethodOutputPCA projects the layer's outputs on their top-r principal
+	// components (AFM, Yu & Wu 2023; DRONE-style): W → W·V_r·V_rᵀ with a mean
+	// bias correction. With X̌ = X of full column rank it equals Alg 2c
+	// (claim 3). Cost O(m·d2² + d2³).
+	MethodOutputPCA = "output-pca"
+	// MethodInputPCA is Alg 7, a comparison point only: W → U_r·U_rᵀ·W with
+	// U_r the top-r eigenvectors of X̌ᵀX̌ (PCA of the inputs). Never better
+	// than Alg 2 on the layer objective. Cost O(md² + d³).
+	MethodInputPCA = "input-pca"
+	// MethodConvex is Alg 4 (Theorem 4.4 / Corollary 4.7): the Euclidean
+	// projection of the targets onto Ψ = {Y ∈ col([X̌ 1]) : ‖Y‖_* ≤ τ,
+	// ‖Y‖_∞ ≤ α} by Dykstra's algorithm, followed by Alg 2c on the projected
+	// targets for an exact rank r (the convex solution is only approximately
+	// low rank). Guarantee: MSE ≲ (α²+αβ)√(r(d1+d2)/(d1d2)) + ε. Cost per
+	// sweep: an SVD of the m×d2 targets; tens to hundreds of sweeps.
+	MethodConvex = "convex"
+	// MethodReLU is Alg 5 (Theorem 4.9): the censored-Gaussian (Tobit)
+	// maximum-likelihood estimate of the pre-activations from the post-ReLU
+	// outputs Z = ReLU(XW + b), over Ψ, by accelerated projected gradient,
+	// followed by Alg 2c on the estimate for an exact rank r. Layers without
+	// a ReLU use MethodData. Guarantee: MSE ≲ √(r(d1+d2)log(d1d2)/(d1d2)).
+	// Cost per iteration: O(m·d2·p) plus a projection.
+	MethodReLU = "relu"
+)
+
+// Methods lists the method names, in the order the docs present them.
+var Methods = []string{MethodSVD, MethodASVD, MethodSVDLLM, MethodOutputPCA, MethodInputPCA, MethodData, MethodConvex, MethodReLU}
+
+// Bias modes of the data-driven methods (spec §1.1 and Alg 2c).
+const (
+	// BiasCenter (default) re-fits a dense bias: min over rank-r Z and b of
+	// ‖Ỹ − X̌Z − 1bᵀ‖, solved on centred data (Alg 2c). Its residual is
+	// never worse than BiasAugment's at the same r (claim 18).
+	BiasCenter = "center"
+	// BiasAugment puts the bias inside the rank: the paper's bias trick,
+	// [X̌ 1]·[W; bᵀ] approximated at rank r (the first factor gets a bias).
+	BiasAugment = "augment"
+	// BiasKeep keeps the original bias and fits only the weights:
+	// min ‖XW − X̌Z‖ (the paper's bias-free statement, as SVD-LLM does).
+	BiasKeep = "keep"
+)
+
+// Problem is one layer's compression problem in the paper's row convention
+// (spec §1.2): pre-activations Ỹ = X·W + 1·bᵀ of the original network, to be
+// reproduced from the compressed network's inputs X̌ by a rank-r map.
+type Problem struct {
+	// W is the d×d2 weight in row convention (PyTorch's weight
+	// transposed) and Bias its d2 bias, nil if none.
+	W    *mat.Dense
+	Bias []float64
+	// Act is the layer's activation (MethodReLU needs ReLU).
+	Act nn.Activation
+	// X holds the layer's m calibration inputs in the original network
+	// (m×d); Xc those in the compressed network, X̌. Xc nil means X̌ = X
+	// (non-sequential compression, or the first layer).
+	X, Xc *mat.Dense
+
+	y *mat.Dense // cached X·W + 1·bᵀ
+}
+
+// LayerOptions tunes FitLayer. The zero value works.
+type LayerOptions struct {
+	// Bias is BiasCenter (default), BiasAugment or BiasKeep; used by
+	// MethodData, MethodConvex and MethodReLU (the baselines keep the bias,
+	// MethodOutputPCA corrects it with the mean).
+	Bias string
+	// Route is the Alg 2 route: RouteAuto (default), RouteQR, RouteGram or
+	// RouteProjection.
+	Route string
+	// Ridge is the relative ridge δ ≥ 0: λ = δ·mean(diag X̌ᵀX̌) is added to
+	// the Gram matrix (ridge regression). 0 (default) adds none unless the
+	// whitening matrix is numerically singular; the ridge used is reported.
+	Ridge float64
+	// ASVDAlpha is ASVD's exponent α. Default 0.5.
+	ASVDAlpha float64
+	// Convex and ReLU tune MethodConvex and MethodReLU.
+	Convex ConvexOptions
+	ReLU   ReLUOptions
+	// Rank is the target rank for the methods whose fit depends on it
+	// (MethodConvex's radius, MethodReLU's noise level); 0 means the full
+	// rank min(d, d2).
+	Rank int
+}
+
+// Fit is a layer fit whose rank is chosen afterwards: every method here
+// produces its rank-r solution from one factorization, A_r = A0[:, :r],
+// B_r = V[:, :r]ᵀ, with S the singular values the rank is chosen on.
+type Fit struct {
+	// Method is the method name.
+	Method string `json:"method"`
+	// S are the singular values, descending, of the method's whitened target
+	// (for MethodData: of QᵀỸ, so S[k]² is how much the k-th direction
+	// reduces the squared calibration error; for MethodSVD: of W).
+	S []float64 `json:"-"`
+	// Whitening reports the whitening of data-driven methods (nil for the
+	// others).
+	Whitening *Whitening `json:"whitening,omitempty"`
+	// Target is ‖T‖_F², the squared norm of what the factors must
+	// reproduce (the centred pre-activations for BiasCenter), and Norm2 the
+	// squared norm of the uncentred pre-activations Ỹ on the calibration
+	// data. For MethodData without ridge the calibration error at rank r is
+	// exactly Target − Σ_{k≤r} S[k]² (claim 8).
+	Target float64 `json:"target"`
+	Norm2  float64 `json:"norm2"`
+	// Iterations and Converged report the iterative solvers (Alg 4, 5).
+	Iterations int      `json:"iterations,omitempty"`
+	Converged  bool     `json:"converged"`
+	Warnings   []string `json:"warnings,omitempty"`
+
+	d, d2    int
+	a0, v    *mat.Dense // p×k and d2×k, p = d (+1 when augmented)
+	mode     string
+	keepBias []float64
+	xbar     []float64 // mean of X̌ (BiasCenter)
+	ybar     []float64 // mean of the target (BiasCenter, output PCA)
+	biasFn   func(a, b *mat.Dense) []float64
+}
+
+// MaxRank is the largest rank the fit offers, min(d, d2) (or less when the
+// data are rank deficient).
+func (f *Fit) MaxRank() int { return len(f.S) }
+
+// Dims returns the layer's input and output widths.
+func (f *Fit) Dims() (int, int) { return f.d, f.d2 }
+
+// ParamsAt is the parameter count of the rank-r factorization, biases
+// included.
+func (f *Fit) ParamsAt(r int) int {
+	p := r * (f.d + f.d2)
+	switch {
+	case f.mode == BiasAugment:
+		p += r
+	case f.mode == BiasCenter || f.keepBias != nil || f.biasFn != nil:
+		p += f.d2
+	}
+	return p
+}
+
+// Residual returns Target − Σ_{k≤r} S[k]², the squared calibration error of
+// the rank-r solution when the method minimises it exactly (MethodData with
+// no ridge); an estimate otherwise.
+func (f *Fit) Residual(r int) float64 {
+	s := f.Target
+	for k := 0; k < min(r, len(f.S)); k++ {
+		s -= f.S[k] * f.S[k]
+	}
+	return math.Max(s, 0)
+}
+
+// Rank returns the rank-r factorization (r is clipped to [1, MaxRank]).
+func (f *Fit) Rank(r int) Factored {
+	r = max(1, min(r, len(f.S)))
+	p, _ := f.a0.Dims()
+	a := mat.DenseCopyOf(f.a0.Slice(0, p, 0, r))
+	b := mat.DenseCopyOf(f.v.Slice(0, f.d2, 0, r).T())
+	out := Factored{A: a, B: b}
+	switch {
+	case f.mode == BiasAugment:
+		out.A = mat.DenseCopyOf(a.Slice(0, f.d, 0, r))
+		out.InBias = append([]float64(nil), a.RawRowView(f.d)[:r]...)
+	case f.biasFn != nil:
+		out.Bias = f.biasFn(a, b)
+	case f.mode == BiasCenter:
+		// b = ȳ − (x̌̄ᵀA)B.
+		xa := make([]float64, r)
+		for k := 0; k < r; k++ {
+			xa[k] = floats.Dot(f.xbar, mat.Col(nil, k, a))
+		}
+		bias := append([]float64(nil), f.ybar...)
+		for k := 0; k < r; k++ {
+			floats.AddScaled(bias, -xa[k], b.RawRowView(k))
+		}
+		out.Bias = bias
+	case f.keepBias != nil:
+		out.Bias = append([]float64(nil), f.keepBias...)
+	}
+	return out
+}
+
+// check validates a Problem.
+func (p *Problem) check() (m, d, d2 int, err error) {
+	if p.W == nil || p.X == nil {
+		return 0, 0, 0, fmt.Errorf("compress: a layer problem needs W and X: %w", ErrInput)
+	}
+	d, d2 = p.W.Dims()
+	m, dx := p.X.Dims()
+	if dx != d {
+		return 0, 0, 0, fmt.Errorf("compress: calibration inputs have %d columns but the layer takes %d: %w", dx, d, ErrInput)
+	}
+	if p.Xc != nil {
+		mc, dc := p.Xc.Dims()
+		if mc != m || dc != d {
+			return 0, 0, 0, fmt.Errorf("compress: compressed-network inputs are %d×%d but the original ones are %d×%d: %w", mc, dc, m, d, ErrInput)
+		}
+	}
+	if p.Bias != nil && len(p.Bias) != d2 {
+		return 0, 0, 0, fmt.Errorf("compress: bias has length %d but the layer has %d outputs: %w", len(p.Bias), d2, ErrInput)
+	}
+	for _, a := range []struct {
+		name string
+		m    *mat.Dense
+	}{{"W", p.W}, {"X", p.X}, {"X̌", p.Xc}} {
+		if a.m == nil {
+			continue
+		}
+		if err := finite(a.name, a.m); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	for i, v := range p.Bias {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, 0, 0, fmt.Errorf("compress: bias[%d] is %v: %w", i, v, ErrInput)
+		}
+	}
+	return m, d, d2, nil
+}
+
+func finite(name string, a *mat.Dense) error {
+	r, c := a.Dims()
+	for i := 0; i < r; i++ {
+		for j, v := range a.RawRowView(i)[:c] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("compress: %s[%d,%d] is %v: %w", name, i, j, v, ErrInput)
+			}
+		}
+	}
+	return nil
+}
+
+// FitLayer fits one layer with the named method (see the Method constants
+// for each one's algorithm, cost and guarantee) and returns a Fit from which
+// any rank can be taken. Errors caused by the input wrap ErrInput.
+func FitLayer(p Problem, method string, o LayerOptions) (*Fit, error) {
+	if _, _, _, err := p.check(); err != nil {
+		return nil, err
+	}
+	if o.Bias == "" {
+		o.Bias = BiasCenter
+	}
+	if o.Bias != BiasCenter && o.Bias != BiasAugment && o.Bias != BiasKeep {
+		return nil, fmt.Errorf("compress: unknown bias mode %q (expected center, augment or keep): %w", o.Bias, ErrInput)
+	}
+	if o.Ridge < 0 || math.IsNaN(o.Ridge) || math.IsInf(o.Ridge, 0) {
+		return nil, fmt.Errorf("compress: ridge must be a finite number ≥ 0, got %g: %w", o.Ridge, ErrInput)
+	}
+	var f *Fit
+	var err error
+	switch method {
+	case MethodSVD:
+		f, err = fitSVD(p)
+	case MethodData, "":
+		method = MethodData
+		f, err = fitData(p, o)
+	case MethodSVDLLM:
+		f, err = fitSVDLLM(p, o)
+	case MethodASVD:
+		f, err = fitASVD(p, o)
+	case MethodOutputPCA:
+		f, err = fitOutputPCA(p)
+	case MethodInputPCA:
+		f, err = fitInputPCA(p)
+	case MethodConvex:
+		f, err = fitConvex(p, o)
+	case MethodReLU:
+		if p.Act != nn.ReLU {
+			f, err = fitData(p, o)
+			if f != nil {
+				f.Warnings = append(f.Warnings, "layer has no ReLU: the ReLU-aware estimator does not apply; used least squares (data)")
+			}
+		} else {
+			f, err = fitReLU(p, o)
+		}
+	default:
+		return nil, fmt.Errorf("compress: unknown method %q (known: %v): %w", method, Methods, ErrInput)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Method = method
+	f.Norm2 = preactNorm2(p)
+	return f, nil
+}
+
+// preactNorm2 is ‖XW + 1bᵀ‖_F².
+func preactNorm2(p Problem) float64 {
+	y := p.preact()
+	n := mat.Norm(y, 2)
+	return n * n
+}
+
+// preact returns x·w + 1·bᵀ.
+func preact(x, w *mat.Dense, b []float64) *mat.Dense {
+	var y mat.Dense
+	y.Mul(x, w)
+	if b != nil {
+		addRowVector(&y, b)
+	}
+	return &y
+}
+
+// preact returns the original pre-activations X·W + 1·bᵀ (cached).
+func (p *Problem) preact() *mat.Dense {
+	if p.y == nil {
+		p.y = preact(p.X, p.W, p.Bias)
+	}
+	return p.y
+}
+
+// xcheck returns X̌ (X when Xc is nil).
+func (p *Problem) xcheck() *mat.Dense {
+	if p.Xc != nil {
+		return p.Xc
+	}
+	return p.X
+}
+
+// colMeans returns the column means of a.
+func colMeans(a *mat.Dense) []float64 {
+	m, c := a.Dims()
+	out := make([]float64, c)
+	for i := 0; i < m; i++ {
+		floats.Add(out, a.RawRowView(i)[:c])
+	}
+	floats.Scale(1/float64(m), out)
+	return out
+}
+
+// centered returns a − 1·meanᵀ.
+func centered(a *mat.Dense, mean []float64) *mat.Dense {
+	m, c := a.Dims()
+	out := mat.NewDense(m, c, nil)
+	for i := 0; i < m; i++ {
+		row := out.RawRowView(i)
+		copy(row, a.RawRowView(i)[:c])
+		floats.Sub(row, mean)
+	}
+	return out
+}
+
+// withOnes returns [a 1].
+func withOnes(a *mat.Dense) *mat.Dense {
+	m, c := a.Dims()
+	out := mat.NewDense(m, c+1, nil)
+	for i := 0; i < m; i++ {
+		row := out.RawRowView(i)
+		copy(row, a.RawRowView(i)[:c])
+		row[c] = 1
+	}
+	return out
+}
+
+// svdDesc returns the thin SVD a = u·diag(s)·vᵀ, s descending.
+func svdDesc(a *mat.Dense) (u *mat.Dense, s []float64, v *mat.Dense, err error) {
+	u, s, v, err = linalg.ThinSVD(a)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("compress: SVD: %w", err)
+	}
+	return u, s, v, nil
+}
+
+// scaleCols returns u·diag(s) for the first len(s) columns of u.
+func scaleCols(u *mat.Dense, s []float64) *mat.Dense {
+	r, _ := u.Dims()
+	out := mat.DenseCopyOf(u.Slice(0, r, 0, len(s)))
+	for i := 0; i < r; i++ {
+		floats.Mul(out.RawRowView(i)[:len(s)], s)
+	}
+	return out
+}
+
+// fitSVD is Alg 1.
+func fitSVD(p Problem) (*Fit, error) {
+	d, d2 := p.W.Dims()
+	u, s, v, err := svdDesc(p.W)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fit{S: s, d: d, d2: d2, a0: scaleCols(u, s), v: v, keepBias: cloneVec(p.Bias), Converged: true}
+	wn := mat.Norm(p.W, 2)
+	f.Target = wn * wn
+	return f, nil
+}
+
+// dataTarget returns the inputs z and target t of the least-squares problem
+// in the chosen bias mode, and, when X̌ = X, the matrix waug with t = z·waug
+// exactly (W, or [W; bᵀ] when augmented), which lets the routes skip the
+// m×d×d2 products.
+func dataTarget(p Problem, mode string) (z, t, waug *mat.Dense, xbar, ybar []float64) {
+	xc := p.xcheck()
+	same := p.Xc == nil
+	switch {
+	case mode == BiasCenter:
+		xbar = colMeans(xc)
+		z = centered(xc, xbar)
+		y := p.preact()
+		ybar = colMeans(y)
+		t = centered(y, ybar)
+		if same {
+			waug = p.W
+		}
+	case mode == BiasAugment:
+		z = withOnes(xc)
+		t = p.preact()
+		if same {
+			d, d2 := p.W.Dims()
+			waug = mat.NewDense(d+1, d2, nil)
+			waug.Slice(0, d, 0, d2).(*mat.Dense).Copy(p.W)
+			if p.Bias != nil {
+				copy(waug.RawRowView(d), p.Bias)
+			}
+		}
+	default: // keep
+		z = xc
+		t = preact(p.X, p.W, nil)
+		if same {
+			waug = p.W
+		}
+	}
+	return z, t, waug, xbar, ybar
+}
+
+// chooseRoute resolves RouteAuto for an m×p problem.
+func chooseRoute(route string, m, p int) string {
+	if route == "" || route == RouteAuto {
+		if m*p > 2_000_000 {
+			return RouteGram
+		}
+		return RouteQR
+	}
+	return route
+}
+
+// fitData is Alg 2 / Alg 2c.
+func fitData(p Problem, o LayerOptions) (*Fit, error) {
+	z, t, waug, xbar, ybar := dataTarget(p, o.Bias)
+	return fitWhitened(p, o, z, t, waug, xbar, ybar)
+}
+
+// fitWhitened solves the rank-constrained least squares min ‖t − z·Z‖ for
+// every rank at once: whitening, then an SVD of the whitened target.
+//
+// When waug is non-nil, t = z·waug exactly (X̌ = X), and the routes use it
+// to avoid touching t: zᵀt = (zᵀz)·waug, Qᵀt = R·waug.
+func fitWhitened(p Problem, o LayerOptions, z, t, waug *mat.Dense, xbar, ybar []float64) (*Fit, error) {
+	d, d2 := p.W.Dims()
+	m, pz := z.Dims()
+	route := chooseRoute(o.Route, m, pz)
+	in := whitenInput{z: z, t: t, waug: waug}
+	w, err := whiten(in, route, o.Ridge)
+	if err != nil {
+		return nil, err
+	}
+	s, v, err := rightSingular(w.b0)
+	if err != nil {
+		return nil, err
+	}
+	var bv mat.Dense
+	bv.Mul(w.b0, v) // = U·diag(s)
+	tn := mat.Norm(t, 2)
+	f := &Fit{
+		S: s, Whitening: &w.Whitening, Target: tn * tn, d: d, d2: d2,
+		a0: w.unwhiten(&bv), v: v, mode: o.Bias, xbar: xbar, ybar: ybar, Converged: true,
+	}
+	if o.Bias == BiasKeep {
+		f.keepBias = cloneVec(p.Bias)
+	}
+	if w.Note != "" {
+		f.Warnings = append(f.Warnings, w.Note)
+	}
+	return f, nil
+}
+
+// fitSVDLLM is SVD-LLM's whitening, written as its paper does (Cholesky of
+// the Gram matrix, SVD of the whitened weight), independently of fitData so
+// that their equality is a real test.
+func fitSVDLLM(p Problem, o LayerOptions) (*Fit, error) {
+	d, d2 := p.W.Dims()
+	h := gram(p.X)
+	var c mat.Dense
+	c.Mul(h, p.W)
+	w, err := whitenGram(h, &c, o.Ridge) // b0 = R⁻ᵀXᵀXW = R·W
+	if err != nil {
+		return nil, err
+	}
+	u, s, v, err := svdDesc(w.b0)
+	if err != nil {
+		return nil, err
+	}
+	t := preact(p.X, p.W, nil)
+	tn := mat.Norm(t, 2)
+	f := &Fit{S: s, Whitening: &w.Whitening, Target: tn * tn, d: d, d2: d2,
+		a0: w.unwhiten(scaleCols(u, s)), v: v, mode: BiasKeep, keepBias: cloneVec(p.Bias), Converged: true}
+	if w.Note != "" {
+		f.Warnings = append(f.Warnings, w.Note)
+	}
+	return f, nil
+}
+
+// fitASVD is ASVD's diagonal activation scaling.
+func fitASVD(p Problem, o LayerOptions) (*Fit, error) {
+	alpha := o.ASVDAlpha
+	if alpha == 0 {
+		alpha = 0.5
+	}
+	d, d2 := p.W.Dims()
+	x := p.X
+	m, _ := x.Dims()
+	sc := make([]float64, d)
+	for i := 0; i < m; i++ {
+		for j, v := range x.RawRowView(i)[:d] {
+			sc[j] += math.Abs(v)
+		}
+	}
+	mx := 0.0
+	for j := range sc {
+		sc[j] = math.Pow(sc[j]/float64(m), alpha)
+		mx = math.Max(mx, sc[j])
+	}
+	if mx == 0 {
+		return nil, fmt.Errorf("compress: the calibration inputs of this layer are all zero: %w", ErrInput)
+	}
+	// Channels never active in the calibration data would make S singular;
+	// floor them (their weights are then compressed as plain SVD would).
+	for j := range sc {
+		sc[j] = math.Max(sc[j], 1e-6*mx)
+	}
+	sw := mat.DenseCopyOf(p.W)
+	for j := 0; j < d; j++ {
+		floats.Scale(sc[j], sw.RawRowView(j)[:d2])
+	}
+	u, s, v, err := svdDesc(sw)
+	if err != nil {
+		return nil, err
+	}
+	a0 := scaleCols(u, s)
+	for j := 0; j < d; j++ {
+		floats.Scale(1/sc[j], a0.RawRowView(j))
+	}
+	sn := mat.Norm(sw, 2)
+	return &Fit{S: s, Target: sn * sn, d: d, d2: d2, a0: a0, v: v, keepBias: cloneVec(p.Bias), Converged: true}, nil
+}
+
+// fitOutputPCA projects the outputs on their top principal components,
+// computed on the stream the layer sees (X̌ when given).
+func fitOutputPCA(p Problem) (*Fit, error) {
+	d, d2 := p.W.Dims()
+	xs := p.xcheck()
+	y := preact(xs, p.W, p.Bias)
+	mu := colMeans(y)
+	yc := centered(y, mu)
+	_, s, v, err := svdDesc(yc)
+	if err != nil {
+		return nil, err
+	}
+	var a0 mat.Dense
+	a0.Mul(p.W, v)
+	b := p.Bias
+	biasFn := func(_, bb *mat.Dense) []float64 {
+		// μ − V_rV_rᵀ(μ − b) with V_rᵀ = bb.
+		diff := append([]float64(nil), mu...)
+		if b != nil {
+			floats.Sub(diff, b)
+		}
+		r, _ := bb.Dims()
+		out := append([]float64(nil), mu...)
+		for k := 0; k < r; k++ {
+			row := bb.RawRowView(k)
+			floats.AddScaled(out, -floats.Dot(row, diff), row)
+		}
+		return out
+	}
+	tn := mat.Norm(yc, 2)
+	return &Fit{S: s, Target: tn * tn, d: d, d2: d2, a0: &a0, v: v, biasFn: biasFn, Converged: true}, nil
+}
+
+// fitInputPCA is Alg 7: project the inputs on their top-r principal
+// (uncentred) directions before W.
+func fitInputPCA(p Problem) (*Fit, error) {
+	d, d2 := p.W.Dims()
+	_, s, v, err := svdDesc(p.xcheck())
+	if err != nil {
+		return nil, err
+	}
+	k := len(s)
+	// A = U_r (d×r), B = U_rᵀW (r×d2): a0 = V (d×k), "v" = (VᵀW)ᵀ = WᵀV.
+	var wtv mat.Dense
+	wtv.Mul(p.W.T(), v)
+	f := &Fit{S: s[:k], d: d, d2: d2, a0: v, v: &wtv, keepBias: cloneVec(p.Bias), Converged: true}
+	var tot float64
+	for _, x := range s {
+		tot += x * x
+	}
+	f.Target = tot
+	return f, nil
+}

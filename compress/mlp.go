@@ -1,0 +1,499 @@
+package compress
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
+)
+
+// Options controls CompressMLP. The zero value works: sequential is off,
+// method "data" (Alg 2c), half of the parameters kept with the global
+// allocation.
+//
+// The rank of each layer comes from exactly one of Ranks, Energy,
+// TargetError and Keep (checked in that order; Keep = 0.5 when none is set).
+type Options struct {
+	// Method is one of Methods; default MethodData.
+	Method string
+	// Sequential fits each layer on the compressed network's own inputs X̌
+	// (Alg 3, "asymmetric" reconstruction); false fits every layer on the
+	// original network's activations (X̌ = X, the DRONE/AFM style).
+	Sequential bool
+	// Keep is the global budget: the compressed network stores at most
+	// ⌊Keep·P⌋ parameters, P = the original network's weights plus biases
+	// (every parameter counted, factored layers as r·(d + d2) + biases).
+	// Must lie in (0, 1]. Layers whose share would not save parameters stay
+	// dense.
+	Keep float64
+	// Allocation is how Keep is split over layers: AllocGlobal (default) or
+	// AllocUniform.
+	Allocation string
+	// Ranks fixes each layer's rank (one entry per layer of the original
+	// network; 0 keeps that layer dense). A rank that would not save
+	// parameters keeps the layer dense, with a warning.
+	Ranks []int
+	// Energy, in (0, 1], picks per layer the smallest rank whose singular
+	// values (of the method's objective) hold that fraction of Σ s².
+	Energy float64
+	// TargetError, > 0, picks per layer the smallest rank whose relative
+	// calibration error ‖Ỹ − Ŷ‖_F/‖Ỹ‖_F is at most TargetError (on the
+	// compressed inputs in sequential mode), computed exactly from the fit.
+	TargetError float64
+	// Layer tunes the per-layer solver (bias mode, route, ridge, …).
+	Layer LayerOptions
+	// Holdout, if non-nil, are held-out inputs (rows) on which each layer's
+	// error is also reported.
+	Holdout *mat.Dense
+	// Progress, if non-nil, is called as layers complete (stage, done,
+	// total).
+	Progress func(stage string, done, total int)
+}
+
+// LayerReport is the evidence for one layer of the original network.
+type LayerReport struct {
+	Layer int `json:"layer"` // index in the original network
+	In    int `json:"in"`
+	Out   int `json:"out"`
+	// Rank is the rank kept; Dense reports a layer left as it was (Rank 0).
+	Rank    int  `json:"rank"`
+	Dense   bool `json:"dense"`
+	MaxRank int  `json:"max_rank"`
+	// Params and DenseParams count this layer's weights and biases after
+	// and before compression.
+	Params      int `json:"params"`
+	DenseParams int `json:"dense_params"`
+	// Error is ‖Ỹ − Ŷ‖_F/‖Ỹ‖_F on the calibration data: Ỹ the original
+	// pre-activations on the original inputs, Ŷ the compressed layer's on the
+	// compressed network's inputs (what the network actually computes).
+	// LocalError is the same with the original inputs (the layer alone).
+	// HeldoutError is Error on Options.Holdout.
+	Error        float64  `json:"error"`
+	LocalError   float64  `json:"local_error"`
+	HeldoutError *float64 `json:"heldout_error,omitempty"`
+	// Energy is the fraction of Σ s² of the fit's spectrum kept at Rank.
+	Energy     float64    `json:"energy"`
+	Whitening  *Whitening `json:"whitening,omitempty"`
+	Iterations int        `json:"iterations,omitempty"`
+	Converged  bool       `json:"converged"`
+	Warnings   []string   `json:"warnings,omitempty"`
+	Seconds    float64    `json:"seconds"`
+}
+
+// Result is what CompressMLP returns.
+type Result struct {
+	// Model is the compressed network: each compressed layer is two
+	// consecutive layers (Identity between them), see Factored.Layers.
+	Model      *nn.MLP `json:"-"`
+	Method     string  `json:"method"`
+	Sequential bool    `json:"sequential"`
+	// Selection describes how ranks were chosen, e.g. "keep 0.1 (global)".
+	Selection string `json:"selection"`
+	// Params and DenseParams count every weight and bias of the compressed
+	// and original networks; Kept = Params/DenseParams. Budget is
+	// ⌊Keep·DenseParams⌋ (0 unless Keep chose the ranks); Params ≤ Budget.
+	Params      int     `json:"params"`
+	DenseParams int     `json:"dense_params"`
+	Kept        float64 `json:"kept"`
+	Budget      int     `json:"budget,omitempty"`
+	// MultiplyAdds per sample, compressed and original.
+	MultiplyAdds      int           `json:"multiply_adds"`
+	DenseMultiplyAdds int           `json:"dense_multiply_adds"`
+	CalibrationRows   int           `json:"calibration_rows"`
+	Layers            []LayerReport `json:"layers"`
+	Warnings          []string      `json:"warnings,omitempty"`
+	Elapsed           time.Duration `json:"elapsed"`
+}
+
+// CheckNetwork returns an error wrapping ErrInput unless net is a chain of
+// Linear layers with ReLU or Identity activations and finite parameters.
+func CheckNetwork(net *nn.MLP) error {
+	if err := net.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInput)
+	}
+	return nil
+}
+
+// CompressMLP compresses every layer of net to low rank from calibration
+// inputs x0 (rows, net.In() columns), without labels, gradients or
+// fine-tuning (the post-training setting of Zhang & Saab). Each layer is fit
+// by Options.Method; with Sequential, on the inputs produced by the already
+// compressed earlier layers (Alg 3), targets always being the original
+// network's pre-activations. The paper's guarantees are per layer (Theorems
+// 3.1, 4.4, 4.9); error propagation across layers is not analysed by the
+// paper and is measured here instead (LayerReport.Error).
+//
+// A network that already contains factored layers (a Linear with Identity
+// activation followed by another Linear) is first multiplied out (nn
+// MLP.Merge), with a warning. Errors caused by the input wrap ErrInput.
+func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*Result, error) {
+	start := time.Now()
+	if err := CheckNetwork(net); err != nil {
+		return nil, err
+	}
+	res := &Result{Sequential: o.Sequential}
+	if net.HasFactored() {
+		net = net.Merge()
+		res.Warnings = append(res.Warnings, "the network holds factored layers; they were multiplied out before compression")
+	}
+	if x0 == nil {
+		return nil, fmt.Errorf("compress: no calibration data: %w", ErrInput)
+	}
+	m, d := x0.Dims()
+	if d != net.In() {
+		return nil, fmt.Errorf("compress: calibration data has %d columns but the network takes %d inputs: %w", d, net.In(), ErrInput)
+	}
+	if err := finite("calibration data", x0); err != nil {
+		return nil, err
+	}
+	if o.Holdout != nil {
+		if _, hd := o.Holdout.Dims(); hd != d {
+			return nil, fmt.Errorf("compress: held-out data has %d columns but the network takes %d: %w", hd, d, ErrInput)
+		}
+		if err := finite("held-out data", o.Holdout); err != nil {
+			return nil, err
+		}
+	}
+	if o.Method == "" {
+		o.Method = MethodData
+	}
+	known := false
+	for _, k := range Methods {
+		known = known || k == o.Method
+	}
+	if !known {
+		return nil, fmt.Errorf("compress: unknown method %q (known: %v): %w", o.Method, Methods, ErrInput)
+	}
+	L := len(net.Layers)
+	mode := "keep"
+	switch {
+	case o.Ranks != nil:
+		mode = "ranks"
+		if len(o.Ranks) != L {
+			return nil, fmt.Errorf("compress: %d ranks given for a network of %d layers: %w", len(o.Ranks), L, ErrInput)
+		}
+		for i, r := range o.Ranks {
+			if r < 0 {
+				return nil, fmt.Errorf("compress: rank of layer %d is %d; ranks must be ≥ 0 (0 keeps the layer dense): %w", i, r, ErrInput)
+			}
+		}
+		res.Selection = fmt.Sprintf("fixed ranks %v", o.Ranks)
+	case o.Energy != 0:
+		mode = "energy"
+		if !(o.Energy > 0 && o.Energy <= 1) {
+			return nil, fmt.Errorf("compress: energy must lie in (0, 1], got %g: %w", o.Energy, ErrInput)
+		}
+		res.Selection = fmt.Sprintf("energy %g per layer", o.Energy)
+	case o.TargetError != 0:
+		mode = "target"
+		if !(o.TargetError > 0) || math.IsInf(o.TargetError, 0) {
+			return nil, fmt.Errorf("compress: target error must be positive, got %g: %w", o.TargetError, ErrInput)
+		}
+		res.Selection = fmt.Sprintf("relative layer error ≤ %g", o.TargetError)
+	default:
+		if o.Keep == 0 {
+			o.Keep = 0.5
+		}
+		if !(o.Keep > 0 && o.Keep <= 1) {
+			return nil, fmt.Errorf("compress: the fraction of parameters kept must lie in (0, 1], got %g: %w", o.Keep, ErrInput)
+		}
+		if o.Allocation == "" {
+			o.Allocation = AllocGlobal
+		}
+		if o.Allocation != AllocGlobal && o.Allocation != AllocUniform {
+			return nil, fmt.Errorf("compress: unknown allocation %q (expected global or uniform): %w", o.Allocation, ErrInput)
+		}
+		res.Selection = fmt.Sprintf("keep %g of the parameters (%s allocation)", o.Keep, o.Allocation)
+	}
+	lo := o.Layer
+	if lo.Bias == "" {
+		lo.Bias = BiasCenter
+	}
+	if (o.Method == MethodConvex || o.Method == MethodReLU) && lo.Convex.MaxRows == 0 {
+		lo.Convex.MaxRows = 2000
+		if lo.ReLU.Constraint.MaxRows == 0 {
+			lo.ReLU.Constraint.MaxRows = 2000
+		}
+	}
+	if o.Method == MethodSVDLLM && o.Sequential {
+		res.Warnings = append(res.Warnings, "svd-llm whitens with the original activations (X̌ = X); the sequential flag does not apply")
+	}
+	res.Method = o.Method
+	res.DenseParams = net.NumParams()
+	res.DenseMultiplyAdds = net.MultiplyAdds()
+	res.CalibrationRows = m
+
+	// Row-convention weights.
+	ws := make([]*mat.Dense, L)
+	costs := make([]layerCost, L)
+	for i, l := range net.Layers {
+		ws[i] = mat.DenseCopyOf(l.Weight.T())
+		dd, d2 := l.In(), l.Out()
+		c := layerCost{perRank: dd + d2, dense: denseParams(dd, d2, l.Bias != nil), maxRank: min(dd, d2)}
+		switch {
+		case methodUsesBiasMode(o.Method) && lo.Bias == BiasAugment:
+			c.perRank++
+		case methodRefitsBias(o.Method, lo.Bias) || l.Bias != nil:
+			c.fixed = d2
+		}
+		costs[i] = c
+	}
+
+	// The original network's stream on the calibration data: inputs xs[i]
+	// and pre-activations ys[i] of every layer, computed once.
+	xs := make([]*mat.Dense, L+1)
+	ys := make([]*mat.Dense, L)
+	xs[0] = x0
+	for i, l := range net.Layers {
+		ys[i] = preact(xs[i], ws[i], l.Bias)
+		xs[i+1] = activate(ys[i], l.Act)
+	}
+
+	// Global budget: allocate ranks from spectra of the original network.
+	var ranks []int
+	if mode == "keep" {
+		budget := int(math.Floor(o.Keep * float64(res.DenseParams)))
+		res.Budget = budget
+		spectra, err := allocationSpectra(ctx, net, ws, xs, ys, o.Method, lo)
+		if err != nil {
+			return nil, err
+		}
+		ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	xc := x0 // the compressed stream
+	ho, hc := o.Holdout, o.Holdout
+	out := &nn.MLP{}
+	for i, l := range net.Layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lstart := time.Now()
+		dd, d2 := l.In(), l.Out()
+		rep := LayerReport{Layer: i, In: dd, Out: d2, DenseParams: costs[i].dense, MaxRank: min(dd, d2), Converged: true}
+		xo, yo := xs[i], ys[i] // original inputs and pre-activations
+		prob := Problem{W: ws[i], Bias: l.Bias, Act: l.Act, X: xo, y: yo}
+		if o.Sequential && o.Method != MethodSVDLLM && i > 0 {
+			prob.Xc = xc
+		}
+		var r int
+		keepDense := false
+		switch mode {
+		case "keep":
+			r = ranks[i]
+			keepDense = r == 0
+		case "ranks":
+			r = o.Ranks[i]
+			keepDense = r == 0
+			if r > 0 && !costs[i].worthFactoring(min(r, costs[i].maxRank)) {
+				keepDense = true
+				res.Warnings = append(res.Warnings, fmt.Sprintf("layer %d: rank %d would store %d ≥ %d parameters of the dense layer; kept dense", i, r, costs[i].factoredParams(r), costs[i].dense))
+			}
+		}
+		var fit *Fit
+		var f Factored
+		if !keepDense {
+			lo2 := lo
+			lo2.Rank = r
+			var err error
+			fit, err = FitLayer(prob, o.Method, lo2)
+			if err != nil {
+				return nil, fmt.Errorf("layer %d: %w", i, err)
+			}
+			switch mode {
+			case "energy":
+				r = rankForEnergy(fit.S, o.Energy)
+			case "target":
+				curve := fit.errorCurve(prob)
+				r = len(curve)
+				for k, e := range curve {
+					if math.Sqrt(e/fit.Norm2) <= o.TargetError {
+						r = k + 1
+						break
+					}
+				}
+			}
+			r = min(r, fit.MaxRank())
+			if (mode == "energy" || mode == "target") && !costs[i].worthFactoring(r) {
+				keepDense = true
+			}
+			rep.Whitening = fit.Whitening
+			rep.Iterations, rep.Converged = fit.Iterations, fit.Converged
+			rep.Warnings = append(rep.Warnings, fit.Warnings...)
+		}
+		var yc, ycLocal *mat.Dense
+		if keepDense {
+			rep.Dense = true
+			rep.Params = costs[i].dense
+			out.Layers = append(out.Layers, nn.Layer{Weight: mat.DenseCopyOf(l.Weight), Bias: cloneVec(l.Bias), Act: l.Act})
+			yc = preact(xc, ws[i], l.Bias)
+			ycLocal = yo
+			rep.Energy = 1
+		} else {
+			f = fit.Rank(r)
+			rep.Rank = f.Rank()
+			rep.Params = f.Params()
+			lay := f.Layers(l.Act)
+			out.Layers = append(out.Layers, lay[0], lay[1])
+			yc = f.Apply(xc)
+			ycLocal = f.Apply(xo)
+			rep.Energy = energyAt(fit.S, rep.Rank)
+		}
+		yn := math.Max(mat.Norm(yo, 2), 1e-300)
+		rep.Error = diffNorm(yo, yc) / yn
+		rep.LocalError = diffNorm(yo, ycLocal) / yn
+		if ho != nil {
+			hyo := preact(ho, ws[i], l.Bias)
+			var hyc *mat.Dense
+			if keepDense {
+				hyc = preact(hc, ws[i], l.Bias)
+			} else {
+				hyc = f.Apply(hc)
+			}
+			e := diffNorm(hyo, hyc) / math.Max(mat.Norm(hyo, 2), 1e-300)
+			rep.HeldoutError = &e
+			ho, hc = activate(hyo, l.Act), activate(hyc, l.Act)
+		}
+		xc = activate(yc, l.Act)
+		rep.Seconds = time.Since(lstart).Seconds()
+		res.Params += rep.Params
+		res.Layers = append(res.Layers, rep)
+		if o.Progress != nil {
+			o.Progress("compress", i+1, L)
+		}
+	}
+	res.Model = out
+	res.MultiplyAdds = out.MultiplyAdds()
+	res.Kept = float64(res.Params) / float64(res.DenseParams)
+	if res.Budget > 0 && res.Params > res.Budget {
+		// allocate guarantees this; a violation is a bug, not bad input.
+		return nil, fmt.Errorf("compress: internal error: %d parameters exceed the budget of %d", res.Params, res.Budget)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// methodUsesBiasMode reports whether the method honours LayerOptions.Bias.
+func methodUsesBiasMode(method string) bool {
+	return method == MethodData || method == MethodConvex || method == MethodReLU
+}
+
+// methodRefitsBias reports whether the method stores a dense bias even for
+// a layer without one.
+func methodRefitsBias(method, bias string) bool {
+	if method == MethodOutputPCA {
+		return true
+	}
+	return methodUsesBiasMode(method) && bias != BiasKeep && bias != BiasAugment
+}
+
+// allocationSpectra returns, per layer, the singular values the global
+// allocation ranks on: those of W (svd), of S·W (asvd), and otherwise of the
+// centred pre-activations of the original network on the calibration data
+// (which equal Alg 2c's spectrum with X̌ = X of full column rank, claim 3).
+func allocationSpectra(ctx context.Context, net *nn.MLP, ws, xs, ys []*mat.Dense, method string, lo LayerOptions) ([][]float64, error) {
+	out := make([][]float64, len(ws))
+	for i, l := range net.Layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		x, y := xs[i], ys[i]
+		switch method {
+		case MethodSVD, MethodASVD:
+			f, err := FitLayer(Problem{W: ws[i], Bias: l.Bias, Act: l.Act, X: x}, method, lo)
+			if err != nil {
+				return nil, fmt.Errorf("layer %d: %w", i, err)
+			}
+			out[i] = f.S
+		default:
+			g := gram(centered(y, colMeans(y)))
+			var e mat.EigenSym
+			if !e.Factorize(g, false) {
+				return nil, fmt.Errorf("compress: layer %d: eigenvalues of the output covariance did not converge", i)
+			}
+			vals := e.Values(nil) // ascending
+			s := make([]float64, len(vals))
+			for k := range vals {
+				s[k] = math.Sqrt(math.Max(vals[len(vals)-1-k], 0))
+			}
+			out[i] = s[:min(len(s), min(l.In(), l.Out()))]
+		}
+	}
+	return out, nil
+}
+
+// errorCurve returns the exact squared calibration error of every
+// truncation of f on problem p (against Ỹ = X·W + b).
+func (f *Fit) errorCurve(p Problem) []float64 {
+	xc := p.xcheck()
+	var z, t *mat.Dense
+	switch {
+	case f.mode == BiasAugment:
+		z, t = withOnes(xc), preact(p.X, p.W, p.Bias)
+	case f.mode == BiasCenter || f.biasFn != nil:
+		z = centered(xc, colMeans(xc))
+		t = centered(preact(p.X, p.W, p.Bias), f.ybar)
+	default:
+		z, t = xc, preact(p.X, p.W, nil)
+		if f.keepBias != nil && p.Bias != nil {
+			// The kept bias cancels exactly.
+		}
+	}
+	return errorCurve(t, z, f.a0, f.v)
+}
+
+func energyAt(s []float64, r int) float64 {
+	var tot, kept float64
+	for k, x := range s {
+		tot += x * x
+		if k < r {
+			kept += x * x
+		}
+	}
+	if tot == 0 {
+		return 1
+	}
+	return kept / tot
+}
+
+// diffNorm is ‖a − b‖_F.
+func diffNorm(a, b *mat.Dense) float64 {
+	r, c := a.Dims()
+	var s float64
+	for i := 0; i < r; i++ {
+		ar, br := a.RawRowView(i)[:c], b.RawRowView(i)[:c]
+		for j, v := range ar {
+			d := v - br[j]
+			s += d * d
+		}
+	}
+	return math.Sqrt(s)
+}
+
+// activate applies act elementwise to a copy of y.
+func activate(y *mat.Dense, act nn.Activation) *mat.Dense {
+	if act != nn.ReLU {
+		return y
+	}
+	r, c := y.Dims()
+	out := mat.NewDense(r, c, nil)
+	for i := 0; i < r; i++ {
+		dst := out.RawRowView(i)
+		for j, v := range y.RawRowView(i)[:c] {
+			if v > 0 {
+				dst[j] = v
+			}
+		}
+	}
+	return out
+}
+
+var _ = floats.Sum

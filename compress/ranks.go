@@ -1,0 +1,234 @@
+package compress
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Allocation strategies for a global parameter budget (Options.Keep).
+const (
+	// AllocGlobal (default) spends the budget greedily where it buys the
+	// most: the next rank goes to the layer whose next singular direction
+	// removes the largest fraction of that layer's energy per parameter it
+	// costs (in the spirit of Li & Shi's budgeted rank selection, spec §5
+	// [28]). Small layers, such as a classifier's last one, stay accurate.
+	AllocGlobal = "global"
+	// AllocUniform gives every layer the same fraction of its own
+	// parameters, r_i = ⌊(keep·P_i − bias_i)/(d_i + d2_i)⌋ ≥ 1 (the spec's
+	// ρ rule, Alg 2 rank selection); tiny layers get rank 1.
+	AllocUniform = "uniform"
+)
+
+// layerCost describes one layer's parameter accounting.
+type layerCost struct {
+	perRank int // parameters per unit of rank: d + d2 (+1 with the bias inside the rank)
+	fixed   int // parameters independent of the rank (a dense bias)
+	dense   int // parameters of the dense layer, weights and bias
+	maxRank int // largest rank the fit offers
+}
+
+// factoredParams is the parameter count at rank r.
+func (c layerCost) factoredParams(r int) int { return c.fixed + r*c.perRank }
+
+// worthFactoring reports whether rank r stores fewer parameters than the
+// dense layer.
+func (c layerCost) worthFactoring(r int) bool {
+	return r >= 1 && r <= c.maxRank && c.factoredParams(r) < c.dense
+}
+
+// allocate distributes a budget of parameters over layers. It returns, per
+// layer, the rank (0 = keep the layer dense) and the total parameter count,
+// which never exceeds budget. spectra[i] are layer i's singular values
+// (descending); energy fractions are relative to each layer's total.
+func allocate(costs []layerCost, spectra [][]float64, budget int, strategy string) ([]int, int, error) {
+	n := len(costs)
+	ranks := make([]int, n)
+	dense := make([]bool, n)
+	// Start every layer at its cheapest form: rank 1, or dense when even
+	// rank 1 would not save parameters.
+	total := 0
+	for i, c := range costs {
+		if c.worthFactoring(1) {
+			ranks[i] = 1
+			total += c.factoredParams(1)
+		} else {
+			dense[i] = true
+			total += c.dense
+		}
+	}
+	if total > budget {
+		return nil, 0, fmt.Errorf("compress: a budget of %d parameters cannot hold the network: rank 1 in every layer already needs %d: %w", budget, total, ErrInput)
+	}
+	cost := func(i int) int {
+		if dense[i] {
+			return costs[i].dense
+		}
+		return costs[i].factoredParams(ranks[i])
+	}
+	switch strategy {
+	case AllocUniform:
+		total = 0
+		for i, c := range costs {
+			if dense[i] {
+				total += c.dense
+				continue
+			}
+			frac := float64(budget) / float64(sumDense(costs))
+			r := int(math.Floor((frac*float64(c.dense) - float64(c.fixed)) / float64(c.perRank)))
+			r = max(1, min(r, c.maxRank))
+			if !c.worthFactoring(r) {
+				// The share would reach the break-even rank: keep dense
+				// only if that still fits, else the largest useful rank.
+				r = 1
+				for c.worthFactoring(r + 1) {
+					r++
+				}
+			}
+			ranks[i] = r
+			total += c.factoredParams(r)
+		}
+		// The floors above can overshoot only through the rank-1 minimum;
+		// trim the largest layers' ranks until the budget holds.
+		for total > budget {
+			best := -1
+			for i := range costs {
+				if !dense[i] && ranks[i] > 1 && (best < 0 || costs[i].perRank > costs[best].perRank) {
+					best = i
+				}
+			}
+			if best < 0 {
+				return nil, 0, fmt.Errorf("compress: cannot meet a budget of %d parameters: %w", budget, ErrInput)
+			}
+			ranks[best]--
+			total -= costs[best].perRank
+		}
+		for i := range ranks {
+			if dense[i] {
+				ranks[i] = 0
+			}
+		}
+		return ranks, total, nil
+	case AllocGlobal, "":
+	default:
+		return nil, 0, fmt.Errorf("compress: unknown allocation %q (expected global or uniform): %w", strategy, ErrInput)
+	}
+	energy := make([]float64, n)
+	for i, s := range spectra {
+		for _, x := range s {
+			energy[i] += x * x
+		}
+	}
+	for {
+		best, bestGain, bestCost := -1, -1.0, 0
+		for i, c := range costs {
+			if dense[i] {
+				continue
+			}
+			s := spectra[i]
+			var gain float64
+			var dc int
+			if c.worthFactoring(ranks[i] + 1) {
+				if ranks[i] < len(s) && energy[i] > 0 {
+					gain = s[ranks[i]] * s[ranks[i]] / energy[i]
+				}
+				dc = c.perRank
+			} else {
+				// The next step is the dense layer: it removes all the
+				// remaining error of this layer.
+				for k := ranks[i]; k < len(s); k++ {
+					gain += s[k] * s[k]
+				}
+				if energy[i] > 0 {
+					gain /= energy[i]
+				}
+				dc = c.dense - cost(i)
+			}
+			if dc <= 0 || total+dc > budget {
+				continue
+			}
+			if g := gain / float64(dc); g > bestGain {
+				best, bestGain, bestCost = i, g, dc
+			}
+		}
+		if best < 0 || bestGain <= 0 {
+			break
+		}
+		total += bestCost
+		if costs[best].worthFactoring(ranks[best] + 1) {
+			ranks[best]++
+		} else {
+			dense[best] = true
+		}
+	}
+	for i := range ranks {
+		if dense[i] {
+			ranks[i] = 0
+		}
+	}
+	return ranks, total, nil
+}
+
+func sumDense(costs []layerCost) int {
+	s := 0
+	for _, c := range costs {
+		s += c.dense
+	}
+	return s
+}
+
+// rankForEnergy returns the smallest r whose leading singular values hold at
+// least the fraction e of Σ s².
+func rankForEnergy(s []float64, e float64) int {
+	var tot float64
+	for _, x := range s {
+		tot += x * x
+	}
+	if tot == 0 {
+		return 1
+	}
+	var cum float64
+	for k, x := range s {
+		cum += x * x
+		if cum >= e*tot*(1-1e-12) {
+			return k + 1
+		}
+	}
+	return len(s)
+}
+
+// errorCurve returns, for r = 1..k, the squared calibration error
+// ‖T − P_r·V_rᵀ‖_F² of the rank-r truncations of a fit, where T is the
+// target the factors reproduce and P = Z·A0 (Z the inputs as the fit uses
+// them). It is exact for every method (V need not be orthonormal) and costs
+// O(m·k·(p + d2) + k²·d2).
+func errorCurve(t, z, a0, v *mat.Dense) []float64 {
+	var p, tv, gp, gv mat.Dense
+	p.Mul(z, a0)
+	tv.Mul(t, v)
+	gp.Mul(p.T(), &p)
+	gv.Mul(v.T(), v)
+	_, k := p.Dims()
+	m, _ := p.Dims()
+	c := make([]float64, k)
+	for j := 0; j < k; j++ {
+		var s float64
+		for i := 0; i < m; i++ {
+			s += p.At(i, j) * tv.At(i, j)
+		}
+		c[j] = s
+	}
+	tn := mat.Norm(t, 2)
+	e := tn * tn
+	out := make([]float64, k)
+	for r := 0; r < k; r++ {
+		e -= 2 * c[r]
+		for l := 0; l < r; l++ {
+			e += 2 * gp.At(r, l) * gv.At(r, l)
+		}
+		e += gp.At(r, r) * gv.At(r, r)
+		out[r] = math.Max(e, 0)
+	}
+	return out
+}

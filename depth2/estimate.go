@@ -1,0 +1,254 @@
+package depth2
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/tensor"
+)
+
+// MomentOptions controls EstimateMoments.
+type MomentOptions struct {
+	// MaxOrder is the highest moment order (2ℓ+2: 4 for ℓ = 1, 6 for ℓ = 2).
+	// Default 4.
+	MaxOrder int
+	// Dim is the reduced dimension k: 0 keeps all d input dimensions, k < d
+	// projects on the top-k eigenspace of T̂_2 first (specs/004 §7.2). Use
+	// −1 to infer k from T̂_2's spectrum against its noise (3× the spectral
+	// norm of the split-half difference).
+	Dim int
+	// NoResidualize turns off the variance reduction of specs/004 §2.5 (for
+	// the experiment that measures it).
+	NoResidualize bool
+	// Progress, if non-nil, receives (stage, done, total).
+	Progress func(stage string, done, total int)
+}
+
+func (o MomentOptions) progress(stage string) func(done, total int) {
+	if o.Progress == nil {
+		return nil
+	}
+	return func(done, total int) { o.Progress(stage, done, total) }
+}
+
+// EstimateMoments estimates the Hermite moments T_0…T_R of the columns of Y
+// (n×p) under the inputs X (n×d, rows ~ N(0, I_d)), the inputs of
+// Algorithms 4–6 (the estimator of Lemma D.3, specs/004 §2.5), with the
+// practical steps of the spec:
+//
+//  1. T̂_1 = E[y·x] and T̂_2 = E[y·(xxᵀ − I)] in d dimensions; for T̂_2 the
+//     outputs are first residualised on [1, x] (He_2 is orthogonal to
+//     degree ≤ 1, so the mean is unchanged and the ReLU's linear half leaves
+//     the variance).
+//  2. Dimension reduction through T̂_2 before any higher moment (§7.2): f_2
+//     = Σ a_i·φ(b_i)·w_i w_iᵀ has rank m, so the top-k singular space of
+//     [T̂_2^{(1)} … T̂_2^{(p)}] spans the hidden weights (units with large
+//     |b_i| excepted), and z = Pᵀx ~ N(0, I_k) carries everything. This
+//     turns the d^R cost of T̂_R into k^R.
+//  3. Orders ≥ 3 from tensor.HermiteMoments on z, with the outputs
+//     residualised on the Hermite features of z up to degree 2
+//     (tensor.Residualize; ~2× lower error, §2.5).
+//
+// Every order is estimated on the two halves of the samples separately:
+// T̂ = (T̂ᵃ + T̂ᵇ)/2, and Moments.HalfDiff = (T̂ᵃ − T̂ᵇ)/2 has the covariance of
+// T̂'s error, which calibrates Algorithm 4's thresholds (§3.4). Y is not
+// modified.
+func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*Moments, error) {
+	n, d := X.Dims()
+	ny, p := Y.Dims()
+	if n != ny {
+		return nil, fmt.Errorf("%w: X has %d rows but Y has %d", ErrInput, n, ny)
+	}
+	R := opt.MaxOrder
+	if R == 0 {
+		R = 4
+	}
+	if R < 2 || R > tensor.MaxMomentOrder {
+		return nil, fmt.Errorf("%w: moment order %d outside [2, %d]", ErrInput, R, tensor.MaxMomentOrder)
+	}
+	if n < 4 {
+		return nil, fmt.Errorf("%w: %d samples", ErrInput, n)
+	}
+	half := n / 2
+	halves := [2][2]int{{0, half}, {half, n}}
+
+	// Channel means (T_0) and centred channels.
+	S := mat.DenseCopyOf(Y)
+	mean := make([]float64, p)
+	for t := 0; t < p; t++ {
+		mean[t] = mat.Sum(S.ColView(t)) / float64(n)
+	}
+	for i := 0; i < n; i++ {
+		row := S.RawRowView(i)
+		for t := range row {
+			row[t] -= mean[t]
+		}
+	}
+	halfMean := func(h int) []float64 {
+		out := make([]float64, p)
+		lo, hi := halves[h][0], halves[h][1]
+		for i := lo; i < hi; i++ {
+			for t, v := range Y.RawRowView(i) {
+				out[t] += v
+			}
+		}
+		for t := range out {
+			out[t] /= float64(hi - lo)
+		}
+		return out
+	}
+
+	// 1. Orders 1 and 2 in d dimensions.
+	T1 := [2]*mat.Dense{}
+	for h := 0; h < 2; h++ {
+		lo, hi := halves[h][0], halves[h][1]
+		T1[h] = mat.NewDense(d, p, nil)
+		T1[h].Mul(X.Slice(lo, hi, 0, d).T(), S.Slice(lo, hi, 0, p))
+		T1[h].Scale(1/float64(hi-lo), T1[h])
+	}
+	S1 := mat.DenseCopyOf(S)
+	if !opt.NoResidualize {
+		if _, err := tensor.Residualize(ctx, X, S1, 1); err != nil {
+			return nil, fmt.Errorf("depth2: residualising for T_2: %w", err)
+		}
+	}
+	var T2 [2][]*mat.SymDense
+	for h := 0; h < 2; h++ {
+		lo, hi := halves[h][0], halves[h][1]
+		m2, err := tensor.HermiteMoment2(ctx, X.Slice(lo, hi, 0, d).(*mat.Dense), S1.Slice(lo, hi, 0, p).(*mat.Dense), opt.progress(fmt.Sprintf("order-2 moment (half %d)", h+1)))
+		if err != nil {
+			return nil, err
+		}
+		T2[h] = m2
+	}
+
+	// 2. Dimension reduction.
+	mo := &Moments{N: n}
+	k := d
+	if opt.Dim != 0 {
+		stack := mat.NewDense(d, d*p, nil)
+		noise := mat.NewDense(d, d*p, nil)
+		for t := 0; t < p; t++ {
+			for a := 0; a < d; a++ {
+				for b := 0; b < d; b++ {
+					x, y := T2[0][t].At(a, b), T2[1][t].At(a, b)
+					stack.Set(a, t*d+b, (x+y)/2)
+					noise.Set(a, t*d+b, (x-y)/2)
+				}
+			}
+		}
+		U, s, _, err := linalg.ThinSVD(stack)
+		if err != nil {
+			return nil, fmt.Errorf("depth2: SVD of T_2: %w", err)
+		}
+		_, sn, _, err := linalg.ThinSVD(noise)
+		if err != nil {
+			return nil, fmt.Errorf("depth2: SVD of T_2's noise: %w", err)
+		}
+		mo.Spectrum2, mo.Noise2 = s, sn[0]
+		k = opt.Dim
+		if k < 0 {
+			k = 0
+			for _, v := range s {
+				if v > 3*sn[0] && v > 1e-10*s[0] {
+					k++
+				}
+			}
+			k = max(k, 1)
+		}
+		k = min(k, d)
+		if k < d {
+			mo.Basis = mat.DenseCopyOf(U.Slice(0, d, 0, k))
+		}
+	}
+	Z := X
+	if mo.Basis != nil {
+		Z = mat.NewDense(n, k, nil)
+		Z.Mul(X, mo.Basis)
+	}
+
+	// 3. Orders ≥ 3 in k dimensions.
+	S2 := mat.DenseCopyOf(S)
+	if !opt.NoResidualize {
+		if _, err := tensor.Residualize(ctx, Z, S2, 2); err != nil {
+			return nil, fmt.Errorf("depth2: residualising for orders ≥ 3: %w", err)
+		}
+	}
+	var high [2][][]*tensor.Symmetric
+	if R >= 3 {
+		for h := 0; h < 2; h++ {
+			lo, hi := halves[h][0], halves[h][1]
+			mh, err := tensor.HermiteMoments(ctx, Z.Slice(lo, hi, 0, k).(*mat.Dense), S2.Slice(lo, hi, 0, p).(*mat.Dense), R, opt.progress(fmt.Sprintf("order-%d moments (half %d)", R, h+1)))
+			if err != nil {
+				return nil, err
+			}
+			high[h] = mh
+		}
+	}
+
+	// Assemble T and HalfDiff in k dimensions.
+	mo.T = make([][]*tensor.Symmetric, p)
+	mo.HalfDiff = make([][]*tensor.Symmetric, p)
+	mo.Noise = make([]float64, R+1)
+	project1 := func(T *mat.Dense, t int) *tensor.Symmetric {
+		v := tensor.NewSymmetric(k, 1)
+		for j := 0; j < k; j++ {
+			s := 0.0
+			for a := 0; a < d; a++ {
+				b := 1.0
+				if mo.Basis != nil {
+					b = mo.Basis.At(a, j)
+				} else if a != j {
+					continue
+				}
+				s += b * T.At(a, t)
+			}
+			v.Data[j] = s
+		}
+		return v
+	}
+	project2 := func(M *mat.SymDense) *tensor.Symmetric {
+		v := tensor.NewSymmetric(k, 2)
+		var PM mat.Dense
+		if mo.Basis != nil {
+			PM.Product(mo.Basis.T(), M, mo.Basis)
+		} else {
+			PM.CloneFrom(M)
+		}
+		v.ForEach(func(pos int, idx []int) { v.Data[pos] = PM.At(idx[0], idx[1]) })
+		return v
+	}
+	m0 := [2][]float64{halfMean(0), halfMean(1)}
+	for t := 0; t < p; t++ {
+		mo.T[t] = make([]*tensor.Symmetric, R+1)
+		mo.HalfDiff[t] = make([]*tensor.Symmetric, R+1)
+		for r := 0; r <= R; r++ {
+			var a, b *tensor.Symmetric
+			switch r {
+			case 0:
+				a, b = tensor.NewSymmetric(k, 0), tensor.NewSymmetric(k, 0)
+				a.Data[0], b.Data[0] = m0[0][t], m0[1][t]
+			case 1:
+				a, b = project1(T1[0], t), project1(T1[1], t)
+			case 2:
+				a, b = project2(T2[0][t]), project2(T2[1][t])
+			default:
+				a, b = high[0][t][r], high[1][t][r]
+			}
+			sum := a.Clone()
+			sum.AddScaled(1, b)
+			sum.Scale(0.5)
+			diff := a.Clone()
+			diff.AddScaled(-1, b)
+			diff.Scale(0.5)
+			mo.T[t][r], mo.HalfDiff[t][r] = sum, diff
+			nd := diff.Norm()
+			mo.Noise[r] = math.Hypot(mo.Noise[r], nd)
+		}
+	}
+	return mo, nil
+}

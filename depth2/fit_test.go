@@ -1,0 +1,88 @@
+package depth2
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/synth"
+)
+
+// The same seed gives bit-identical results at any GOMAXPROCS.
+func TestFitDeterministicAcrossGOMAXPROCS(t *testing.T) {
+	rng := synth.NewRand(11)
+	teacher, _ := synth.Depth2Teacher(synth.Depth2Config{D: 5, M: 2}, rng)
+	X, _ := synth.GaussianInputs(40000, 5, nil, rng)
+	Y, _, _ := synth.Depth2Data(teacher, X, synth.Noise{Kind: "gaussian", Level: 0.05}, rng)
+	fit := func(procs int) *Result {
+		prev := runtime.GOMAXPROCS(procs)
+		defer runtime.GOMAXPROCS(prev)
+		res, err := Fit(context.Background(), X, Y, Options{Hidden: 2, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := fit(1), fit(2)
+	for _, pair := range [][2]*mat.Dense{{a.Model.W, b.Model.W}, {a.Model.A, b.Model.A}, {a.Moment.W, b.Moment.W}} {
+		if !slices.Equal(pair[0].RawMatrix().Data, pair[1].RawMatrix().Data) {
+			t.Fatal("GOMAXPROCS changes the result")
+		}
+	}
+	if !slices.Equal(a.Model.B, b.Model.B) {
+		t.Fatal("GOMAXPROCS changes the biases")
+	}
+}
+
+// ResolveSigns undoes arbitrary sign flips of a full-rank network exactly.
+func TestResolveSignsFullRank(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 1))
+	net := randomNet(6, 4, []float64{0.3, -0.8, 1.2, 0}, rng)
+	net.C = []float64{0}
+	flipped := net.FlipUnit(1).FlipUnit(3)
+	out, which, rest, ties := ResolveSigns(flipped)
+	if rest > 1e-12 || ties != 1 || !slices.Equal(which, []int{1, 3}) {
+		t.Fatalf("flipped %v, rest %v, ties %d", which, rest, ties)
+	}
+	for i := 0; i < 4; i++ {
+		if d := dot(out.W.RawRowView(i), net.W.RawRowView(i)); math.Abs(d-1) > 1e-14 || math.Abs(out.B[i]-net.B[i]) > 1e-14 {
+			t.Errorf("unit %d not restored", i)
+		}
+	}
+}
+
+// Bad input gets errors wrapping ErrInput.
+func TestFitBadInput(t *testing.T) {
+	rng := synth.NewRand(12)
+	X, _ := synth.GaussianInputs(3000, 4, nil, rng)
+	Y := mat.NewDense(3000, 1, nil)
+	for i := 0; i < 3000; i++ {
+		Y.Set(i, 0, math.Max(X.At(i, 0), 0))
+	}
+	bad := mat.DenseCopyOf(Y)
+	bad.Set(10, 0, math.NaN())
+	cases := []struct {
+		name string
+		X, Y *mat.Dense
+		opt  Options
+	}{
+		{"nan", X, bad, Options{}},
+		{"rows", X, mat.NewDense(10, 1, nil), Options{}},
+		{"few samples", X, Y, Options{Hidden: 4}},
+		{"too wide for ℓ=2", X, Y, Options{Hidden: 11, Order: 2}},
+		{"order", X, Y, Options{Order: 3}},
+		{"route", X, Y, Options{Route: "magic"}},
+		{"overcomplete without width", X, Y, Options{Order: 2}},
+	}
+	for _, c := range cases {
+		if _, err := Fit(context.Background(), c.X, c.Y, c.opt); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: error %v, want ErrInput", c.name, err)
+		}
+	}
+}

@@ -1,0 +1,356 @@
+package nn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+)
+
+// TrainOptions controls Train. The zero value works: 10 epochs of Adam
+// (Kingma & Ba 2015) with minibatches of 128, learning rate 1e-3 on a cosine
+// schedule, seed 0.
+type TrainOptions struct {
+	// Epochs is the number of passes over the data. Default 10.
+	Epochs int
+	// BatchSize is the number of samples per step. Default 128. The last,
+	// smaller batch of an epoch is used too.
+	BatchSize int
+	// LearningRate is Adam's step size α at the start. Default 1e-3.
+	LearningRate float64
+	// Schedule is "cosine" (default: α·(1+cos(π·t/T))/2 over all T steps) or
+	// "constant".
+	Schedule string
+	// Beta1, Beta2 and Epsilon are Adam's constants; defaults 0.9, 0.999,
+	// 1e-8 (PyTorch's).
+	Beta1, Beta2, Epsilon float64
+	// WeightDecay is decoupled weight decay (AdamW, Loshchilov & Hutter 2019)
+	// on weights, not biases: each step multiplies weights by 1 − α_t·λ.
+	// Default 0.
+	WeightDecay float64
+	// Seed seeds the order of the samples in each epoch. The same seed, data
+	// and starting network give bit-identical results at any GOMAXPROCS.
+	Seed uint64
+	// Validation, if non-nil, is scored after every epoch (its Accuracy and
+	// Loss go into EpochStats.Validation).
+	Validation       *mat.Dense
+	ValidationLabels []int
+	// Progress, if non-nil, is called after every step with ("train",
+	// steps done, total steps).
+	Progress func(stage string, done, total int)
+}
+
+func (o TrainOptions) withDefaults() TrainOptions {
+	if o.Epochs == 0 {
+		o.Epochs = 10
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 128
+	}
+	if o.LearningRate == 0 {
+		o.LearningRate = 1e-3
+	}
+	if o.Schedule == "" {
+		o.Schedule = "cosine"
+	}
+	if o.Beta1 == 0 {
+		o.Beta1 = 0.9
+	}
+	if o.Beta2 == 0 {
+		o.Beta2 = 0.999
+	}
+	if o.Epsilon == 0 {
+		o.Epsilon = 1e-8
+	}
+	return o
+}
+
+// EpochStats reports one epoch of training.
+type EpochStats struct {
+	Epoch int `json:"epoch"`
+	// TrainLoss and TrainAccuracy average the minibatch losses and
+	// accuracies of the epoch (measured before each step's update).
+	TrainLoss     float64  `json:"train_loss"`
+	TrainAccuracy float64  `json:"train_accuracy"`
+	Validation    *Metrics `json:"validation,omitempty"`
+	LearningRate  float64  `json:"learning_rate"` // at the epoch's end
+	Seconds       float64  `json:"seconds"`
+}
+
+// TrainResult is what Train returns.
+type TrainResult struct {
+	Epochs  []EpochStats  `json:"epochs"`
+	Steps   int           `json:"steps"`
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// Train fits m in place to classify the rows of x (n×In) into labels in
+// [0, Out) by minimising the mean softmax cross-entropy of its logits with
+// minibatch Adam, exactly as torch.optim.Adam (or AdamW with WeightDecay)
+// with bias correction does. Every layer must be ReLU or Identity; gradients
+// are exact (back-propagation in float64). Each epoch visits the samples in
+// an order drawn from Seed. Matrix products are gonum's, which split work
+// into output blocks with a fixed summation order, so results do not depend
+// on GOMAXPROCS.
+//
+// Train honours ctx between steps; on cancellation it returns the statistics
+// so far with ctx's error, leaving m at the last completed step. Errors
+// caused by the data or options wrap ErrInput.
+func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOptions) (*TrainResult, error) {
+	start := time.Now()
+	opt = opt.withDefaults()
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrInput)
+	}
+	n, d := x.Dims()
+	if d != m.In() {
+		return nil, fmt.Errorf("nn: Train: inputs have %d columns but the network takes %d: %w", d, m.In(), ErrInput)
+	}
+	if err := CheckLabels(labels, n, m.Out()); err != nil {
+		return nil, err
+	}
+	switch {
+	case opt.Epochs < 0:
+		return nil, fmt.Errorf("nn: Train: Epochs must be ≥ 0, got %d: %w", opt.Epochs, ErrInput)
+	case opt.BatchSize < 0:
+		return nil, fmt.Errorf("nn: Train: BatchSize must be positive, got %d: %w", opt.BatchSize, ErrInput)
+	case !(opt.LearningRate > 0) || math.IsInf(opt.LearningRate, 0):
+		return nil, fmt.Errorf("nn: Train: LearningRate must be positive and finite, got %g: %w", opt.LearningRate, ErrInput)
+	case opt.Schedule != "cosine" && opt.Schedule != "constant":
+		return nil, fmt.Errorf("nn: Train: Schedule must be \"cosine\" or \"constant\", got %q: %w", opt.Schedule, ErrInput)
+	case !(opt.Beta1 >= 0 && opt.Beta1 < 1) || !(opt.Beta2 >= 0 && opt.Beta2 < 1) || !(opt.Epsilon > 0):
+		return nil, fmt.Errorf("nn: Train: need 0 ≤ Beta1, Beta2 < 1 and Epsilon > 0: %w", ErrInput)
+	case opt.WeightDecay < 0:
+		return nil, fmt.Errorf("nn: Train: WeightDecay must be ≥ 0, got %g: %w", opt.WeightDecay, ErrInput)
+	}
+	if opt.Validation != nil {
+		if _, vd := opt.Validation.Dims(); vd != d {
+			return nil, fmt.Errorf("nn: Train: validation inputs have %d columns, training inputs %d: %w", vd, d, ErrInput)
+		}
+		vn, _ := opt.Validation.Dims()
+		if err := CheckLabels(opt.ValidationLabels, vn, m.Out()); err != nil {
+			return nil, fmt.Errorf("validation: %w", err)
+		}
+	}
+
+	bs := min(opt.BatchSize, n)
+	perEpoch := (n + bs - 1) / bs
+	total := perEpoch * opt.Epochs
+	ad := newAdam(m)
+	ws := newWorkspace(m, bs)
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x747261696e)) // "train"
+	perm := make([]int, n)
+	res := &TrainResult{}
+	step := 0
+	for ep := 0; ep < opt.Epochs; ep++ {
+		epStart := time.Now()
+		for i := range perm {
+			perm[i] = i
+		}
+		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		var lossSum float64
+		correct := 0
+		lr := opt.LearningRate
+		for b := 0; b < perEpoch; b++ {
+			if err := ctx.Err(); err != nil {
+				res.Steps = step
+				res.Elapsed = time.Since(start)
+				return res, err
+			}
+			idx := perm[b*bs : min((b+1)*bs, n)]
+			loss, ok := ws.gradient(m, x, labels, idx)
+			lossSum += loss * float64(len(idx))
+			correct += ok
+			lr = opt.LearningRate
+			if opt.Schedule == "cosine" && total > 1 {
+				lr *= 0.5 * (1 + math.Cos(math.Pi*float64(step)/float64(total)))
+			}
+			step++
+			ad.step(m, ws, lr, opt)
+			if opt.Progress != nil {
+				opt.Progress("train", step, total)
+			}
+		}
+		st := EpochStats{
+			Epoch:         ep + 1,
+			TrainLoss:     lossSum / float64(n),
+			TrainAccuracy: float64(correct) / float64(n),
+			LearningRate:  lr,
+		}
+		if opt.Validation != nil {
+			v, err := m.Evaluate(opt.Validation, opt.ValidationLabels)
+			if err != nil {
+				return nil, err
+			}
+			st.Validation = &v
+		}
+		st.Seconds = time.Since(epStart).Seconds()
+		res.Epochs = append(res.Epochs, st)
+	}
+	res.Steps = step
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// workspace holds one minibatch's activations and the gradients.
+type workspace struct {
+	xb     *mat.Dense   // the batch's inputs
+	h      []*mat.Dense // h[i] = output of layer i (after activation)
+	g      []*mat.Dense // g[i] = dLoss/d(pre-activation of layer i)
+	dw     []*mat.Dense
+	db     [][]float64
+	labels []int
+}
+
+func newWorkspace(m *MLP, bs int) *workspace {
+	L := len(m.Layers)
+	ws := &workspace{
+		xb: mat.NewDense(bs, m.In(), nil),
+		h:  make([]*mat.Dense, L), g: make([]*mat.Dense, L),
+		dw: make([]*mat.Dense, L), db: make([][]float64, L),
+		labels: make([]int, bs),
+	}
+	for i, l := range m.Layers {
+		ws.h[i] = mat.NewDense(bs, l.Out(), nil)
+		ws.g[i] = mat.NewDense(bs, l.Out(), nil)
+		ws.dw[i] = mat.NewDense(l.Out(), l.In(), nil)
+		ws.db[i] = make([]float64, l.Out())
+	}
+	return ws
+}
+
+// view returns the first r rows of a workspace matrix.
+func rows(a *mat.Dense, r int) *mat.Dense {
+	_, c := a.Dims()
+	return a.Slice(0, r, 0, c).(*mat.Dense)
+}
+
+// gradient computes the loss on the samples idx and its gradient with respect
+// to every weight and bias (into ws.dw, ws.db), and returns the mean loss and
+// the number of correctly classified samples.
+func (ws *workspace) gradient(m *MLP, x *mat.Dense, labels []int, idx []int) (float64, int) {
+	b := len(idx)
+	_, d := x.Dims()
+	xb := rows(ws.xb, b)
+	for r, i := range idx {
+		copy(xb.RawRowView(r), x.RawRowView(i)[:d])
+		ws.labels[r] = labels[i]
+	}
+	lab := ws.labels[:b]
+	in := xb
+	for i, l := range m.Layers {
+		z := rows(ws.h[i], b)
+		z.Mul(in, l.Weight.T())
+		raw := z.RawMatrix()
+		for r := 0; r < b; r++ {
+			row := raw.Data[r*raw.Stride : r*raw.Stride+raw.Cols]
+			if l.Bias != nil {
+				floats.Add(row, l.Bias)
+			}
+			if l.Act == ReLU {
+				for j, v := range row {
+					if !(v > 0) {
+						row[j] = 0
+					}
+				}
+			}
+		}
+		in = z
+	}
+	L := len(m.Layers)
+	logits := rows(ws.h[L-1], b)
+	g := rows(ws.g[L-1], b)
+	loss := SoftmaxCrossEntropy(logits, lab, g)
+	if m.Layers[L-1].Act == ReLU {
+		maskReLU(g, logits)
+	}
+	ok := countCorrect(logits, lab)
+	for i := L - 1; i >= 0; i-- {
+		l := m.Layers[i]
+		prev := xb
+		if i > 0 {
+			prev = rows(ws.h[i-1], b)
+		}
+		ws.dw[i].Mul(g.T(), prev)
+		if l.Bias != nil {
+			db := ws.db[i]
+			clear(db)
+			for r := 0; r < b; r++ {
+				floats.Add(db, g.RawRowView(r))
+			}
+		}
+		if i > 0 {
+			gp := rows(ws.g[i-1], b)
+			gp.Mul(g, l.Weight)
+			if m.Layers[i-1].Act == ReLU {
+				maskReLU(gp, prev)
+			}
+			g = gp
+		}
+	}
+	return loss, ok
+}
+
+// maskReLU zeroes g where the ReLU output h is zero (ReLU'(0) = 0, as in
+// PyTorch).
+func maskReLU(g, h *mat.Dense) {
+	r, c := g.Dims()
+	for i := 0; i < r; i++ {
+		gr, hr := g.RawRowView(i)[:c], h.RawRowView(i)[:c]
+		for j, v := range hr {
+			if !(v > 0) {
+				gr[j] = 0
+			}
+		}
+	}
+}
+
+// adam holds the first and second moment estimates.
+type adam struct {
+	t      int
+	mw, vw [][]float64
+	mb, vb [][]float64
+}
+
+func newAdam(m *MLP) *adam {
+	a := &adam{}
+	for _, l := range m.Layers {
+		r, c := l.Weight.Dims()
+		a.mw = append(a.mw, make([]float64, r*c))
+		a.vw = append(a.vw, make([]float64, r*c))
+		a.mb = append(a.mb, make([]float64, len(l.Bias)))
+		a.vb = append(a.vb, make([]float64, len(l.Bias)))
+	}
+	return a
+}
+
+// step applies one Adam update with learning rate lr.
+func (a *adam) step(m *MLP, ws *workspace, lr float64, o TrainOptions) {
+	a.t++
+	c1 := 1 - math.Pow(o.Beta1, float64(a.t))
+	c2 := 1 - math.Pow(o.Beta2, float64(a.t))
+	upd := func(p, g, mm, vv []float64, decay float64) {
+		for k, gk := range g {
+			mm[k] = o.Beta1*mm[k] + (1-o.Beta1)*gk
+			vv[k] = o.Beta2*vv[k] + (1-o.Beta2)*gk*gk
+			p[k] = p[k]*decay - lr*(mm[k]/c1)/(math.Sqrt(vv[k]/c2)+o.Epsilon)
+		}
+	}
+	for i, l := range m.Layers {
+		r, c := l.Weight.Dims()
+		raw := l.Weight.RawMatrix()
+		gw := ws.dw[i].RawMatrix()
+		decay := 1 - lr*o.WeightDecay
+		for row := 0; row < r; row++ {
+			upd(raw.Data[row*raw.Stride:row*raw.Stride+c], gw.Data[row*gw.Stride:row*gw.Stride+c],
+				a.mw[i][row*c:(row+1)*c], a.vw[i][row*c:(row+1)*c], decay)
+		}
+		if l.Bias != nil {
+			upd(l.Bias, ws.db[i], a.mb[i], a.vb[i], 1)
+		}
+	}
+}

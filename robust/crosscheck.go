@@ -1,0 +1,250 @@
+package robust
+
+import (
+	"math"
+)
+
+// bcd is block-coordinate descent on (47): c ← A⁺(v − e), e ← S_τ(v − Ac).
+// It is exactly ISTA with step d on the e-LASSO min_e (1/2d)‖P(v − e)‖² +
+// λ‖e‖₁, P = I − AA⁺ (spec §2.5 item 2), so it converges (linearly once the
+// outlier support settles). A cross-check of huberSSN, not the default.
+func (s *Solver) bcd(v []float64, tau float64, maxIter int) ([]float64, int, bool) {
+	l := append([]float64(nil), s.gram...)
+	cholesky(l, s.p)
+	e := make([]float64, s.d)
+	w := make([]float64, s.d)
+	scale := math.Max(maxAbs(v), 1)
+	var c []float64
+	for it := 1; it <= maxIter; it++ {
+		for i := range w {
+			w[i] = v[i] - e[i]
+		}
+		c = s.atx(w)
+		cholSolve(l, s.p, c)
+		r := s.residual(v, c)
+		change := 0.0
+		for i, x := range r {
+			ne := softThreshold(x, tau)
+			change = math.Max(change, math.Abs(ne-e[i]))
+			e[i] = ne
+		}
+		if change <= 1e-15*scale {
+			return c, it, true
+		}
+	}
+	return c, maxIter, false
+}
+
+// fista is FISTA with gradient-based adaptive restart (O'Donoghue–Candès) on
+// the e-LASSO min_e ½‖P(v − e)‖² + τ‖e‖₁ (Lipschitz constant 1), followed by
+// ĉ = A⁺(v − ê). A cross-check of huberSSN.
+func (s *Solver) fista(v []float64, tau float64, maxIter int) ([]float64, int, bool) {
+	l := append([]float64(nil), s.gram...)
+	cholesky(l, s.p)
+	d := s.d
+	// proj(x) returns P·x = x − A·G⁻¹·Aᵀx.
+	proj := func(x []float64) []float64 {
+		g := s.atx(x)
+		cholSolve(l, s.p, g)
+		return s.residual(x, g)
+	}
+	e := make([]float64, d)
+	prev := make([]float64, d)
+	y := make([]float64, d)
+	w := make([]float64, d)
+	t := 1.0
+	scale := math.Max(maxAbs(v), 1)
+	converged := false
+	it := 1
+	for ; it <= maxIter; it++ {
+		for i := range w {
+			w[i] = v[i] - y[i]
+		}
+		pw := proj(w)
+		copy(prev, e)
+		change, restart := 0.0, 0.0
+		for i := range e {
+			e[i] = softThreshold(y[i]+pw[i], tau)
+			change = math.Max(change, math.Abs(e[i]-prev[i]))
+			restart += (y[i] - e[i]) * (e[i] - prev[i])
+		}
+		if change <= 1e-15*scale {
+			converged = true
+			break
+		}
+		if restart > 0 {
+			t = 1
+			copy(y, e)
+			continue
+		}
+		tn := (1 + math.Sqrt(1+4*t*t)) / 2
+		beta := (t - 1) / tn
+		for i := range y {
+			y[i] = e[i] + beta*(e[i]-prev[i])
+		}
+		t = tn
+	}
+	for i := range w {
+		w[i] = v[i] - e[i]
+	}
+	c := s.atx(w)
+	cholSolve(l, s.p, c)
+	return c, min(it, maxIter), converged
+}
+
+// sparse minimises Σ H_τ(v − Ac) + κ‖c_{1..k}‖₁ (κ = λ_c·d; the intercept
+// is not penalised) by FISTA with restart (step 1/‖A‖², since the Huber
+// Hessian is ⪯ AᵀA), then polishes with Newton steps on the support found,
+// which make the answer exact once the support and signs are right.
+func (s *Solver) sparse(v []float64, tau, kappa float64, maxIter int) ([]float64, int, bool) {
+	p := s.p
+	lip := s.gramNorm()
+	step := 1 / lip
+	prox := func(x []float64) {
+		for j := 0; j < s.k; j++ {
+			x[j] = softThreshold(x[j], kappa*step)
+		}
+	}
+	grad := func(c []float64) []float64 { // Aᵀψ(v − Ac) = −∇loss
+		r := s.residual(v, c)
+		for i, x := range r {
+			r[i] = math.Max(-tau, math.Min(tau, x))
+		}
+		return s.atx(r)
+	}
+	c := make([]float64, p)
+	prev := make([]float64, p)
+	y := make([]float64, p)
+	t := 1.0
+	it := 1
+	cscale := 0.0
+	for ; it <= maxIter; it++ {
+		g := grad(y)
+		copy(prev, c)
+		for j := range c {
+			c[j] = y[j] + step*g[j]
+		}
+		prox(c)
+		change, restart := 0.0, 0.0
+		for j := range c {
+			change = math.Max(change, math.Abs(c[j]-prev[j]))
+			restart += (y[j] - c[j]) * (c[j] - prev[j])
+			cscale = math.Max(cscale, math.Abs(c[j]))
+		}
+		if change <= 1e-13*math.Max(cscale, 1e-300) {
+			break
+		}
+		if restart > 0 {
+			t = 1
+			copy(y, c)
+			continue
+		}
+		tn := (1 + math.Sqrt(1+4*t*t)) / 2
+		beta := (t - 1) / tn
+		for j := range y {
+			y[j] = c[j] + beta*(c[j]-prev[j])
+		}
+		t = tn
+	}
+	// Newton polish on the support with fixed signs.
+	for polish := 0; polish < 20; polish++ {
+		var supp []int
+		for j := 0; j < p; j++ {
+			if c[j] != 0 || j >= s.k {
+				supp = append(supp, j)
+			}
+		}
+		if len(supp) == 0 {
+			break
+		}
+		r := s.residual(v, c)
+		psi := make([]float64, s.d)
+		sig := make([]int8, s.d)
+		var outl []int
+		for i, x := range r {
+			switch {
+			case x > tau:
+				psi[i], sig[i] = tau, 1
+				outl = append(outl, i)
+			case x < -tau:
+				psi[i], sig[i] = -tau, -1
+				outl = append(outl, i)
+			default:
+				psi[i] = x
+			}
+		}
+		g := s.atx(psi)
+		h := make([]float64, p*p)
+		s.inlierGram(h, outl, sig)
+		m := len(supp)
+		hs := make([]float64, m*m)
+		rhs := make([]float64, m)
+		for a, ja := range supp {
+			for b, jb := range supp {
+				hs[a*m+b] = h[ja*p+jb]
+			}
+			rhs[a] = g[ja]
+			if ja < s.k {
+				if c[ja] > 0 {
+					rhs[a] -= kappa
+				} else {
+					rhs[a] += kappa
+				}
+			}
+			hs[a*m+a] += 1e-12 * h[ja*p+ja]
+		}
+		if !cholesky(hs, m) {
+			break
+		}
+		cholSolve(hs, m, rhs)
+		trial := append([]float64(nil), c...)
+		ok := true
+		for a, j := range supp {
+			trial[j] += rhs[a]
+			if j < s.k && trial[j]*c[j] <= 0 { // a sign flip: the support is not final
+				ok = false
+			}
+		}
+		if !ok {
+			break
+		}
+		size := math.Sqrt(dot(rhs, rhs))
+		copy(c, trial)
+		if size <= 1e-15*math.Max(1, math.Sqrt(dot(c, c))) {
+			break
+		}
+	}
+	return c, min(it, maxIter), it <= maxIter
+}
+
+// gramNorm is ‖AᵀA‖₂ by power iteration (60 steps, then 1% headroom).
+func (s *Solver) gramNorm() float64 {
+	p := s.p
+	x := make([]float64, p)
+	for j := range x {
+		x[j] = 1 / math.Sqrt(float64(p))
+	}
+	lam := 0.0
+	for it := 0; it < 60; it++ {
+		y := make([]float64, p)
+		for i := 0; i < p; i++ {
+			y[i] = dot(s.gram[i*p:(i+1)*p], x)
+		}
+		lam = math.Sqrt(dot(y, y))
+		if lam == 0 {
+			return 1
+		}
+		for j := range x {
+			x[j] = y[j] / lam
+		}
+	}
+	return lam * 1.01
+}
+
+func maxAbs(x []float64) float64 {
+	m := 0.0
+	for _, v := range x {
+		m = math.Max(m, math.Abs(v))
+	}
+	return m
+}
