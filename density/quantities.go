@@ -2,6 +2,8 @@ package density
 
 import (
 	"math"
+
+	"github.com/relurec/relurec/internal/quad"
 )
 
 // Beta returns the flatness β_γ(p) = inf_{|x|≤γ} p′(x)²/(4p(x)) of
@@ -179,23 +181,7 @@ func Expect(p Density, f func(float64) float64) float64 {
 // on each side of split (when split is inside (a, b)).
 func integrate(f func(float64) float64, a, b, split float64, panels int) float64 {
 	if split > a && split < b {
-		return gaussLegendre(f, a, split, panels) + gaussLegendre(f, split, b, panels)
+		return quad.GaussLegendre(f, a, split, panels) + quad.GaussLegendre(f, split, b, panels)
 	}
-	return gaussLegendre(f, a, b, panels)
-}
-
-func gaussLegendre(f func(float64) float64, a, b float64, panels int) float64 {
-	nodes := [8]float64{-0.9602898564975363, -0.7966664774136267, -0.5255324099163290, -0.1834346424956498,
-		0.1834346424956498, 0.5255324099163290, 0.7966664774136267, 0.9602898564975363}
-	weights := [8]float64{0.1012285362903763, 0.2223810344533745, 0.3137066458778873, 0.3626837833783620,
-		0.3626837833783620, 0.3137066458778873, 0.2223810344533745, 0.1012285362903763}
-	h := (b - a) / float64(panels)
-	sum := 0.0
-	for p := 0; p < panels; p++ {
-		mid := a + (float64(p)+0.5)*h
-		for i := range nodes {
-			sum += weights[i] * f(mid+nodes[i]*h/2)
-		}
-	}
-	return sum * h / 2
+	return quad.GaussLegendre(f, a, b, panels)
 }

@@ -296,11 +296,11 @@ func censoredNewton(F []float64, m, p int, t []float64, eq, use []bool, reg, x [
 				h[b*p+a] = h[a*p+b]
 			}
 		}
-		if !cholesky(h, p) {
+		if !linalg.CholeskyInPlace(h, p) {
 			return J
 		}
 		copy(xn, rhs)
-		cholSolve(h, p, xn)
+		linalg.CholeskySolveInPlace(h, p, xn)
 		Jn := eval(xn, zn, actN)
 		same := true
 		for j := 0; j < m; j++ {

@@ -3,6 +3,8 @@ package hermite
 import (
 	"fmt"
 	"math"
+
+	"github.com/relurec/relurec/internal/quad"
 )
 
 // InvSqrt2Pi is 1/√(2π), the standard normal density at 0.
@@ -72,7 +74,7 @@ func Coeff(f func(float64) float64, r int) float64 {
 	integrand := func(z float64) float64 {
 		return f(z) * He(r, z) * math.Exp(-z*z/2) * InvSqrt2Pi
 	}
-	return gaussLegendre(integrand, -12, 0, 96) + gaussLegendre(integrand, 0, 12, 96)
+	return quad.GaussLegendre(integrand, -12, 0, 96) + quad.GaussLegendre(integrand, 0, 12, 96)
 }
 
 // TensorOrder returns the smallest order r in {3, 4} whose coefficient is
@@ -88,23 +90,4 @@ func TensorOrder(a Activation) (int, error) {
 		return 3, nil
 	}
 	return 4, nil
-}
-
-// gaussLegendre integrates f on [a, b] with `panels` composite 8-point
-// Gauss–Legendre panels.
-func gaussLegendre(f func(float64) float64, a, b float64, panels int) float64 {
-	// Nodes and weights of the 8-point rule on [−1, 1].
-	nodes := [8]float64{-0.9602898564975363, -0.7966664774136267, -0.5255324099163290, -0.1834346424956498,
-		0.1834346424956498, 0.5255324099163290, 0.7966664774136267, 0.9602898564975363}
-	weights := [8]float64{0.1012285362903763, 0.2223810344533745, 0.3137066458778873, 0.3626837833783620,
-		0.3626837833783620, 0.3137066458778873, 0.2223810344533745, 0.1012285362903763}
-	h := (b - a) / float64(panels)
-	sum := 0.0
-	for p := 0; p < panels; p++ {
-		mid := a + (float64(p)+0.5)*h
-		for i := range nodes {
-			sum += weights[i] * f(mid+nodes[i]*h/2)
-		}
-	}
-	return sum * h / 2
 }

@@ -3,6 +3,8 @@ package robust
 import (
 	"fmt"
 	"math"
+
+	"github.com/relurec/relurec/linalg"
 )
 
 // OLS returns the least-squares code argmin ‖v − Ac‖ (the generalized LASSO
@@ -50,10 +52,10 @@ func (s *Solver) LAD(v []float64, iters int) ([]float64, error) {
 				h[b*p+a] = h[a*p+b]
 			}
 		}
-		if !cholesky(h, p) {
+		if !linalg.CholeskyInPlace(h, p) {
 			break
 		}
-		cholSolve(h, p, rhs)
+		linalg.CholeskySolveInPlace(h, p, rhs)
 		change := 0.0
 		for j := range c {
 			change = math.Max(change, math.Abs(rhs[j]-c[j]))

@@ -2,6 +2,8 @@ package robust
 
 import (
 	"math"
+
+	"github.com/relurec/relurec/linalg"
 )
 
 // bcd is block-coordinate descent on (47): c ← A⁺(v − e), e ← S_τ(v − Ac).
@@ -10,7 +12,7 @@ import (
 // outlier support settles). A cross-check of huberSSN, not the default.
 func (s *Solver) bcd(v []float64, tau float64, maxIter int) ([]float64, int, bool) {
 	l := append([]float64(nil), s.gram...)
-	cholesky(l, s.p)
+	linalg.CholeskyInPlace(l, s.p)
 	e := make([]float64, s.d)
 	w := make([]float64, s.d)
 	scale := math.Max(maxAbs(v), 1)
@@ -20,7 +22,7 @@ func (s *Solver) bcd(v []float64, tau float64, maxIter int) ([]float64, int, boo
 			w[i] = v[i] - e[i]
 		}
 		c = s.atx(w)
-		cholSolve(l, s.p, c)
+		linalg.CholeskySolveInPlace(l, s.p, c)
 		r := s.residual(v, c)
 		change := 0.0
 		for i, x := range r {
@@ -40,12 +42,12 @@ func (s *Solver) bcd(v []float64, tau float64, maxIter int) ([]float64, int, boo
 // ĉ = A⁺(v − ê). A cross-check of huberSSN.
 func (s *Solver) fista(v []float64, tau float64, maxIter int) ([]float64, int, bool) {
 	l := append([]float64(nil), s.gram...)
-	cholesky(l, s.p)
+	linalg.CholeskyInPlace(l, s.p)
 	d := s.d
 	// proj(x) returns P·x = x − A·G⁻¹·Aᵀx.
 	proj := func(x []float64) []float64 {
 		g := s.atx(x)
-		cholSolve(l, s.p, g)
+		linalg.CholeskySolveInPlace(l, s.p, g)
 		return s.residual(x, g)
 	}
 	e := make([]float64, d)
@@ -88,7 +90,7 @@ func (s *Solver) fista(v []float64, tau float64, maxIter int) ([]float64, int, b
 		w[i] = v[i] - e[i]
 	}
 	c := s.atx(w)
-	cholSolve(l, s.p, c)
+	linalg.CholeskySolveInPlace(l, s.p, c)
 	return c, min(it, maxIter), converged
 }
 
@@ -193,10 +195,10 @@ func (s *Solver) sparse(v []float64, tau, kappa float64, maxIter int) ([]float64
 			}
 			hs[a*m+a] += 1e-12 * h[ja*p+ja]
 		}
-		if !cholesky(hs, m) {
+		if !linalg.CholeskyInPlace(hs, m) {
 			break
 		}
-		cholSolve(hs, m, rhs)
+		linalg.CholeskySolveInPlace(hs, m, rhs)
 		trial := append([]float64(nil), c...)
 		ok := true
 		for a, j := range supp {

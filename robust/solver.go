@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/linalg"
 )
 
 // Solver holds what every solve with the same A shares: the (optionally
@@ -77,7 +79,7 @@ func NewSolver(A *mat.Dense, opt Options) (*Solver, error) {
 	}
 	// Full column rank, checked on the Cholesky factor of the Gram matrix.
 	l := append([]float64(nil), s.gram...)
-	if !cholesky(l, p) || cholCond(l, p) > 1e7 {
+	if !linalg.CholeskyInPlace(l, p) || cholCond(l, p) > 1e7 {
 		return nil, fmt.Errorf("%w: A (%d×%d%s) is numerically rank deficient (κ(A) > 1e7): the code is not identifiable", ErrInput, d, k, map[bool]string{true: " with the intercept column", false: ""}[opt.Intercept])
 	}
 	return s, nil
@@ -212,9 +214,9 @@ func (s *Solver) atx(x []float64) []float64 {
 // ols returns the least-squares solution G⁻¹Aᵀv.
 func (s *Solver) ols(v []float64) []float64 {
 	l := append([]float64(nil), s.gram...)
-	cholesky(l, s.p) // cannot fail: checked in NewSolver
+	linalg.CholeskyInPlace(l, s.p) // cannot fail: checked in NewSolver
 	c := s.atx(v)
-	cholSolve(l, s.p, c)
+	linalg.CholeskySolveInPlace(l, s.p, c)
 	return c
 }
 
@@ -237,9 +239,9 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 		// removes the Cholesky rounding.
 		r := s.residual(v, c)
 		l := append([]float64(nil), s.gram...)
-		cholesky(l, p)
+		linalg.CholeskyInPlace(l, p)
 		g := s.atx(r)
-		cholSolve(l, p, g)
+		linalg.CholeskySolveInPlace(l, p, g)
 		for j := range c {
 			c[j] += g[j]
 		}
@@ -278,11 +280,11 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 		for j := 0; j < p; j++ {
 			h[j*p+j] += ridge
 		}
-		if !cholesky(h, p) {
+		if !linalg.CholeskyInPlace(h, p) {
 			return c, iters, false
 		}
 		delta := append([]float64(nil), g...)
-		cholSolve(h, p, delta)
+		linalg.CholeskySolveInPlace(h, p, delta)
 		slope := dot(g, delta)
 		// u = A·Δ; trial residuals are r − t·u.
 		blas64.Gemv(blas.NoTrans, 1, s.a, blas64.Vector{N: p, Inc: 1, Data: delta}, 0, blas64.Vector{N: d, Inc: 1, Data: u})
@@ -412,7 +414,7 @@ func (s *Solver) knownSupport(v []float64, supp []int) ([]float64, error) {
 	}
 	h := make([]float64, p*p)
 	s.inlierGram(h, rows, sig)
-	if !cholesky(h, p) {
+	if !linalg.CholeskyInPlace(h, p) {
 		return nil, fmt.Errorf("%w: A restricted to the rows outside the known support is rank deficient", ErrInput)
 	}
 	vv := append([]float64(nil), v...)
@@ -420,14 +422,14 @@ func (s *Solver) knownSupport(v []float64, supp []int) ([]float64, error) {
 		vv[i] = 0
 	}
 	c := s.atx(vv)
-	cholSolve(h, p, c)
+	linalg.CholeskySolveInPlace(h, p, c)
 	// One step of iterative refinement.
 	r := s.residual(v, c)
 	for _, i := range rows {
 		r[i] = 0
 	}
 	g := s.atx(r)
-	cholSolve(h, p, g)
+	linalg.CholeskySolveInPlace(h, p, g)
 	for j := range c {
 		c[j] += g[j]
 	}
@@ -503,49 +505,6 @@ func unit(x []float64) []float64 {
 		out[i] = x[i] / n
 	}
 	return out
-}
-
-// cholesky factors the symmetric positive definite p×p matrix a (row-major,
-// full) in place into its lower factor L (a = L·Lᵀ). It reports false when a
-// pivot is not positive.
-func cholesky(a []float64, p int) bool {
-	for j := 0; j < p; j++ {
-		s := a[j*p+j]
-		for k := 0; k < j; k++ {
-			s -= a[j*p+k] * a[j*p+k]
-		}
-		if !(s > 0) {
-			return false
-		}
-		ljj := math.Sqrt(s)
-		a[j*p+j] = ljj
-		for i := j + 1; i < p; i++ {
-			t := a[i*p+j]
-			for k := 0; k < j; k++ {
-				t -= a[i*p+k] * a[j*p+k]
-			}
-			a[i*p+j] = t / ljj
-		}
-	}
-	return true
-}
-
-// cholSolve solves L·Lᵀ·x = b in place for the factor from cholesky.
-func cholSolve(l []float64, p int, b []float64) {
-	for i := 0; i < p; i++ {
-		t := b[i]
-		for k := 0; k < i; k++ {
-			t -= l[i*p+k] * b[k]
-		}
-		b[i] = t / l[i*p+i]
-	}
-	for i := p - 1; i >= 0; i-- {
-		t := b[i]
-		for k := i + 1; k < p; k++ {
-			t -= l[k*p+i] * b[k]
-		}
-		b[i] = t / l[i*p+i]
-	}
 }
 
 // cholCond estimates κ(A) = √κ(AᵀA) from the diagonal of the Cholesky factor
