@@ -37,6 +37,10 @@ PyTorch baseline (defaults; each is a flag):
     rounds ("plateau"); the budget --epochs 100 (full batch: --steps 3000) is
     spent ("budget"). --min-lr equal to --lr gives a constant learning rate.
   * torch.set_num_threads(2) (--threads), the cores of the reference machine.
+    For this tiny network 1 thread is as fast on an idle machine and far
+    faster on a busy one (2 OpenMP threads competing with other jobs slowed
+    training 10-20x in our runs); use --threads 1 when timing on a shared
+    machine (docs/twolayer-vs-pytorch.md).
   A little tuning went into these: lr 1e-2 converges faster than PyTorch's
   default 1e-3 with no loss of reliability here, and minibatches of 1000 reach
   the float64 floor in fewer FLOPs than full-batch Adam (one epoch costs about

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -48,14 +49,12 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 
 	finish := func(V, U *mat.Dense) (*Result, error) {
 		res.Model = nn.NewTwoLayer(V, U).Canonical()
-		res.Certificate.Residual = relResidual(X, Y, V, U)
+		F := activations(X, V)
+		res.Certificate.Residual = residualOf(F, Y, U)
 		res.Certificate.Tol = opt.CertTol
 		res.Certificate.Samples = X.RawMatrix().Rows
 		res.Certificate.Met = res.Route == RouteExact && res.Certificate.Residual <= opt.CertTol
-		_, cond, err := SolveU(X, Y, V)
-		if err == nil {
-			diag.CondF = cond
-		}
+		diag.CondF = linalg.Cond(F)
 		res.Elapsed = time.Since(began)
 		return res, nil
 	}

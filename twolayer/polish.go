@@ -82,9 +82,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done,
 		vh := Vhat.RawRowView(i)
 		for q := 0; q < n; q++ {
 			cosines[q] = dot(X.RawRowView(q), vh) / xnorm[q]
-			order[q] = q
 		}
-		slices.SortFunc(order, func(a, b int) int { return cmpFloat(cosines[a], cosines[b]) })
 		var found []struct {
 			z   []float64
 			rep UnitPolish
@@ -93,14 +91,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done,
 		for _, sign := range []int{1, -1} {
 			// Confident zeros of ReLU(sign·v̂·x): the most negative sign·cosines.
 			zeros := func(t int) []int {
-				if sign == 1 {
-					return order[:t]
-				}
-				idx := make([]int, t)
-				for j := 0; j < t; j++ {
-					idx[j] = order[n-1-j]
-				}
-				return idx
+				return smallest(cosines, float64(sign), t, order)
 			}
 			z, rep, why := polishUnit(X, B, xnorm, vh, sign, zeros)
 			if rep.OK {
@@ -252,6 +243,49 @@ func dot(a, b []float64) float64 {
 		s += a[i] * b[i]
 	}
 	return s
+}
+
+// smallest returns the indices of the t smallest values of sign·vals, most
+// negative first. It partitions by quickselect (expected O(n)) and sorts only
+// the t selected, so the polish never sorts all n samples. scratch has
+// length len(vals) and is overwritten.
+func smallest(vals []float64, sign float64, t int, scratch []int) []int {
+	for i := range scratch {
+		scratch[i] = i
+	}
+	key := func(i int) float64 { return sign * vals[scratch[i]] }
+	lo, hi := 0, len(scratch)-1
+	for lo < hi {
+		// Median-of-three pivot: deterministic, and robust to sorted input.
+		mid := lo + (hi-lo)/2
+		a, b, c := key(lo), key(mid), key(hi)
+		pivot := max(min(a, b), min(max(a, b), c))
+		i, j := lo, hi
+		for i <= j {
+			for key(i) < pivot {
+				i++
+			}
+			for key(j) > pivot {
+				j--
+			}
+			if i <= j {
+				scratch[i], scratch[j] = scratch[j], scratch[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case t-1 <= j:
+			hi = j
+		case t-1 >= i:
+			lo = i
+		default:
+			lo = hi
+		}
+	}
+	out := append([]int(nil), scratch[:t]...)
+	slices.SortFunc(out, func(a, b int) int { return cmpFloat(sign*vals[a], sign*vals[b]) })
+	return out
 }
 
 func cmpFloat(a, b float64) int {

@@ -135,7 +135,11 @@ func (r *ctxRecorder) Record(_ *optimize.Location, op optimize.Operation, _ *opt
 
 // relResidual returns ‖Y − ReLU(X·Vᵀ)·Uᵀ‖_F/‖Y‖_F.
 func relResidual(X, Y, V, U *mat.Dense) float64 {
-	F := activations(X, V)
+	return residualOf(activations(X, V), Y, U)
+}
+
+// residualOf returns ‖Y − F·Uᵀ‖_F/‖Y‖_F for activations F.
+func residualOf(F, Y, U *mat.Dense) float64 {
 	var R mat.Dense
 	R.Mul(F, U.T())
 	R.Sub(&R, Y)

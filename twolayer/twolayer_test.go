@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -472,5 +473,29 @@ func TestResampleAndMerge(t *testing.T) {
 	}
 	if e := compare(t, in.teacher, nn.NewTwoLayer(V, U)); e.MaxRelErr > 1e-9 {
 		t.Errorf("merged rows: weight error %.1e", e.MaxRelErr)
+	}
+}
+
+func TestSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	vals := make([]float64, 1000)
+	for i := range vals {
+		vals[i] = float64(rng.IntN(50)) // many ties
+	}
+	scratch := make([]int, len(vals))
+	for _, sign := range []float64{1, -1} {
+		for _, k := range []int{1, 7, 30, 500, 1000} {
+			got := smallest(vals, sign, k, scratch)
+			sorted := append([]float64(nil), vals...)
+			for i := range sorted {
+				sorted[i] *= sign
+			}
+			slices.Sort(sorted)
+			for j, idx := range got {
+				if sign*vals[idx] != sorted[j] {
+					t.Fatalf("sign %v k=%d: position %d has %v, want %v", sign, k, j, sign*vals[idx], sorted[j])
+				}
+			}
+		}
 	}
 }
