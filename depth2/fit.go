@@ -102,18 +102,22 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	} else {
 		rec, err = RecoverRobust(mo, ropt)
 	}
-	if err != nil {
+	noUnits := errors.Is(err, ErrNoUnits) && rec != nil && opt.Route != "moments"
+	if err != nil && !noUnits {
 		return nil, err
 	}
 	diag.Recovery = rec
 	res.Warnings = append(res.Warnings, rec.Warnings...)
+	if noUnits {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the moments show no unit above the noise (%v); starting from an affine fit (every |b_i| large, Lemma D.13, or too few samples)", err))
+	}
 	if opt.Hidden > 0 && len(rec.Units) < opt.Hidden && opt.Route != "auto" && opt.Route != "exact" {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the moments show %d of the %d units above the noise; the others (large |b_i|, or too few samples) are approximated by the affine term", len(rec.Units), opt.Hidden))
 	}
 
 	finish := func(net *Network) (*Result, error) {
 		res.Model = net.Normalize()
-		diag.Hidden = net.Hidden()
+		diag.Hidden = liveUnits(net)
 		diag.AffineKept = net.L != nil
 		res.Certificate = Certificate{Residual: relResidual(X, Y, net), Tol: opt.CertTol, Samples: n}
 		res.Certificate.Met = res.Certificate.Residual <= opt.CertTol
@@ -124,7 +128,15 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		return res, nil
 	}
 
-	moment := momentNetwork(rec, mo, p)
+	var moment *Network
+	if noUnits {
+		moment = &Network{W: mat.NewDense(1, d, nil), B: []float64{0}, A: mat.NewDense(p, 1, nil), C: make([]float64, p)}
+		for t := 0; t < p; t++ {
+			moment.C[t] = mo.T[t][0].Data[0]
+		}
+	} else {
+		moment = momentNetwork(rec, mo, p)
+	}
 	res.Moment = moment.Normalize()
 	diag.MomentResidual = relResidual(X, Y, moment)
 	if opt.Route == "moments" {
@@ -148,8 +160,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		return finish(improper)
 	}
 
-	// Intermediate refinements run on a subsample; the final one on all
-	// samples.
+	// Intermediate refinements run on a subsample; then all samples.
 	ref, err := Refine(ctx, X, Y, improper, RefineOptions{MaxIter: opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: opt.progress("refine")})
 	if err != nil {
 		return nil, err
@@ -159,24 +170,25 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	if net, err = deflate(ctx, X, Y, net, opt, res); err != nil {
 		return nil, err
 	}
-	if !opt.Affine {
+	net = dropDead(net)
+	full, err := Refine(ctx, X, Y, net, RefineOptions{MaxIter: opt.MaxIter, Affine: true, Progress: opt.progress("refine (all samples)")})
+	if err != nil {
+		return nil, err
+	}
+	diag.Refine.Iterations += full.Iterations
+	diag.Refine.Converged, diag.Refine.Status, diag.Refine.After = full.Converged, full.Status, full.After
+	net = full.Net
+	if !opt.Affine && liveUnits(net) > 0 {
 		net, err = dropAffine(ctx, X, Y, net, opt, res)
 		if err != nil {
 			return nil, err
 		}
 	}
-	final, err := Refine(ctx, X, Y, net, RefineOptions{MaxIter: opt.MaxIter, Progress: opt.progress("refine (all samples)")})
-	if err != nil {
-		return nil, err
+	if !diag.Refine.Converged {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the refinement stopped without converging (%s after %d iterations)", diag.Refine.Status, diag.Refine.Iterations))
 	}
-	diag.Refine.Iterations += final.Iterations
-	diag.Refine.Converged, diag.Refine.Status, diag.Refine.After = final.Converged, final.Status, final.After
-	if !final.Converged {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the refinement stopped without converging (%s after %d iterations)", final.Status, diag.Refine.Iterations))
-	}
-	net = final.Net
-	if opt.Hidden > 0 && net.Hidden() < opt.Hidden {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("found %d of the %d units (first decomposition %d, residual deflation %d more); the others (large |b_i|, or too few samples) are approximated by the affine term", net.Hidden(), opt.Hidden, len(rec.Units), diag.AddedUnits))
+	if live := liveUnits(net); opt.Hidden > 0 && live < opt.Hidden {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("found %d of the %d units (first decomposition %d, residual deflation %d more); the others (large |b_i|, or too few samples) are approximated by the affine term", live, opt.Hidden, len(rec.Units), diag.AddedUnits))
 	}
 	res.Route = RouteRefined
 	resid := relResidual(X, Y, net)
@@ -192,44 +204,55 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	return finish(net)
 }
 
-// maxDeflations bounds the rounds of deflate.
-const maxDeflations = 3
+// maxDeflations bounds the rounds of deflate; deflateExtra is how many
+// units beyond the known width a round may add before pruning.
+const (
+	maxDeflations = 4
+	deflateExtra  = 2
+)
 
-// deflate looks for units the first decomposition missed, in the residual
-// Y − f(X) of the refined network (an extension, not in the paper): the
-// moments of order ≥ 2 of the residual are Σ over the missing units (the
-// affine term does not reach them, and the found units are nearly exact),
-// and their sampling noise scales with the residual, not with Y, so units
-// too weak to clear the thresholds at first (large |b_i|, or ℓ = 2, where
-// orders 5 and 6 are noisy) stand out. The missing units are few, so the
-// full-rank machinery (ℓ = 1, dimension reduced through T̂_2) finds them;
-// they are added and everything is refined again. A round is kept only if
-// it lowers the loss by at least 1e-3 relative; it stops when the width is
-// reached (Hidden > 0) or nothing is found above the noise.
+// deflate looks for units the first decomposition missed or got wrong, in
+// the residual Y − f(X) of the refined network (an extension, not in the
+// paper): the moments of order ≥ 2 of the residual are a sum over the units
+// the network lacks (the affine term does not reach them), and their
+// sampling noise scales with the residual, not with Y, so units too weak to
+// clear the thresholds at first (large |b_i|, or ℓ = 2, where orders 5 and 6
+// are noisy) stand out. They are few, so the full-rank machinery (ℓ = 1,
+// dimension reduced through T̂_2) finds them; they are added and everything
+// is refined again. When the width is known and already reached, the
+// residual's units are added anyway and the network is pruned back to the
+// width by backward elimination (the unit whose removal costs least in a
+// least-squares refit goes first): a badly started unit that the refinement
+// could not move into place is replaced. A round is kept only if it lowers
+// the loss by at least 1e-3 relative; the rounds stop when the residual is
+// zero or shows no unit above its noise.
 func deflate(ctx context.Context, X, Y *mat.Dense, net *Network, opt Options, res *Result) (*Network, error) {
 	n, d := X.Dims()
+	yy := mat.Norm(Y, 2)
+	yy *= yy
 	for round := 1; round <= maxDeflations; round++ {
-		want := opt.Hidden - net.Hidden()
-		if opt.Hidden > 0 && want <= 0 {
-			break
-		}
 		loss := lossOn(X, Y, net, n)
-		yy := mat.Norm(Y, 2)
-		if loss <= zeroLoss*yy*yy {
+		if loss <= zeroLoss*yy {
 			break
 		}
+		want := opt.Hidden - liveUnits(net)
 		R := net.Forward(X)
 		R.Sub(Y, R)
 		dim := -1
-		if want > 0 {
-			dim = min(want, d)
+		if opt.Hidden > 0 {
+			dim = min(max(want, 0)+deflateExtra, d)
 		}
 		mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: opt.Progress})
 		if err != nil {
 			return nil, err
 		}
+		// Up to two units beyond the width are taken: the pruning removes
+		// whichever of old and new fit worst.
 		th := opt.Thresholds
-		th.MaxUnits = max(want, 0)
+		th.MaxUnits = 0
+		if opt.Hidden > 0 {
+			th.MaxUnits = min(max(want, 0)+deflateExtra, d)
+		}
 		rec, err := RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: opt.Seed + uint64(round)})
 		if errors.Is(err, ErrNoUnits) {
 			break
@@ -237,21 +260,137 @@ func deflate(ctx context.Context, X, Y *mat.Dense, net *Network, opt Options, re
 		if err != nil {
 			return nil, err
 		}
-		cand := addUnits(net, rec.Units)
-		ref, err := Refine(ctx, X, Y, cand, RefineOptions{MaxIter: opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: opt.progress(fmt.Sprintf("refine (deflation %d)", round))})
+		// The new units' output weights come from the residual's moments,
+		// whose scalar inversion amplifies noise by e^{b²/2}; a least-squares
+		// refit of the output layer on the refinement's subsample gives the
+		// refinement a sane start.
+		cand := dropDead(addUnits(net, rec.Units))
+		rows := min(n, max(50_000, 40*newLayout(cand).size))
+		_, p := Y.Dims()
+		if cand, err = FitImproper(ctx, X.Slice(0, rows, 0, d).(*mat.Dense), Y.Slice(0, rows, 0, p).(*mat.Dense), cand.W, cand.B); err != nil {
+			return nil, err
+		}
+		stage := opt.progress(fmt.Sprintf("refine (deflation %d)", round))
+		ref, err := Refine(ctx, X, Y, cand, RefineOptions{MaxIter: opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: stage})
 		if err != nil {
 			return nil, err
 		}
-		if lossOn(X, Y, ref.Net, n) > (1-1e-3)*loss {
+		cand = ref.Net
+		pruned := 0
+		if opt.Hidden > 0 && cand.Hidden() > opt.Hidden {
+			before := cand.Hidden()
+			if cand, err = pruneUnits(ctx, X, Y, cand, opt.Hidden); err != nil {
+				return nil, err
+			}
+			pruned = before - cand.Hidden()
+			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
+				return nil, err
+			}
+			cand = ref.Net
+		}
+		if lossOn(X, Y, cand, n) > (1-1e-3)*loss {
 			break
 		}
 		res.Diagnostics.Deflations++
 		res.Diagnostics.AddedUnits += len(rec.Units)
-		res.Diagnostics.Refine.Iterations += ref.Iterations
-		res.Diagnostics.Refine.Converged, res.Diagnostics.Refine.Status = ref.Converged, ref.Status
-		net = ref.Net
+		res.Diagnostics.ReplacedUnits += pruned
+		net = cand
 	}
 	return net, nil
+}
+
+// pruneUnits removes units from net by backward elimination until width
+// remain: each step drops the unit whose removal gives the smallest loss of
+// a least-squares refit of the output layer and affine term (FitImproper)
+// on the refinement's subsample.
+func pruneUnits(ctx context.Context, X, Y *mat.Dense, net *Network, width int) (*Network, error) {
+	n, d := X.Dims()
+	_, p := Y.Dims()
+	rows := min(n, max(50_000, 40*newLayout(net).size))
+	Xs, Ys := X.Slice(0, rows, 0, d).(*mat.Dense), Y.Slice(0, rows, 0, p).(*mat.Dense)
+	for net.Hidden() > width {
+		best, bestLoss := -1, math.Inf(1)
+		var bestNet *Network
+		for j := 0; j < net.Hidden(); j++ {
+			W, B := withoutUnit(net, j)
+			g, err := FitImproper(ctx, Xs, Ys, W, B)
+			if err != nil {
+				return nil, err
+			}
+			if l := lossOn(Xs, Ys, g, rows); l < bestLoss {
+				best, bestLoss, bestNet = j, l, g
+			}
+		}
+		if best < 0 {
+			break
+		}
+		net = bestNet
+	}
+	return net, nil
+}
+
+// withoutUnit returns W and B with unit j removed.
+func withoutUnit(net *Network, j int) (*mat.Dense, []float64) {
+	m, d := net.W.Dims()
+	W := mat.NewDense(m-1, d, nil)
+	B := make([]float64, 0, m-1)
+	for i, at := 0, 0; i < m; i++ {
+		if i == j {
+			continue
+		}
+		W.SetRow(at, net.W.RawRowView(i))
+		B = append(B, net.B[i])
+		at++
+	}
+	return W, B
+}
+
+// liveUnits counts units with a non-zero row (dropDead's placeholder unit
+// does not count).
+func liveUnits(net *Network) int {
+	c := 0
+	for i := 0; i < net.Hidden(); i++ {
+		if dot(net.W.RawRowView(i), net.W.RawRowView(i)) > 0 {
+			c++
+		}
+	}
+	return c
+}
+
+// dropDead removes zero-row units (the placeholder of an affine-only
+// network) when other units exist.
+func dropDead(net *Network) *Network {
+	live := liveUnits(net)
+	if live == net.Hidden() || live == 0 {
+		return net
+	}
+	m, d := net.W.Dims()
+	p := net.Out()
+	out := &Network{W: mat.NewDense(live, d, nil), B: make([]float64, live), A: mat.NewDense(p, live, nil), C: append([]float64(nil), net.C...)}
+	if net.L != nil {
+		out.L = mat.DenseCopyOf(net.L)
+	}
+	at := 0
+	for i := 0; i < m; i++ {
+		row := net.W.RawRowView(i)
+		if dot(row, row) == 0 {
+			continue
+		}
+		out.W.SetRow(at, row)
+		out.B[at] = net.B[i]
+		out.A.SetCol(at, mat.Col(nil, i, net.A))
+		at++
+	}
+	return out
+}
+
+// affineOnly is the network with no visible unit: one placeholder unit
+// (w = 0, b = 0, a = 0, identically zero) and an affine term by least
+// squares — Algorithm 5 when Algorithm 4 finds nothing (every unit has a
+// large |b_i|, Lemma D.13).
+func affineOnly(ctx context.Context, X, Y *mat.Dense) (*Network, error) {
+	_, d := X.Dims()
+	return FitImproper(ctx, X, Y, mat.NewDense(1, d, nil), []float64{0})
 }
 
 // addUnits returns net with the units appended (their output weights as
@@ -289,7 +428,7 @@ func dropAffine(ctx context.Context, X, Y *mat.Dense, net *Network, opt Options,
 	}
 	cand := flipped.Clone()
 	cand.L = nil
-	polished, err := Refine(ctx, X, Y, cand, RefineOptions{MaxIter: opt.MaxIter, SubsampleOnly: true, Progress: opt.progress("refine without affine term")})
+	polished, err := Refine(ctx, X, Y, cand, RefineOptions{MaxIter: opt.MaxIter, Progress: opt.progress("refine without affine term")})
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +442,8 @@ func dropAffine(ctx context.Context, X, Y *mat.Dense, net *Network, opt Options,
 	// squares by ≈ σ²·p·d (a χ² with p·d degrees of freedom); allow 4×.
 	if 2*(without-withL) <= 4*sigma2*float64(p*d)+2*zeroLoss*yy {
 		res.Diagnostics.FlippedUnits = len(which)
+		res.Diagnostics.Refine.Iterations += polished.Iterations
+		res.Diagnostics.Refine.Converged, res.Diagnostics.Refine.Status, res.Diagnostics.Refine.After = polished.Converged, polished.Status, polished.After
 		return polished.Net, nil
 	}
 	res.Warnings = append(res.Warnings, fmt.Sprintf("kept the affine term (‖L‖ = %.3g after the best sign choice): without it the fit is worse than noise allows, so some units are missing (large |b_i|) or the data hold a linear part", rest))

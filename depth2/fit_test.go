@@ -86,3 +86,46 @@ func TestFitBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Several outputs with output biases (a trained MLP's logits): exact.
+func TestFitMultiOutput(t *testing.T) {
+	rng := synth.NewRand(13)
+	cfg := synth.Depth2Config{D: 6, M: 3, Outputs: 3, OutputBias: true}
+	teacher, err := synth.Depth2Teacher(cfg, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	X, _ := synth.GaussianInputs(100000, 6, nil, rng)
+	Y, _, _ := synth.Depth2Data(teacher, X, synth.Noise{}, rng)
+	res, err := Fit(context.Background(), X, Y, Options{Hidden: 3, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Certificate.Met || res.Model.L != nil {
+		t.Fatalf("certificate %+v, affine %v: %s %v", res.Certificate, res.Model.L != nil, res.Reason, res.Warnings)
+	}
+	truth, _ := FromMLP(teacher)
+	truth = truth.Normalize()
+	got := res.Model
+	for i := 0; i < 3; i++ {
+		j := 0
+		for j = 0; j < 3; j++ {
+			if dot(got.W.RawRowView(j), truth.W.RawRowView(i)) > 1-1e-9 {
+				break
+			}
+		}
+		if j == 3 {
+			t.Fatalf("unit %d not found", i)
+		}
+		for o := 0; o < 3; o++ {
+			if math.Abs(got.A.At(o, j)-truth.A.At(o, i)) > 1e-9 {
+				t.Errorf("A[%d,%d] = %v, want %v", o, i, got.A.At(o, j), truth.A.At(o, i))
+			}
+		}
+	}
+	for o := 0; o < 3; o++ {
+		if math.Abs(got.C[o]-truth.C[o]) > 1e-9 {
+			t.Errorf("C[%d] = %v, want %v", o, got.C[o], truth.C[o])
+		}
+	}
+}

@@ -2,6 +2,7 @@ package depth2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -143,6 +144,17 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 		row[m+d] = 1
 	}
 	coef, err := linalg.LstSq(F, Y)
+	if errors.Is(err, linalg.ErrRankDeficient) {
+		// A unit that is (almost) never active, or two units that coincide
+		// on the samples: the minimum-norm solution fits equally well.
+		pinv, perr := linalg.Pinv(F, 1e-12)
+		if perr != nil {
+			return nil, fmt.Errorf("depth2: improper least squares: %w", perr)
+		}
+		coef = mat.NewDense(f, p, nil)
+		coef.Mul(pinv, Y)
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("depth2: improper least squares: %w", err)
 	}

@@ -150,6 +150,9 @@ type Diagnostics struct {
 	// residual's moments, AddedUnits the units they added.
 	Deflations int `json:"deflations,omitempty"`
 	AddedUnits int `json:"added_units,omitempty"`
+	// ReplacedUnits counts units removed by backward elimination when a
+	// deflation round went beyond the known width.
+	ReplacedUnits int `json:"replaced_units,omitempty"`
 	// Refine reports the refinement (nil when it did not run).
 	Refine *RefineResult `json:"refine,omitempty"`
 	// FlippedUnits counts units whose sign the affine-term resolution

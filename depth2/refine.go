@@ -333,8 +333,6 @@ func accumulate(X, Y *mat.Dense, net *Network, l layout, jac bool) (float64, *no
 // certificate and a few ulps above where rounding stops any progress.
 const zeroLoss = 0.5e-28
 
-var debugLM = false
-
 // lm runs Levenberg–Marquardt on (X, Y), updating net in place.
 func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter int, progress func(int)) (iters int, converged bool, status string, err error) {
 	yy := mat.Norm(Y, 2)
@@ -404,9 +402,6 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 			}
 			loss = tloss
 			lambda = math.Max(lambda/5, 1e-15)
-			if debugLM {
-				fmt.Printf("iter %d loss %.3e lambda %.1e\n", iters, loss/yy, lambda)
-			}
 			if decrease < 1e-9 || loss <= zeroLoss*yy {
 				return iters, true, "converged", nil
 			}

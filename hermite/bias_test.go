@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/relurec/relurec/internal/quad"
 )
 
 // specs/004 §6 claim 1 (1-D): c_k(b) = E[ReLU(z + b)·He_k(z)] by quadrature
@@ -32,7 +34,7 @@ func TestReLUBiasQuadrature(t *testing.T) {
 func quadKink(f func(float64) float64, kink float64) float64 {
 	g := func(z float64) float64 { return f(z) * NormPDF(z) }
 	lo, hi := math.Min(kink, -14), math.Max(kink, 14)
-	return gaussLegendre(g, lo, kink, 400) + gaussLegendre(g, kink, hi, 400)
+	return quad.GaussLegendre(g, lo, kink, 400) + quad.GaussLegendre(g, kink, hi, 400)
 }
 
 func TestReLUMeanTail(t *testing.T) {
@@ -152,7 +154,7 @@ func TestBivariateNormalCDF(t *testing.T) {
 		}
 		for _, r := range []float64{-0.97, -0.6, -0.2, 0.25, 0.5, 0.8, 0.92, 0.95, 0.995} {
 			s := math.Sqrt(1 - r*r)
-			want := gaussLegendre(func(x float64) float64 {
+			want := quad.GaussLegendre(func(x float64) float64 {
 				return NormPDF(x) * NormCDF((k-r*x)/s)
 			}, -40, h, 2000)
 			got := BivariateNormalCDF(h, k, r)

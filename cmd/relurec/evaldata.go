@@ -45,7 +45,7 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df da
 	if err != nil {
 		return fmt.Errorf("reading --model: %w", err)
 	}
-	_, test, _, err := labeledSplits(df.data, "", "")
+	_, test, _, err := labeledSplits(df.data, "test-only", "")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
+)
+
+// smallMLP writes a random 12-32-16-4 ReLU MLP and 300 calibration rows.
+func smallMLP(t *testing.T, dir string) (model, calib string) {
+	t.Helper()
+	net, err := nn.NewMLP([]int{12, 32, 16, 4}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model = filepath.Join(dir, "mlp.safetensors")
+	if err := nn.SaveModel(model, net, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := mat.NewDense(300, 12, nil)
+	x.Apply(func(_, _ int, _ float64) float64 { return rng.NormFloat64() }, x)
+	return model, writeNPY(t, dir, "calib.npy", x)
+}
+
+func TestCompressCommand(t *testing.T) {
+	dir := t.TempDir()
+	model, calib := smallMLP(t, dir)
+	out := filepath.Join(dir, "small.safetensors")
+	code, stdout, stderr := cli(t, "compress", "--model", model, "--calib", calib, "--keep", "0.3", "--sequential", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	v := decodeOne(t, stdout)
+	params, budget := v["params"].(float64), v["budget"].(float64)
+	if params > budget || budget == 0 {
+		t.Fatalf("params %v budget %v", params, budget)
+	}
+	layers := v["layers"].([]any)
+	if len(layers) != 3 {
+		t.Fatalf("%d layer reports", len(layers))
+	}
+	for _, l := range layers {
+		m := l.(map[string]any)
+		if _, ok := m["error"]; !ok {
+			t.Fatalf("layer report lacks the calibration error: %v", m)
+		}
+	}
+	m, meta, err := nn.LoadModel(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(m.NumParams()) != params || meta["method"] != "data" {
+		t.Fatalf("model has %d parameters (report %v), metadata %v", m.NumParams(), params, meta)
+	}
+	if _, err := os.Stat(dataio.ManifestPath(out)); err != nil {
+		t.Fatal("no manifest")
+	}
+	// The human report prints the budget and the per-layer table.
+	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", calib, "--ranks", "4,0,2", "--method", "svd", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "weights and biases counted") || !strings.Contains(stdout, "dense") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+func TestCompressBadInputExitTwoAndNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	model, calib := smallMLP(t, dir)
+	// A model whose shapes do not chain: layers 12→32 then 16→4.
+	a, _ := nn.NewMLP([]int{12, 32}, 1)
+	b, _ := nn.NewMLP([]int{16, 4}, 1)
+	a.Layers[0].Act = nn.ReLU
+	broken := filepath.Join(dir, "broken.safetensors")
+	f, err := os.Create(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensors := map[string]nn.Tensor{
+		"0.weight": {Shape: []int{32, 12}, F64: a.Layers[0].Weight.RawMatrix().Data},
+		"2.weight": {Shape: []int{4, 16}, F64: b.Layers[0].Weight.RawMatrix().Data},
+	}
+	if err := nn.WriteSafetensors(f, tensors, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	corrupt := filepath.Join(dir, "corrupt.safetensors")
+	os.WriteFile(corrupt, []byte("\x10\x00\x00\x00\x00\x00\x00\x00{not json at all"), 0o644)
+	corruptNPY := filepath.Join(dir, "corrupt.npy")
+	os.WriteFile(corruptNPY, []byte("\x93NUMPY garbage"), 0o644)
+	wide := writeNPY(t, dir, "wide.npy", mat.NewDense(10, 13, nil))
+	out := filepath.Join(dir, "out.safetensors")
+	cases := map[string][]string{
+		"shapes do not chain": {"--model", broken, "--calib", calib},
+		"calibration width":   {"--model", model, "--calib", wide},
+		"keep 0":              {"--model", model, "--calib", calib, "--keep", "0"},
+		"keep 1.5":            {"--model", model, "--calib", calib, "--keep", "1.5"},
+		"corrupt model":       {"--model", corrupt, "--calib", calib},
+		"corrupt calibration": {"--model", model, "--calib", corruptNPY},
+		"missing model":       {"--model", filepath.Join(dir, "nope.safetensors"), "--calib", calib},
+		"unknown method":      {"--model", model, "--calib", calib, "--method", "zip"},
+		"two selections":      {"--model", model, "--calib", calib, "--keep", "0.5", "--energy", "0.9"},
+		"budget too small":    {"--model", model, "--calib", calib, "--keep", "0.0001"},
+		"output is input":     {"--model", model, "--calib", calib, "--out", calib},
+	}
+	for name, args := range cases {
+		o := out
+		for i, a := range args {
+			if a == "--out" {
+				o = args[i+1]
+			}
+		}
+		if !contains(args, "--out") {
+			args = append(args, "--out", out)
+		}
+		code, stdout, stderr := cli(t, append([]string{"compress"}, args...)...)
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", name, code, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%s: printed %q", name, stdout)
+		}
+		if o == out {
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s: wrote %s", name, out)
+				os.Remove(out)
+			}
+		}
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTrainMLPCommand(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(2, 2))
+	x := mat.NewDense(400, 6, nil)
+	y := mat.NewDense(400, 1, nil)
+	for i := 0; i < 400; i++ {
+		s := 0.0
+		for j := 0; j < 6; j++ {
+			v := rng.NormFloat64()
+			x.Set(i, j, v)
+			s += v
+		}
+		if s > 0 {
+			y.Set(i, 0, 1)
+		}
+	}
+	data := filepath.Join(dir, "d.npz")
+	if err := dataio.WriteNPZ(data, map[string]*mat.Dense{"X": x, "y": y}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "m.safetensors")
+	code, stdout, stderr := cli(t, "train", "mlp", "--data", data, "--hidden", "8", "--epochs", "30", "--batch-size", "16", "--lr", "0.01", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	v := decodeOne(t, stdout)
+	if acc := v["train"].(map[string]any)["accuracy"].(float64); acc < 0.9 {
+		t.Fatalf("training accuracy %g on a linearly separable problem", acc)
+	}
+	if _, _, err := nn.LoadModel(out); err != nil {
+		t.Fatal(err)
+	}
+	// Bad labels: exit 2, no model.
+	y.Set(0, 0, 0.5)
+	bad := filepath.Join(dir, "bad.npz")
+	dataio.WriteNPZ(bad, map[string]*mat.Dense{"X": x, "y": y})
+	out2 := filepath.Join(dir, "m2.safetensors")
+	if code, _, _ := cli(t, "train", "mlp", "--data", bad, "--out", out2); code != 2 {
+		t.Fatalf("non-integer label: exit %d", code)
+	}
+	if _, err := os.Stat(out2); err == nil {
+		t.Fatal("model written on bad input")
+	}
+	if code, _, _ := cli(t, "train", "mlp", "--data", data, "--hidden", "8,x", "--out", out2); code != 2 {
+		t.Fatalf("bad --hidden: exit %d", code)
+	}
+}
+
+// TestFashionCommands exercises --data fashion-mnist when the data set is
+// installed (scripts/install-datasets.sh); it skips elsewhere.
+func TestFashionCommands(t *testing.T) {
+	if err := dataio.FashionMNISTAvailable(""); err != nil {
+		t.Skipf("Fashion-MNIST not installed (run scripts/install-datasets.sh): %v", err)
+	}
+	dir := t.TempDir()
+	net, _ := nn.NewMLP([]int{784, 32, 10}, 1)
+	model := filepath.Join(dir, "m.safetensors")
+	if err := nn.SaveModel(model, net, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := cli(t, "eval", "--model", model, "--data", "fashion-mnist", "--json")
+	if code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr)
+	}
+	v := decodeOne(t, stdout)
+	if v["parameters"].(float64) != float64(net.NumParams()) || v["test"].(map[string]any)["samples"].(float64) != 10000 {
+		t.Fatalf("eval report %v", v)
+	}
+	out := filepath.Join(dir, "s.safetensors")
+	code, stdout, stderr = cli(t, "compress", "--model", model, "--data", "fashion-mnist", "--calib-samples", "2000", "--keep", "0.5", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("compress: exit %d: %s", code, stderr)
+	}
+	v = decodeOne(t, stdout)
+	if v["compressed"] == nil || v["original"] == nil {
+		t.Fatalf("no accuracies in %v", v)
+	}
+	// A model of the wrong input width is bad input.
+	wrong, _ := nn.NewMLP([]int{10, 10}, 1)
+	wp := filepath.Join(dir, "w.safetensors")
+	nn.SaveModel(wp, wrong, nil, "")
+	if code, _, _ := cli(t, "eval", "--model", wp, "--data", "fashion-mnist"); code != 2 {
+		t.Fatalf("wrong width: exit %d", code)
+	}
+}
