@@ -46,8 +46,8 @@ func BenchmarkEstimateMoments(b *testing.B) {
 
 // BenchmarkNormalEquations is one full-data Levenberg–Marquardt iteration's
 // JᵀJ at the acceptance instance with the affine term: P = m(d+1) + (m+1)
-// + d = 71 parameters, n = 1e6: n·P² ≈ 5e9 multiply-adds (SYRK) ≈ 1e10
-// flops, floor ≈ 0.8 s at ~12 GFLOP/s.
+// + d = 71 parameters, n = 1e6: SYRK fills one triangle, n·P(P+1)/2 ≈
+// 2.6e9 multiply-adds ≈ 5e9 flops, floor ≈ 0.4 s at ~12 GFLOP/s.
 func BenchmarkNormalEquations(b *testing.B) {
 	in := newBenchInstance(b, 10, 5, 1_000_000)
 	net := in.teacher.Clone()

@@ -26,9 +26,12 @@ import (
 //     term by least squares on the units' features (Route "improper" stops
 //     here).
 //  4. Refine: Levenberg–Marquardt on every parameter (affine term
-//     included), from step 3. Then ResolveSigns flips units to remove the
-//     affine term, which is dropped (and the network polished again) unless
-//     that worsens the fit beyond the noise or Options.Affine is set.
+//     included), from step 3, on a subsample; then deflation (units missed
+//     or misplaced are found in the residual's moments, added, pruned back to
+//     the width, refined again); then all samples. ResolveSigns flips units
+//     to remove the affine term, which is dropped (and the network polished
+//     again on all samples) unless that worsens the fit beyond the noise or
+//     Options.Affine is set.
 //  5. The certificate: ‖Y − f(X)‖_F/‖Y‖_F ≤ CertTol on all samples.
 //
 // Route "exact" returns an error wrapping ErrNotExact when the certificate
@@ -156,7 +159,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	res.Improper = improper.Normalize()
 	if opt.Route == "improper" {
 		res.Route = RouteImproper
-		res.Reason = fmt.Sprintf("Algorithm 5 was requested: %d moment units plus an affine term by least squares", moment.Hidden())
+		res.Reason = fmt.Sprintf("Algorithm 5 was requested: %d moment units plus an affine term by least squares", liveUnits(moment))
 		return finish(improper)
 	}
 
@@ -196,7 +199,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	case resid <= opt.CertTol:
 		res.Reason = fmt.Sprintf("the refined network reproduces the data: relative residual %.1e ≤ %.0e (moment estimate %.1e)", resid, opt.CertTol, diag.MomentResidual)
 		if diag.AddedUnits > 0 {
-			res.Reason += fmt.Sprintf("; %d of the %d units were found in the residual's moments", diag.AddedUnits, net.Hidden())
+			res.Reason += fmt.Sprintf("; the residual's moments added %d units (%d replaced by pruning)", diag.AddedUnits, diag.ReplacedUnits)
 		}
 	default:
 		res.Reason = fmt.Sprintf("least-squares refinement of the moment estimate (relative residual %.2e, moment estimate %.2e); not exact: noise, or a start outside the right basin", resid, diag.MomentResidual)
@@ -205,7 +208,8 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 }
 
 // maxDeflations bounds the rounds of deflate; deflateExtra is how many
-// units beyond the known width a round may add before pruning.
+// units beyond the known width a round may add, when the width is reached,
+// before pruning back.
 const (
 	maxDeflations = 4
 	deflateExtra  = 2
@@ -238,20 +242,26 @@ func deflate(ctx context.Context, X, Y *mat.Dense, net *Network, opt Options, re
 		want := opt.Hidden - liveUnits(net)
 		R := net.Forward(X)
 		R.Sub(Y, R)
+		// Missing units are looked for in want dimensions; at the width, up
+		// to deflateExtra replacements.
+		look := want
+		if want <= 0 {
+			look = deflateExtra
+		}
 		dim := -1
 		if opt.Hidden > 0 {
-			dim = min(max(want, 0)+deflateExtra, d)
+			dim = min(look, d)
 		}
 		mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: opt.Progress})
 		if err != nil {
 			return nil, err
 		}
-		// Up to two units beyond the width are taken: the pruning removes
-		// whichever of old and new fit worst.
+		// Beyond the width, the pruning removes whichever of old and new
+		// units fit worst.
 		th := opt.Thresholds
 		th.MaxUnits = 0
 		if opt.Hidden > 0 {
-			th.MaxUnits = min(max(want, 0)+deflateExtra, d)
+			th.MaxUnits = min(look, d)
 		}
 		rec, err := RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: opt.Seed + uint64(round)})
 		if errors.Is(err, ErrNoUnits) {

@@ -207,7 +207,8 @@ func (n *Network) FlipUnit(i int) *Network {
 // is encoded exactly by hidden pairs (Claim D.14's identity ReLU(z) −
 // ReLU(−z) = z): with L = Σ_r s_r·u_r·v_rᵀ (thin SVD, rank r ≤ min(p, d)),
 // each r adds units ±v_r with bias 0 and output columns ±s_r·u_r, so m' = m +
-// 2·rank(L) (m + 2 for one output). C becomes the output bias.
+// 2·rank(L) (m + 2 for one output). C becomes the output bias; dead units
+// (w_i = 0, the constant ReLU(b_i)) are folded into it.
 func (n *Network) MLP() *nn.MLP {
 	m, d := n.W.Dims()
 	p := n.Out()
@@ -240,21 +241,39 @@ func (n *Network) MLP() *nn.MLP {
 			}
 		}
 	}
-	mm := m + len(pairsW)
+	// Dead units (w = 0) are the constant ReLU(b): folded into the output
+	// bias, unless nothing else is left (a network needs one unit).
+	C := make([]float64, p)
+	copy(C, n.C)
+	var live []int
+	for i := 0; i < m; i++ {
+		if row := n.W.RawRowView(i); dot(row, row) > 0 {
+			live = append(live, i)
+			continue
+		}
+		for t := 0; t < p; t++ {
+			C[t] += n.A.At(t, i) * math.Max(n.B[i], 0)
+		}
+	}
+	if len(live) == 0 && len(pairsW) == 0 {
+		return &nn.MLP{Layers: []nn.Layer{
+			{Weight: mat.NewDense(1, d, nil), Bias: []float64{0}, Act: nn.ReLU},
+			{Weight: mat.NewDense(p, 1, nil), Bias: C, Act: nn.Identity},
+		}}
+	}
+	mm := len(live) + len(pairsW)
 	W := mat.NewDense(mm, d, nil)
 	A := mat.NewDense(p, mm, nil)
 	B := make([]float64, mm)
-	for i := 0; i < m; i++ {
-		W.SetRow(i, n.W.RawRowView(i))
-		A.SetCol(i, mat.Col(nil, i, n.A))
-		B[i] = n.B[i]
+	for k, i := range live {
+		W.SetRow(k, n.W.RawRowView(i))
+		A.SetCol(k, mat.Col(nil, i, n.A))
+		B[k] = n.B[i]
 	}
 	for r := range pairsW {
-		W.SetRow(m+r, pairsW[r])
-		A.SetCol(m+r, pairsA[r])
+		W.SetRow(len(live)+r, pairsW[r])
+		A.SetCol(len(live)+r, pairsA[r])
 	}
-	C := make([]float64, p)
-	copy(C, n.C)
 	return &nn.MLP{Layers: []nn.Layer{
 		{Weight: W, Bias: B, Act: nn.ReLU},
 		{Weight: A, Bias: C, Act: nn.Identity},

@@ -139,7 +139,7 @@ type JennrichFit struct {
 // f_{2ℓ+1} or f_{2ℓ+2}. FixSigns needs the moments of a network without
 // affine term (the paper's model).
 func RecoverExact(mo *Moments, ell int, seed uint64) (*Recovery, error) {
-	return recoverUnits(mo, RecoverOptions{Ell: ell, Seed: seed}, true)
+	return recoverUnits(mo, RecoverOptions{Ell: ell, Seed: seed}, true, true)
 }
 
 // RecoverRobust is Algorithm 4 (specs/004 §3.4, Theorem D.1): from moment
@@ -159,7 +159,7 @@ func RecoverExact(mo *Moments, ell int, seed uint64) (*Recovery, error) {
 // unspecified polynomials. Signs are not fixed; see FixSigns and
 // LearnFullRank.
 func RecoverRobust(mo *Moments, opt RecoverOptions) (*Recovery, error) {
-	return recoverUnits(mo, opt, false)
+	return recoverUnits(mo, opt, false, false)
 }
 
 // LearnFullRank is Algorithm 6 (specs/004 §3.6, Theorem 3.1): Algorithm 4
@@ -168,7 +168,7 @@ func RecoverRobust(mo *Moments, opt RecoverOptions) (*Recovery, error) {
 // order 4 of a network without affine term.
 func LearnFullRank(mo *Moments, opt RecoverOptions) (*Recovery, error) {
 	opt.Ell = 1
-	return recoverUnits(mo, opt, mo.N == 0 && allZero(mo.Noise))
+	return recoverUnits(mo, opt, mo.N == 0 && allZero(mo.Noise), true)
 }
 
 func allZero(v []float64) bool {
@@ -180,9 +180,9 @@ func allZero(v []float64) bool {
 	return true
 }
 
-// recoverUnits runs Algorithm 4 (exact: numerical-rank thresholds) and, for
-// ℓ = 1, FixSigns.
-func recoverUnits(mo *Moments, opt RecoverOptions, exact bool) (*Recovery, error) {
+// recoverUnits runs Algorithm 4 (exact: numerical-rank thresholds) and,
+// when fixSigns and ℓ = 1, FixSigns.
+func recoverUnits(mo *Moments, opt RecoverOptions, exact, fixSigns bool) (*Recovery, error) {
 	ell := opt.Ell
 	if ell == 0 {
 		ell = 1
@@ -283,7 +283,7 @@ func recoverUnits(mo *Moments, opt RecoverOptions, exact bool) (*Recovery, error
 	if len(rec.Units) == 0 {
 		return rec, fmt.Errorf("%w: every component's scalars were implausible", ErrNoUnits)
 	}
-	if ell == 1 {
+	if ell == 1 && fixSigns {
 		if err := FixSigns(rec.Units, mo); err != nil {
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("signs not fixed: %v", err))
 		} else {

@@ -79,7 +79,7 @@ func depth2Fit(ctx context.Context, teacher *nn.MLP, X, Y *mat.Dense, opt depth2
 	}
 	run.Route, run.Residual, run.CertMet = res.Route, res.Certificate.Residual, res.Certificate.Met
 	run.Warnings = res.Warnings
-	run.UnitsFinal = res.Model.Hidden()
+	run.UnitsFinal = res.Diagnostics.Hidden
 	run.AddedUnits = res.Diagnostics.AddedUnits
 	flip := res.Diagnostics.Ell == 2
 	if e, err := metrics.CompareDepth2(teacher, res.Moment.MLP(), flip); err == nil {

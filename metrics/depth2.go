@@ -203,7 +203,8 @@ type Depth2Error struct {
 // assignment minimising Σ ‖w − ŵ‖² + (b − b̂)², Hungarian; unmatched units
 // are counted, not scored). A flip changes the function by an affine term,
 // so allowFlip compares parameters, not functions; use L2Depth2 for the
-// function. Zero hidden rows give ErrZeroRow.
+// function. Dead units (zero rows of W, a constant ReLU(b)) are not
+// matched; a network with no other unit gives ErrZeroRow.
 func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 	Wt, bt, At, ct, err := depth2Parts("truth", truth)
 	if err != nil {
@@ -220,6 +221,17 @@ func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 	if d != de || p != pe {
 		return Depth2Error{}, fmt.Errorf("metrics.CompareDepth2: %w: truth maps %d → %d, est maps %d → %d", ErrShape, d, p, de, pe)
 	}
+	// Dead units (zero rows: the constant ReLU(b)) have no direction to
+	// match; they are left out (their constant is part of the function,
+	// which L2Depth2 compares).
+	totalT := mt
+	Wt, bt, At, keepT := liveRows(Wt, bt, At)
+	We, be, Ae, keepE := liveRows(We, be, Ae)
+	if Wt == nil || We == nil {
+		return Depth2Error{}, fmt.Errorf("metrics.CompareDepth2: %w: a network has no unit with a non-zero weight row", ErrZeroRow)
+	}
+	mt, _ = Wt.Dims()
+	me, _ = We.Dims()
 	wt, nt, err := normaliseRows("truth W", Wt)
 	if err != nil {
 		return Depth2Error{}, fmt.Errorf("metrics.CompareDepth2: %w", err)
@@ -305,5 +317,52 @@ func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 		res.MaxErrC = math.Max(res.MaxErrC, math.Abs(ce[t]-ct[t]))
 	}
 	res.MaxErr = math.Max(math.Max(res.MaxErrW, res.MaxErrB), math.Max(res.MaxErrA, res.MaxErrC))
+	// Report unit indices of the networks as given.
+	perm := make([]int, totalT)
+	for i := range perm {
+		perm[i] = -1
+	}
+	var flipped []bool
+	if allowFlip {
+		flipped = make([]bool, totalT)
+	}
+	for i, j := range res.Perm {
+		if j >= 0 {
+			perm[keepT[i]] = keepE[j]
+		}
+		if allowFlip {
+			flipped[keepT[i]] = res.Flipped[i]
+		}
+	}
+	res.Perm, res.Flipped = perm, flipped
+	res.Missing += totalT - mt
 	return res, nil
+}
+
+// liveRows returns W, b and A without the units whose row of W is zero and
+// the original indices of the units kept. W is nil when no unit is left.
+func liveRows(W *mat.Dense, b []float64, A *mat.Dense) (*mat.Dense, []float64, *mat.Dense, []int) {
+	m, d := W.Dims()
+	p, _ := A.Dims()
+	var idx []int
+	for i := 0; i < m; i++ {
+		if norm2(W.RawRowView(i)) > 0 {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == m {
+		return W, b, A, idx
+	}
+	if len(idx) == 0 {
+		return nil, nil, nil, nil
+	}
+	W2 := mat.NewDense(len(idx), d, nil)
+	A2 := mat.NewDense(p, len(idx), nil)
+	b2 := make([]float64, len(idx))
+	for k, i := range idx {
+		W2.SetRow(k, W.RawRowView(i))
+		A2.SetCol(k, mat.Col(nil, i, A))
+		b2[k] = b[i]
+	}
+	return W2, b2, A2, idx
 }

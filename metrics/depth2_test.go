@@ -185,4 +185,19 @@ func TestCompareDepth2(t *testing.T) {
 	if e3.Missing != 2 || e3.MaxErr > 1e-12 || e3.Perm[3] != -1 || e3.Perm[4] != -1 {
 		t.Errorf("missing units: %+v", e3)
 	}
+	// A dead unit (zero row) in the estimate is ignored, indices refer to
+	// the networks as given.
+	dead := &nn.MLP{Layers: []nn.Layer{
+		{Weight: mat.NewDense(6, 4, nil), Bias: make([]float64, 6), Act: nn.ReLU},
+		{Weight: mat.NewDense(2, 6, nil), Bias: append([]float64(nil), truth.Layers[1].Bias...), Act: nn.Identity},
+	}}
+	for i := 0; i < 5; i++ {
+		dead.Layers[0].Weight.SetRow(i+1, truth.Layers[0].Weight.RawRowView(i))
+		dead.Layers[0].Bias[i+1] = truth.Layers[0].Bias[i]
+		dead.Layers[1].Weight.SetCol(i+1, mat.Col(nil, i, truth.Layers[1].Weight))
+	}
+	e4, err := CompareDepth2(truth, dead, false)
+	if err != nil || e4.MaxErr > 1e-12 || e4.Extra != 0 || e4.Perm[0] != 1 || e4.Perm[4] != 5 {
+		t.Errorf("dead unit: %+v, %v", e4, err)
+	}
 }

@@ -2,5 +2,9 @@
 // empirical Hermite moments of weighted samples (streamed in fixed chunks so
 // results do not depend on the worker count), and Jennrich's simultaneous
 // diagonalisation — the building blocks of the tensor start of Bakshi,
-// Jayaram, Woodruff Alg 4 (specs/001 §2.4).
+// Jayaram, Woodruff Alg 4 (specs/001 §2.4). For the depth-2 learner of
+// specs/004 it also provides symmetric tensors of any order that store only
+// their distinct entries (Symmetric: flattenings in the symmetric basis,
+// contractions, full contractions), and empirical Hermite moments of every
+// order up to 12 streamed over samples in one pass (HermiteMoments).
 package tensor

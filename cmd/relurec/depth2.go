@@ -416,7 +416,7 @@ exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`,
 			mlp := res.Model.MLP()
 			out := learnDepth2Result{
 				Command: "learn depth2", Out: opt.Out, Samples: n, D: d, Outputs: p,
-				Hidden: res.Model.Hidden(), SavedUnits: mlp.Layers[0].Out(), Route: res.Route, Reason: res.Reason,
+				Hidden: res.Diagnostics.Hidden, SavedUnits: mlp.Layers[0].Out(), Route: res.Route, Reason: res.Reason,
 				Certificate: res.Certificate, Diagnostics: res.Diagnostics,
 				Warnings: append([]string{}, res.Warnings...), Options: opt, Manifest: dataio.ManifestPath(opt.Out),
 			}
@@ -430,7 +430,7 @@ exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`,
 				"certificate_met":      strconv.FormatBool(res.Certificate.Met),
 				"seed":                 strconv.FormatUint(opt.Seed, 10),
 				"hidden":               strconv.Itoa(out.Hidden),
-				"affine_pairs":         strconv.Itoa((out.SavedUnits - out.Hidden) / 2),
+				"affine_pairs":         strconv.Itoa(max(out.SavedUnits-out.Hidden, 0) / 2),
 				"order_ell":            strconv.Itoa(res.Diagnostics.Ell),
 				"samples":              strconv.Itoa(n),
 			}
