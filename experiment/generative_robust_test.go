@@ -14,7 +14,7 @@ func TestRobustExperimentQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 3 || len(rep.Rows) != 5 || len(rep.Series) != 5 {
+	if len(files) != 3 || len(rep.Rows) != 5 || len(rep.Series) != 8 {
 		t.Fatalf("files %v, %d rows, %d series", files, len(rep.Rows), len(rep.Series))
 	}
 	res := rep.Results.(*RobustResults)
@@ -23,6 +23,10 @@ func TestRobustExperimentQuick(t *testing.T) {
 		t.Errorf("Huber should stay bounded and OLS grow: %+v … %+v", first, last)
 	}
 	for _, r := range res.Rows {
+		// Knowing b beats treating ReLU(Ac + b) − μAc as noise.
+		if !(r.KnownBias < r.MAD) {
+			t.Errorf("E=%g: known-bias error %.3g not below Huber's %.3g", r.E, r.KnownBias, r.MAD)
+		}
 		if r.Certified != r.Trials {
 			t.Errorf("E=%g: %d/%d certified", r.E, r.Certified, r.Trials)
 		}
