@@ -212,7 +212,7 @@ func TestActivationBadInput(t *testing.T) {
 func TestNoisyActivations(t *testing.T) {
 	cfg := synth.TwoLayerConfig{D: 10, K: 3, M: 5, CondV: 2}
 	for _, act := range []nn.Activation{nn.RectPow(2), nn.RectExp} {
-		in := newActInstance(t, 9, cfg, 40000, act, act == nn.RectExp, synth.Noise{Kind: synth.NoiseGaussian, Level: 0.01})
+		in := newActInstance(t, 9, cfg, 25000, act, act == nn.RectExp, synth.Noise{Kind: synth.NoiseGaussian, Level: 0.01})
 		res, err := Fit(context.Background(), in.X, in.Y, Options{Activation: act, Seed: 1, Hidden: 3, Refine: true})
 		if err != nil {
 			t.Fatal(err)

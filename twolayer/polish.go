@@ -74,7 +74,11 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done,
 // resolves the scale s of r = s·φ(X·v*) (expScale) and returns v* with its
 // norm. The per-unit certificate checks s·φ(X·z) against r on all samples.
 // Active samples are those with r > 1e-4·max r for φ ≠ ReLU (1e-7 for the
-// ReLU): below that, inverting a power amplifies the rounding of r.
+// ReLU): below that, inverting a power amplifies the rounding of r. For
+// φ ≠ ReLU a certified row is recomputed once from all the samples it puts
+// clearly inactive (repolish): heavy-tailed φ makes the first few confident
+// zeros too ill-conditioned for a 1e-10 certificate (x³: 1e-9 → 1e-13).
+// Rows are unit except for e^x − 1, whose rows carry their norms.
 func ExactPolishAct(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
 	if act == "" {
 		act = nn.ReLU
