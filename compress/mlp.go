@@ -480,8 +480,14 @@ func diffNorm(a, b *mat.Dense) float64 {
 
 // activate applies act elementwise to a copy of y.
 func activate(y *mat.Dense, act nn.Activation) *mat.Dense {
-	if act != nn.ReLU {
+	if act == nn.Identity {
 		return y
+	}
+	if act != nn.ReLU { // another rectified activation (nn.RectPow, nn.RectExp)
+		out := mat.DenseCopyOf(y)
+		f := act.Func()
+		out.Apply(func(_, _ int, v float64) float64 { return f(v) }, out)
+		return out
 	}
 	r, c := y.Dims()
 	out := mat.NewDense(r, c, nil)

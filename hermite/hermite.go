@@ -77,12 +77,22 @@ func Coeff(f func(float64) float64, r int) float64 {
 	return quad.GaussLegendre(integrand, -12, 0, 96) + quad.GaussLegendre(integrand, 0, 12, 96)
 }
 
-// TensorOrder returns the smallest order r in {3, 4} whose coefficient is
-// largest in magnitude relative to the others — in practice the order the
-// moment method must use: 4 for the ReLU (c_3 = 0), 3 for ReLU² (c_4 = 0).
-// It returns an error if both coefficients vanish.
+// TensorOrder returns argmax over r ∈ {3, 4} of |c_r| (ties to 3) — the
+// moment order the tensor method must use (specs/001 §2.4, §3.3): 4 for the
+// ReLU (c_3 = 0), 3 for ReLU² (c_4 = 0), for ReLU³ (c_3 = 3 > c_4 = 2.394)
+// and for e^x − 1 (c_3 = 1.786 > c_4 = 1.387), 4 for √ReLU (|c_3| = 0.215 <
+// |c_4| = 0.308). It works for any
+// Activation, by its Coeff. It returns an error if both coefficients vanish
+// or are not finite.
 func TensorOrder(a Activation) (int, error) {
-	c3, c4 := math.Abs(a.Coeff(3)), math.Abs(a.Coeff(4))
+	c3r, c4r := a.Coeff(3), a.Coeff(4)
+	if err := checkCoeff(a, 3, c3r); err != nil {
+		return 0, err
+	}
+	if err := checkCoeff(a, 4, c4r); err != nil {
+		return 0, err
+	}
+	c3, c4 := math.Abs(c3r), math.Abs(c4r)
 	if c3 < 1e-8 && c4 < 1e-8 {
 		return 0, fmt.Errorf("hermite: activation %s has c_3 = c_4 = 0; no order-3 or order-4 moment identifies its units", a.Name())
 	}

@@ -42,6 +42,13 @@ type TwoLayerError struct {
 // truth's V are positive multiples of each other the units are not
 // identifiable (only the sum of their U columns is) and the reported U errors
 // depend on which of the two the matching picks.
+//
+// Other rectified hidden activations (nn.RectPow, nn.RectExp; Bakshi et al.
+// App. 9.1) are compared up to their own symmetries; both networks must use
+// the same one. For max(x,0)^c the U columns absorb s^c instead of s. For
+// e^{max(x,0)} − 1, which has no scaling symmetry, units are matched by
+// direction but the errors are those of the raw weights: MaxRowErrV is
+// max_i ‖V̂_{π(i)} − V*_i‖/‖V*_i‖ and U is not rescaled.
 func CompareTwoLayer(truth, est *nn.MLP) (TwoLayerError, error) {
 	vt, ut, err := twoLayerParts("truth", truth)
 	if err != nil {
@@ -51,6 +58,11 @@ func CompareTwoLayer(truth, est *nn.MLP) (TwoLayerError, error) {
 	if err != nil {
 		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w", err)
 	}
+	act := truth.Layers[0].Act
+	if est.Layers[0].Act != act {
+		return TwoLayerError{}, fmt.Errorf("metrics.CompareTwoLayer: %w: truth has hidden activation %s, est has %s", ErrNotTwoLayer, act, est.Layers[0].Act)
+	}
+	deg, scaled := act.Homogeneity()
 	k, d := vt.Dims()
 	m, _ := ut.Dims()
 	ke, de := ve.Dims()
@@ -85,14 +97,18 @@ func CompareTwoLayer(truth, est *nn.MLP) (TwoLayerError, error) {
 		var dv ssq
 		rt, re := vtn.RawRowView(i), ven.RawRowView(j)
 		for c := range rt {
-			dv.add(re[c] - rt[c])
+			if scaled {
+				dv.add(re[c] - rt[c])
+			} else { // raw rows, relative to the truth's norm
+				dv.add(re[c]*ne[j]/nt[i] - rt[c])
+			}
 		}
 		res.MaxRowErrV = math.Max(res.MaxRowErrV, dv.norm())
 
 		var dc, nc ssq
 		for r := 0; r < m; r++ {
-			colT[r] = ut.At(r, i) * nt[i]
-			colE[r] = ue.At(r, j) * ne[j]
+			colT[r] = ut.At(r, i) * unitScale(nt[i], deg, scaled)
+			colE[r] = ue.At(r, j) * unitScale(ne[j], deg, scaled)
 			dc.add(colE[r] - colT[r])
 			nc.add(colT[r])
 			uDiff.add(colE[r] - colT[r])
@@ -121,8 +137,8 @@ func twoLayerParts(name string, net *nn.MLP) (v, u *mat.Dense, err error) {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrShape, name, err)
 	}
 	l0, l1 := net.Layers[0], net.Layers[1]
-	if l0.Act != nn.ReLU || l1.Act != nn.Identity {
-		return nil, nil, fmt.Errorf("%w: %s has activations (%s, %s), want (relu, identity)", ErrNotTwoLayer, name, l0.Act, l1.Act)
+	if !l0.Act.Rectified() || l1.Act != nn.Identity {
+		return nil, nil, fmt.Errorf("%w: %s has activations (%s, %s), want (relu, identity) or another rectified activation (relupow<c>, reluexp) then identity", ErrNotTwoLayer, name, l0.Act, l1.Act)
 	}
 	for li, l := range net.Layers {
 		for _, b := range l.Bias {
@@ -189,4 +205,17 @@ func RelResidual(y, yhat mat.Matrix) float64 {
 		}
 	}
 	return ratio(num, den)
+}
+
+// unitScale is the factor a unit's U column absorbs when its V row of norm
+// n is normalised: n^deg for a homogeneous activation, 1 (no rescaling) for
+// one without a scaling symmetry.
+func unitScale(n, deg float64, scaled bool) float64 {
+	switch {
+	case !scaled:
+		return 1
+	case deg == 1:
+		return n
+	}
+	return math.Pow(n, deg)
 }

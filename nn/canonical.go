@@ -15,16 +15,22 @@ import (
 // The symmetries: a hidden ReLU unit j with incoming row wⱼ (and bias bⱼ) and
 // outgoing column uⱼ of the next layer can be scaled, wⱼ,bⱼ ↦ s·wⱼ,s·bⱼ and
 // uⱼ ↦ uⱼ/s for any s > 0, because ReLU(s·z) = s·ReLU(z); and the units of a
-// layer can be permuted together with the next layer's columns.
+// layer can be permuted together with the next layer's columns. A rectified
+// power max(z, 0)^c is homogeneous of degree c, so there uⱼ ↦ uⱼ/s^c. The
+// rectified exponential e^{max(z,0)} − 1 has no scaling symmetry: its rows
+// keep their norms (which the function determines) and only the
+// permutation is removed.
 //
-// The rule, for every layer with Act == ReLU that is followed by another
-// layer:
+// The rule, for every layer with a non-identity activation that is followed
+// by another layer:
 //
-//  1. Scale: each unit's incoming row [wⱼ bⱼ] (bias included when the layer
-//     has one) is scaled to unit Euclidean norm, the inverse scale going into
-//     column j of the next layer. Layers are normalised first to last, since
-//     normalising layer i rescales the rows of layer i+1. A unit whose
-//     incoming row is zero (a dead unit) is left unscaled.
+//  1. Scale (positively homogeneous activations only, see
+//     Activation.Homogeneity): each unit's incoming row [wⱼ bⱼ] (bias
+//     included when the layer has one) is scaled to unit Euclidean norm s,
+//     the compensating factor s^a (a the degree) going into column j of the
+//     next layer. Layers are normalised first to last, since normalising
+//     layer i rescales the rows of layer i+1. A unit whose incoming row is
+//     zero (a dead unit) is left unscaled.
 //  2. Sort: the units are ordered by decreasing Euclidean norm of their
 //     column in the next layer (their weight in the output), ties broken by
 //     the lexicographic order of the (normalised) incoming row [wⱼ bⱼ].
@@ -38,12 +44,13 @@ func (m *MLP) Canonical() *MLP {
 	c := m.clone()
 	last := len(c.Layers) - 1
 	for i := 0; i < last; i++ {
-		if c.Layers[i].Act == ReLU {
-			normaliseUnits(&c.Layers[i], &c.Layers[i+1])
+		act := c.Layers[i].Act
+		if deg, ok := act.Homogeneity(); ok && act != Identity {
+			normaliseUnits(&c.Layers[i], &c.Layers[i+1], deg)
 		}
 	}
 	for i := 0; i < last; i++ {
-		if c.Layers[i].Act == ReLU {
+		if c.Layers[i].Act != Identity {
 			sortUnits(&c.Layers[i], &c.Layers[i+1])
 		}
 	}
@@ -63,8 +70,9 @@ func (m *MLP) clone() *MLP {
 }
 
 // normaliseUnits scales each unit of l to a unit incoming row, moving the
-// scale into next's columns.
-func normaliseUnits(l, next *Layer) {
+// scale s^deg into next's columns (deg is the activation's degree of
+// homogeneity: 1 for the ReLU).
+func normaliseUnits(l, next *Layer, deg float64) {
 	k := l.Out()
 	for j := 0; j < k; j++ {
 		row := l.Weight.RawRowView(j)
@@ -85,9 +93,13 @@ func normaliseUnits(l, next *Layer) {
 		if l.Bias != nil {
 			l.Bias[j] /= s
 		}
+		f := s
+		if deg != 1 {
+			f = math.Pow(s, deg)
+		}
 		r, _ := next.Weight.Dims()
 		for a := 0; a < r; a++ {
-			next.Weight.Set(a, j, next.Weight.At(a, j)*s)
+			next.Weight.Set(a, j, next.Weight.At(a, j)*f)
 		}
 	}
 }

@@ -67,6 +67,10 @@ func (m *MLP) forwardRows(x, dst *mat.Dense, last int) {
 			z = mat.NewDense(r, l.Out(), nil)
 		}
 		z.Mul(h, l.Weight.T())
+		var act func(float64) float64 // other than ReLU and identity
+		if l.Act != ReLU && l.Act != Identity {
+			act = l.Act.Func()
+		}
 		raw := z.RawMatrix()
 		for r := 0; r < raw.Rows; r++ {
 			row := raw.Data[r*raw.Stride : r*raw.Stride+raw.Cols]
@@ -80,6 +84,10 @@ func (m *MLP) forwardRows(x, dst *mat.Dense, last int) {
 					if !(v > 0) { // also maps NaN to 0, as Activation.Apply does
 						row[j] = 0
 					}
+				}
+			} else if act != nil {
+				for j, v := range row {
+					row[j] = act(v)
 				}
 			}
 		}

@@ -7,34 +7,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Activation names an elementwise nonlinearity applied after a Linear layer.
-// The names follow PyTorch's module names in lower case.
-type Activation string
-
-const (
-	// Identity applies no nonlinearity. A Linear layer followed by Identity and
-	// another Linear layer is how a factored (low-rank) layer is stored.
-	Identity Activation = "identity"
-	// ReLU is max(x, 0).
-	ReLU Activation = "relu"
-)
-
-// Apply returns the activation of x.
-func (a Activation) Apply(x float64) float64 {
-	switch a {
-	case ReLU:
-		if x > 0 {
-			return x
-		}
-		return 0
-	default:
-		return x
-	}
-}
-
-// Valid reports whether a is an activation this package knows.
-func (a Activation) Valid() bool { return a == Identity || a == ReLU }
-
 // Layer is one affine map followed by an activation: act(x·Wᵀ + b).
 // Weight uses PyTorch's nn.Linear layout (out × in); Bias is nil when the
 // layer has none (nn.Linear(..., bias=False)).

@@ -384,15 +384,17 @@ type archLayer struct {
 }
 
 // moduleIndices returns the nn.Sequential index of each layer's Linear
-// module: every Linear and every ReLU module takes an index, identity takes
-// none. So [ReLU, Identity] layers sit at 0 and 2 (ReLU at 1).
+// module: every Linear and every activation module (ReLU, or the custom
+// module a PyTorch user writes for relupow<c> or reluexp, which has no
+// parameters) takes an index, identity takes none. So [ReLU, Identity]
+// layers sit at 0 and 2 (ReLU at 1).
 func moduleIndices(acts []Activation) []int {
 	idx := make([]int, len(acts))
 	k := 0
 	for i, a := range acts {
 		idx[i] = k
 		k++
-		if a == ReLU {
+		if a != Identity { // an activation module (ReLU or a custom one)
 			k++
 		}
 	}
@@ -564,10 +566,12 @@ func modelFromTensors(tensors map[string]Tensor, meta map[string]string) (*MLP, 
 		}
 		acts := make([]Activation, len(arch))
 		for i, a := range arch {
-			if !a.Act.Valid() {
-				return bad("metadata %s: layer %d has unknown activation %q (expected \"relu\" or \"identity\")", MetaArchitecture, i, a.Act)
+			act, err := ParseActivation(string(a.Act))
+			if err != nil {
+				return bad("metadata %s: layer %d has unknown activation %q (expected \"relu\", \"identity\", \"relupow<c>\" or \"reluexp\")", MetaArchitecture, i, a.Act)
 			}
-			acts[i] = a.Act
+			arch[i].Act = act
+			acts[i] = act
 		}
 		want := moduleIndices(acts)
 		if fmt.Sprint(want) != fmt.Sprint(idx) {

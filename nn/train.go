@@ -106,6 +106,11 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrInput)
 	}
+	for i, l := range m.Layers {
+		if l.Act != ReLU && l.Act != Identity {
+			return nil, fmt.Errorf("nn: Train: layer %d has activation %s; training supports relu and identity layers only: %w", i, l.Act, ErrInput)
+		}
+	}
 	n, d := x.Dims()
 	if d != m.In() {
 		return nil, fmt.Errorf("nn: Train: inputs have %d columns but the network takes %d: %w", d, m.In(), ErrInput)

@@ -51,7 +51,9 @@ func (nz Noise) validate() error {
 // TwoLayerData returns the labels y = ReLU(x·Vᵀ)·Uᵀ + E of a bias-free
 // two-layer ReLU teacher on the rows of x (n×d), and the absolute noise
 // standard deviation σ = noise.Level · RMS(clean y) that was used (0 without
-// noise).
+// noise). A teacher whose hidden activation is another rectified one
+// (nn.RectPow, nn.RectExp) gives y = φ(x·Vᵀ)·Uᵀ + E; an overflowing φ is
+// reported as ErrNotFinite.
 //
 // The forward pass is computed here (not by nn) in parallel over fixed
 // chunks of 2048 rows; the RMS sums per-chunk partial sums in chunk order, so
@@ -65,6 +67,8 @@ func TwoLayerData(teacher *nn.MLP, x *mat.Dense, noise Noise, rng *rand.Rand) (y
 	if err != nil {
 		return nil, 0, fmt.Errorf("synth.TwoLayerData: %w", err)
 	}
+	act := teacher.Layers[0].Act
+	phi := act.Func()
 	if err := noise.validate(); err != nil {
 		return nil, 0, fmt.Errorf("synth.TwoLayerData: %w", err)
 	}
@@ -93,7 +97,11 @@ func TwoLayerData(teacher *nn.MLP, x *mat.Dense, noise Noise, rng *rand.Rand) (y
 		for r := c * chunkRows; r < min(n, (c+1)*chunkRows); r++ {
 			xr := x.RawRowView(r)
 			for l := 0; l < k; l++ {
-				h[l] = math.Max(floats.Dot(v.RawRowView(l), xr), 0)
+				if act == nn.ReLU {
+					h[l] = math.Max(floats.Dot(v.RawRowView(l), xr), 0)
+				} else {
+					h[l] = phi(floats.Dot(v.RawRowView(l), xr))
+				}
 			}
 			yr := out.RawRowView(r)
 			for j := 0; j < m; j++ {
@@ -111,7 +119,7 @@ func TwoLayerData(teacher *nn.MLP, x *mat.Dense, noise Noise, rng *rand.Rand) (y
 	total := 0.0
 	for c := range partial {
 		if bad[c] >= 0 {
-			return nil, 0, fmt.Errorf("synth.TwoLayerData: %w: non-finite output at row %d (check x for NaN/Inf)", ErrNotFinite, bad[c])
+			return nil, 0, fmt.Errorf("synth.TwoLayerData: %w: non-finite output at row %d (check x for NaN/Inf; with %s, weights too large overflow)", ErrNotFinite, bad[c], act)
 		}
 		total += partial[c]
 	}
@@ -154,8 +162,8 @@ func twoLayer(net *nn.MLP) (v, u *mat.Dense, err error) {
 		return nil, nil, fmt.Errorf("%w: teacher: %w", ErrShape, err)
 	}
 	l0, l1 := net.Layers[0], net.Layers[1]
-	if l0.Act != nn.ReLU || l1.Act != nn.Identity {
-		return nil, nil, fmt.Errorf("%w: teacher has activations (%s, %s), want (relu, identity)", ErrShape, l0.Act, l1.Act)
+	if !l0.Act.Rectified() || l1.Act != nn.Identity {
+		return nil, nil, fmt.Errorf("%w: teacher has activations (%s, %s), want (relu, identity) or another rectified activation (relupow<c>, reluexp) then identity", ErrShape, l0.Act, l1.Act)
 	}
 	for i, l := range net.Layers {
 		for _, b := range l.Bias {

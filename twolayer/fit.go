@@ -48,8 +48,8 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 
 	finish := func(V, U *mat.Dense) (*Result, error) {
-		res.Model = nn.NewTwoLayer(V, U).Canonical()
-		F := activations(X, V)
+		res.Model = nn.NewTwoLayerAct(V, U, opt.Activation).Canonical()
+		F := activationsOf(X, V, opt.Activation)
 		res.Certificate.Residual = residualOf(F, Y, U)
 		res.Certificate.Tol = opt.CertTol
 		res.Certificate.Samples = X.RawMatrix().Rows
@@ -104,7 +104,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	k := st.K
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		Vp, reps, err := ExactPolish(ctx, X, st.Basis, start, func(done, total int) { opt.progress(stage, done, total) })
+		Vp, reps, err := ExactPolishAct(ctx, X, st.Basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +122,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		}
 	}
 	if len(found.rows) == 0 {
-		return nil, nil, "no unit could be polished to an exact row: the data are not exactly a ReLU network of this width (noise?)", false, nil
+		return nil, nil, fmt.Sprintf("no unit could be polished to an exact row: the data are not exactly a %s network of this width (noise, or another activation?)", opt.Activation), false, nil
 	}
 	how := "every unit was polished to an exact row"
 	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
@@ -145,15 +145,15 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		// Last resort: a least-squares refinement moves a rough start into
 		// the polish's margin.
 		before := len(found.rows)
-		Vs, _, err := RecoverSigns(ctx, X, Y, st.V)
+		Vs, _, err := RecoverSignsAct(ctx, X, Y, st.V, opt.Activation)
 		if err != nil {
 			return nil, nil, "", false, err
 		}
-		Us, _, err := SolveU(X, Y, Vs)
+		Us, _, err := SolveUAct(X, Y, Vs, opt.Activation)
 		if err != nil {
 			return nil, nil, "", false, err
 		}
-		ref, err := Refine(ctx, X, Y, Vs, Us, 0, func(done, total int) { opt.progress("refine start", done, total) })
+		ref, err := RefineAct(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
 		if err != nil {
 			return nil, nil, "", false, err
 		}
@@ -171,11 +171,11 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, _, err = SolveU(X, Y, V)
+	U, _, err = SolveUAct(X, Y, V, opt.Activation)
 	if err != nil {
 		return nil, nil, "", false, err
 	}
-	resid := relResidual(X, Y, V, U)
+	resid := relResidualAct(X, Y, V, U, opt.Activation)
 	if resid > opt.CertTol {
 		return nil, nil, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
 	}
@@ -187,7 +187,8 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 type certifiedRows struct{ rows [][]float64 }
 
 // add appends the certified rows of V that are not already present (two
-// certified rows for the same unit agree to rounding).
+// certified rows for the same unit agree to rounding; rows are compared by
+// direction, since e^x − 1 rows keep their norms).
 func (c *certifiedRows) add(V *mat.Dense, reps []UnitPolish) {
 	for i, r := range reps {
 		if !r.OK {
@@ -196,7 +197,7 @@ func (c *certifiedRows) add(V *mat.Dense, reps []UnitPolish) {
 		row := mat.Row(nil, i, V)
 		dup := false
 		for _, have := range c.rows {
-			if dot(have, row) > 1-1e-9 {
+			if dot(have, row) > (1-1e-9)*math.Sqrt(dot(have, have)*dot(row, row)) {
 				dup = true
 				break
 			}
@@ -209,19 +210,25 @@ func (c *certifiedRows) add(V *mat.Dense, reps []UnitPolish) {
 
 // noisyRoute is Alg 6 + Lemma 20, optionally refined.
 func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *Result) (V, U *mat.Dense, err error) {
-	V, _, err = RecoverSigns(ctx, X, Y, Vstart)
+	V, _, err = RecoverSignsAct(ctx, X, Y, Vstart, opt.Activation)
 	if err != nil {
 		return nil, nil, err
 	}
-	U, _, err = SolveU(X, Y, V)
+	U, _, err = SolveUAct(X, Y, V, opt.Activation)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !opt.Refine && !homogeneous(opt.Activation) {
+		// The moment estimate has unit rows, but an e^x − 1 unit's row norm
+		// is part of the function: only the refinement can fit it.
+		opt.Refine = true
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the activation %s has no scaling symmetry, so the moment estimate (unit rows) is refined by least squares to fit the row norms", opt.Activation))
 	}
 	if !opt.Refine {
 		res.Warnings = append(res.Warnings, "this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (Options.Refine, --refine) usually lowers the weight error 10–100× on noisy data")
 		return V, U, nil
 	}
-	ref, err := Refine(ctx, X, Y, V, U, 0, func(done, total int) { opt.progress("refine", done, total) })
+	ref, err := RefineAct(ctx, X, Y, V, U, opt.Activation, 0, func(done, total int) { opt.progress("refine", done, total) })
 	if err != nil {
 		return nil, nil, err
 	}

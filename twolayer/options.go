@@ -39,6 +39,14 @@ type Options struct {
 	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which a
 	// solution counts as exact. Default 1e-10.
 	CertTol float64
+	// Activation is the hidden nonlinearity φ of Y = φ(X·Vᵀ)·Uᵀ: "" or
+	// nn.ReLU (default), or another rectified activation of Bakshi et al.
+	// App. 9.1 — nn.RectPow(c) (max(x,0)^c, c > 0) or nn.RectExp
+	// (e^{max(x,0)} − 1). It sets the tensor order and the moment
+	// normalisations (Hermite coefficients of φ), how the exact polish
+	// inverts φ, and the activations of SolveU, RecoverSigns and Refine.
+	// With nn.RectExp the rows of V keep their norms (no scaling symmetry).
+	Activation nn.Activation
 	// Progress, if non-nil, is called as stages advance (stage name, units
 	// done, units total). It must be cheap and safe to call from one goroutine.
 	Progress func(stage string, done, total int)

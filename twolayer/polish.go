@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
 )
 
 // Polish tolerances (specs/001 §3.3).
@@ -62,6 +63,29 @@ type UnitPolish struct {
 // It returns V with unit rows (rows of failed units are the start's rows) and
 // a report per unit.
 func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
+	return ExactPolishAct(ctx, X, B, Vhat, nn.ReLU, progress)
+}
+
+// ExactPolishAct is ExactPolish for a rectified activation φ (Bakshi et al.
+// App. 9.1, specs/001 §2.13): the zero-pattern step is unchanged, and the
+// final linear system inverts φ on the active samples. For φ = max(x,0)^c
+// it solves X_P·z = r_P^{1/c} (the unknown positive scale of r passes
+// through φ⁻¹) and returns a unit row; for φ = e^{max(x,0)} − 1 it first
+// resolves the scale s of r = s·φ(X·v*) (expScale) and returns v* with its
+// norm. The per-unit certificate checks s·φ(X·z) against r on all samples.
+// Active samples are those with r > 1e-4·max r for φ ≠ ReLU (1e-7 for the
+// ReLU): below that, inverting a power amplifies the rounding of r. For
+// φ ≠ ReLU a certified row is recomputed once from all the samples it puts
+// clearly inactive (repolish): heavy-tailed φ makes the first few confident
+// zeros too ill-conditioned for a 1e-10 certificate (x³: 1e-9 → 1e-13).
+// Rows are unit except for e^x − 1, whose rows carry their norms.
+func ExactPolishAct(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
+	if act == "" {
+		act = nn.ReLU
+	}
+	if err := checkActivation(act); err != nil {
+		return nil, nil, err
+	}
 	n, d := X.Dims()
 	k, dv := Vhat.Dims()
 	if nb, kb := B.Dims(); nb != n || kb != k || dv != d {
@@ -93,7 +117,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done,
 			zeros := func(t int) []int {
 				return smallest(cosines, float64(sign), t, order)
 			}
-			z, rep, why := polishUnit(X, B, xnorm, vh, sign, zeros)
+			z, rep, why := polishUnit(X, B, xnorm, vh, sign, zeros, act)
 			if rep.OK {
 				if j, sj := nearestRow(Vhat, z); j != i || sj != sign {
 					rep.OK = false
@@ -129,8 +153,8 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done,
 
 // polishUnit runs the polish for one unit and one sign. zeros(t) returns the
 // t most confident inactive samples.
-func polishUnit(X, B *mat.Dense, xnorm, vh []float64, sign int, zeros func(t int) []int) ([]float64, UnitPolish, string) {
-	n, d := X.Dims()
+func polishUnit(X, B *mat.Dense, xnorm, vh []float64, sign int, zeros func(t int) []int, act nn.Activation) ([]float64, UnitPolish, string) {
+	n, _ := X.Dims()
 	_, k := B.Dims()
 	rep := UnitPolish{Sign: sign}
 	var w []float64
@@ -159,60 +183,30 @@ func polishUnit(X, B *mat.Dense, xnorm, vh []float64, sign int, zeros func(t int
 			break
 		}
 	}
-	r := make([]float64, n)
-	rmax, pos := 0.0, 0.0
-	for q := 0; q < n; q++ {
-		r[q] = dot(B.RawRowView(q), w)
-		if math.Abs(r[q]) > rmax {
-			rmax = math.Abs(r[q])
+	z, _, resid, why := rowFromNull(X, B, w, act)
+	rep.Residual = resid
+	if why != "" {
+		return nil, rep, why
+	}
+	if act != nn.ReLU {
+		// Second pass with the exact zero pattern: the few most confident
+		// zeros of the start give a null vector good to ~1e-10 relative
+		// when φ's heavy tail (x³, e^x) makes their rows of B ill
+		// conditioned; every sample the exact row puts clearly below 0 gives
+		// one good to rounding. (Kept off for the ReLU, whose first pass is
+		// already exact to rounding.)
+		if z2, _, r2, ok := repolish(X, B, xnorm, z, act); ok && r2 < resid {
+			z, rep.Residual = z2, r2
 		}
-		pos += r[q]
-	}
-	if pos < 0 { // an activation is non-negative: fix the null vector's sign
-		for q := range r {
-			r[q] = -r[q]
-		}
-	}
-	// Active samples, taken in index order until the system is comfortably
-	// overdetermined; entries within 1e-7·max of zero are left out so that
-	// no inactive sample is imposed as active.
-	need := max(5*d, 200)
-	var rows []int
-	for q := 0; q < n && len(rows) < need; q++ {
-		if r[q] > 1e-7*rmax {
-			rows = append(rows, q)
-		}
-	}
-	if len(rows) < d {
-		return nil, rep, fmt.Sprintf("only %d active samples, need ≥ d = %d", len(rows), d)
-	}
-	A := mat.NewDense(len(rows), d, nil)
-	rhs := mat.NewDense(len(rows), 1, nil)
-	for j, q := range rows {
-		A.SetRow(j, X.RawRowView(q))
-		rhs.Set(j, 0, r[q])
-	}
-	sol, err := linalg.LstSq(A, rhs)
-	if err != nil {
-		return nil, rep, "active samples do not determine the row: " + err.Error()
-	}
-	z := mat.Col(nil, 0, sol)
-	// Certificate: ReLU(X·z) must reproduce r on every sample.
-	num, den := 0.0, 0.0
-	for q := 0; q < n; q++ {
-		e := math.Max(dot(X.RawRowView(q), z), 0) - r[q]
-		num += e * e
-		den += r[q] * r[q]
-	}
-	rep.Residual = math.Sqrt(num / den)
-	if rep.Residual > unitTol {
-		return nil, rep, fmt.Sprintf("ReLU(X·z) misses the activation by %.1e relative", rep.Residual)
 	}
 	zn := math.Sqrt(dot(z, z))
-	for j := range z {
-		z[j] /= zn
+	if act != nn.RectExp { // homogeneous φ: the row's scale is a symmetry
+		for j := range z {
+			z[j] /= zn
+		}
+		zn = 1
 	}
-	c := float64(sign) * dot(z, vh)
+	c := float64(sign) * dot(z, vh) / zn
 	rep.Angle = math.Acos(math.Max(-1, math.Min(1, c)))
 	if c <= 0 {
 		return nil, rep, fmt.Sprintf("the exact row found is %.0f° from the start: it belongs to another unit", rep.Angle*180/math.Pi)
@@ -297,3 +291,126 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+// rowFromNull turns a null vector w of the confident-zero rows of B into
+// the unit's row: r = B·w (sign fixed to be non-negative) is the unit's
+// activation up to a positive scale; the row z solves φ⁻¹ on the active
+// samples, and the certificate is ‖scale·φ(X·z) − r‖/‖r‖ over all samples
+// (why is non-empty when it exceeds unitTol or a step fails).
+func rowFromNull(X, B *mat.Dense, w []float64, act nn.Activation) (z []float64, scale, resid float64, why string) {
+	n, d := X.Dims()
+	r := make([]float64, n)
+	rmax, pos := 0.0, 0.0
+	for q := 0; q < n; q++ {
+		r[q] = dot(B.RawRowView(q), w)
+		if math.Abs(r[q]) > rmax {
+			rmax = math.Abs(r[q])
+		}
+		pos += r[q]
+	}
+	if pos < 0 { // an activation is non-negative: fix the null vector's sign
+		for q := range r {
+			r[q] = -r[q]
+		}
+	}
+	// Active samples, taken in index order until the system is comfortably
+	// overdetermined; entries within 1e-7·max of zero (1e-4 for φ ≠ ReLU,
+	// see ExactPolishAct) are left out so that no inactive sample is
+	// imposed as active.
+	need := max(5*d, 200)
+	thr := 1e-7
+	if act != nn.ReLU {
+		thr = 1e-4
+	}
+	var rows []int
+	for q := 0; q < n && len(rows) < need; q++ {
+		if r[q] > thr*rmax {
+			rows = append(rows, q)
+		}
+	}
+	if len(rows) < d {
+		return nil, 1, math.Inf(1), fmt.Sprintf("only %d active samples, need ≥ d = %d", len(rows), d)
+	}
+	A := mat.NewDense(len(rows), d, nil)
+	rhs := mat.NewDense(len(rows), 1, nil)
+	for j, q := range rows {
+		A.SetRow(j, X.RawRowView(q))
+		rhs.Set(j, 0, r[q])
+	}
+	scale = 1.0 // r ≈ scale·φ(X·z)
+	if act == nn.RectExp {
+		a, zz, rel, err := expScale(A, mat.Col(nil, 0, rhs))
+		if err != nil {
+			return nil, 1, math.Inf(1), "resolving the unit's output scale: " + err.Error()
+		}
+		if rel > unitTol {
+			return nil, 1, math.Inf(1), fmt.Sprintf("no output scale s makes log(1 + r/s) linear in x on the active samples (relative residual %.1e): not an e^x − 1 unit, or noise", rel)
+		}
+		z, scale = zz, 1/a
+	} else {
+		if act != nn.ReLU {
+			inv := act.Inverse()
+			raw := rhs.RawMatrix().Data
+			for j, v := range raw {
+				raw[j] = inv(v)
+			}
+		}
+		sol, err := linalg.LstSq(A, rhs)
+		if err != nil {
+			return nil, 1, math.Inf(1), "active samples do not determine the row: " + err.Error()
+		}
+		z = mat.Col(nil, 0, sol)
+	}
+	// Certificate: scale·φ(X·z) must reproduce r on every sample.
+	f := act.Func()
+	num, den := 0.0, 0.0
+	for q := 0; q < n; q++ {
+		var e float64
+		if act == nn.ReLU {
+			e = math.Max(dot(X.RawRowView(q), z), 0) - r[q]
+		} else {
+			e = scale*f(dot(X.RawRowView(q), z)) - r[q]
+		}
+		num += e * e
+		den += r[q] * r[q]
+	}
+	resid = math.Sqrt(num / den)
+	if !(resid <= unitTol) {
+		return nil, 1, resid, fmt.Sprintf("%s(X·z) misses the activation by %.1e relative", act, resid)
+	}
+	return z, scale, resid, ""
+}
+
+// repolish recomputes a unit's row from the null vector of all samples
+// that the certified row z puts clearly inactive (x·z < −1e-3·‖x‖·‖z‖; at
+// most repolishRows of them, in index order). ok is false when the system
+// is not clearly rank-deficient or the row fails its certificate.
+func repolish(X, B *mat.Dense, xnorm, z []float64, act nn.Activation) (z2 []float64, scale, resid float64, ok bool) {
+	n, _ := X.Dims()
+	_, k := B.Dims()
+	zn := math.Sqrt(dot(z, z))
+	var idx []int
+	for q := 0; q < n && len(idx) < repolishRows; q++ {
+		if dot(X.RawRowView(q), z) < -1e-3*xnorm[q]*zn {
+			idx = append(idx, q)
+		}
+	}
+	if len(idx) < 4*k {
+		return nil, 0, 0, false
+	}
+	Bn := mat.NewDense(len(idx), k, nil)
+	for j, q := range idx {
+		Bn.SetRow(j, B.RawRowView(q))
+	}
+	_, s, vs, err := linalg.ThinSVD(Bn)
+	if err != nil || s[0] == 0 || s[k-1] > nullTol*s[0] {
+		return nil, 0, 0, false
+	}
+	z2, scale, resid, why := rowFromNull(X, B, mat.Col(nil, k-1, vs), act)
+	return z2, scale, resid, why == ""
+}
+
+// repolishRows caps the rows of the second polish pass: 20 000 inactive
+// samples pin a k-dimensional null vector to rounding at a cost of
+// 20 000·k² flops.
+const repolishRows = 20000

@@ -8,6 +8,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
+
+	"github.com/relurec/relurec/nn"
 )
 
 // RefineResult reports a local refinement.
@@ -29,6 +31,26 @@ type RefineResult struct {
 // measure zero. Each iteration costs ~4·n·k·(d+m) flops. The returned V has
 // unit rows and U is re-solved by least squares for it.
 func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, maxIter int, progress func(done, total int)) (*RefineResult, error) {
+	return RefineAct(ctx, X, Y, V0, U0, nn.ReLU, maxIter, progress)
+}
+
+// RefineAct is Refine for a rectified activation act, with the gradient
+// through φ′ (nn.Activation.Deriv). Rows of V are normalised at the end only
+// for positively homogeneous φ; for e^x − 1 the norms are fitted parameters.
+// If φ overflows at the start it returns an error wrapping ErrInput; an
+// overflowing trial point during the line search counts as an infinite loss.
+func RefineAct(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, maxIter int, progress func(done, total int)) (*RefineResult, error) {
+	if act == "" {
+		act = nn.ReLU
+	}
+	if err := checkActivation(act); err != nil {
+		return nil, err
+	}
+	if err := checkFinite(activationsOf(X, V0, act), act); err != nil {
+		return nil, err
+	}
+	relu := act == nn.ReLU
+	f, df := act.Func(), act.Deriv()
 	n, d := X.Dims()
 	k, _ := V0.Dims()
 	_, m := Y.Dims()
@@ -49,21 +71,40 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, maxIter int, progress 
 		V, U := unpack(x)
 		pre.Mul(X, V.T())
 		fd, pd := F.RawMatrix().Data, pre.RawMatrix().Data
-		for i, v := range pd {
-			fd[i] = math.Max(v, 0)
+		if relu {
+			for i, v := range pd {
+				fd[i] = math.Max(v, 0)
+			}
+		} else {
+			for i, v := range pd {
+				fd[i] = f(v)
+			}
 		}
 		R.Mul(F, U.T())
 		R.Sub(R, Y)
 		loss := 0.5 * math.Pow(mat.Norm(R, 2), 2) / yy
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			// φ overflowed at a trial point: reject it as infinitely bad.
+			for i := range grad {
+				grad[i] = 0
+			}
+			return math.Inf(1)
+		}
 		if grad != nil {
 			gV, gU := unpack(grad)
 			gU.Mul(R.T(), F)
 			gU.Scale(1/yy, gU)
 			GF.Mul(R, U)
 			gd := GF.RawMatrix().Data
-			for i, v := range pd {
-				if v <= 0 {
-					gd[i] = 0
+			if relu {
+				for i, v := range pd {
+					if v <= 0 {
+						gd[i] = 0
+					}
+				}
+			} else {
+				for i, v := range pd {
+					gd[i] *= df(v)
 				}
 			}
 			gV.Mul(GF.T(), X)
@@ -98,12 +139,14 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, maxIter int, progress 
 	}
 	V, _ := unpack(res.X)
 	V = mat.DenseCopyOf(V)
-	normalizeRows(V)
-	U, _, uerr := SolveU(X, Y, V)
+	if homogeneous(act) {
+		normalizeRows(V)
+	}
+	U, _, uerr := SolveUAct(X, Y, V, act)
 	if uerr != nil {
 		return nil, uerr
 	}
-	after := relResidual(X, Y, V, U)
+	after := relResidualAct(X, Y, V, U, act)
 	out := &RefineResult{V: V, U: U, Iterations: res.Stats.MajorIterations, Status: res.Status.String(), Before: before, After: after}
 	out.Converged = err == nil && (res.Status == optimize.FunctionConvergence || res.Status == optimize.GradientThreshold)
 	if err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) {

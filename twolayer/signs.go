@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
 )
 
 // signRows is ℓ of Alg 6: the number of samples the projection test uses
@@ -25,6 +25,21 @@ const signRows = 50000
 // It returns V with the signs applied and the per-unit margins
 // (a⁻ − a⁺)/(a⁻ + a⁺), positive when the kept sign won clearly.
 func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense) (*mat.Dense, []float64, error) {
+	return RecoverSignsAct(ctx, X, Y, Vhat, nn.ReLU)
+}
+
+// RecoverSignsAct is RecoverSigns with the candidate activations φ(±X̄v̂_j)
+// of a rectified activation act (Bakshi et al. App. 9.1: the sign gap of
+// Cor 6 holds for any rectified φ). For e^x − 1 the rows' norms matter:
+// pass rows at their estimated scale (unit rows give an approximate test).
+func RecoverSignsAct(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation) (*mat.Dense, []float64, error) {
+	if act == "" {
+		act = nn.ReLU
+	}
+	if err := checkActivation(act); err != nil {
+		return nil, nil, err
+	}
+	f := act.Func()
 	n, _ := X.Dims()
 	k, d := Vhat.Dims()
 	_, m := Y.Dims()
@@ -38,10 +53,20 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense) (*mat.Dense, []flo
 	for q := 0; q < l; q++ {
 		row := P.RawRowView(q)
 		out := C.RawRowView(q)
-		for j, v := range row {
-			out[j] = math.Max(v, 0)
-			out[k+j] = math.Max(-v, 0)
+		if act == nn.ReLU {
+			for j, v := range row {
+				out[j] = math.Max(v, 0)
+				out[k+j] = math.Max(-v, 0)
+			}
+		} else {
+			for j, v := range row {
+				out[j] = f(v)
+				out[k+j] = f(-v)
+			}
 		}
+	}
+	if err := checkFinite(C, act); err != nil {
+		return nil, nil, err
 	}
 	G := mat.NewSymDense(2*k, nil)
 	G.SymOuterK(1, C.T())
@@ -113,12 +138,7 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense) (*mat.Dense, []flo
 // solved by QR of the n×k activation matrix, never the normal equations —
 // together with κ(ReLU(X·Vᵀ)).
 func SolveU(X, Y, V *mat.Dense) (*mat.Dense, float64, error) {
-	F := activations(X, V)
-	Ut, err := linalg.LstSq(F, Y)
-	if err != nil {
-		return nil, math.Inf(1), fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
-	}
-	return mat.DenseCopyOf(Ut.T()), linalg.Cond(F), nil
+	return SolveUAct(X, Y, V, nn.ReLU)
 }
 
 // activations returns ReLU(X·Vᵀ) (n×k).

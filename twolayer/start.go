@@ -65,6 +65,12 @@ type Start struct {
 //     order-r Hermite moment (r = 4 for the ReLU, from hermite.TensorOrder;
 //     the paper's r = 3 is identically zero) are decomposed by Jennrich.
 //
+// The Hermite coefficients c_1, c_2 and the order r come from
+// Options.Activation (3 for x², x³ and e^x − 1; specs/001 §2.4 table). For
+// e^x − 1 the coefficients are those of unit-norm rows: a row of norm s has
+// the coefficients of e^{s·x} − 1 instead, which changes the weights λ_j of
+// the moments but not the directions they are decomposed into.
+//
 // Cost: one thin SVD of Y (n·m²), the order-2 step (2·n·d²·3), the order-r
 // slices (2·n·k²·(2k+3)) and small k×k work.
 func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, error) {
@@ -77,7 +83,7 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
-	act := hermite.ReLU{}
+	act := hermiteActivation(opt.Activation)
 	st := &Start{}
 
 	// 1. Rank and output reduction.

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
 )
 
 // minSamples is the sample floor of the tensor start: the order-4 moment in k
@@ -53,6 +55,9 @@ func (o Options) withDefaults() Options {
 	if o.Route == "" {
 		o.Route = "auto"
 	}
+	if o.Activation == "" {
+		o.Activation = nn.ReLU
+	}
 	return o
 }
 
@@ -66,6 +71,9 @@ func (o Options) check() error {
 	case "auto", "always", "never":
 	default:
 		return fmt.Errorf("%w: unknown whitening mode %q (want auto, always or never)", ErrInput, o.Whiten)
+	}
+	if err := checkActivation(o.Activation); err != nil {
+		return err
 	}
 	if o.Hidden < 0 {
 		return fmt.Errorf("%w: hidden width %d is negative", ErrInput, o.Hidden)

@@ -31,6 +31,8 @@ type twoLayerGen struct {
 	NoiseKind string  `json:"noise_kind"`
 	Noise     float64 `json:"noise"`
 	Seed      uint64  `json:"seed"`
+	// Activation is the teacher's hidden activation (gen twolayer --activation).
+	Activation string `json:"activation,omitempty"`
 }
 
 // register adds the problem flags with the given defaults.
@@ -85,6 +87,9 @@ func (g *twoLayerGen) validate() error {
 	default:
 		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", g.NoiseKind)
 	}
+	if _, err := parseActivationFlag(g.Activation); err != nil {
+		return err
+	}
 	if float64(g.N)*float64(g.D+g.M) > 2e9 {
 		return usageErrorf("--n %d with d+m = %d needs %.1f GB of memory; use a smaller --n", g.N, g.D+g.M, float64(g.N)*float64(g.D+g.M)*8/1e9)
 	}
@@ -113,6 +118,9 @@ func (g *twoLayerGen) generate() (*generated, error) {
 	teacher, err := synth.TwoLayerTeacher(synth.TwoLayerConfig{D: g.D, K: g.K, M: g.M, CondV: g.CondV, CondU: g.CondU}, rng)
 	if err != nil {
 		return nil, fmt.Errorf("generating the teacher: %w", err)
+	}
+	if teacher.Layers[0].Act, err = parseActivationFlag(g.Activation); err != nil {
+		return nil, err
 	}
 	var cov *mat.SymDense
 	if g.CovCond > 1 {
@@ -315,6 +323,7 @@ separator (or is an existing directory), or into the files given by --x and
 	f.StringVar(&xOut, "x", "", "write X to this .npy (with --y, instead of --out)")
 	f.StringVar(&yOut, "y", "", "write Y to this .npy (with --x, instead of --out)")
 	f.StringVar(&modelOut, "model-out", "", "also write the teacher network to this .safetensors file")
+	f.StringVar(&g.Activation, "activation", "relu", "teacher's "+activationHelp)
 	return c
 }
 

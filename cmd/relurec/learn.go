@@ -37,6 +37,8 @@ type learnTwoLayerOptions struct {
 	Seed    uint64  `json:"seed"`
 	Out     string  `json:"out"`
 	DType   string  `json:"dtype"`
+	// Activation is the hidden activation (--activation).
+	Activation string `json:"activation"`
 }
 
 // learnResult is what learn twolayer prints and stores in the manifest.
@@ -111,6 +113,11 @@ error nothing is written.`,
 			if opt.DType != "f64" && opt.DType != "f32" {
 				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
 			}
+			act, err := parseActivationFlag(opt.Activation)
+			if err != nil {
+				return err
+			}
+			opt.Activation = string(act)
 			if opt.CertTol < 0 {
 				return usageErrorf("--cert-tol must be ≥ 0, got %g", opt.CertTol)
 			}
@@ -149,6 +156,8 @@ error nothing is written.`,
 				Refine:   opt.Refine,
 				CertTol:  opt.CertTol,
 				Progress: progress,
+				// The hidden activation (--activation).
+				Activation: act,
 			})
 			clear()
 			if err != nil {
@@ -258,5 +267,6 @@ error nothing is written.`,
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	f.StringVar(&opt.Activation, "activation", "relu", activationHelp)
 	return c
 }

@@ -303,8 +303,8 @@ func twoLayerShape(name string, m *nn.MLP) (d, k, o int, err error) {
 		return 0, 0, 0, inputErrorf("%s has %d layers; expected a two-layer network Linear → ReLU → Linear", name, n)
 	}
 	l0, l1 := m.Layers[0], m.Layers[1]
-	if l0.Act != nn.ReLU || l1.Act != nn.Identity {
-		return 0, 0, 0, inputErrorf("%s has activations %s, %s; expected relu then identity", name, l0.Act, l1.Act)
+	if !l0.Act.Rectified() || l1.Act != nn.Identity {
+		return 0, 0, 0, inputErrorf("%s has activations %s, %s; expected relu (or relupow<c>, reluexp) then identity", name, l0.Act, l1.Act)
 	}
 	if l0.Bias != nil || l1.Bias != nil {
 		return 0, 0, 0, inputErrorf("%s has biases; two-layer recovery handles bias-free networks only", name)

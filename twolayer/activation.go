@@ -1,0 +1,242 @@
+package twolayer
+
+// Rectified activations other than the ReLU (Bakshi et al. App. 9.1,
+// specs/001 §2.13): φ(x) = max(x,0)^c and φ(x) = e^{max(x,0)} − 1. The
+// routes differ from the ReLU's in four places only:
+//
+//   - TensorStart takes its moment order r = argmax_{r∈{3,4}} |c_r(φ)| and
+//     the order-1/order-2 normalisations c_1, c_2 from φ's Hermite
+//     coefficients (hermite.RectPow, hermite.RectExp).
+//   - ExactPolish keeps the zero pattern step (it only needs φ(x) = 0 ⇔
+//     x ≤ 0) and inverts φ on the positive entries of the unit's activation
+//     r = s·φ(X·v*) read off the column span of Y, whose scale s is unknown.
+//     For x^c the scale passes through φ⁻¹ (s^{1/c}·X·v*), so the row is
+//     found up to the positive scaling Canonical removes. For e^x − 1 it
+//     does not, and s is resolved first: see expScale.
+//   - SolveU, RecoverSigns and Refine use φ and φ′.
+//   - Rows of V are normalised only for homogeneous φ; e^x − 1 keeps norms.
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
+)
+
+// checkActivation accepts the rectified activations this package handles.
+func checkActivation(a nn.Activation) error {
+	if a == "" || a == nn.ReLU {
+		return nil
+	}
+	if !a.Valid() {
+		if p, err := nn.ParseActivation(string(a)); err == nil {
+			return fmt.Errorf("%w: activation %q is not spelled canonically; use %q (nn.ParseActivation)", ErrInput, a, p)
+		}
+		return fmt.Errorf("%w: unknown activation %q; want relu, relupow<c> with c > 0 (e.g. relupow2) or reluexp", ErrInput, a)
+	}
+	if !a.Rectified() {
+		return fmt.Errorf("%w: activation %q is not rectified (zero for x ≤ 0, increasing for x > 0); the two-layer routes need relu, relupow<c> or reluexp", ErrInput, a)
+	}
+	return nil
+}
+
+// hermiteActivation returns the hermite view of a (its Gaussian Hermite
+// coefficients), a having passed checkActivation.
+func hermiteActivation(a nn.Activation) hermite.Activation {
+	if a == nn.RectExp {
+		return hermite.RectExp{}
+	}
+	if c, ok := a.Power(); ok && c != 1 {
+		return hermite.RectPow{C: c}
+	}
+	return hermite.ReLU{}
+}
+
+// homogeneous reports whether rows of V may be normalised (φ(s·x) = s^a·φ(x)).
+func homogeneous(a nn.Activation) bool {
+	_, ok := a.Homogeneity()
+	return ok
+}
+
+// activationsOf returns φ(X·Vᵀ) (n×k). The ReLU keeps its branch-free loop.
+func activationsOf(X, V *mat.Dense, act nn.Activation) *mat.Dense {
+	if act == "" || act == nn.ReLU {
+		return activations(X, V)
+	}
+	n, _ := X.Dims()
+	k, _ := V.Dims()
+	F := mat.NewDense(n, k, nil)
+	F.Mul(X, V.T())
+	f := act.Func()
+	data := F.RawMatrix().Data
+	for i, v := range data {
+		data[i] = f(v)
+	}
+	return F
+}
+
+// checkFinite returns an error naming the overflow when F has a non-finite
+// entry (e^x − 1 overflows for x > 709).
+func checkFinite(F *mat.Dense, act nn.Activation) error {
+	for i, v := range F.RawMatrix().Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			k := F.RawMatrix().Cols
+			return fmt.Errorf("%w: the hidden activation %s of sample %d, unit %d is %v (overflow): the weights are too large for this activation; rescale X", ErrInput, act, i/k, i%k, v)
+		}
+	}
+	return nil
+}
+
+// SolveUAct is SolveU for the activation act: the least-squares U (m×k) of
+// Y ≈ φ(X·Vᵀ)·Uᵀ and κ(φ(X·Vᵀ)). It fails with an error wrapping ErrInput
+// if φ overflows.
+func SolveUAct(X, Y, V *mat.Dense, act nn.Activation) (*mat.Dense, float64, error) {
+	if err := checkActivation(act); err != nil {
+		return nil, math.Inf(1), err
+	}
+	F := activationsOf(X, V, act)
+	if err := checkFinite(F, act); err != nil {
+		return nil, math.Inf(1), err
+	}
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, math.Inf(1), fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
+	}
+	return mat.DenseCopyOf(Ut.T()), linalg.Cond(F), nil
+}
+
+// relResidualAct returns ‖Y − φ(X·Vᵀ)·Uᵀ‖_F/‖Y‖_F.
+func relResidualAct(X, Y, V, U *mat.Dense, act nn.Activation) float64 {
+	return residualOf(activationsOf(X, V, act), Y, U)
+}
+
+// expScale resolves the unknown output scale of a rectified-exponential
+// unit: on its active samples P the unit's activation read off span(Y) is
+// r_P = s·(e^{X_P·v} − 1) with s > 0 and v unknown, so for a = 1/s the
+// vector h(a) = log(1 + a·r_P) must lie in the column space of X_P exactly.
+// Specs/001 §2.13 suggests a 1-D search over s minimising the residual of
+// X_P·z = φ⁻¹(r_P/s). This is that search made exact and fast by variable
+// projection: ρ(b) = ‖(I − QQᵀ)·h(e^b)‖² with Q an orthonormal basis of
+// col(X_P) is a function of b = log a alone; a coarse grid over 24 natural
+// log-units around 1/median(r) brackets the minimum and Gauss–Newton on b
+// (derivative ∂h/∂b = a·r/(1 + a·r), projected) converges quadratically to
+// the zero-residual root, since noiseless data have ρ(b*) = 0. The root is
+// unique: log(1 + (a/a*)(e^t − 1)) is linear in t only for a = a*.
+// As a → 0 the model degenerates to a linear one (log(1 + a·r) ≈ a·r), so a
+// root with a·median(r) < 1e-5 is refused as "linear, not e^x − 1".
+// It returns a = 1/s, the row z (with its norm) and the relative residual
+// ‖(I − QQᵀ)h‖/‖h‖ at the root.
+func expScale(XP *mat.Dense, rP []float64) (a float64, z []float64, rel float64, err error) {
+	p, _ := XP.Dims()
+	Q, err := linalg.Orth(XP)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	_, rank := Q.Dims()
+	h := make([]float64, p)
+	dh := make([]float64, p)
+	coef := make([]float64, rank)
+	// project writes (I − QQᵀ)·v into out and returns its squared norm.
+	project := func(v, out []float64) float64 {
+		for j := range coef {
+			coef[j] = 0
+		}
+		for q := 0; q < p; q++ {
+			row := Q.RawRowView(q)
+			for j, c := range row {
+				coef[j] += c * v[q]
+			}
+		}
+		ss := 0.0
+		for q := 0; q < p; q++ {
+			row := Q.RawRowView(q)
+			s := v[q]
+			for j, c := range row {
+				s -= c * coef[j]
+			}
+			out[q] = s
+			ss += s * s
+		}
+		return ss
+	}
+	res := make([]float64, p)
+	resD := make([]float64, p)
+	rho := func(b float64) float64 {
+		a := math.Exp(b)
+		for q, r := range rP {
+			h[q] = math.Log1p(a * r)
+		}
+		return project(h, res)
+	}
+	sorted := append([]float64(nil), rP...)
+	med := quickMedian(sorted)
+	if !(med > 0) {
+		return 0, nil, 0, fmt.Errorf("the active entries are not positive")
+	}
+	b0 := -math.Log(med)
+	best, bestB := math.Inf(1), b0
+	for t := -12.0; t <= 12; t += 0.5 {
+		// Compare relative residuals: ‖h‖ grows with a.
+		v := rho(b0 + t)
+		hh := dot(h, h)
+		if hh > 0 && v/hh < best {
+			best, bestB = v/hh, b0+t
+		}
+	}
+	b := bestB
+	cur := rho(b)
+	for it := 0; it < 100; it++ {
+		a := math.Exp(b)
+		for q, r := range rP {
+			dh[q] = a * r / (1 + a*r)
+		}
+		rho(b) // refresh res for the current b
+		g := project(dh, resD)
+		if g == 0 {
+			break
+		}
+		step := -dot(resD, res) / g
+		// Backtrack if the full step does not lower ρ (far from the root
+		// the Gauss–Newton model can overshoot).
+		nb, nv := b+step, rho(b+step)
+		for tries := 0; nv > cur && tries < 30; tries++ {
+			step /= 2
+			nb, nv = b+step, rho(b+step)
+		}
+		if nv > cur {
+			break
+		}
+		b, cur = nb, nv
+		if math.Abs(step) < 1e-15*math.Max(1, math.Abs(b)) {
+			break
+		}
+	}
+	a = math.Exp(b)
+	if a*med < 1e-5 {
+		// As a → 0, log(1 + a·r) → a·r: a unit linear in x on its active
+		// samples (a ReLU unit) looks like e^x − 1 with vanishing weights
+		// and a huge output scale. Refuse that limit.
+		return 0, nil, 0, fmt.Errorf("the activation is linear in x on its active samples (best scale s = %.1e·median r): a ReLU-like unit, not e^x − 1 with finite weights", 1/(a*med))
+	}
+	rho(b)
+	hm := mat.NewDense(p, 1, append([]float64(nil), h...))
+	sol, err := linalg.LstSq(XP, hm)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	return a, mat.Col(nil, 0, sol), math.Sqrt(cur / math.Max(dot(h, h), math.SmallestNonzeroFloat64)), nil
+}
+
+// quickMedian returns the median of v (reordering v).
+func quickMedian(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	idx := make([]int, len(v))
+	sel := smallest(v, 1, len(v)/2+1, idx)
+	return v[sel[len(sel)-1]]
+}
