@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -391,5 +392,20 @@ func BenchmarkSignPatterns(b *testing.B) {
 		if _, err := EnumerateSignPatterns(context.Background(), B, PatternOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Thm 1 promises some exact factorisation, not the teacher: with n = 6
+// samples in d = 4 dimensions many networks reproduce Y, and the route
+// returns one that differs from (U*, V*) yet fits exactly.
+func TestWorstCaseNotIdentifiable(t *testing.T) {
+	in := cubeInstance(1, 6, 4, 2, 2)
+	res, err := WorstCase(context.Background(), in.X, in.Y, WorstCaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := compare(t, nn.NewTwoLayer(in.V, in.U), res.Model)
+	if !res.Certificate.Met || e.MaxRelErr < 0.1 {
+		t.Fatalf("certificate %+v, weight error %.2e: expected an exact fit by a different network", res.Certificate, e.MaxRelErr)
 	}
 }
