@@ -409,3 +409,25 @@ func TestWorstCaseNotIdentifiable(t *testing.T) {
 		t.Fatalf("certificate %+v, weight error %.2e: expected an exact fit by a different network", res.Certificate, e.MaxRelErr)
 	}
 }
+
+// The NP-hardness instances of Thm 2 have rank(Y) = 1 < k = 2, exactly the
+// case Alg 2 excludes: the route refuses k = 2 with an error that says why,
+// although the planted witness fits exactly.
+func TestWorstCaseRefusesHardnessInstance(t *testing.T) {
+	f, plant, err := synth.PlantedReversible6SAT(8, 4, synth.NewRand(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := synth.SATReduction(f, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := h.Witness(plant)
+	if r := relResidual(h.X, h.Y, w.Layers[0].Weight, w.Layers[1].Weight); r != 0 {
+		t.Fatalf("witness residual %v", r)
+	}
+	_, err = WorstCase(context.Background(), h.X, h.Y, WorstCaseOptions{Hidden: 2})
+	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NP-hard") {
+		t.Fatalf("err %v", err)
+	}
+}
