@@ -385,8 +385,14 @@ func (e *enumerator) subset(idx []int) {
 		v, prev, gt := e.vals[mask], e.vals[mask^low], e.g[t]
 		thr := 0.0
 		for j := range v {
-			v[j] = prev[j] + gt[j]
-			thr = max(thr, math.Abs(v[j]))
+			x := prev[j] + gt[j]
+			v[j] = x
+			// Not the max builtin: its NaN handling costs 3× in this loop.
+			if x > thr {
+				thr = x
+			} else if -x > thr {
+				thr = -x
+			}
 		}
 		thr *= e.opt.SignTol
 		clear(e.pat.words)
@@ -692,9 +698,14 @@ func appendIneq(G [][]float64, hs []float64, g []float64, h float64) ([][]float6
 }
 
 // solveFeasibility decides whether {t ∈ R^p : G·t ≤ h} is non-empty with
-// gonum's simplex (free variables split by lp.Convert, zero objective). It
-// returns a feasible t, and failed = true when the simplex itself broke down
-// (reported as infeasible; the next pattern is tried).
+// gonum's simplex. It solves min s subject to G·t − s·1 ≤ h, s ≥ 0 (the
+// system is feasible iff the optimum is 0), converted to standard form by
+// lp.Convert (free variables split, slacks added). The artificial s is there
+// because t = 0, s = max(−h) is a feasible vertex we can hand to Simplex as
+// its initial basis: left to find one itself, gonum tests columns for
+// independence with a condition-number estimate per column, which cost 90%
+// of the route's time. It returns a feasible t, and failed = true when the
+// simplex broke down (reported as infeasible; the next pattern is tried).
 func solveFeasibility(G [][]float64, h []float64, p int, tol float64) (t []float64, feasible, failed bool) {
 	defer func() {
 		// gonum's simplex panics on a few degenerate inputs; a breakdown
@@ -704,21 +715,46 @@ func solveFeasibility(G [][]float64, h []float64, p int, tol float64) (t []float
 		}
 	}()
 	m := len(G)
-	if m == 0 {
-		return make([]float64, p), true, false
+	s0, i0 := 0.0, -1
+	for i, hi := range h {
+		if -hi > s0 {
+			s0, i0 = -hi, i
+		}
 	}
-	g := mat.NewDense(m, p, nil)
+	if i0 < 0 {
+		return make([]float64, p), true, false // t = 0 satisfies every row
+	}
+	// Variables (t, s); rows G·t − s ≤ h and −s ≤ 0.
+	g := mat.NewDense(m+1, p+1, nil)
+	hh := make([]float64, m+1)
 	for i, row := range G {
-		g.SetRow(i, row)
+		copy(g.RawRowView(i), row)
+		g.Set(i, p, -1)
+		hh[i] = h[i]
 	}
-	c, A, b := lp.Convert(make([]float64, p), g, h, nil, nil)
-	_, x, err := lp.Simplex(c, A, b, tol, nil)
+	g.Set(m, p, -1)
+	c := make([]float64, p+1)
+	c[p] = 1
+	cNew, A, b := lp.Convert(c, g, hh, nil, nil)
+	// Standard-form columns: (t, s)⁺ (p+1), (t, s)⁻ (p+1), slacks (m+1).
+	// The basis {s⁺} ∪ {slack_i : i ≠ i0} has s = s0, slack_i = h_i + s0 ≥ 0.
+	basic := make([]int, 0, m+1)
+	basic = append(basic, p)
+	for i := 0; i <= m; i++ {
+		if i != i0 {
+			basic = append(basic, 2*(p+1)+i)
+		}
+	}
+	opt, x, err := lp.Simplex(cNew, A, b, tol, basic)
 	if err != nil {
-		return nil, false, !errors.Is(err, lp.ErrInfeasible)
+		return nil, false, true
+	}
+	if opt > tol {
+		return nil, false, false
 	}
 	t = make([]float64, p)
 	for i := range t {
-		t[i] = x[i] - x[p+i]
+		t[i] = x[i] - x[p+1+i]
 	}
 	return t, true, false
 }
