@@ -911,7 +911,7 @@ func WorstCaseWithReport(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOpti
 	if rep.Work > opt.MaxWork {
 		rep.EstimatedSeconds = estimateSeconds(prob)
 		if !opt.Force {
-			return nil, rep, fmt.Errorf("%w: %w: the worst-case route (Alg 2) on n = %d samples with k = %d units needs ≈ %.2g work units (C(2n,k)·2k; limit %.0e), an estimated %s on this machine (C(n,k) = %.3g sign systems, ~%.3g candidate patterns); it is exponential in k and meant for k ≤ 3, n ≤ ~60. Set WorstCaseOptions.Force (CLI --force) to run it anyway, or use fewer samples",
+			return nil, rep, fmt.Errorf("%w: %w: the worst-case route (Alg 2) on n = %d samples with k = %d units needs ≈ %.2g work units (C(2n,k)·2k; limit %.0e), an estimated %s or less on this machine (C(n,k) = %.3g sign systems, ~%.3g candidate patterns); it is exponential in k and meant for k ≤ 3, n ≤ ~60. Set WorstCaseOptions.Force (CLI --force) to run it anyway, or use fewer samples",
 				ErrInput, ErrWorkLimit, n, k, rep.Work, opt.MaxWork, humanSeconds(rep.EstimatedSeconds), binom(n, k), GenericPatternCount(n, k))
 		}
 	}
@@ -1013,29 +1013,30 @@ func WorstCaseWithReport(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOpti
 
 // estimateSeconds times a sample of the route's two costly steps on the
 // actual data — k×k sign systems (all C(n,k) subsets are visited) and
-// pattern null spaces (about GenericPatternCount of them) — and
-// extrapolates.
+// pattern null spaces (at most GenericPatternCount of them; fewer when many
+// samples are inactive for every unit) — and extrapolates. The LPs are
+// left out: they only run on the few patterns with a null space.
 func estimateSeconds(p *wcProblem) float64 {
 	n, k := p.n, p.k
 	e := newEnumerator(p.B, PatternOptions{SignTol: p.opt.SignTol, CondMax: 1e12})
 	rng := rand.New(rand.NewPCG(1, 2))
-	const trials = 200
-	idx := make([]int, k)
+	trials := int(min(2000, binom(n, k)))
+	subsets := make([][]int, trials)
+	for i := range subsets {
+		subsets[i] = rng.Perm(n)[:k]
+	}
+	e.subset(subsets[0]) // warm up
 	t0 := time.Now()
-	for range trials {
-		perm := rng.Perm(n)[:k]
-		copy(idx, perm)
+	for _, idx := range subsets {
 		e.subset(idx)
 	}
-	perSubset := time.Since(t0).Seconds() / trials
+	perSubset := time.Since(t0).Seconds() / float64(trials)
+	pats := append(e.set.Patterns, NewSignPattern(n, 0))
+	p.nullBasis(pats[0]) // warm up
+	const nullTrials = 8
 	t0 = time.Now()
-	const nullTrials = 4
 	for i := range nullTrials {
-		if i < len(e.set.Patterns) {
-			p.nullBasis(e.set.Patterns[i])
-		} else {
-			p.nullBasis(NewSignPattern(n, 0))
-		}
+		p.nullBasis(pats[i%len(pats)])
 	}
 	perNull := time.Since(t0).Seconds() / nullTrials
 	return binom(n, k)*perSubset + GenericPatternCount(n, k)*perNull
