@@ -242,9 +242,11 @@ type PatternOptions struct {
 	// SignTol·max|Bw|. Default 1e-9.
 	SignTol float64
 	// CondMax skips k×k systems whose 1-norm condition number exceeds it:
-	// their solutions carry too much rounding error to read signs from, and
-	// a vertex is also reached from better-conditioned tight sets in general
-	// position. Default 1e12.
+	// their solutions carry too much rounding error to read signs from.
+	// (Exact singularity — e.g. rows of B that vanish because no unit is
+	// active on the sample — is the common case; a vertex whose only tight
+	// set is nearly singular would be lost, which the tests never met.)
+	// Default 1e12.
 	CondMax float64
 	// Progress, if non-nil, is called with the number of subsets done and
 	// the total C(n,k).
