@@ -33,6 +33,9 @@ type twoLayerGen struct {
 	Seed      uint64  `json:"seed"`
 	// Activation is the teacher's hidden activation (gen twolayer --activation).
 	Activation string `json:"activation,omitempty"`
+	// Special holds the --instance flags of gen twolayer (gen_instances.go);
+	// nil elsewhere.
+	Special *instanceGen `json:"special,omitempty"`
 }
 
 // register adds the problem flags with the given defaults.
@@ -138,6 +141,15 @@ func (g *twoLayerGen) generate() (*generated, error) {
 }
 
 func (g *twoLayerGen) metadata() map[string]string {
+	if g.Special.active() {
+		return map[string]string{
+			"producer":        "relurec gen twolayer",
+			"relurec_version": relurecVersion(),
+			"generator":       map[string]string{"lemma16": "synth.Lemma16Pair", "sat6": "synth.SATReduction witness"}[g.Special.Instance],
+			"instance":        g.Special.Instance,
+			"seed":            strconv.FormatUint(g.Seed, 10),
+		}
+	}
 	return map[string]string{
 		"producer":        "relurec gen twolayer",
 		"relurec_version": relurecVersion(),
@@ -158,7 +170,8 @@ func newGenCmd(a *app) *cobra.Command {
 }
 
 func newGenTwoLayerCmd(a *app) *cobra.Command {
-	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1}
+	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1,
+		Special: &instanceGen{Instance: "random", A: 0.1, Vars: 8, Clauses: 6}}
 	var out, xOut, yOut, modelOut string
 	c := &cobra.Command{
 		Use:   "twolayer",
@@ -173,7 +186,14 @@ Outputs: X and Y go into one .npz (arrays "X" and "Y") given by --out, or
 into X.npy and Y.npy inside a directory when --out ends with a path
 separator (or is an existing directory), or into the files given by --x and
 --y. --model-out also writes the teacher as safetensors. A run manifest
-(<output>.manifest.json) is written next to every output.`,
+(<output>.manifest.json) is written next to every output.
+
+--instance lemma16 writes Gaussian X (n×2) and Y from the first network of
+the lower-bound pair of Bakshi et al. Lemma 16 (or the second with --second);
+the two agree on every sample with |x1| > 2a|x2|. --instance sat6 writes the
+instance of their NP-hardness reduction (Thm 2) for a random reversible 6-SAT
+formula with a planted solution; the teacher is the witness network
+ReLU(X·Vᵀ)·[1,1]ᵀ that fits it exactly (rank(Y) = 1 < k = 2).`,
 		Example: `  # 100 000 noiseless samples of a d=20, k=5, m=8 network, plus the teacher
   relurec gen twolayer --d 20 --k 5 --m 8 --n 100000 --seed 1 --out data.npz --model-out teacher.safetensors
 
@@ -181,10 +201,19 @@ separator (or is an existing directory), or into the files given by --x and
   relurec gen twolayer --n 300000 --noise-kind gaussian --noise 0.1 --seed 2 --out noisy/
 
   # Correlated inputs, separate files
-  relurec gen twolayer --cov-cond 10 --x X.npy --y Y.npy`,
+  relurec gen twolayer --cov-cond 10 --x X.npy --y Y.npy
+
+  # The Lemma 16 lower-bound pair (κ = 1/a): data from the first network
+  relurec gen twolayer --instance lemma16 --a 0.05 --n 200 --out lemma16.npz
+
+  # The NP-hardness reduction of a planted reversible 6-SAT formula
+  relurec gen twolayer --instance sat6 --vars 10 --clauses 8 --out sat6.npz --model-out witness.safetensors`,
 		Args: cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
+			if err := g.Special.validate(cmd); err != nil {
+				return err
+			}
 			if err := g.validate(); err != nil {
 				return err
 			}
@@ -220,7 +249,13 @@ separator (or is an existing directory), or into the files given by --x and
 				}
 			}
 
-			gen, err := g.generate()
+			var gen *generated
+			var extra map[string]any
+			if g.Special.active() {
+				gen, extra, err = g.Special.generate(&g)
+			} else {
+				gen, err = g.generate()
+			}
 			if err != nil {
 				return err
 			}
@@ -270,7 +305,11 @@ separator (or is an existing directory), or into the files given by --x and
 			man.Seed = g.Seed
 			man.Timings["generate"] = genTime.Seconds()
 			man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
-			man.Results = map[string]any{"noise_sigma": gen.sigma}
+			results := map[string]any{"noise_sigma": gen.sigma}
+			if extra != nil {
+				results["instance"] = extra
+			}
+			man.Results = results
 			for _, p := range written {
 				if err := man.AddOutput(p); err != nil {
 					return err
@@ -290,7 +329,7 @@ separator (or is an existing directory), or into the files given by --x and
 			res := genResult{
 				Command: "gen twolayer", Options: g, Outputs: dataFiles,
 				XShape: dims(gen.x), YShape: dims(gen.y), NoiseSigma: gen.sigma,
-				Seconds: time.Since(start).Seconds(),
+				Instance: extra, Seconds: time.Since(start).Seconds(),
 			}
 			return a.emit(res, func(w io.Writer) {
 				rows := [][2]string{}
@@ -303,6 +342,12 @@ separator (or is an existing directory), or into the files given by --x and
 				}
 				if modelOut != "" {
 					rows = append(rows, [2]string{"teacher", fmt.Sprintf("%s  (V %d×%d, U %d×%d)", modelOut, g.K, g.D, g.M, g.K)})
+				}
+				if g.Special.Instance == "lemma16" {
+					rows = append(rows, [2]string{"instance", fmt.Sprintf("lemma16, a = %g (κ = %g); %d of %d samples distinguish the pair (expected %.3g)",
+						extra["network_a"], extra["cond_v"], extra["distinguishing_samples"], g.N, float64(g.N)*extra["distinguish_prob"].(float64))})
+				} else if g.Special.Instance == "sat6" {
+					rows = append(rows, [2]string{"instance", fmt.Sprintf("sat6, %d variables, %d clauses (closed under complementation), %d clause rows", g.Special.Vars, 2*g.Special.Clauses, extra["clause_rows"])})
 				}
 				noise := "none"
 				if g.Noise > 0 {
@@ -318,6 +363,7 @@ separator (or is an existing directory), or into the files given by --x and
 		}),
 	}
 	g.register(c, true)
+	g.Special.register(c)
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "output .npz (X and Y), or a directory ending in / for X.npy and Y.npy")
 	f.StringVar(&xOut, "x", "", "write X to this .npy (with --y, instead of --out)")
@@ -328,13 +374,14 @@ separator (or is an existing directory), or into the files given by --x and
 }
 
 type genResult struct {
-	Command    string      `json:"command"`
-	Options    twoLayerGen `json:"options"`
-	Outputs    []string    `json:"outputs"`
-	XShape     [2]int      `json:"x_shape"`
-	YShape     [2]int      `json:"y_shape"`
-	NoiseSigma float64     `json:"noise_sigma"`
-	Seconds    float64     `json:"seconds"`
+	Command    string         `json:"command"`
+	Options    twoLayerGen    `json:"options"`
+	Outputs    []string       `json:"outputs"`
+	XShape     [2]int         `json:"x_shape"`
+	YShape     [2]int         `json:"y_shape"`
+	NoiseSigma float64        `json:"noise_sigma"`
+	Instance   map[string]any `json:"instance,omitempty"`
+	Seconds    float64        `json:"seconds"`
 }
 
 func dims(m *mat.Dense) [2]int {

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relurec/relurec/synth"
+)
+
+// Special instances of `gen twolayer --instance`: the lower-bound pair of
+// Bakshi et al. Lemma 16 and the NP-hardness reduction of their Thm 2
+// (specs/001 §2.14, §5). They fix d, k and m themselves.
+
+// instanceGen holds the --instance flags.
+type instanceGen struct {
+	Instance      string  `json:"instance,omitempty"`
+	A             float64 `json:"a,omitempty"`
+	Second        bool    `json:"second,omitempty"`
+	Vars          int     `json:"vars,omitempty"`
+	Clauses       int     `json:"clause_pairs,omitempty"`
+	VariableAlpha bool    `json:"variable_alpha,omitempty"`
+}
+
+func (ig *instanceGen) register(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&ig.Instance, "instance", ig.Instance, "special instance instead of a random teacher: lemma16 (the κ lower-bound pair of Lemma 16) or sat6 (the NP-hardness reduction of Thm 2)")
+	f.Float64Var(&ig.A, "a", ig.A, "lemma16: the parameter a in (0, 1]; κ(V) = 1/a")
+	f.BoolVar(&ig.Second, "second", ig.Second, "lemma16: draw Y from the second network of the pair (2a instead of a)")
+	f.IntVar(&ig.Vars, "vars", ig.Vars, "sat6: number of Boolean variables (≥ 6); X has vars+2 columns")
+	f.IntVar(&ig.Clauses, "clauses", ig.Clauses, "sat6: number of planted clause pairs (each clause and its complement)")
+	f.BoolVar(&ig.VariableAlpha, "variable-alpha", ig.VariableAlpha, "sat6: the variant where the output weights are unknown too (one more column, two more rows)")
+}
+
+// active reports whether a special instance (not the random teacher) was asked for.
+func (ig *instanceGen) active() bool {
+	return ig != nil && (ig.Instance == "lemma16" || ig.Instance == "sat6")
+}
+
+// lemma16Flags, sat6Flags and randomFlags are the flags that only apply to some instance; randomOnly
+// apply to one kind of instance only.
+var (
+	lemma16Flags = []string{"a", "second"}
+	sat6Flags    = []string{"vars", "clauses", "variable-alpha"}
+	randomFlags  = []string{"d", "k", "m", "cond-v", "cond-u", "cov-cond", "noise", "noise-kind"}
+)
+
+// validate checks the --instance flags against the other flags the user set.
+func (ig *instanceGen) validate(c *cobra.Command) error {
+	reject := func(names []string, why string) error {
+		for _, n := range names {
+			if c.Flags().Changed(n) {
+				return usageErrorf("--%s does not apply %s", n, why)
+			}
+		}
+		return nil
+	}
+	switch ig.Instance {
+	case "", "random":
+		if err := reject(append(append([]string{}, lemma16Flags...), sat6Flags...), "without --instance"); err != nil {
+			return err
+		}
+	case "lemma16":
+		if err := reject(append(append([]string{}, randomFlags...), sat6Flags...), "to --instance lemma16 (d = 2, k = 2, m = 1, noiseless)"); err != nil {
+			return err
+		}
+		if math.IsNaN(ig.A) || ig.A <= 0 || ig.A > 1 {
+			return usageErrorf("--a must be in (0, 1], got %g", ig.A)
+		}
+		ig.Vars, ig.Clauses, ig.VariableAlpha = 0, 0, false // not used: keep them out of the manifest
+	case "sat6":
+		if err := reject(append(append([]string{"n"}, randomFlags...), lemma16Flags...), "to --instance sat6 (the formula fixes n, d = vars+2, k = 2, m = 1)"); err != nil {
+			return err
+		}
+		if ig.Vars < 6 {
+			return usageErrorf("--vars must be at least 6 (clauses have six distinct variables), got %d", ig.Vars)
+		}
+		if ig.Clauses < 1 || ig.Clauses > 1_000_000 {
+			return usageErrorf("--clauses must be between 1 and 1e6, got %d", ig.Clauses)
+		}
+		ig.A, ig.Second = 0, false
+	default:
+		return usageErrorf("--instance must be random, lemma16 or sat6, got %q", ig.Instance)
+	}
+	return nil
+}
+
+// generate draws the instance and fills g's shape fields with the instance's
+// actual d, k, m and n. The extra map goes into the manifest and --json.
+func (ig *instanceGen) generate(g *twoLayerGen) (*generated, map[string]any, error) {
+	rng := synth.NewRand(g.Seed)
+	switch ig.Instance {
+	case "lemma16":
+		n1, n2, err := synth.Lemma16Pair(ig.A)
+		if err != nil {
+			return nil, nil, err
+		}
+		teacher, a := n1, ig.A
+		if ig.Second {
+			teacher, a = n2, 2*ig.A
+		}
+		x, err := synth.GaussianInputs(g.N, 2, nil, rng)
+		if err != nil {
+			return nil, nil, err
+		}
+		y, _, err := synth.TwoLayerData(teacher, x, synth.Noise{}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		distinct := 0
+		for q := 0; q < g.N; q++ {
+			if synth.Lemma16Distinguishes(x.At(q, 0), x.At(q, 1), ig.A) {
+				distinct++
+			}
+		}
+		g.D, g.K, g.M = 2, 2, 1
+		return &generated{teacher: teacher, x: x, y: y}, map[string]any{
+			"network_a":              a,
+			"cond_v":                 1 / a,
+			"distinguishing_samples": distinct,
+			"distinguish_prob":       synth.Lemma16DistinguishProb(ig.A),
+		}, nil
+	case "sat6":
+		f, plant, err := synth.PlantedReversible6SAT(ig.Vars, ig.Clauses, rng)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, err := synth.SATReduction(f, ig.VariableAlpha)
+		if err != nil {
+			return nil, nil, err
+		}
+		teacher, err := h.Witness(plant)
+		if err != nil {
+			return nil, nil, err
+		}
+		g.N, g.D = h.X.Dims()
+		g.K, g.M = 2, 1
+		return &generated{teacher: teacher, x: h.X, y: h.Y}, map[string]any{
+			"clause_rows": h.NumP,
+			"clauses":     f.Clauses,
+			"planted":     plant,
+		}, nil
+	}
+	return nil, nil, fmt.Errorf("unknown instance %q", ig.Instance)
+}
