@@ -2,6 +2,7 @@ package twolayer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -12,25 +13,144 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Fit learns Y ≈ ReLU(X·Vᵀ)·Uᵀ and chooses the route from the data:
+// Fit learns Y ≈ φ(X·Vᵀ)·Uᵀ (φ = Options.Activation, the ReLU by default)
+// and chooses the route from what the data show (Options.Route "auto"):
 //
-//   - If Y is exactly rank k (σ_{k+1}/σ_1 < 1e-10; or k = m, where rank cannot
+//  1. Inputs: if X does not look Gaussian (CheckGaussian) or n is below the
+//     Gaussian routes' sample floor, and Y is exactly rank k with a small
+//     enough search, the worst-case route (Alg 1–2, any X) runs.
+//  2. If Y is exactly rank k (σ_{k+1}/σ_1 < 1e-10; or k = m, where rank cannot
 //     tell), the tensor start is polished to an exact answer (Alg 4 + Alg 5).
 //     The route is RouteExact only if every unit passed its own check and the
 //     relative residual over all samples is ≤ CertTol. If some unit failed,
 //     the start is first refined by least squares and polished again.
-//   - Otherwise (noise), or if the polish cannot certify, the noisy route runs:
+//  3. Otherwise (noise), or if the polish cannot certify, the noisy route runs:
 //     signs by projections (Alg 6), U by least squares (Lemma 20), and with
 //     Options.Refine a local refinement whose effect is reported separately.
 //
-// Result.Reason says which branch was taken and why. Route "exact" returns an
-// error wrapping ErrNotExact instead of falling back. Inputs are not modified.
+// Result.Route and Result.Reason say which route ran and why; the checks
+// behind the choice are in Result.Diagnostics.Selection. A named route
+// (Options.Route) runs that route only: "exact" returns an error wrapping
+// ErrNotExact instead of falling back. Inputs are not modified.
 func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	began := time.Now()
 	opt = opt.withDefaults()
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
+	var res *Result
+	var err error
+	switch opt.Route {
+	case "worstcase":
+		res, err = WorstCase(ctx, X, Y, opt.worstCase())
+	case "exact", "noisy":
+		res, err = fitTensor(ctx, X, Y, opt, nil)
+	default:
+		res, err = fitAuto(ctx, X, Y, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// worstCase maps Fit's options onto the worst-case route's.
+func (o Options) worstCase() WorstCaseOptions {
+	return WorstCaseOptions{Hidden: o.Hidden, Force: o.Force, Progress: o.Progress}
+}
+
+// Selection records the checks behind Fit's automatic route choice.
+type Selection struct {
+	// Gaussian is the Gaussian-input screen of X.
+	Gaussian *GaussianCheck `json:"gaussian,omitempty"`
+	// Rank is the numerical rank of Y (σ_{r+1}/σ_1 < 1e-10), or k when Y has
+	// no more columns than k.
+	Rank int `json:"rank"`
+	// ExactRank reports σ_{k+1}/σ_1 < 1e-10 for the k used.
+	ExactRank bool `json:"exact_rank"`
+	// Residual describes Y outside its top-k span when it is not exactly rank k.
+	Residual *ResidualCheck `json:"residual,omitempty"`
+	// Considered lists, in order, the routes considered and why each was
+	// taken or passed over.
+	Considered []string `json:"considered"`
+}
+
+// fitAuto is Fit's route selection (see Fit).
+func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
+	n, d, m, err := checkData(X, Y)
+	if err != nil {
+		return nil, err
+	}
+	sel := &Selection{}
+	note := func(format string, args ...any) {
+		sel.Considered = append(sel.Considered, fmt.Sprintf(format, args...))
+	}
+	_, sv, _, err := linalg.ThinSVD(Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the SVD of Y failed: %v", ErrInput, err)
+	}
+	sel.Rank = linalg.NumericalRank(sv, exactRankTol)
+	k := opt.Hidden
+	if k == 0 {
+		k = sel.Rank
+	}
+	sel.ExactRank = k >= m || (k < len(sv) && sv[k] <= exactRankTol*sv[0])
+
+	var warnings []string
+	if n >= 8 {
+		g, err := CheckGaussian(X, opt.Seed)
+		if err != nil {
+			return nil, err
+		}
+		sel.Gaussian = &g
+	}
+	nonGaussian := sel.Gaussian != nil && !sel.Gaussian.Gaussian
+	floor := minSamples(d, max(k, 1))
+	if nonGaussian || n < floor {
+		why := fmt.Sprintf("n = %d is below the Gaussian routes' floor of %d samples", n, floor)
+		if nonGaussian {
+			why = fmt.Sprintf("X does not look Gaussian (%s)", sel.Gaussian.Worst)
+		}
+		work := WorstCaseWork(n, k)
+		switch {
+		case opt.Activation != nn.ReLU:
+			note("worst case: not for %s (Alg 1–2 are ReLU-only)", opt.Activation)
+		case !sel.ExactRank:
+			note("worst case: %s, but Y is not exactly rank %d, which Alg 2 needs", why, k)
+		case work > defaultMaxWork && !opt.Force:
+			note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force, --force)", why, work, defaultMaxWork)
+		default:
+			res, err := WorstCase(ctx, X, Y, opt.worstCase())
+			if err == nil {
+				note("worst case: %s; Y is exactly rank %d and the search is small (%.1e LP units): taken", why, k, work)
+				res.Reason = why + "; the worst-case route (Alg 1–2) makes no assumption on X. " + res.Reason
+				res.Diagnostics.Selection = sel
+				return res, nil
+			}
+			if !errors.Is(err, ErrNotExact) {
+				return nil, err
+			}
+			note("worst case: %s; tried, but %v", why, err)
+		}
+		if nonGaussian {
+			warnings = append(warnings, fmt.Sprintf("%s: the Gaussian routes below have no guarantee here", why))
+		}
+	} else {
+		note("worst case: not needed (X looks Gaussian and n ≥ %d)", floor)
+	}
+	res, err := fitTensor(ctx, X, Y, opt, sel)
+	if err != nil {
+		return nil, err
+	}
+	res.Warnings = append(warnings, res.Warnings...)
+	return res, nil
+}
+
+// fitTensor runs the Gaussian tensor routes: exact (Alg 4 + 5) when Y is
+// exactly rank k, else noisy (Alg 4 + 6 + Lemma 20), as Options.Route allows.
+func fitTensor(ctx context.Context, X, Y *mat.Dense, opt Options, sel *Selection) (*Result, error) {
+	began := time.Now()
 	st, err := TensorStart(ctx, X, Y, opt)
 	if err != nil {
 		return nil, err
@@ -38,6 +158,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	k, m := st.K, Y.RawMatrix().Cols
 	res := &Result{Warnings: append([]string{}, st.Warnings...)}
 	diag := &res.Diagnostics
+	diag.Selection = sel
 	diag.Hidden, diag.HiddenInferred = k, st.Inferred
 	diag.SingularValuesY = st.SingularValues
 	diag.TensorOrder = st.Order

@@ -17,15 +17,22 @@ const (
 	RouteNoisy = "tensor+signs+lsq"
 )
 
+// Routes lists the values Options.Route accepts.
+var Routes = []string{"auto", "exact", "noisy", "worstcase"}
+
 // Options controls Fit. The zero value works.
 type Options struct {
 	// Hidden is the number of hidden units k. 0 infers it from the numerical
 	// rank of Y (needs U* of full column rank, so k ≤ m).
 	Hidden int
-	// Route forces a route: "" or "auto" (default) chooses from the data,
-	// "exact" fails unless the residual certificate is met, "noisy" skips the
-	// exact polish.
+	// Route forces a route: "" or "auto" (default) chooses from the data
+	// (see Fit); "exact" runs the tensor start and polish and fails unless
+	// the residual certificate is met; "noisy" skips the exact polish;
+	// "worstcase" runs Alg 1–2 for arbitrary X (exponential in k).
 	Route string
+	// Force lets the worst-case route run above its work limit
+	// (WorstCaseOptions.MaxWork).
+	Force bool
 	// Seed seeds every random choice (contraction vectors, retries). Default 0
 	// is a valid seed; the same seed gives the same result at any GOMAXPROCS.
 	Seed uint64
@@ -90,6 +97,9 @@ type Diagnostics struct {
 	ResidualBeforeRefine float64 `json:"residual_before_refine,omitempty"`
 	RefineIterations     int     `json:"refine_iterations,omitempty"`
 	RefineConverged      bool    `json:"refine_converged,omitempty"`
+	// Selection holds the checks behind Fit's automatic route choice (nil
+	// when a route was named).
+	Selection *Selection `json:"selection,omitempty"`
 }
 
 // Result is what Fit returns.

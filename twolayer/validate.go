@@ -3,6 +3,7 @@ package twolayer
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -63,9 +64,9 @@ func (o Options) withDefaults() Options {
 
 func (o Options) check() error {
 	switch o.Route {
-	case "auto", "exact", "noisy":
+	case "auto", "exact", "noisy", "worstcase":
 	default:
-		return fmt.Errorf("%w: unknown route %q (want auto, exact or noisy)", ErrInput, o.Route)
+		return fmt.Errorf("%w: unknown route %q (want %s)", ErrInput, o.Route, strings.Join(Routes, ", "))
 	}
 	switch o.Whiten {
 	case "auto", "always", "never":

@@ -35,6 +35,10 @@ const RouteWorstCase = "worstcase-lp"
 // ErrWorkLimit marks a refusal of the worst-case route because its
 // exponential work estimate exceeds WorstCaseOptions.MaxWork. Errors wrapping
 // it also wrap ErrInput: the fix is a smaller instance or Force.
+// defaultMaxWork is WorstCaseOptions.MaxWork's default: about a minute of
+// LPs on one core (specs/001 §2.3's guard rail).
+const defaultMaxWork = 1e7
+
 var ErrWorkLimit = errors.New("work limit exceeded")
 
 // WorstCaseOptions controls WorstCase. The zero value works.
@@ -88,7 +92,7 @@ func (o WorstCaseOptions) withDefaults() WorstCaseOptions {
 		o.CertTol = 1e-8
 	}
 	if o.MaxWork <= 0 {
-		o.MaxWork = 1e7
+		o.MaxWork = defaultMaxWork
 	}
 	return o
 }
