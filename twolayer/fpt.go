@@ -447,11 +447,15 @@ func FitFPT(ctx context.Context, X, Y *mat.Dense, opt FPTOptions) (*Result, erro
 	}
 	normalizeRows(V)
 
-	U, condF, err := SolveU(X, Y, V)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotExact, err)
-	}
+	// U by QR least squares on the activations, computed once for the solve,
+	// κ(F) and the certificate.
 	F := activations(X, V)
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the hidden activations of the %d units found are rank deficient (%v)", ErrNotExact, k, err)
+	}
+	U := mat.DenseCopyOf(Ut.T())
+	condF := linalg.Cond(F)
 	resid := residualOf(F, Y, U)
 	res.Certificate = Certificate{Residual: resid, Tol: opt.CertTol, Samples: n, Met: resid <= opt.CertTol}
 	if !res.Certificate.Met {

@@ -282,11 +282,12 @@ func FitICA(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*Result, erro
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, _, err := SolveU(X, Y, V)
-	if err != nil {
-		return nil, err
-	}
 	F := activations(X, V)
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the hidden activations are rank deficient (%v)", ErrNotExact, err)
+	}
+	U := mat.DenseCopyOf(Ut.T())
 	resid := residualOf(F, Y, U)
 	res.Certificate = Certificate{Residual: resid, Tol: opt.CertTol, Samples: X.RawMatrix().Rows, Met: resid <= opt.CertTol}
 	if !res.Certificate.Met {
