@@ -325,10 +325,12 @@ const classFitTol = 1e-8
 // the default floor. With Hidden given, n < d·2^k is refused before any work
 // and n < 4·d·2^k gives a warning; with Hidden 0, k is the number of classes
 // with ≥ d members and a class with fewer is refused (it is a unit seen too
-// rarely). Deviation from the paper: the paper solves with exactly the
-// members of each class (|S_i| ≥ d equations); here all members enter one
-// least-squares solve and the solve's residual is checked, which is what
-// catches merged classes.
+// rarely). Deviations from the paper: (1) all members of a class enter one
+// least-squares solve whose residual is checked, which is what catches
+// merged classes; (2) the paper's "a row with ≥ 2 active units is collinear
+// with no other row" fails when u and −u are both columns (rows with just
+// those two units active lie on the same line, 2^{-k} of the samples), so
+// such a pair of classes is solved jointly by fitPair.
 func FitFPT(ctx context.Context, X, Y *mat.Dense, opt FPTOptions) (*Result, error) {
 	began := time.Now()
 	n, d, m, err := checkData(X, Y)
