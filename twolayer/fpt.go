@@ -1,0 +1,493 @@
+package twolayer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
+)
+
+// RouteFPT is the fixed-parameter route for output weights U* of any rank
+// (Bakshi et al. Alg 7, §6): samples where a single hidden unit is active
+// give outputs along that unit's column of U*; grouping them by direction
+// and solving one linear system per group gives V and then U exactly.
+const RouteFPT = "fpt"
+
+// FPTOptions controls FitFPT. The zero value works.
+type FPTOptions struct {
+	// Hidden is the number of hidden units k. 0 takes the number of
+	// collinearity classes with at least d members.
+	Hidden int
+	// CollinearTol is the largest distance ‖ŷ_a − ŷ_b‖ between two
+	// normalised output rows that still counts as the same direction.
+	// Default 1e-9 (specs/001 §3.3); noiseless rows of one class agree to
+	// ~1e-15.
+	CollinearTol float64
+	// CertTol is the relative residual ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which the
+	// answer counts as exact. Default 1e-10.
+	CertTol float64
+	// Progress, if non-nil, is called as stages advance (stage name, done,
+	// total).
+	Progress func(stage string, done, total int)
+}
+
+func (o FPTOptions) progress(stage string, done, total int) {
+	if o.Progress != nil {
+		o.Progress(stage, done, total)
+	}
+}
+
+// FPTMinSamples returns the default sample floor of the FPT route, 4·d·2^k:
+// for orthonormal V* a sample activates unit i alone with probability
+// exactly 2^{-k}, so each class then expects 4·d members, comfortably above
+// the d that its linear system needs (specs/001 §2.10). An ill-conditioned
+// V* needs more (Lemma 21: n = Ω(d·log(k/δ)·(kκ)^{2k})). It returns
+// math.MaxInt when the product overflows.
+func FPTMinSamples(d, k int) int {
+	if k >= 62 || d <= 0 || k < 0 {
+		return math.MaxInt
+	}
+	p := 4 * d
+	if p > math.MaxInt>>k {
+		return math.MaxInt
+	}
+	return p << k
+}
+
+// CollinearClass is a set of samples whose output rows are positive
+// multiples of one another.
+type CollinearClass struct {
+	// Direction is the unit vector (length m) of the class's first member.
+	Direction []float64
+	// Members are the sample indices, ascending.
+	Members []int
+}
+
+// CollinearClasses groups the non-zero rows of Y (n×m) into classes of
+// mutually positively collinear rows — steps 1–2 of Bakshi et al. Alg 7 with
+// erratum §8.6 applied: only c > 0 counts, so rows along u and −u fall in
+// different classes. Each row is normalised; rows are bucketed by a hash of
+// their coordinates on a grid of 1000·tol (neighbouring cells are looked up
+// for coordinates within tol of a cell edge, so no pair is missed), and a
+// row joins a class only if ‖ŷ − direction‖ ≤ tol. Expected cost O(n·m).
+//
+// It returns the classes with at least two members, largest first (ties by
+// first member), and the number of zero rows (‖y‖ ≤ 1e-14·max‖y‖). Rows
+// with several active units lie inside a cone of dimension ≥ 2 and are
+// generically collinear with no other row; they form singletons, which are
+// dropped.
+func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) {
+	if Y == nil {
+		return nil, 0, fmt.Errorf("%w: Y is required", ErrInput)
+	}
+	n, m := Y.Dims()
+	if !(tol > 0 && tol < 1e-3) {
+		return nil, 0, fmt.Errorf("%w: collinearity tolerance %g; want 0 < tol < 1e-3", ErrInput, tol)
+	}
+	cell := 1000 * tol
+	norms := make([]float64, n)
+	maxNorm := 0.0
+	for q := 0; q < n; q++ {
+		row := Y.RawRowView(q)[:m]
+		for _, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, 0, fmt.Errorf("%w: Y has %v in row %d; remove or impute non-finite values", ErrInput, v, q)
+			}
+		}
+		norms[q] = math.Sqrt(dot(row, row))
+		maxNorm = math.Max(maxNorm, norms[q])
+	}
+	type class struct {
+		dir     []float64
+		members []int
+	}
+	var classes []*class
+	buckets := map[uint64][]int32{}
+	u := make([]float64, m)
+	cells := make([]int64, m)
+	var edges []int // coordinates within tol of a cell edge, and the neighbour's offset
+	var offs []int64
+	zeros := 0
+	for q := 0; q < n; q++ {
+		if norms[q] <= 1e-14*maxNorm {
+			zeros++
+			continue
+		}
+		row := Y.RawRowView(q)[:m]
+		edges, offs = edges[:0], offs[:0]
+		for j, v := range row {
+			u[j] = v / norms[q]
+			f := u[j] / cell
+			c := math.Floor(f)
+			cells[j] = int64(c)
+			switch frac := f - c; {
+			case frac*cell < tol:
+				edges, offs = append(edges, j), append(offs, -1)
+			case (1-frac)*cell < tol:
+				edges, offs = append(edges, j), append(offs, 1)
+			}
+		}
+		found := -1
+		// Try the row's own cell and, for rows near cell edges, the
+		// neighbouring cells (at most 2^10 combinations; beyond that a
+		// near-edge coordinate is simply not explored, which can only split
+		// a class, and the class-count check then reports it).
+		ne := min(len(edges), 10)
+		for mask := 0; mask < 1<<ne && found < 0; mask++ {
+			key := cellKey(cells, edges[:ne], offs[:ne], mask)
+			for _, ci := range buckets[key] {
+				c := classes[ci]
+				d2 := 0.0
+				for j, v := range c.dir {
+					d2 += (u[j] - v) * (u[j] - v)
+				}
+				if d2 <= tol*tol {
+					found = int(ci)
+					break
+				}
+			}
+		}
+		if found >= 0 {
+			classes[found].members = append(classes[found].members, q)
+			continue
+		}
+		key := cellKey(cells, nil, nil, 0)
+		buckets[key] = append(buckets[key], int32(len(classes)))
+		classes = append(classes, &class{dir: slices.Clone(u), members: []int{q}})
+	}
+	var out []CollinearClass
+	for _, c := range classes {
+		if len(c.members) >= 2 {
+			out = append(out, CollinearClass{Direction: c.dir, Members: c.members})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b CollinearClass) int {
+		if len(a.Members) != len(b.Members) {
+			return len(b.Members) - len(a.Members)
+		}
+		return a.Members[0] - b.Members[0]
+	})
+	return out, zeros, nil
+}
+
+// cellKey hashes the grid cell of a normalised row (FNV-1a over the cell
+// indices), with the cells of edges[i] moved by offs[i] where bit i of mask
+// is set. Collisions are harmless: membership is confirmed by distance.
+func cellKey(cells []int64, edges []int, offs []int64, mask int) uint64 {
+	h := uint64(14695981039346656037)
+	e := 0
+	for j, c := range cells {
+		if e < len(edges) && edges[e] == j {
+			if mask&(1<<e) != 0 {
+				c += offs[e]
+			}
+			e++
+		}
+		x := uint64(c)
+		for b := 0; b < 8; b++ {
+			h ^= x & 0xff
+			h *= 1099511628211
+			x >>= 8
+		}
+	}
+	return h
+}
+
+// fitClass solves ‖y_q‖ = x_q·w over the members by QR least squares and
+// returns w with the relative residual of the fit.
+func fitClass(X, Y *mat.Dense, members []int) ([]float64, float64, error) {
+	_, d := X.Dims()
+	A := mat.NewDense(len(members), d, nil)
+	b := mat.NewDense(len(members), 1, nil)
+	for j, q := range members {
+		A.SetRow(j, X.RawRowView(q))
+		b.Set(j, 0, math.Sqrt(dot(Y.RawRowView(q), Y.RawRowView(q))))
+	}
+	sol, err := linalg.LstSq(A, b)
+	if err != nil {
+		return nil, math.Inf(1), err
+	}
+	var r mat.Dense
+	r.Mul(A, sol)
+	r.Sub(&r, b)
+	return mat.Col(nil, 0, sol), mat.Norm(&r, 2) / mat.Norm(b, 2), nil
+}
+
+// fitPair handles a class P along u whose antipodal class N (along −u) also
+// exists, i.e. two columns of U* are u·α and −u·β. Then on P ∪ N the output
+// along u is t = f(x·a) − f(x·b) with a = α·v_a, b = β·v_b: P holds the
+// samples where a is active alone (t = x·a) and those where both are active
+// with t = x·(a − b) > 0; N likewise with the roles swapped. Neither class
+// fits one linear w, and a has to be fitted on the samples with x·b ≤ 0 only.
+// The split is found by alternating: fit a on P's samples with x·b ≤ 0,
+// b on N's with x·a ≤ 0 (starting from fits on all members), until the
+// split stops changing. The result is accepted only if the two-unit model
+// reproduces every member of both classes, which is the exactness check
+// (the returned residual, relative, over P ∪ N).
+func fitPair(X, Y *mat.Dense, P, N []int) (a, b []float64, fit float64) {
+	const maxRounds = 100
+	a, _, errA := fitClass(X, Y, P)
+	b, _, errB := fitClass(X, Y, N)
+	if errA != nil || errB != nil {
+		return nil, nil, math.Inf(1)
+	}
+	_, d := X.Dims()
+	split := func(S []int, other []float64) []int {
+		var out []int
+		for _, q := range S {
+			if dot(X.RawRowView(q), other) <= 0 {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	var prevP, prevN []int
+	for round := 0; round < maxRounds; round++ {
+		Ps, Ns := split(P, b), split(N, a)
+		if len(Ps) < d || len(Ns) < d {
+			return nil, nil, math.Inf(1)
+		}
+		if slices.Equal(Ps, prevP) && slices.Equal(Ns, prevN) {
+			break
+		}
+		var err error
+		if a, _, err = fitClass(X, Y, Ps); err != nil {
+			return nil, nil, math.Inf(1)
+		}
+		if b, _, err = fitClass(X, Y, Ns); err != nil {
+			return nil, nil, math.Inf(1)
+		}
+		prevP, prevN = Ps, Ns
+	}
+	var num, den float64
+	for _, S := range []struct {
+		idx  []int
+		sign float64
+	}{{P, 1}, {N, -1}} {
+		for _, q := range S.idx {
+			x := X.RawRowView(q)
+			t := S.sign * math.Sqrt(dot(Y.RawRowView(q), Y.RawRowView(q)))
+			e := math.Max(dot(x, a), 0) - math.Max(dot(x, b), 0) - t
+			num += e * e
+			den += t * t
+		}
+	}
+	return a, b, math.Sqrt(num / den)
+}
+
+// antipode returns the index of the class pointing along −c.Direction (to
+// within 1e-3: distinct columns of U* are far further apart), or −1.
+func antipode(c CollinearClass, classes []CollinearClass) int {
+	for i, o := range classes {
+		d2 := 0.0
+		for j, v := range o.Direction {
+			d2 += (v + c.Direction[j]) * (v + c.Direction[j])
+		}
+		if d2 <= 1e-6 {
+			return i
+		}
+	}
+	return -1
+}
+
+// classFitTol is the relative residual of a class's linear system
+// x_q·w = ‖y_q‖ above which its samples cannot come from one hidden unit.
+const classFitTol = 1e-8
+
+// FitFPT learns Y = ReLU(X·Vᵀ)·Uᵀ exactly when U* need not have full column
+// rank (any m ≥ 1, including m < k) — Bakshi et al. Alg 7 (Theorem 11),
+// specs/001 §2.10. A sample that activates only unit i has output
+// y_q = ReLU(v_i·x_q)·U_{:,i}, a positive multiple of column i; rows with
+// two or more active units lie inside a cone and are generically collinear
+// with nothing. So:
+//
+//  1. CollinearClasses groups the non-zero rows of Y by direction (c > 0
+//     only, erratum §8.6).
+//  2. Each class with ≥ d members is one unit: ‖y_q‖ = x_q·(‖U_{:,i}‖·v_i)
+//     is a consistent linear system in w = ‖U_{:,i}‖·v_i, solved by QR least
+//     squares over all members; V's row is w/‖w‖.
+//  3. U is the least-squares solution of Y = ReLU(X·Vᵀ)·Uᵀ, and the relative
+//     residual over all samples is the certificate.
+//
+// Assumptions (Thm 11): Gaussian X, V* of rank k with unit rows, and no two
+// columns of U* positive multiples of each other (u and −u are fine). Two
+// positively collinear columns merge into one class whose samples do not fit
+// one linear w; this is detected and reported as an error wrapping ErrInput,
+// never as a wrong answer. Sample size: each class needs ≥ d members; for
+// orthonormal V* a class expects n/2^k, so FPTMinSamples(d, k) = 4·d·2^k is
+// the default floor. With Hidden given, n < d·2^k is refused before any work
+// and n < 4·d·2^k gives a warning; with Hidden 0, k is the number of classes
+// with ≥ d members and a class with fewer is refused (it is a unit seen too
+// rarely). Deviations from the paper: (1) all members of a class enter one
+// least-squares solve whose residual is checked, which is what catches
+// merged classes; (2) the paper's "a row with ≥ 2 active units is collinear
+// with no other row" fails when u and −u are both columns (rows with just
+// those two units active lie on the same line, 2^{-k} of the samples), so
+// such a pair of classes is solved jointly by fitPair.
+func FitFPT(ctx context.Context, X, Y *mat.Dense, opt FPTOptions) (*Result, error) {
+	began := time.Now()
+	n, d, m, err := checkData(X, Y)
+	if err != nil {
+		return nil, err
+	}
+	if opt.CollinearTol <= 0 {
+		opt.CollinearTol = 1e-9
+	}
+	if opt.CertTol <= 0 {
+		opt.CertTol = 1e-10
+	}
+	if opt.Hidden < 0 {
+		return nil, fmt.Errorf("%w: hidden width %d is negative", ErrInput, opt.Hidden)
+	}
+	res := &Result{Route: RouteFPT}
+	if k := opt.Hidden; k > 0 {
+		need := FPTMinSamples(d, k)
+		if floor := need / 4; n < floor {
+			return nil, fmt.Errorf("%w: the FPT route needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d (orthonormal V*; more if V* is ill-conditioned), got %d: with fewer than d·2^k = %d, a unit is expected to be seen alone on fewer than d samples", ErrInput, need, d, k, n, floor)
+		}
+		if n < need {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("n = %d is below the recommended 4·d·2^k = %d samples; some unit may be seen alone on fewer than d = %d samples", n, need, d))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opt.progress("collinearity classes", 0, 1)
+	classes, zeros, err := CollinearClasses(Y, opt.CollinearTol)
+	if err != nil {
+		return nil, err
+	}
+	opt.progress("collinearity classes", 1, 1)
+	// Classes of two members can be coincidences when m is small (n²·tol
+	// pairs of random directions collide on the circle for m = 2); three or
+	// more agreeing to 1e-9 cannot, so those are units seen too rarely.
+	var big []CollinearClass
+	var smallSizes []int
+	for _, c := range classes {
+		switch {
+		case len(c.Members) >= d:
+			big = append(big, c)
+		case len(c.Members) >= 3:
+			smallSizes = append(smallSizes, len(c.Members))
+		}
+	}
+	sizes := func(cs []CollinearClass) []int {
+		s := make([]int, len(cs))
+		for i, c := range cs {
+			s[i] = len(c.Members)
+		}
+		return s
+	}
+
+	// Per class: w from ‖y_q‖ = x_q·w. A merged class (two units with
+	// positively collinear output weights) does not fit one w. A class
+	// whose antipodal class also exists (columns u and −u) additionally holds
+	// the samples where both units are active, y = (f(x·a) − f(x·b))·u; those
+	// lie strictly below the singles' hyperplane, which is then found as the
+	// upper envelope (fitEnvelope).
+	k := len(big)
+	V := mat.NewDense(max(k, 1), d, nil)
+	done := make([]bool, k)
+	for i, c := range big {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if done[i] {
+			continue
+		}
+		w, fit, err := fitClass(X, Y, c.Members)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the %d samples of class %d do not determine a hidden row (%v); X must have full column rank on them", ErrInput, len(c.Members), i, err)
+		}
+		if j := antipode(c, big); fit > classFitTol && j >= 0 && !done[j] {
+			a, b, pfit := fitPair(X, Y, c.Members, big[j].Members)
+			if pfit <= classFitTol {
+				V.SetRow(j, b)
+				done[j] = true
+				w, fit = a, pfit
+				res.Warnings = append(res.Warnings, fmt.Sprintf("output directions %s and its opposite are both columns of U*: the samples where both units are active were separated by the alternating pair fit", fmtVec(c.Direction)))
+			}
+		}
+		if j := antipode(c, classes); fit > classFitTol && j >= 0 {
+			kk := max(opt.Hidden, len(big)+len(smallSizes))
+			return nil, fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: outputs along %s and its opposite (columns u and −u of U*) share a line, and separating the two units needs ≥ d = %d samples where each is active alone; the two classes have %d and %d samples and do not yet determine them (relative residual %.1e)",
+				ErrInput, FPTMinSamples(d, kk), d, kk, n, fmtVec(c.Direction), d, len(c.Members), len(classes[j].Members), fit)
+		}
+		if fit > classFitTol {
+			return nil, fmt.Errorf("%w: the %d samples whose outputs point along %s do not fit one hidden unit (relative residual %.1e > %.0e): two hidden units have positively collinear output weights (columns of U* that are positive multiples of each other), which Alg 7 cannot separate (Thm 11 assumes they do not occur); or Y is noisy, which this exact route does not handle",
+				ErrInput, len(c.Members), fmtVec(c.Direction), fit, classFitTol)
+		}
+		V.SetRow(i, w)
+		done[i] = true
+		opt.progress("class fits", i+1, k)
+	}
+	if k == 0 {
+		return nil, fmt.Errorf("%w: no output direction occurs on ≥ d = %d samples (%d classes of collinear rows, sizes %v; %d zero rows): too few samples, noisy Y, or not a two-layer ReLU network; the FPT route needs n ≥ 4·d·2^k", ErrInput, d, len(classes), sizes(classes), zeros)
+	}
+	if want := opt.Hidden; want > 0 && k != want {
+		switch {
+		case k < want && k+len(smallSizes) >= want:
+			return nil, fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: only %d output directions occur on ≥ d samples (sizes %v) and %d more on fewer (sizes %v)", ErrInput, FPTMinSamples(d, want), d, want, n, k, sizes(big), len(smallSizes), smallSizes)
+		case k < want:
+			return nil, fmt.Errorf("%w: found %d classes of positively collinear output rows (sizes %v), expected k = %d: two hidden units may have positively collinear output weights (merged into one class), a column of U* may be zero, or there are too few samples (the FPT route needs n ≥ 4·d·2^k = %d, got %d)", ErrInput, k, sizes(big), want, FPTMinSamples(d, want), n)
+		default:
+			return nil, fmt.Errorf("%w: found %d classes of positively collinear output rows with ≥ d samples (sizes %v), more than k = %d: the width is wrong or the data are not a two-layer ReLU network", ErrInput, k, sizes(big), want)
+		}
+	}
+	if opt.Hidden == 0 && len(smallSizes) > 0 {
+		return nil, fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: %d output directions occur on ≥ d samples (sizes %v) but %d more occur on fewer than d (sizes %v), so some hidden units cannot be solved; pass more samples (or Hidden if those classes are spurious)", ErrInput, FPTMinSamples(d, k+len(smallSizes)), d, k+len(smallSizes), n, k, sizes(big), len(smallSizes), smallSizes)
+	}
+	if opt.Hidden > 0 && len(smallSizes) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d small classes of collinear rows (sizes %v) were ignored", len(smallSizes), smallSizes))
+	}
+	normalizeRows(V)
+
+	// U by QR least squares on the activations, computed once for the solve,
+	// κ(F) and the certificate.
+	F := activations(X, V)
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the hidden activations of the %d units found are rank deficient (%v)", ErrNotExact, k, err)
+	}
+	U := mat.DenseCopyOf(Ut.T())
+	condF := linalg.Cond(F)
+	resid := residualOf(F, Y, U)
+	res.Certificate = Certificate{Residual: resid, Tol: opt.CertTol, Samples: n, Met: resid <= opt.CertTol}
+	if !res.Certificate.Met {
+		return nil, fmt.Errorf("%w: the %d units found (class sizes %v) leave a relative residual %.1e > %.0e: a hidden unit may be missing (seen alone on < 2 samples; needs n ≥ 4·d·2^k), two units may have positively collinear output weights, or Y is noisy", ErrNotExact, k, sizes(big), resid, opt.CertTol)
+	}
+	res.Model = nn.NewTwoLayer(V, U).Canonical()
+	diag := &res.Diagnostics
+	diag.Hidden, diag.HiddenInferred = k, opt.Hidden == 0
+	diag.PolishedUnits = k
+	diag.CondF = condF
+	res.Reason = fmt.Sprintf("%d output directions each occur on ≥ d = %d samples with a single active unit (class sizes %v; %d zero rows; m = %d, rank(U) need not be k) and each fits one hidden row exactly; residual %.1e ≤ %.0e",
+		k, d, sizes(big), zeros, m, resid, opt.CertTol)
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// fmtVec prints a short vector for messages.
+func fmtVec(v []float64) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, x := range v {
+		if i == 4 && len(v) > 5 {
+			fmt.Fprintf(&b, ", … %d more", len(v)-4)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.3g", x)
+	}
+	b.WriteByte(')')
+	return b.String()
+}

@@ -1,0 +1,327 @@
+package twolayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/ica"
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
+)
+
+// RouteICA is the ICA route for orthonormal V* and Gaussian X (Bakshi et al.
+// Alg 3): FastICA on the k output channels, a least-squares start from the
+// confidently active samples of each source, then the exact polish (Alg 5,
+// margin form). FitICA reports it only with a met residual certificate.
+const RouteICA = "ica+polish"
+
+// ICAOptions controls FitICA and ICAStart. The zero value works.
+type ICAOptions struct {
+	// Hidden is the number of hidden units k. 0 infers it from the numerical
+	// rank of Y (the route needs U* of full column rank, so k ≤ m).
+	Hidden int
+	// Seed seeds FastICA's random start (and the refinement fallback). The
+	// same seed gives the same result at any GOMAXPROCS.
+	Seed uint64
+	// Nonlinearity is FastICA's contrast: ica.Kurtosis (g(u) = u³, the
+	// default), ica.Skewness (g(u) = u²) or ica.LogCosh.
+	Nonlinearity ica.Nonlinearity
+	// MaxIter bounds FastICA's iterations. Default 1000 (tolerance 1e-10).
+	MaxIter int
+	// CertTol is the relative residual ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which the
+	// answer counts as exact. Default 1e-10.
+	CertTol float64
+	// Progress, if non-nil, is called as stages advance (stage name, done,
+	// total).
+	Progress func(stage string, done, total int)
+}
+
+func (o ICAOptions) progress(stage string, done, total int) {
+	if o.Progress != nil {
+		o.Progress(stage, done, total)
+	}
+}
+
+// ICAEstimate is the output of ICAStart: the ICA estimate of the mixing
+// matrix and the approximate hidden rows it gives, plus what the polish
+// reuses.
+type ICAEstimate struct {
+	// V is k×d, unit rows: the least-squares rows fitted to the confidently
+	// active samples of each source, signs already right (positive skewness).
+	V *mat.Dense
+	// K is the hidden width; Inferred says whether it came from rank(Y).
+	K        int
+	Inferred bool
+	// SingularValues of Y, descending; ExactRank reports σ_{k+1}/σ_1 < 1e-10
+	// (always false when k = m).
+	SingularValues []float64
+	ExactRank      bool
+	// Basis is an n×k orthonormal basis of the column span of Y.
+	Basis *mat.Dense
+	// Reduction is P (m×k), the top-k right singular vectors of Y: the k
+	// channels are Y·P = ReLU(X·V*ᵀ)·(PᵀU*)ᵀ, so the mixing matrix is PᵀU*
+	// with κ(PᵀU*) = κ(U*) (the paper's sketch T, chosen as in specs/001
+	// §2.5 [impl]; a Gaussian T would inflate κ by up to k²m/δ, Lemma 6).
+	Reduction *mat.Dense
+	// Mixing is FastICA's estimate (k×k) of PᵀU*·Π·D for a permutation Π and
+	// positive diagonal D: column i is unit i's output weights in channel
+	// coordinates times the standard deviation of its activation
+	// (√0.340845 for unit rows of V*). Column i matches unit i of V.
+	Mixing *mat.Dense
+	// Activations is n×k: column i is Mixing⁻¹ applied to the channels,
+	// ≈ ReLU(X·v_i)/D_i up to the ICA error, uncentred (Ẑ of Alg 3 step 4).
+	Activations *mat.Dense
+	// Positives[i] is the number of confidently active samples used to fit
+	// row i (the largest 30% of column i of Activations).
+	Positives []int
+	// FastICA's iterations, convergence, and its final row change.
+	ICAIterations int
+	ICAConverged  bool
+	ICAChange     float64
+	Warnings      []string
+}
+
+// ICAStart runs steps 1–4 of Bakshi et al. Alg 3 (specs/001 §2.5): it
+// reduces Y (n×m) to k channels with its top-k right singular vectors, runs
+// FastICA on them (their sources are the hidden activations, independent
+// rectified Gaussians when V* has orthonormal rows and X ~ N(0, I)), signs
+// each component so that its source is positively skewed (erratum §8.10:
+// ICA does not identify signs, and a rectified Gaussian has skewness +1.64),
+// and fits each row of V by least squares on the samples where that source is
+// confidently positive.
+//
+// Deviation from the paper: Alg 3 thresholds Ẑ at τ = 1/poly(ℓ) and reads
+// the sparsity pattern off it, which needs 1/poly ICA accuracy; FastICA's
+// error is ~n^{-1/2}, so here Ẑ only gives a start for the margin-based
+// exact polish (FitICA), as the spec recommends.
+func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimate, error) {
+	n, d, m, err := checkData(X, Y)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Hidden < 0 {
+		return nil, fmt.Errorf("%w: hidden width %d is negative", ErrInput, opt.Hidden)
+	}
+	uY, sY, vY, err := linalg.ThinSVD(Y)
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
+	}
+	est := &ICAEstimate{SingularValues: sY}
+	k := opt.Hidden
+	if k == 0 {
+		k, est.Warnings = inferHidden(sY, d, n)
+		est.Inferred = true
+	}
+	if k > min(d, m) {
+		return nil, fmt.Errorf("%w: the ICA route needs k ≤ min(d, m) (orthonormal V*, U* of full column rank); got k=%d, d=%d, m=%d; for m < k use the FPT route", ErrInput, k, d, m)
+	}
+	if need := minSamples(d, k); n < need {
+		return nil, fmt.Errorf("%w: the ICA route needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, need, d, k, n)
+	}
+	if r := linalg.NumericalRank(sY, exactRankTol); r < k {
+		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank as the ICA route needs; use the FPT route", ErrInput, r, k)
+	}
+	est.K = k
+	est.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
+	est.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))
+	est.Reduction = mat.DenseCopyOf(vY.Slice(0, m, 0, k))
+	red := mat.NewDense(n, k, nil)
+	red.Mul(Y, est.Reduction)
+
+	// 2–3. FastICA on the channels. A run that misses its tolerance is kept
+	// (the polish's certificate, not FastICA's, decides exactness) but
+	// reported.
+	res, err := ica.FastICA(ctx, red, ica.Options{
+		Components:   k,
+		Nonlinearity: opt.Nonlinearity,
+		MaxIter:      opt.MaxIter,
+		Seed:         opt.Seed,
+		Progress:     func(it, total int) { opt.progress("fastica", it, total) },
+	})
+	switch {
+	case errors.Is(err, ica.ErrNotConverged) && res != nil:
+		est.Warnings = append(est.Warnings, fmt.Sprintf("FastICA did not converge (%v); its last iterate only seeds the exact polish, whose certificate decides", err))
+	case errors.Is(err, ica.ErrRankDeficient):
+		return nil, fmt.Errorf("%w: the %d output channels are rank deficient: %v", ErrInput, k, err)
+	case err != nil:
+		return nil, fmt.Errorf("twolayer: FastICA: %w", err)
+	}
+	est.ICAIterations, est.ICAConverged, est.ICAChange = res.Iterations, res.Converged, res.Change
+	est.Mixing = res.Mixing
+
+	// 4. Ẑ = Mixing⁻¹·(channels), uncentred: the centred sources plus the
+	// unmixed mean. Inactive samples sit near 0, active ones are ≈ f/D.
+	var off mat.VecDense
+	off.MulVec(res.Unmixing, mat.NewVecDense(k, res.Mean))
+	Z := res.Sources
+	for q := 0; q < n; q++ {
+		row := Z.RawRowView(q)
+		for i := range row {
+			row[i] += off.AtVec(i)
+		}
+	}
+	est.Activations = Z
+
+	// Preliminary rows: least squares x_q·v = Ẑ_qi on the confidently
+	// active samples. Exactly half the samples activate a unit (v·x is
+	// symmetric), so the top 30% of Ẑ_i lie well inside the active set: a
+	// quantile, unlike a threshold from the spread of the negative entries,
+	// does not depend on how the other sources leak into this one (that
+	// leakage is one-signed for some units).
+	est.V = mat.NewDense(k, d, nil)
+	est.Positives = make([]int, k)
+	top := max(int(icaActiveQuantile*float64(n)), 1)
+	col := make([]float64, n)
+	scratch := make([]int, n)
+	for i := 0; i < k; i++ {
+		for q := 0; q < n; q++ {
+			col[q] = Z.At(q, i)
+		}
+		rows := smallest(col, -1, top, scratch)
+		est.Positives[i] = len(rows)
+		A := mat.NewDense(len(rows), d, nil)
+		b := mat.NewDense(len(rows), 1, nil)
+		for j, q := range rows {
+			A.SetRow(j, X.RawRowView(q))
+			b.Set(j, 0, Z.At(q, i))
+		}
+		sol, err := linalg.LstSq(A, b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
+		}
+		est.V.SetRow(i, mat.Col(nil, 0, sol))
+	}
+	normalizeRows(est.V)
+	return est, nil
+}
+
+// FitICA learns Y = ReLU(X·Vᵀ)·Uᵀ exactly for orthonormal V* and standard
+// Gaussian X — Bakshi et al. Alg 3 (Theorem 4) in the practical form of
+// specs/001 §2.5: ICAStart (output reduction, FastICA, skewness signs,
+// least-squares start), then ExactPolish (Alg 5 margin form; the paper's
+// steps 4–8 threshold Ẑ at τ instead), then U by least squares (QR). If the
+// polish leaves units uncertified, the start is refined by least squares
+// (Refine) and polished again. The answer is returned only when every unit
+// passed its own check and the relative residual over all n samples is ≤
+// CertTol; otherwise the error wraps ErrNotExact and says what failed.
+//
+// The exact steps only need the start to be close; orthonormality is what
+// makes FastICA's sources independent. A certified answer whose V is not
+// orthonormal carries a warning (the route worked outside its assumption).
+func FitICA(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*Result, error) {
+	began := time.Now()
+	if opt.CertTol <= 0 {
+		opt.CertTol = 1e-10
+	}
+	est, err := ICAStart(ctx, X, Y, opt)
+	if err != nil {
+		return nil, err
+	}
+	k := est.K
+	res := &Result{Route: RouteICA, Warnings: append([]string{}, est.Warnings...)}
+	diag := &res.Diagnostics
+	diag.Hidden, diag.HiddenInferred, diag.SingularValuesY = k, est.Inferred, est.SingularValues
+	if k < Y.RawMatrix().Cols && !est.ExactRank {
+		return nil, fmt.Errorf("%w: Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise, and the ICA route is exact-only; use the noisy route", ErrNotExact, k, k+1, est.SingularValues[k]/est.SingularValues[0], exactRankTol)
+	}
+
+	found := &certifiedRows{}
+	polish := func(start *mat.Dense, stage string) error {
+		Vp, reps, err := ExactPolish(ctx, X, est.Basis, start, func(done, total int) { opt.progress(stage, done, total) })
+		if err != nil {
+			return err
+		}
+		found.add(Vp, reps)
+		diag.Units = reps
+		for i, r := range reps {
+			if r.OK && r.Sign < 0 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("unit %d: the skewness sign rule gave the wrong sign (the polish corrected it)", i))
+			}
+			if r.OK {
+				diag.InitAngleError = math.Max(diag.InitAngleError, r.Angle)
+			}
+		}
+		return nil
+	}
+	if err := polish(est.V, "exact polish"); err != nil {
+		return nil, err
+	}
+	how := "every unit was polished to an exact row"
+	if len(found.rows) < k {
+		before := len(found.rows)
+		U0, _, err := SolveU(X, Y, est.V)
+		if err != nil {
+			return nil, err
+		}
+		ref, err := Refine(ctx, X, Y, est.V, U0, 0, func(done, total int) { opt.progress("refine start", done, total) })
+		if err != nil {
+			return nil, err
+		}
+		if err := polish(ref.V, "exact polish (refined start)"); err != nil {
+			return nil, err
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the ICA start left %d of %d units uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+		how = "every unit was polished to an exact row after refining the ICA start"
+	}
+	diag.PolishedUnits = len(found.rows)
+	if len(found.rows) < k {
+		whys := ""
+		for i, r := range diag.Units {
+			if !r.OK {
+				whys += fmt.Sprintf("; unit %d: %s", i, r.Why)
+			}
+		}
+		return nil, fmt.Errorf("%w: only %d of %d units could be certified exact (is V* orthonormal, X standard Gaussian and Y noiseless?)%s", ErrNotExact, len(found.rows), k, whys)
+	}
+	V := mat.NewDense(k, X.RawMatrix().Cols, nil)
+	for i, row := range found.rows[:k] {
+		V.SetRow(i, row)
+	}
+	F := activations(X, V)
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the hidden activations are rank deficient (%v)", ErrNotExact, err)
+	}
+	U := mat.DenseCopyOf(Ut.T())
+	resid := residualOf(F, Y, U)
+	res.Certificate = Certificate{Residual: resid, Tol: opt.CertTol, Samples: X.RawMatrix().Rows, Met: resid <= opt.CertTol}
+	if !res.Certificate.Met {
+		return nil, fmt.Errorf("%w: every unit polished but the residual %.1e exceeds %.0e", ErrNotExact, resid, opt.CertTol)
+	}
+	if dev := orthonormalityGap(V); dev > 1e-6 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the recovered V is not orthonormal (max |V·Vᵀ − I| = %.1e): the ICA route's assumption does not hold, although the residual certifies this answer", dev))
+	}
+	status := fmt.Sprintf("FastICA (%v) converged in %d iterations", opt.Nonlinearity, est.ICAIterations)
+	if !est.ICAConverged {
+		status = fmt.Sprintf("FastICA (%v) stopped unconverged after %d iterations (change %.1e)", opt.Nonlinearity, est.ICAIterations, est.ICAChange)
+	}
+	res.Reason = fmt.Sprintf("%s; %s; residual %.1e ≤ %.0e", status, how, resid, opt.CertTol)
+	res.Model = nn.NewTwoLayer(V, U).Canonical()
+	diag.CondF = linalg.Cond(F)
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// icaActiveQuantile is the fraction of samples, those with the largest
+// estimated activation, taken as active for the least-squares start.
+const icaActiveQuantile = 0.3
+
+// orthonormalityGap returns max |(V·Vᵀ − I)_ij|.
+func orthonormalityGap(V *mat.Dense) float64 {
+	var G mat.Dense
+	G.Mul(V, V.T())
+	r, _ := G.Dims()
+	worst := 0.0
+	for i := 0; i < r; i++ {
+		G.Set(i, i, G.At(i, i)-1)
+	}
+	for _, v := range G.RawMatrix().Data {
+		worst = math.Max(worst, math.Abs(v))
+	}
+	return worst
+}
