@@ -43,6 +43,10 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	switch opt.Route {
 	case "worstcase":
 		res, err = WorstCase(ctx, X, Y, opt.worstCase())
+	case "ica":
+		res, err = FitICA(ctx, X, Y, opt.ica())
+	case "fpt":
+		res, err = FitFPT(ctx, X, Y, opt.fpt())
 	case "exact", "noisy":
 		res, err = fitTensor(ctx, X, Y, opt, nil)
 	default:
@@ -60,6 +64,14 @@ func (o Options) worstCase() WorstCaseOptions {
 	return WorstCaseOptions{Hidden: o.Hidden, Force: o.Force, Progress: o.Progress}
 }
 
+func (o Options) ica() ICAOptions {
+	return ICAOptions{Hidden: o.Hidden, Seed: o.Seed, CertTol: o.CertTol, Progress: o.Progress}
+}
+
+func (o Options) fpt() FPTOptions {
+	return FPTOptions{Hidden: o.Hidden, CertTol: o.CertTol, Progress: o.Progress}
+}
+
 // Selection records the checks behind Fit's automatic route choice.
 type Selection struct {
 	// Gaussian is the Gaussian-input screen of X.
@@ -69,6 +81,13 @@ type Selection struct {
 	Rank int `json:"rank"`
 	// ExactRank reports σ_{k+1}/σ_1 < 1e-10 for the k used.
 	ExactRank bool `json:"exact_rank"`
+	// Classes is the number of classes of positively collinear output rows
+	// with at least d members: samples where one unit alone is active
+	// (Alg 7). More classes than Rank means U* lacks full column rank.
+	Classes int `json:"classes"`
+	// Orthogonality is the largest |cos| between two rows of the tensor
+	// start: near 0 for orthonormal V*, the setting of Alg 3 (ICA).
+	Orthogonality float64 `json:"orthogonality,omitempty"`
 	// Residual describes Y outside its top-k span when it is not exactly rank k.
 	Residual *ResidualCheck `json:"residual,omitempty"`
 	// Considered lists, in order, the routes considered and why each was
@@ -139,6 +158,62 @@ func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error)
 	} else {
 		note("worst case: not needed (X looks Gaussian and n ≥ %d)", floor)
 	}
+	if sel.ExactRank && opt.Activation == nn.ReLU {
+		classes, _, err := CollinearClasses(Y, 1e-9)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range classes {
+			if len(c.Members) >= d {
+				sel.Classes++
+			}
+		}
+		if sel.Classes > sel.Rank || opt.Hidden > sel.Rank {
+			why := fmt.Sprintf("Y has rank %d but %d classes of positively collinear outputs (units seen alone)", sel.Rank, sel.Classes)
+			if opt.Hidden > sel.Rank {
+				why = fmt.Sprintf("k = %d hidden units exceed rank(Y) = %d", opt.Hidden, sel.Rank)
+			}
+			why += ": U* lacks full column rank, the setting of Alg 7"
+			res, err := FitFPT(ctx, X, Y, opt.fpt())
+			if err != nil {
+				return nil, fmt.Errorf("%s, and that route failed: %w", why, err)
+			}
+			note("fpt: %s: taken", why)
+			res.Reason = why + ". " + res.Reason
+			res.Diagnostics.Selection = sel
+			res.Warnings = append(warnings, res.Warnings...)
+			return res, nil
+		}
+		note("fpt: not needed (%d collinearity classes with ≥ d members, rank(Y) = %d)", sel.Classes, sel.Rank)
+		if n >= minSamples(d, k) {
+			est, err := ICAStart(ctx, X, Y, opt.ica())
+			if err != nil && !errors.Is(err, ErrInput) {
+				return nil, err
+			}
+			if err == nil {
+				sel.Orthogonality = maxOffDiagCos(est.V)
+			}
+			if err == nil && sel.Orthogonality < icaOrthogonality {
+				why := fmt.Sprintf("FastICA's sources give nearly orthogonal rows (max |cos| = %.2g < %.2g): V* looks orthonormal, the setting of Alg 3", sel.Orthogonality, icaOrthogonality)
+				res, err := FitICA(ctx, X, Y, opt.ica())
+				if err == nil {
+					note("ica: %s: taken", why)
+					res.Reason = why + ". " + res.Reason
+					res.Diagnostics.Selection = sel
+					res.Warnings = append(warnings, res.Warnings...)
+					return res, nil
+				}
+				if !errors.Is(err, ErrNotExact) && !errors.Is(err, ErrInput) {
+					return nil, err
+				}
+				note("ica: %s, but %v; falling back to the tensor route", why, err)
+			} else if err == nil {
+				note("ica: not applicable (max |cos| between the ICA start's rows = %.2g ≥ %.2g: V* is not orthonormal)", sel.Orthogonality, icaOrthogonality)
+			} else {
+				note("ica: not applicable (%v)", err)
+			}
+		}
+	}
 	res, err := fitTensor(ctx, X, Y, opt, sel)
 	if err != nil {
 		return nil, err
@@ -146,6 +221,13 @@ func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error)
 	res.Warnings = append(warnings, res.Warnings...)
 	return res, nil
 }
+
+// icaOrthogonality is the largest |cos| between two rows of the ICA start
+// below which Fit takes the ICA route (Alg 3). For orthonormal V* FastICA's
+// sources are the hidden activations and the start's rows are orthogonal to
+// within 0.003–0.012 (n = 5e3…1e5); for a generic V* the sources are
+// mixtures and the rows keep |cos| ≥ 0.18 (measured on d = 8…20).
+const icaOrthogonality = 0.05
 
 // fitTensor runs the Gaussian tensor routes: exact (Alg 4 + 5) when Y is
 // exactly rank k, else noisy (Alg 4 + 6 + Lemma 20), as Options.Route allows.
@@ -364,4 +446,17 @@ func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *
 		return V, U, nil
 	}
 	return ref.V, ref.U, nil
+}
+
+// maxOffDiagCos returns the largest |cos| between two rows of V.
+func maxOffDiagCos(V *mat.Dense) float64 {
+	k, _ := V.Dims()
+	worst := 0.0
+	for i := 0; i < k; i++ {
+		for j := 0; j < i; j++ {
+			a, b := V.RawRowView(i), V.RawRowView(j)
+			worst = math.Max(worst, math.Abs(dot(a, b))/math.Sqrt(dot(a, a)*dot(b, b)))
+		}
+	}
+	return worst
 }

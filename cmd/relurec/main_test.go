@@ -286,7 +286,7 @@ func TestBadDataExitTwoAndNoOutput(t *testing.T) {
 		{"mismatched rows", []string{"--x", short, "--y", y}, "rows"},
 		{"NaN in X", []string{"--x", nanPath, "--y", y}, "NaN"},
 		{"corrupt file", []string{"--x", corrupt, "--y", y}, "corrupt.npy"},
-		{"k > min(d,m)", []string{"--x", x, "--y", y1, "--hidden", "3"}, "k ≤ min(d, m)"},
+		{"k > min(d,m)", []string{"--x", x, "--y", y1, "--hidden", "3"}, "exceed rank(Y) = 1"},
 		{"directory as input", []string{"--x", sub, "--y", y}, "adir.npy"},
 		{"npz member missing", []string{"--data", onlyX}, "Y"},
 	} {

@@ -1,0 +1,78 @@
+package twolayer
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/synth"
+)
+
+// Fit without a route picks the route each instance is for (issue 5
+// acceptance: "learn twolayer without --route picks the right route").
+func TestFitPicksRoute(t *testing.T) {
+	ctx := context.Background()
+	check := func(name string, X, Y *mat.Dense, truth *nn.MLP, want string, opt Options) {
+		t.Helper()
+		res, err := Fit(ctx, X, Y, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: route %s — %s", name, res.Route, res.Reason)
+		if res.Diagnostics.Selection == nil {
+			t.Errorf("%s: no selection diagnostics", name)
+		} else {
+			for _, c := range res.Diagnostics.Selection.Considered {
+				t.Logf("   %s", c)
+			}
+		}
+		if res.Route != want {
+			t.Errorf("%s: route %q, want %q", name, res.Route, want)
+		}
+		if !res.Certificate.Met {
+			t.Errorf("%s: certificate not met (%.1e)", name, res.Certificate.Residual)
+		}
+		// The worst-case route promises some exact factorization, not the
+		// teacher's; the others recover the teacher.
+		if want != RouteWorstCase {
+			if e := compare(t, truth, res.Model); e.MaxRelErr > 1e-9 {
+				t.Errorf("%s: weight error %.2e", name, e.MaxRelErr)
+			}
+		}
+	}
+
+	in := newInstance(t, 1, synth.TwoLayerConfig{D: 12, K: 4, M: 6}, 20000, nil, synth.Noise{})
+	check("generic V*", in.X, in.Y, in.teacher, RouteExact, Options{Seed: 1})
+
+	in = newInstance(t, 2, synth.TwoLayerConfig{D: 15, K: 5, M: 8, CondV: 1}, 30000, nil, synth.Noise{})
+	check("orthonormal V*", in.X, in.Y, in.teacher, RouteICA, Options{Seed: 1})
+
+	rng := synth.NewRand(3)
+	Ud, err := synth.PlanarOutputWeights([]float64{0.3, 1.4, 2.6, 0.3 + math.Pi}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpt, err := synth.OrthonormalTeacher(6, Ud, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	X, err := synth.GaussianInputs(FPTMinSamples(6, 4), 6, nil, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("rank-deficient U* (m=2, k=4)", X, fpt.Forward(X), fpt, RouteFPT, Options{Hidden: 4, Seed: 1})
+	check("rank-deficient U*, k inferred", X, fpt.Forward(X), fpt, RouteFPT, Options{Seed: 1})
+
+	small, err := synth.TwoLayerTeacher(synth.TwoLayerConfig{D: 4, K: 2, M: 3}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	X = mat.NewDense(30, 4, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = 2*rng.Float64() - 1
+	}
+	check("uniform cube, n=30", X, small.Forward(X), small, RouteWorstCase, Options{})
+}
