@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ type learnTwoLayerOptions struct {
 	Hidden  int     `json:"hidden"`
 	Route   string  `json:"route"`
 	Refine  bool    `json:"refine"`
+	Force   bool    `json:"force,omitempty"`
 	Whiten  string  `json:"whiten"`
 	CertTol float64 `json:"cert_tol,omitempty"`
 	Seed    uint64  `json:"seed"`
@@ -67,14 +69,24 @@ func newLearnTwoLayerCmd(a *app) *cobra.Command {
 		Use:   "twolayer",
 		Short: "Learn V and U of Y = ReLU(X·Vᵀ)·Uᵀ from samples (exact when noiseless)",
 		Long: `Learn a two-layer ReLU network Y ≈ ReLU(X·Vᵀ)·Uᵀ (V k×d, U m×k, no biases)
-from samples X (n×d, Gaussian inputs) and Y (n×m), with the tensor method of
-Bakshi, Jayaram and Woodruff followed by an exact polish (noiseless data) or
-sign recovery and least squares (noisy data).
+from samples X (n×d) and Y (n×m) with the algorithms of Bakshi, Jayaram and
+Woodruff. Exact routes only return a network whose residual certificate
+‖Y − f(X)‖/‖Y‖ ≤ --cert-tol holds.
 
-Routes: "auto" tries the exact route and keeps it only when the residual
-certificate ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol holds, else falls back to the noisy
-route; "exact" fails unless the certificate holds; "noisy" skips the exact
-polish. --refine adds a local least-squares refinement on the noisy route.
+Routes (--route):
+  auto       (default) choose from the data, and say why: worstcase when X is
+             not Gaussian or n is small, fpt when Y shows more units than its
+             rank, ica when V looks orthonormal, exact when Y is exactly rank
+             k, noisy otherwise
+  exact      tensor start (order-4 Hermite moment, Jennrich) + exact polish
+             (Alg 4 + 5); Gaussian X; fails unless the certificate holds
+  noisy      tensor start + sign recovery (Alg 6) + least-squares U;
+             --refine adds a local least-squares refinement
+  ica        FastICA + exact polish (Alg 3); Gaussian X, orthonormal V
+  fpt        positively collinear outputs (Alg 7); U may lack full column
+             rank, even m < k; needs n ≥ 4·d·2^k
+  worstcase  sign patterns + linear programs (Alg 1–2); any X, exponential
+             in k: refused above a work limit unless --force
 
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
@@ -85,6 +97,9 @@ error nothing is written.`,
 
   # Separate files, known k, noisy data with refinement, float32 weights
   relurec learn twolayer --x X.npy --y Y.npy --hidden 5 --route noisy --refine --dtype f32 --out model.safetensors
+
+  # Tiny non-Gaussian data: the worst-case route (any X)
+  relurec learn twolayer --x X.npy --y Y.npy --route worstcase --out model.safetensors
 
   # Load in PyTorch:
   #   net = torch.nn.Sequential(torch.nn.Linear(20, 5, bias=False), torch.nn.ReLU(), torch.nn.Linear(5, 8, bias=False))
@@ -99,10 +114,8 @@ error nothing is written.`,
 			if opt.Hidden < 0 {
 				return usageErrorf("--hidden must be ≥ 0 (0 infers k from the rank of Y), got %d", opt.Hidden)
 			}
-			switch opt.Route {
-			case "auto", "exact", "noisy":
-			default:
-				return usageErrorf("--route must be auto, exact or noisy, got %q", opt.Route)
+			if !slices.Contains(twolayer.Routes, opt.Route) {
+				return usageErrorf("--route must be one of %s, got %q", strings.Join(twolayer.Routes, ", "), opt.Route)
 			}
 			switch opt.Whiten {
 			case "auto", "always", "never":
@@ -154,6 +167,7 @@ error nothing is written.`,
 				Seed:     opt.Seed,
 				Whiten:   opt.Whiten,
 				Refine:   opt.Refine,
+				Force:    opt.Force,
 				CertTol:  opt.CertTol,
 				Progress: progress,
 				// The hidden activation (--activation).
@@ -236,6 +250,15 @@ error nothing is written.`,
 					{"hidden units k", k},
 					{"certificate", cert},
 				}
+				if sel := res.Diagnostics.Selection; sel != nil {
+					for i, c := range sel.Considered {
+						label := ""
+						if i == 0 {
+							label = "routes considered"
+						}
+						rows = append(rows, [2]string{label, c})
+					}
+				}
 				if res.Diagnostics.Whitened {
 					rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})
 				}
@@ -260,7 +283,8 @@ error nothing is written.`,
 	df.register(c)
 	f := c.Flags()
 	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units k (0 = infer from the numerical rank of Y; needs k ≤ m)")
-	f.StringVar(&opt.Route, "route", opt.Route, "auto, exact or noisy")
+	f.StringVar(&opt.Route, "route", opt.Route, strings.Join(twolayer.Routes, ", ")+" (see above)")
+	f.BoolVar(&opt.Force, "force", false, "let the worstcase route run above its work limit")
 	f.BoolVar(&opt.Refine, "refine", false, "refine the noisy-route estimate by local least squares")
 	f.StringVar(&opt.Whiten, "whiten", opt.Whiten, "whiten non-identity input covariance: auto, always or never")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
