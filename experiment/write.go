@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -112,7 +114,7 @@ func Write(e Experiment, cfg Config, rep *Report) ([]string, error) {
 	if err := write(ResultsFile, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(jsonsafe.Finite(res))
 	}); err != nil {
 		return written, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
@@ -323,7 +325,7 @@ nn.Sequential of Linear/ReLU). The compressed model is written atomically to
 			}
 			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
-			man.Results = finiteJSON(map[string]any{
+			man.Results = jsonsafe.Finite(map[string]any{
 				"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
 				"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
 			})

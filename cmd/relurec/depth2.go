@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
@@ -450,7 +452,7 @@ exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`,
 			out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds(), "write": time.Since(writeStart).Seconds()}
 			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
-			man.Results = finiteJSON(map[string]any{
+			man.Results = jsonsafe.Finite(map[string]any{
 				"route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
 				"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 			})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
@@ -355,7 +357,7 @@ says how many there are.`,
 				}})
 			}
 			out.Seconds = time.Since(start).Seconds()
-			man.Results = finiteJSON(out)
+			man.Results = jsonsafe.Finite(out)
 			if _, err := writeAll(man, outs); err != nil {
 				return err
 			}

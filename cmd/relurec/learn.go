@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 
 	"github.com/relurec/relurec/dataio"
@@ -224,7 +226,7 @@ error nothing is written.`,
 			}
 			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
-			man.Results = finiteJSON(map[string]any{
+			man.Results = jsonsafe.Finite(map[string]any{
 				"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
 				"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 			})

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gonum.org/v1/gonum/mat"
@@ -207,7 +209,7 @@ func TestFiniteJSON(t *testing.T) {
 		S  []string           `json:"s,omitempty"`
 		H  string             `json:"-"`
 	}{X: math.Inf(1), Y: []float64{1, math.NaN()}, In: inner{A: 2}, M: map[string]float64{"z": math.Inf(-1)}, S: []string{}, H: "hidden"}
-	b, err := json.Marshal(finiteJSON(v))
+	b, err := json.Marshal(jsonsafe.Finite(v))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
@@ -336,7 +338,7 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 			}
 			out.Seconds = time.Since(start).Seconds()
 			man.Timings = map[string]float64{"solve": solveTime.Seconds()}
-			man.Results = finiteJSON(out)
+			man.Results = jsonsafe.Finite(out)
 			if _, err := writeAll(man, outs); err != nil {
 				return err
 			}

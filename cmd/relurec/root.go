@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -129,7 +131,7 @@ func (a *app) emit(obj any, human func(w io.Writer)) error {
 	if a.jsonOut {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(finiteJSON(obj))
+		return enc.Encode(jsonsafe.Finite(obj))
 	}
 	human(a.stdout)
 	return nil

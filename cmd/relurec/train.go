@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/internal/jsonsafe"
+
 	"github.com/spf13/cobra"
 
 	"github.com/relurec/relurec/dataio"
@@ -218,7 +220,7 @@ written.`,
 			}
 			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
-			man.Results = finiteJSON(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
+			man.Results = jsonsafe.Finite(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
 			man.Finish()
 			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
 				return err

@@ -1,4 +1,6 @@
-package main
+// Package jsonsafe makes values encodable by encoding/json when they hold
+// NaN or ±Inf floats, which JSON cannot represent: they become null.
+package jsonsafe
 
 import (
 	"encoding"
@@ -8,12 +10,12 @@ import (
 	"strings"
 )
 
-// finiteJSON returns a value that encodes like v except that NaN and ±Inf
+// Finite returns a value that encodes like v except that NaN and ±Inf
 // floats become null: encoding/json refuses them, and a diagnostic such as an
 // infinite condition number must not make a result unprintable. It follows
 // json struct tags (name, omitempty, "-"); values that implement
 // json.Marshaler or encoding.TextMarshaler are kept as they are.
-func finiteJSON(v any) any {
+func Finite(v any) any {
 	if v == nil {
 		return nil
 	}
