@@ -1026,25 +1026,24 @@ func estimateSeconds(p *wcProblem) float64 {
 	n, k := p.n, p.k
 	e := newEnumerator(p.B, PatternOptions{SignTol: p.opt.SignTol, CondMax: 1e12})
 	rng := rand.New(rand.NewPCG(1, 2))
-	trials := int(min(2000, binom(n, k)))
-	subsets := make([][]int, trials)
-	for i := range subsets {
-		subsets[i] = rng.Perm(n)[:k]
-	}
-	e.subset(subsets[0]) // warm up
+	// Time-boxed samples of the two unit costs: a refusal must come back
+	// quickly however large the instance is.
+	const budget = 200 * time.Millisecond
+	trials := 0
 	t0 := time.Now()
-	for _, idx := range subsets {
-		e.subset(idx)
+	for trials < 2000 && (trials == 0 || time.Since(t0) < budget) {
+		e.subset(rng.Perm(n)[:k])
+		trials++
 	}
 	perSubset := time.Since(t0).Seconds() / float64(trials)
 	pats := append(e.set.Patterns, NewSignPattern(n, 0))
-	p.nullBasis(pats[0]) // warm up
-	const nullTrials = 8
+	nulls := 0
 	t0 = time.Now()
-	for i := range nullTrials {
-		p.nullBasis(pats[i%len(pats)])
+	for nulls < 8 && (nulls == 0 || time.Since(t0) < budget) {
+		p.nullBasis(pats[nulls%len(pats)])
+		nulls++
 	}
-	perNull := time.Since(t0).Seconds() / nullTrials
+	perNull := time.Since(t0).Seconds() / float64(nulls)
 	return binom(n, k)*perSubset + GenericPatternCount(n, k)*perNull
 }
 
