@@ -105,3 +105,36 @@ func TestFitSparseBadInput(t *testing.T) {
 }
 
 func rpcaBad() rpca.Options { return rpca.Options{Rho: 0.5} }
+
+// BenchmarkFitSparse is the acceptance instance of claim 21 at n = 10000
+// (d = 10, k = 3, m = 200, 5% corruption). Floor: the PCP Gram products
+// (~20 × n·m² = 8e9 flops), the tensor start on the cleaned outputs and the
+// ℓ1 regression (~20 IRLS passes × 2·n·k²·m ≈ 7e8 flops).
+func BenchmarkFitSparse(b *testing.B) {
+	_, X, Y, _ := sparseInstance(b, 1, 10, 3, 200, 10000, 0.05)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := FitSparse(context.Background(), X, Y, SparseOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAlg8Select(b *testing.B) {
+	_, X, Y, S, _ := alg8Instance(b, 1, 10, 3, 20, 8, 20000)
+	rng := synth.NewRand(5)
+	var cands []*mat.Dense
+	for i := 0; i < 10; i++ {
+		D := mat.NewDense(3, 8, nil)
+		for j := range D.RawMatrix().Data {
+			D.RawMatrix().Data[j] = rng.NormFloat64()
+		}
+		cands = append(cands, D)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Alg8Select(context.Background(), X, Y, S, cands, Alg8Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
