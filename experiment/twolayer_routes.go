@@ -101,12 +101,31 @@ var routeInstances = []routeInstance{
 			X := uniformInputs(n, 10, seed+1000)
 			return teacher, X, teacher.Forward(X), nil
 		}},
+	{Name: "sparse corruption", For: "sparse", What: "Gaussian X, d=10, k=3, m=200, U* with orthonormal incoherent columns, n=5000, 5% of the entries of Y replaced by ±[5, 10]·rms(Y)",
+		build: func(seed uint64, _ bool) (*nn.MLP, *mat.Dense, *mat.Dense, error) {
+			rng := synth.NewRand(seed)
+			base, err := synth.TwoLayerTeacher(synth.TwoLayerConfig{D: 10, K: 3, M: 3, CondV: 2}, rng)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			U, _, err := synth.IncoherentOrthonormal(200, 3, 0, rng)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			teacher := nn.NewTwoLayer(base.Layers[0].Weight, U)
+			X, err := synth.GaussianInputs(5000, 10, nil, rng)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			Yc, _, err := synth.CorruptSparse(teacher.Forward(X), synth.SparseCorruption{Frac: 0.05}, rng)
+			return teacher, X, Yc, err
+		}},
 	{Name: "noisy", For: "noisy", What: "Gaussian X, generic V*, d=20, k=5, m=8, n=1e5, Gaussian noise at 10% of the output RMS",
 		build: gaussianInstance(synth.TwoLayerConfig{D: 20, K: 5, M: 8}, 100_000, 20_000, synth.Noise{Kind: synth.NoiseGaussian, Level: 0.1})},
 }
 
 // routeNames are the routes run on every instance, "auto" first.
-var routeNames = []string{"auto", "exact", "noisy", "ica", "fpt", "worstcase"}
+var routeNames = []string{"auto", "exact", "noisy", "ica", "fpt", "worstcase", "sparse"}
 
 // RouteRun is one fit of the twolayer-routes experiment.
 type RouteRun struct {
@@ -220,6 +239,8 @@ func routeCell(runs []RouteRun) string {
 		parts = append(parts, fmt.Sprintf("exact %d/%d (%.0e)", n, n, worst))
 	case counts["other-exact"] > 0 && counts["teacher"]+counts["other-exact"] == n:
 		parts = append(parts, fmt.Sprintf("exact fit %d/%d (res %.0e), teacher %d/%d", n, n, worstRes, counts["teacher"], n))
+	case counts["teacher"] > 0:
+		parts = append(parts, fmt.Sprintf("exact %d/%d (%.0e)", counts["teacher"], n, worst))
 	case counts["approximate"] > 0:
 		parts = append(parts, fmt.Sprintf("approx. %d/%d (err %.1e)", counts["approximate"]+counts["teacher"], n, worst))
 	}

@@ -47,6 +47,11 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		res, err = FitICA(ctx, X, Y, opt.ica())
 	case "fpt":
 		res, err = FitFPT(ctx, X, Y, opt.fpt())
+	case "sparse":
+		var sr *SparseResult
+		if sr, err = FitSparse(ctx, X, Y, SparseOptions{Options: opt}); err == nil {
+			res = &sr.Result
+		}
 	case "exact", "noisy":
 		res, err = fitTensor(ctx, X, Y, opt, nil)
 	default:
@@ -112,7 +117,7 @@ func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error)
 	sel.Rank = linalg.NumericalRank(sv, exactRankTol)
 	k := opt.Hidden
 	if k == 0 {
-		k = sel.Rank
+		k, _ = inferHidden(sv, d, n)
 	}
 	sel.ExactRank = k >= m || (k < len(sv) && sv[k] <= exactRankTol*sv[0])
 
@@ -212,6 +217,31 @@ func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error)
 			} else {
 				note("ica: not applicable (%v)", err)
 			}
+		}
+	}
+	if !sel.ExactRank {
+		rc, err := CheckResidual(Y, k)
+		if err != nil {
+			return nil, err
+		}
+		sel.Residual = &rc
+		if rc.Sparse {
+			why := fmt.Sprintf("Y is not exactly rank %d, and %.2g%% of the entries outside its top-%d span lie beyond %d robust standard deviations, carrying most of the residual: sparse corruption (§8)", k, 100*rc.OutlierFraction, k, sparseOutlierZ)
+			sr, err := FitSparse(ctx, X, Y, SparseOptions{Options: opt})
+			if err == nil {
+				note("sparse: %s: taken", why)
+				sr.Reason = why + ". " + sr.Reason
+				sr.Diagnostics.Selection = sel
+				sr.Warnings = append(warnings, sr.Warnings...)
+				return &sr.Result, nil
+			}
+			if !errors.Is(err, ErrNotExact) && !errors.Is(err, ErrInput) {
+				return nil, err
+			}
+			note("sparse: %s, but %v; falling back to the noisy route", why, err)
+			warnings = append(warnings, fmt.Sprintf("Y looks sparsely corrupted but the sparse-noise route could not certify (%v): the noisy route's estimate is biased by the corruptions", err))
+		} else {
+			note("sparse: not applicable (%.2g%% of the residual entries beyond %d robust standard deviations: dense noise)", 100*rc.OutlierFraction, sparseOutlierZ)
 		}
 	}
 	res, err := fitTensor(ctx, X, Y, opt, sel)

@@ -18,7 +18,7 @@ const (
 )
 
 // Routes lists the values Options.Route accepts.
-var Routes = []string{"auto", "exact", "noisy", "worstcase", "ica", "fpt"}
+var Routes = []string{"auto", "exact", "noisy", "worstcase", "ica", "fpt", "sparse"}
 
 // Options controls Fit. The zero value works.
 type Options struct {
@@ -29,7 +29,8 @@ type Options struct {
 	// (see Fit); "exact" runs the tensor start and polish and fails unless
 	// the residual certificate is met; "noisy" skips the exact polish;
 	// "worstcase" runs Alg 1–2 for arbitrary X (exponential in k); "ica" runs
-	// Alg 3 (orthonormal V*); "fpt" runs Alg 7 (U* without full column rank).
+	// Alg 3 (orthonormal V*); "fpt" runs Alg 7 (U* without full column rank);
+	// "sparse" runs robust PCA before the exact route (§8, sparse noise).
 	Route string
 	// Force lets the worst-case route run above its work limit
 	// (WorstCaseOptions.MaxWork).

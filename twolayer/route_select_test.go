@@ -32,6 +32,9 @@ func TestFitPicksRoute(t *testing.T) {
 		if res.Route != want {
 			t.Errorf("%s: route %q, want %q", name, res.Route, want)
 		}
+		if want == RouteNoisy {
+			return
+		}
 		if !res.Certificate.Met {
 			t.Errorf("%s: certificate not met (%.1e)", name, res.Certificate.Residual)
 		}
@@ -75,4 +78,10 @@ func TestFitPicksRoute(t *testing.T) {
 		X.RawMatrix().Data[i] = 2*rng.Float64() - 1
 	}
 	check("uniform cube, n=30", X, small.Forward(X), small, RouteWorstCase, Options{})
+
+	teacher, X, Y, _ := sparseInstance(t, 1, 10, 3, 200, 5000, 0.05)
+	check("5% sparse corruption, m=200", X, Y, teacher, RouteSparse, Options{Seed: 1})
+
+	in = newInstance(t, 4, synth.TwoLayerConfig{D: 10, K: 3, M: 6}, 20000, nil, synth.Noise{Kind: synth.NoiseGaussian, Level: 0.1})
+	check("Gaussian noise", in.X, in.Y, in.teacher, RouteNoisy, Options{Seed: 1})
 }

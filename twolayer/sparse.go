@@ -142,6 +142,10 @@ func FitSparse(ctx context.Context, X, Y *mat.Dense, opt SparseOptions) (*Sparse
 	if pc.Rank == 0 {
 		return nil, fmt.Errorf("%w: robust PCA found no low-rank part in Y", ErrNotExact)
 	}
+	n, m = Y.Dims()
+	if frac := float64(pc.NNZ) / float64(n*m); frac > opt.MaxCorrupted {
+		return nil, fmt.Errorf("%w: robust PCA put %.0f%% of the entries of Y in the sparse part (more than %.0f%%): Y is not a low-rank matrix plus sparse corruption; principal component pursuit needs the rank (%d here) well below m = %d and the corruption confined to a small fraction of the entries", ErrNotExact, 100*frac, 100*opt.MaxCorrupted, pc.Rank, m)
+	}
 	if o.Hidden == 0 {
 		o.Hidden = pc.Rank
 	}

@@ -64,7 +64,7 @@ func (o Options) withDefaults() Options {
 
 func (o Options) check() error {
 	switch o.Route {
-	case "auto", "exact", "noisy", "worstcase", "ica", "fpt":
+	case "auto", "exact", "noisy", "worstcase", "ica", "fpt", "sparse":
 	default:
 		return fmt.Errorf("%w: unknown route %q (want %s)", ErrInput, o.Route, strings.Join(Routes, ", "))
 	}

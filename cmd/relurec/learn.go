@@ -79,7 +79,8 @@ Routes (--route):
   auto       (default) choose from the data, and say why: worstcase when X is
              not Gaussian or n is small, fpt when Y shows more units than its
              rank, ica when V looks orthonormal, exact when Y is exactly rank
-             k, noisy otherwise
+             k, sparse when Y's residual is a few large entries, noisy
+             otherwise
   exact      tensor start (order-4 Hermite moment, Jennrich) + exact polish
              (Alg 4 + 5); Gaussian X; fails unless the certificate holds
   noisy      tensor start + sign recovery (Alg 6) + least-squares U;
@@ -89,6 +90,8 @@ Routes (--route):
              rank, even m < k; needs n ≥ 4·d·2^k
   worstcase  sign patterns + linear programs (Alg 1–2); any X, exponential
              in k: refused above a work limit unless --force
+  sparse     robust PCA, then exact; a few entries of Y arbitrarily corrupted
+             (§8); U by row-wise ℓ1 regression
 
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
