@@ -14,7 +14,8 @@
 // sign symmetry for the ReLU). Results are normalised by nn.MLP.Canonical:
 // unit rows of V, units sorted by the norm of their output weights.
 //
-// Routes (Fit chooses; each is also callable on its own):
+// Routes (Fit chooses from the data and says why; each is also callable on
+// its own):
 //
 //   - TensorStart: rank and output reduction, optional whitening (Remark 3),
 //     the order-1/order-2 moment for the span of V, the order-r Hermite moment
@@ -22,7 +23,18 @@
 //     identically zero) and Jennrich with retries. Gives ±V approximately.
 //   - ExactPolish (Alg 5 in margin form): makes each row exact by solving
 //     linear systems on confidently inactive samples, with a per-unit and a
-//     global residual certificate.
-//   - RecoverSigns (Alg 6) and SolveU (Lemma 20): the noisy route.
-//   - Refine: an optional local least-squares refinement (not in the paper).
+//     global residual certificate. Tensor start + polish is RouteExact.
+//   - RecoverSigns (Alg 6) and SolveU (Lemma 20): the noisy route; Refine is
+//     an optional local least-squares refinement (not in the paper).
+//   - FitICA (Alg 3): FastICA for orthonormal V, then the polish.
+//   - FitFPT (Alg 7): U without full column rank (even m < k), from the
+//     outputs of samples where one unit alone is active.
+//   - WorstCase (Alg 1–2, Lemma 1): any X, by sign-pattern enumeration and
+//     linear programs; exponential in k.
+//   - FitSparse (§8, Cor 8): robust PCA (package rpca), then the exact route.
+//   - Alg 8's practical pieces (HalfspaceEstimate, Alg8Labels, Alg8Select,
+//     Alg8GridK1): the full algorithm enumerates an astronomically large grid.
+//
+// Options.Activation extends the Gaussian routes to the rectified φ of §9.1
+// (x^c, e^x − 1).
 package twolayer
