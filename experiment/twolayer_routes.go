@@ -101,7 +101,7 @@ var routeInstances = []routeInstance{
 			X := uniformInputs(n, 10, seed+1000)
 			return teacher, X, teacher.Forward(X), nil
 		}},
-	{Name: "sparse corruption", For: "sparse", What: "Gaussian X, d=10, k=3, m=200, U* with orthonormal incoherent columns, n=5000, 5% of the entries of Y replaced by ±[5, 10]·rms(Y)",
+	{Name: "sparse corruption", For: "sparse", What: "Gaussian X, d=10, k=3, m=200, U* with orthonormal incoherent columns, n=5000, 5% of the entries of Y corrupted by adding ±[5, 10]·rms(Y)",
 		build: func(seed uint64, _ bool) (*nn.MLP, *mat.Dense, *mat.Dense, error) {
 			rng := synth.NewRand(seed)
 			base, err := synth.TwoLayerTeacher(synth.TwoLayerConfig{D: 10, K: 3, M: 3, CondV: 2}, rng)
