@@ -455,12 +455,14 @@ func dataTarget(p Problem, mode string) (z, t, waug *mat.Dense, xbar, ybar []flo
 	return z, t, waug, xbar, ybar
 }
 
-// chooseRoute resolves RouteAuto for an m×p problem.
-func chooseRoute(route string, m, p int) string {
+// chooseRoute resolves RouteAuto: always QR for data held
+// in memory. QR is the numerically safer route (κ(R) = κ(X̌), not squared)
+// and measured faster too: on the Fashion-MNIST MLP with 10 000 calibration
+// rows (m·p = 7.9e6) an idle 2-core machine compresses in 9.4 s by QR and
+// 11.2 s by Gram (BenchmarkCompressFashionMLP). The Gram route remains for
+// streamed statistics (GramStats) and by request.
+func chooseRoute(route string) string {
 	if route == "" || route == RouteAuto {
-		if m*p > 2_000_000 {
-			return RouteGram
-		}
 		return RouteQR
 	}
 	return route
@@ -479,8 +481,7 @@ func fitData(p Problem, o LayerOptions) (*Fit, error) {
 // to avoid touching t: zᵀt = (zᵀz)·waug, Qᵀt = R·waug.
 func fitWhitened(p Problem, o LayerOptions, z, t, waug *mat.Dense, xbar, ybar []float64) (*Fit, error) {
 	d, d2 := p.W.Dims()
-	m, pz := z.Dims()
-	route := chooseRoute(o.Route, m, pz)
+	route := chooseRoute(o.Route)
 	in := whitenInput{z: z, t: t, waug: waug}
 	w, err := whiten(in, route, o.Ridge)
 	if err != nil {

@@ -30,8 +30,8 @@ const (
 	// from an SVD of X̌: valid for rank-deficient X̌ without any ridge (the
 	// minimum-norm solution), at the price of an SVD of the inputs.
 	RouteProjection = "projection"
-	// RouteAuto (default) picks RouteQR unless the QR work exceeds the Gram
-	// work by more than the time budget allows (m·d > 2·10⁶), then RouteGram.
+	// RouteAuto (default) picks RouteQR for data held in memory (safer and,
+	// measured, faster); RouteGram serves streamed statistics.
 	RouteAuto = "auto"
 )
 
