@@ -107,27 +107,12 @@ func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimat
 	if opt.Hidden < 0 {
 		return nil, fmt.Errorf("%w: hidden width %d is negative", ErrInput, opt.Hidden)
 	}
-	uY, sY, vY, err := linalg.ThinSVD(Y)
+	red0, err := reduceOutputs(Y, d, opt.Hidden, "the ICA route")
 	if err != nil {
-		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
+		return nil, err
 	}
-	est := &ICAEstimate{SingularValues: sY}
-	k := opt.Hidden
-	if k == 0 {
-		k, est.Warnings = inferHidden(sY, d, n)
-		est.Inferred = true
-	}
-	if k > min(d, m) {
-		return nil, fmt.Errorf("%w: the ICA route needs k ≤ min(d, m) (orthonormal V*, U* of full column rank); got k=%d, d=%d, m=%d; for m < k use the FPT route", ErrInput, k, d, m)
-	}
-	if need := minSamples(d, k); n < need {
-		return nil, fmt.Errorf("%w: the ICA route needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, need, d, k, n)
-	}
-	if r := linalg.NumericalRank(sY, exactRankTol); r < k {
-		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank as the ICA route needs; use the FPT route", ErrInput, r, k)
-	}
-	est.K = k
-	est.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
+	uY, vY, k := red0.U, red0.V, red0.K
+	est := &ICAEstimate{SingularValues: red0.S, Warnings: red0.Warnings, Inferred: red0.Inferred, K: k, ExactRank: red0.ExactRank}
 	est.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))
 	est.Reduction = mat.DenseCopyOf(vY.Slice(0, m, 0, k))
 	red := mat.NewDense(n, k, nil)

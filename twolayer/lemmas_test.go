@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/stat"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/linalg"
@@ -65,26 +67,9 @@ func TestKappaVsMinAngle(t *testing.T) {
 			t.Errorf("θ = 2^-14: κ·θ = %.6f, want → 2", kappa*theta)
 		}
 	}
-	if s := slope(lx, ly); math.Abs(s+1) > 0.01 {
+	if _, s := stat.LinearRegression(lx, ly, nil, false); math.Abs(s+1) > 0.01 {
 		t.Errorf("log κ vs log θ slope %.4f, want −1", s)
 	}
-}
-
-// slope is the least-squares slope of y against x.
-func slope(x, y []float64) float64 {
-	var mx, my float64
-	for i := range x {
-		mx += x[i]
-		my += y[i]
-	}
-	mx /= float64(len(x))
-	my /= float64(len(x))
-	var sxy, sxx float64
-	for i := range x {
-		sxy += (x[i] - mx) * (y[i] - my)
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	return sxy / sxx
 }
 
 // Spec 001 §6 claim 12 (Lemma 19): for W = [V*; −V*] (2k rows), f(X̄·Wᵀ)

@@ -87,27 +87,13 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	st := &Start{}
 
 	// 1. Rank and output reduction.
-	uY, sY, vY, err := linalg.ThinSVD(Y)
+	red0, err := reduceOutputs(Y, d, opt.Hidden, "the tensor start")
 	if err != nil {
-		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
+		return nil, err
 	}
-	st.SingularValues = sY
-	k := opt.Hidden
-	if k == 0 {
-		k, st.Warnings = inferHidden(sY, d, n)
-		st.Inferred = true
-	}
-	if k > min(d, m) {
-		return nil, fmt.Errorf("%w: %d hidden units cannot be identified from d=%d inputs and m=%d outputs: this route needs k ≤ min(d, m) (V* and U* of full rank k)", ErrInput, k, d, m)
-	}
-	if need := minSamples(d, k); n < need {
-		return nil, fmt.Errorf("%w: the tensor start needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, need, d, k, n)
-	}
-	if r := linalg.NumericalRank(sY, exactRankTol); r < k {
-		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as this route needs; use --hidden %d, or a route for rank-deficient U*", ErrInput, r, k, r)
-	}
-	st.K = k
-	st.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
+	uY, vY, k := red0.U, red0.V, red0.K
+	st.SingularValues, st.Warnings, st.Inferred = red0.S, red0.Warnings, red0.Inferred
+	st.K, st.ExactRank = k, red0.ExactRank
 	st.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))
 	red := mat.NewDense(n, k, nil)
 	red.Mul(Y, vY.Slice(0, m, 0, k))
@@ -404,4 +390,43 @@ func normalizeRows(V *mat.Dense) {
 			}
 		}
 	}
+}
+
+// outputReduction is the SVD of Y and the hidden width k that the routes
+// needing U* of full column rank (tensor start, ICA) share.
+type outputReduction struct {
+	U, V      *mat.Dense // thin SVD factors of Y (n×m', m×m')
+	S         []float64  // singular values, descending
+	K         int
+	Inferred  bool
+	ExactRank bool // σ_{k+1}/σ_1 < 1e-10 (false when k = m)
+	Warnings  []string
+}
+
+// reduceOutputs computes the SVD of Y, takes k from hidden or infers it from
+// the singular values, and checks what route (named in messages) needs:
+// k ≤ min(d, m), n above the sample floor, and rank(Y) ≥ k.
+func reduceOutputs(Y *mat.Dense, d, hidden int, route string) (*outputReduction, error) {
+	n, m := Y.Dims()
+	uY, sY, vY, err := linalg.ThinSVD(Y)
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
+	}
+	r := &outputReduction{U: uY, V: vY, S: sY, K: hidden}
+	if r.K == 0 {
+		r.K, r.Warnings = inferHidden(sY, d, n)
+		r.Inferred = true
+	}
+	k := r.K
+	if k > min(d, m) {
+		return nil, fmt.Errorf("%w: %d hidden units cannot be identified by %s from d=%d inputs and m=%d outputs: it needs k ≤ min(d, m) (V* and U* of full rank k); for m < k use the FPT route", ErrInput, k, route, d, m)
+	}
+	if need := minSamples(d, k); n < need {
+		return nil, fmt.Errorf("%w: %s needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, route, need, d, k, n)
+	}
+	if rk := linalg.NumericalRank(sY, exactRankTol); rk < k {
+		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; use --hidden %d, or the FPT route for rank-deficient U*", ErrInput, rk, k, route, rk)
+	}
+	r.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
+	return r, nil
 }
