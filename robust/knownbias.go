@@ -1,6 +1,7 @@
 package robust
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -314,4 +315,45 @@ func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*Know
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
+}
+
+// KnownBiasBatch is RecoverKnownBiasAll's answer for n observations.
+type KnownBiasBatch struct {
+	// C is n×k (estimates of c*, not μ·c*), E is n×d.
+	C, E   *mat.Dense
+	PerRow []*KnownBiasResult
+	// AllConverged reports that every row's Gauss–Newton converged;
+	// MaxGradient is the worst row's stationarity.
+	AllConverged bool
+	MaxGradient  float64
+}
+
+// RecoverKnownBiasAll runs RecoverKnownBias on every row of V (n×d) with
+// the same A and b, reporting progress after each row. Errors name the row.
+func RecoverKnownBiasAll(ctx context.Context, A, V *mat.Dense, b []float64, opt KnownBiasOptions, progress func(done, total int)) (*KnownBiasBatch, error) {
+	if A == nil || V == nil {
+		return nil, fmt.Errorf("%w: A and V are required", ErrInput)
+	}
+	n, d := V.Dims()
+	_, k := A.Dims()
+	out := &KnownBiasBatch{C: mat.NewDense(n, k, nil), E: mat.NewDense(n, d, nil), AllConverged: true}
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := RecoverKnownBias(A, V.RawRowView(i), b, opt)
+		if err != nil {
+			return nil, fmt.Errorf("observation %d: %w", i, err)
+		}
+		out.C.SetRow(i, r.C)
+		out.E.SetRow(i, r.E)
+		r.C, r.E = nil, nil
+		out.PerRow = append(out.PerRow, r)
+		out.AllConverged = out.AllConverged && r.Converged
+		out.MaxGradient = math.Max(out.MaxGradient, r.Gradient)
+		if progress != nil {
+			progress(i+1, n)
+		}
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -138,6 +139,10 @@ type recoverOptions struct {
 	TruthName string  `json:"truth_name,omitempty"`
 	Out       string  `json:"out"`
 	EOut      string  `json:"e_out,omitempty"`
+	// KnownBias is the file holding the bias vector b (length d) when it is
+	// known: the nonlinear known-bias variant runs instead of (47).
+	KnownBias     string `json:"known_bias,omitempty"`
+	KnownBiasName string `json:"known_bias_name,omitempty"`
 }
 
 type recoverResult struct {
@@ -166,7 +171,7 @@ type recoverResult struct {
 }
 
 func newRecoverLatentCmd(a *app) *cobra.Command {
-	o := recoverOptions{AName: "A", VName: "V", Lambda: "auto", Rule: "mad", Solver: "ssn", TruthName: "C"}
+	o := recoverOptions{AName: "A", VName: "V", Lambda: "auto", Rule: "mad", Solver: "ssn", TruthName: "C", KnownBiasName: "b"}
 	c := &cobra.Command{
 		Use:   "latent",
 		Short: "Recover codes c from v = ReLU(A·c + b) + outliers + noise (generalized LASSO)",
@@ -182,12 +187,21 @@ Newton (every solution is checked against its KKT conditions). ĉ estimates
 
 --lambda auto picks τ by --rule: mad (default; from the data alone) or
 plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
-(τ = VALUE·d). --out gets C (n×k, .npy), --e-out the outliers E (n×d).`,
+(τ = VALUE·d). --out gets C (n×k, .npy), --e-out the outliers E (n×d).
+
+--known-bias B.npy (the bias vector b, length d) switches to the known-bias
+variant (not in the paper): the nonlinear Huber problem
+Σ H_τ(vᵢ − ReLU(aᵢ·c + bᵢ)) solved by Gauss–Newton with an inlier refit.
+It estimates c* itself (no μ) and is exact on noiseless data with sparse
+outliers; it is not convex, so its certificate is a stationarity check.`,
 		Example: `  relurec gen robust --d 4000 --k 10 --n 10 --seed 1 --out rob.npz
   relurec recover latent --a rob.npz --v rob.npz --out C.npy
 
   # Known bias: rescale to c*, score against the true codes
   relurec recover latent --a A.npy --v V.npy --bias gaussian:0,0.5 --rescale --truth rob.npz --out C.npy --e-out E.npy
+
+  # The bias vector is known (gen robust stores it as "b"): estimate c* itself
+  relurec recover latent --a rob.npz --v rob.npz --known-bias rob.npz --truth rob.npz --out C.npy
 
   # Fixed λ = 5e-4 (τ = λ·d) and the plug-in rule
   relurec recover latent --a A.npy --v V.npy --lambda 5e-4 --out C.npy
@@ -215,6 +229,9 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 			if o.Rule == "plugin" && bias == nil {
 				return usageErrorf("--rule plugin needs --bias")
 			}
+			if o.KnownBias != "" && (o.Rule == "plugin" || o.Rescale || o.Solver != "ssn" || o.Intercept || o.Linear || o.SparseC != 0) {
+				return usageErrorf("--known-bias cannot be combined with --rule plugin, --rescale, --solver, --intercept, --linear or --sparse-c (it estimates c* itself by its own solver)")
+			}
 			if o.Rescale && bias == nil && !o.Linear {
 				return usageErrorf("--rescale needs --bias (μ depends on the bias density)")
 			}
@@ -236,6 +253,9 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 			inputs := []string{o.A, o.V}
 			if o.Truth != "" {
 				inputs = append(inputs, o.Truth)
+			}
+			if o.KnownBias != "" {
+				inputs = append(inputs, o.KnownBias)
 			}
 			if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"e-out", o.EOut, ".npy"}); err != nil {
 				return err
@@ -274,7 +294,12 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 				cb = func(done, total int) { progress("recovering codes", done, total) }
 			}
 			solveStart := time.Now()
-			br, err := robust.RecoverAll(cmd.Context(), A, V, opt, cb)
+			var br *robust.BatchResult
+			if o.KnownBias != "" {
+				br, err = recoverKnownBias(cmd.Context(), A, V, o, opt.Lambda, cb)
+			} else {
+				br, err = robust.RecoverAll(cmd.Context(), A, V, opt, cb)
+			}
 			clear()
 			if err != nil {
 				return err
@@ -328,7 +353,7 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 					md += math.Sqrt(dn) / float64(n)
 				}
 				out.MeanDirectionError = &md
-				if o.Rescale || !math.IsNaN(out.Mu) {
+				if o.Rescale || !math.IsNaN(out.Mu) || o.KnownBias != "" {
 					out.MeanError = &me
 				}
 			}
@@ -347,9 +372,18 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 				if !out.AllCertified {
 					cert = fmt.Sprintf("NOT all solutions meet their KKT conditions (worst stationarity %.1e); see warnings", out.MaxStationarity)
 				}
+				if o.KnownBias != "" {
+					cert = fmt.Sprintf("all %d fits converged to stationary points (worst relative gradient %.1e; the problem is not convex, so this is a local certificate)", n, out.MaxStationarity)
+					if !out.AllCertified {
+						cert = fmt.Sprintf("NOT all fits converged (worst relative gradient %.1e); see warnings", out.MaxStationarity)
+					}
+				}
 				mu := "unknown (give --bias)"
 				if !math.IsNaN(out.Mu) {
 					mu = fmt.Sprintf("%.4g", out.Mu)
+				}
+				if o.KnownBias != "" {
+					mu = "not used: with b known, ĉ estimates c* itself"
 				}
 				rows := [][2]string{
 					{"data", fmt.Sprintf("n=%d observations, d=%d, k=%d", n, d, k)},
@@ -363,7 +397,7 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 					s := fmt.Sprintf("mean direction error %.3g", *out.MeanDirectionError)
 					if out.MeanError != nil {
 						target := "μ·c*"
-						if o.Rescale {
+						if o.Rescale || o.KnownBias != "" {
 							target = "c*"
 						}
 						s += fmt.Sprintf(", mean ‖ĉ − %s‖ = %.3g", target, *out.MeanError)
@@ -400,6 +434,8 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 	f.StringVar(&o.TruthName, "truth-name", o.TruthName, "name of the true codes inside an .npz")
 	f.StringVar(&o.Out, "out", "", "output .npy for the codes (n×k); required")
 	f.StringVar(&o.EOut, "e-out", "", "optional output .npy for the outliers (n×d)")
+	f.StringVar(&o.KnownBias, "known-bias", "", "the known bias vector b, length d (.npy, or .npz with --known-bias-name): estimate c* by the known-bias variant")
+	f.StringVar(&o.KnownBiasName, "known-bias-name", o.KnownBiasName, "name of b inside an .npz")
 	return c
 }
 
@@ -429,4 +465,33 @@ func medianOf(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// recoverKnownBias runs the known-bias variant (robust.RecoverKnownBiasAll)
+// and reports it in the shape of robust.RecoverAll's result, so the rest of
+// recover latent (scoring, output, table) is shared.
+func recoverKnownBias(ctx context.Context, A, V *mat.Dense, o recoverOptions, lambda float64, cb func(done, total int)) (*robust.BatchResult, error) {
+	d, _ := A.Dims()
+	B, err := readInput("known bias", o.KnownBias, o.KnownBiasName)
+	if err != nil {
+		return nil, err
+	}
+	r, c := B.Dims()
+	if r*c != d || (r != 1 && c != 1) {
+		return nil, inputErrorf("--known-bias is %d×%d, want a vector of length d = %d (one bias per row of A)", r, c, d)
+	}
+	b := append([]float64(nil), B.RawMatrix().Data[:d]...)
+	if c == 1 {
+		b = mat.Col(nil, 0, B)
+	}
+	kb, err := robust.RecoverKnownBiasAll(ctx, A, V, b, robust.KnownBiasOptions{Tau: lambda * float64(d)}, cb)
+	if err != nil {
+		return nil, err
+	}
+	br := &robust.BatchResult{C: kb.C, E: kb.E, AllCertified: kb.AllConverged, MaxStationarity: kb.MaxGradient}
+	for _, pr := range kb.PerRow {
+		br.PerRow = append(br.PerRow, &robust.Result{Tau: pr.Tau, Rule: "known-bias", Mu: math.NaN(), Outliers: pr.Outliers,
+			Iterations: pr.Iterations, Converged: pr.Converged, Warnings: pr.Warnings})
+	}
+	return br, nil
 }
