@@ -1,0 +1,249 @@
+package twolayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
+)
+
+// Selection records the checks behind Fit's automatic route choice.
+type Selection struct {
+	// Gaussian is the Gaussian-input screen of X.
+	Gaussian *GaussianCheck `json:"gaussian,omitempty"`
+	// Rank is the numerical rank of Y (σ_{r+1}/σ_1 < 1e-10).
+	Rank int `json:"rank"`
+	// ExactRank reports σ_{k+1}/σ_1 < 1e-10 for the k used (true when
+	// k = m, where the rank cannot tell).
+	ExactRank bool `json:"exact_rank"`
+	// Classes is the number of classes of positively collinear output rows
+	// with at least d members: samples where one unit alone is active
+	// (Alg 7). More classes than Rank means U* lacks full column rank.
+	Classes int `json:"classes"`
+	// Orthogonality is the largest |cos| between two rows of the ICA
+	// start: near 0 for orthonormal V*, the setting of Alg 3.
+	Orthogonality float64 `json:"orthogonality,omitempty"`
+	// Residual describes Y outside its top-k span when it is not exactly rank k.
+	Residual *ResidualCheck `json:"residual,omitempty"`
+	// Considered lists, in order, the routes considered and why each was
+	// taken or passed over.
+	Considered []string `json:"considered"`
+}
+
+// icaOrthogonality is the largest |cos| between two rows of the ICA start
+// below which Fit takes the ICA route (Alg 3). For orthonormal V* FastICA's
+// sources are the hidden activations and the start's rows are orthogonal to
+// within 0.003–0.012 (n = 5e3…1e5); for a generic V* the sources are
+// mixtures and the rows keep |cos| ≥ 0.18 (measured on d = 8…20).
+const icaOrthogonality = 0.05
+
+// icaScreenRows is how many samples (at least the route's floor) the ICA
+// screen of Fit reads: the start's orthogonality is decided to ±0.01 by 2e4
+// samples, while FastICA and k least-squares fits on all n rows would cost a
+// quarter of a large fit.
+const icaScreenRows = 20000
+
+// selector carries Fit's automatic route choice through its steps. Each
+// step either returns a result (the route it stands for was taken) or nil
+// and records in sel.Considered why it passed.
+type selector struct {
+	ctx      context.Context
+	X, Y     *mat.Dense
+	opt      Options
+	n, d, m  int
+	k        int // hidden width: given, or inferred from Y's spectrum
+	sel      *Selection
+	warnings []string
+}
+
+func (s *selector) note(format string, args ...any) {
+	s.sel.Considered = append(s.sel.Considered, fmt.Sprintf(format, args...))
+}
+
+// take finishes a result of the route chosen for reason why.
+func (s *selector) take(res *Result, step, why string) *Result {
+	s.note("%s: %s: taken", step, why)
+	res.Reason = why + ". " + res.Reason
+	res.Diagnostics.Selection = s.sel
+	res.Warnings = append(s.warnings, res.Warnings...)
+	return res
+}
+
+// recoverable reports an error that only means "this route does not fit the
+// data", after which the selection goes on.
+func recoverable(err error) bool {
+	return errors.Is(err, ErrNotExact) || errors.Is(err, ErrInput)
+}
+
+// fitAuto is Fit's route selection (see Fit for the order and the reasons).
+func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
+	n, d, m, err := checkData(X, Y)
+	if err != nil {
+		return nil, err
+	}
+	s := &selector{ctx: ctx, X: X, Y: Y, opt: opt, n: n, d: d, m: m, sel: &Selection{}}
+	_, sv, _, err := linalg.ThinSVD(Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the SVD of Y failed: %v", ErrInput, err)
+	}
+	s.sel.Rank = linalg.NumericalRank(sv, exactRankTol)
+	s.k = opt.Hidden
+	if s.k == 0 {
+		s.k, _ = inferHidden(sv, d, n)
+	}
+	s.sel.ExactRank = s.k >= min(m, len(sv)) || sv[s.k] <= exactRankTol*sv[0]
+
+	for _, step := range []func() (*Result, error){s.worstCase, s.fpt, s.ica, s.sparse} {
+		res, err := step()
+		if err != nil || res != nil {
+			return res, err
+		}
+	}
+	res, err := fitTensor(ctx, X, Y, opt, s.sel)
+	if err != nil {
+		return nil, err
+	}
+	res.Warnings = append(s.warnings, res.Warnings...)
+	return res, nil
+}
+
+// worstCase: a non-Gaussian X or too few samples for the Gaussian routes,
+// with Y exactly rank k and a small LP search, goes to Alg 1–2.
+func (s *selector) worstCase() (*Result, error) {
+	if s.n >= 8 {
+		g, err := CheckGaussian(s.X, s.opt.Seed)
+		if err != nil {
+			return nil, err
+		}
+		s.sel.Gaussian = &g
+	}
+	nonGaussian := s.sel.Gaussian != nil && !s.sel.Gaussian.Gaussian
+	floor := minSamples(s.d, max(s.k, 1))
+	if !nonGaussian && s.n >= floor {
+		s.note("worst case: not needed (X looks Gaussian and n ≥ %d)", floor)
+		return nil, nil
+	}
+	why := fmt.Sprintf("n = %d is below the Gaussian routes' floor of %d samples", s.n, floor)
+	if nonGaussian {
+		why = fmt.Sprintf("X does not look Gaussian (%s)", s.sel.Gaussian.Worst)
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: the Gaussian routes have no guarantee here", why))
+	}
+	work := WorstCaseWork(s.n, s.k)
+	switch {
+	case s.opt.Activation != nn.ReLU:
+		s.note("worst case: not for %s (Alg 1–2 are ReLU-only)", s.opt.Activation)
+	case !s.sel.ExactRank:
+		s.note("worst case: %s, but Y is not exactly rank %d, which Alg 2 needs", why, s.k)
+	case work > defaultMaxWork && !s.opt.Force:
+		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force, --force)", why, work, defaultMaxWork)
+	default:
+		res, err := WorstCase(s.ctx, s.X, s.Y, s.opt.worstCase())
+		if err == nil {
+			// The worst-case route makes no assumption on X, so the
+			// non-Gaussian warning does not apply to its answer.
+			s.warnings = nil
+			return s.take(res, "worst case", fmt.Sprintf("%s; Y is exactly rank %d and the LP search is small (%.1e units); the worst-case route (Alg 1–2) makes no assumption on X", why, s.k, work)), nil
+		}
+		if !errors.Is(err, ErrNotExact) {
+			return nil, err
+		}
+		s.note("worst case: %s; tried, but %v", why, err)
+	}
+	return nil, nil
+}
+
+// fpt: more single-unit output directions than rank(Y), or a given k above
+// it, means U* lacks full column rank: Alg 7.
+func (s *selector) fpt() (*Result, error) {
+	if !s.sel.ExactRank || s.opt.Activation != nn.ReLU {
+		return nil, nil
+	}
+	classes, _, err := CollinearClasses(s.Y, 1e-9)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range classes {
+		if len(c.Members) >= s.d {
+			s.sel.Classes++
+		}
+	}
+	if s.sel.Classes <= s.sel.Rank && s.opt.Hidden <= s.sel.Rank {
+		s.note("fpt: not needed (%d collinearity classes with ≥ d members, rank(Y) = %d)", s.sel.Classes, s.sel.Rank)
+		return nil, nil
+	}
+	why := fmt.Sprintf("Y has rank %d but %d classes of positively collinear outputs (units seen alone)", s.sel.Rank, s.sel.Classes)
+	if s.opt.Hidden > s.sel.Rank {
+		why = fmt.Sprintf("k = %d hidden units exceed rank(Y) = %d", s.opt.Hidden, s.sel.Rank)
+	}
+	why += ": U* lacks full column rank, the setting of Alg 7"
+	res, err := FitFPT(s.ctx, s.X, s.Y, s.opt.fpt())
+	if err != nil {
+		// No other route handles this setting: the error is the answer.
+		return nil, fmt.Errorf("%s, and that route failed: %w", why, err)
+	}
+	return s.take(res, "fpt", why), nil
+}
+
+// ica: FastICA on a block of rows; if its start's rows are orthogonal, V*
+// looks orthonormal: Alg 3.
+func (s *selector) ica() (*Result, error) {
+	if !s.sel.ExactRank || s.opt.Activation != nn.ReLU || s.n < minSamples(s.d, s.k) {
+		return nil, nil
+	}
+	rows := min(s.n, max(minSamples(s.d, s.k), icaScreenRows))
+	est, err := ICAStart(s.ctx, s.X.Slice(0, rows, 0, s.d).(*mat.Dense), s.Y.Slice(0, rows, 0, s.m).(*mat.Dense), s.opt.ica())
+	switch {
+	case err != nil && !errors.Is(err, ErrInput):
+		return nil, err
+	case err != nil:
+		s.note("ica: not applicable (%v)", err)
+		return nil, nil
+	}
+	s.sel.Orthogonality = maxOffDiagCos(est.V)
+	if s.sel.Orthogonality >= icaOrthogonality {
+		s.note("ica: not applicable (max |cos| between the ICA start's rows = %.2g ≥ %.2g: V* is not orthonormal)", s.sel.Orthogonality, icaOrthogonality)
+		return nil, nil
+	}
+	why := fmt.Sprintf("FastICA's sources give nearly orthogonal rows (max |cos| = %.2g < %.2g): V* looks orthonormal, the setting of Alg 3", s.sel.Orthogonality, icaOrthogonality)
+	res, err := FitICA(s.ctx, s.X, s.Y, s.opt.ica())
+	if err != nil {
+		if !recoverable(err) {
+			return nil, err
+		}
+		s.note("ica: %s, but %v; falling back to the tensor route", why, err)
+		return nil, nil
+	}
+	return s.take(res, "ica", why), nil
+}
+
+// sparse: Y not exactly rank k, with a residual made of a few large
+// entries, is the sparse-noise setting of §8.
+func (s *selector) sparse() (*Result, error) {
+	if s.sel.ExactRank {
+		return nil, nil
+	}
+	rc, err := CheckResidual(s.Y, s.k)
+	if err != nil {
+		return nil, err
+	}
+	s.sel.Residual = &rc
+	if !rc.Sparse {
+		s.note("sparse: not applicable (%.2g%% of the residual entries beyond %d robust standard deviations: dense noise)", 100*rc.OutlierFraction, sparseOutlierZ)
+		return nil, nil
+	}
+	why := fmt.Sprintf("Y is not exactly rank %d, and %.2g%% of the entries outside its top-%d span lie beyond %d robust standard deviations, carrying most of the residual: sparse corruption (§8)", s.k, 100*rc.OutlierFraction, s.k, sparseOutlierZ)
+	sr, err := FitSparse(s.ctx, s.X, s.Y, SparseOptions{Options: s.opt})
+	if err != nil {
+		if !recoverable(err) {
+			return nil, err
+		}
+		s.note("sparse: %s, but %v; falling back to the noisy route", why, err)
+		s.warnings = append(s.warnings, fmt.Sprintf("Y looks sparsely corrupted but the sparse-noise route could not certify (%v): the noisy route's estimate is biased by the corruptions", err))
+		return nil, nil
+	}
+	return s.take(&sr.Result, "sparse", why), nil
+}
