@@ -13,20 +13,25 @@ import (
 )
 
 // Fit learns Y ≈ φ(X·Vᵀ)·Uᵀ (φ = Options.Activation, the ReLU by default)
-// and chooses the route from what the data show (Options.Route "auto"):
+// and chooses the route from what the data show (Options.Route "auto"), in
+// this order:
 //
-//  1. Inputs: if X does not look Gaussian (CheckGaussian) or n is below the
-//     Gaussian routes' sample floor, and Y is exactly rank k with a small
-//     enough search, the worst-case route (Alg 1–2, any X) runs.
-//  2. If Y is exactly rank k (σ_{k+1}/σ_1 < 1e-10; or k = m, where rank cannot
-//     tell), the tensor start is polished to an exact answer (Alg 4 + Alg 5).
-//     The route is RouteExact only if every unit passed its own check and the
-//     relative residual over all samples is ≤ CertTol. If some unit failed,
-//     the start is first refined by least squares and polished again.
-//  3. Otherwise (noise), or if the polish cannot certify, the noisy route runs:
-//     signs by projections (Alg 6), U by least squares (Lemma 20), and with
-//     Options.Refine a local refinement whose effect is reported separately.
+//  1. Worst case (Alg 1–2): X does not look Gaussian (CheckGaussian) or n is
+//     below the Gaussian routes' floor, Y is exactly rank k and the LP search
+//     is small.
+//  2. FPT (Alg 7): Y shows more single-unit output directions than its rank
+//     (CollinearClasses), or the given k exceeds rank(Y): U* lacks full
+//     column rank.
+//  3. ICA (Alg 3): FastICA's start has orthogonal rows: V* is orthonormal.
+//  4. Exact (Alg 4 + 5): Y is exactly rank k (σ_{k+1}/σ_1 < 1e-10, or k = m);
+//     the tensor start is polished to an exact answer, retried from fresh
+//     starts and a refined start if some unit fails.
+//  5. Sparse (§8): Y is not exactly rank k and its residual is a few large
+//     entries (CheckResidual): robust PCA, then the exact route.
+//  6. Noisy (Alg 6 + Lemma 20, optional refinement): otherwise, or when no
+//     exact route certifies.
 //
+// An exact route is reported only with its residual certificate met.
 // Result.Route and Result.Reason say which route ran and why; the checks
 // behind the choice are in Result.Diagnostics.Selection. A named route
 // (Options.Route) runs that route only: "exact" returns an error wrapping
