@@ -42,7 +42,7 @@ type twoLayerGen struct {
 func (g *twoLayerGen) register(c *cobra.Command, withCov bool) {
 	f := c.Flags()
 	f.IntVar(&g.D, "d", g.D, "input dimension d (columns of X)")
-	f.IntVar(&g.K, "k", g.K, "hidden units k (k ≤ min(d, m) for exact recovery)")
+	f.IntVar(&g.K, "k", g.K, "hidden units k (k ≤ min(d, m) for the tensor and ICA routes; k > m is learned by the FPT route, which needs n ≥ 4·d·2^k)")
 	f.IntVar(&g.M, "m", g.M, "output dimension m (columns of Y)")
 	f.IntVar(&g.N, "n", g.N, "number of samples (rows of X and Y)")
 	f.Float64Var(&g.Noise, "noise", g.Noise, "noise σ relative to the RMS of the clean outputs (0 = noiseless)")

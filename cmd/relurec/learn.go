@@ -246,7 +246,7 @@ error nothing is written.`,
 				}
 				k := strconv.Itoa(out.Hidden)
 				if res.Diagnostics.HiddenInferred {
-					k += " (inferred from the rank of Y)"
+					k += " (inferred from the data; see the reason)"
 				}
 				rows := [][2]string{
 					{"data", fmt.Sprintf("n=%d, d=%d, m=%d", n, d, m)},
