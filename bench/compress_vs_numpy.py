@@ -78,17 +78,23 @@ def forward(layers, x):
 
 
 def compress_numpy(layers, x0, ranks, ridges):
-    """Sequential Alg 2c with QR whitening; ranks[i] == 0 keeps layer i dense. ridges[i] is the
+    """Sequential Alg 2c with QR whitening; ranks[i] == 0 keeps layer i dense (refit on the
+    compressed inputs after the first layer). ridges[i] is the
     relative ridge δ relurec reported for layer i (λ = δ·‖X̌_c‖_F²/d, added as √λ·I rows under
     X̌_c): relurec adds one only when the inputs are numerically singular, e.g. dead ReLU units."""
     out, errs = [], []
     xo, xc = x0, x0
-    for (w, b, act), r, rel in zip(layers, ranks, ridges):
+    for i, ((w, b, act), r, rel) in enumerate(zip(layers, ranks, ridges)):
         y = xo @ w.T + (b if b is not None else 0)
-        if r == 0:
+        if r == 0 and (i == 0 or b is None):
             yc = xc @ w.T + (b if b is not None else 0)
             out.append((w, b, act))
         else:
+            # A layer kept dense after the first is refit on the compressed
+            # inputs (full-rank least squares), as relurec's sequential driver does.
+            dense = r == 0
+            if dense:
+                r = min(w.shape)
             xbar, ybar = xc.mean(0), y.mean(0)
             z, t = xc - xbar, y - ybar
             if rel > 0:
@@ -100,8 +106,11 @@ def compress_numpy(layers, x0, ranks, ridges):
             a = np.linalg.solve(rr, u[:, :r] * s[:r])  # R⁻¹·U_r·S_r  (d×r)
             bmat = vt[:r]  # r×d2
             bias = ybar - (xbar @ a) @ bmat
-            out.append((a.T, None, "identity"))
-            out.append((bmat.T, bias, act))
+            if dense:
+                out.append(((a @ bmat).T, bias, act))
+            else:
+                out.append((a.T, None, "identity"))
+                out.append((bmat.T, bias, act))
             yc = (xc @ a) @ bmat + bias
         errs.append(np.linalg.norm(y - yc) / np.linalg.norm(y))
         xo = np.maximum(y, 0) if act == "relu" else y

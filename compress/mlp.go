@@ -63,6 +63,9 @@ type LayerReport struct {
 	// Rank is the rank kept; Dense reports a layer left as it was (Rank 0).
 	Rank    int  `json:"rank"`
 	Dense   bool `json:"dense"`
+	// Refit reports a layer kept dense but refit by least squares on the
+	// compressed network's inputs (sequential data-driven compression).
+	Refit bool `json:"refit,omitempty"`
 	MaxRank int  `json:"max_rank"`
 	// Params and DenseParams count this layer's weights and biases after
 	// and before compression.
@@ -330,12 +333,40 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 			rep.Warnings = append(rep.Warnings, fit.Warnings...)
 		}
 		var yc, ycLocal *mat.Dense
+		var refit *nn.Layer
+		if keepDense && prob.Xc != nil && o.Method == MethodData && l.Bias != nil {
+			// Alg 3 applied to every layer: a layer kept dense is still
+			// refit on the compressed network's own inputs — the full-rank
+			// data-driven fit, i.e. least squares of the original
+			// pre-activations on them — which undoes part of the upstream
+			// compression error at no cost in parameters. (Layers without
+			// a bias are left as they are: the refit would add one.)
+			lo2 := lo
+			lo2.Rank = min(dd, d2)
+			full, err := FitLayer(prob, MethodData, lo2)
+			if err != nil {
+				return nil, fmt.Errorf("layer %d (dense refit): %w", i, err)
+			}
+			if g := full.Rank(min(dd, d2, full.MaxRank())); g.Rank() > 0 {
+				lay := g.Layers(l.Act)
+				merged := (&nn.MLP{Layers: lay[:]}).Merge().Layers[0]
+				refit = &merged
+				rep.Whitening = full.Whitening
+				rep.Warnings = append(rep.Warnings, full.Warnings...)
+			}
+		}
 		if keepDense {
 			rep.Dense = true
 			rep.Params = costs[i].dense
-			out.Layers = append(out.Layers, nn.Layer{Weight: mat.DenseCopyOf(l.Weight), Bias: cloneVec(l.Bias), Act: l.Act})
-			yc = preact(xc, ws[i], l.Bias)
-			ycLocal = yo
+			lay := nn.Layer{Weight: mat.DenseCopyOf(l.Weight), Bias: cloneVec(l.Bias), Act: l.Act}
+			if refit != nil {
+				lay = *refit
+				rep.Refit = true
+			}
+			out.Layers = append(out.Layers, lay)
+			wt := mat.DenseCopyOf(lay.Weight.T())
+			yc = preact(xc, wt, lay.Bias)
+			ycLocal = preact(xo, wt, lay.Bias)
 			rep.Energy = 1
 		} else {
 			f = fit.Rank(r)
@@ -354,7 +385,8 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 			hyo := preact(ho, ws[i], l.Bias)
 			var hyc *mat.Dense
 			if keepDense {
-				hyc = preact(hc, ws[i], l.Bias)
+				last := out.Layers[len(out.Layers)-1]
+				hyc = preact(hc, mat.DenseCopyOf(last.Weight.T()), last.Bias)
 			} else {
 				hyc = f.Apply(hc)
 			}
