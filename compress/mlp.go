@@ -61,11 +61,11 @@ type LayerReport struct {
 	In    int `json:"in"`
 	Out   int `json:"out"`
 	// Rank is the rank kept; Dense reports a layer left as it was (Rank 0).
-	Rank    int  `json:"rank"`
-	Dense   bool `json:"dense"`
+	Rank  int  `json:"rank"`
+	Dense bool `json:"dense"`
 	// Refit reports a layer kept dense but refit by least squares on the
 	// compressed network's inputs (sequential data-driven compression).
-	Refit bool `json:"refit,omitempty"`
+	Refit   bool `json:"refit,omitempty"`
 	MaxRank int  `json:"max_rank"`
 	// Params and DenseParams count this layer's weights and biases after
 	// and before compression.
