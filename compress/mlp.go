@@ -60,7 +60,8 @@ type LayerReport struct {
 	Layer int `json:"layer"` // index in the original network
 	In    int `json:"in"`
 	Out   int `json:"out"`
-	// Rank is the rank kept; Dense reports a layer left as it was (Rank 0).
+	// Rank is the rank kept; Dense reports a layer kept dense (Rank 0): its
+	// original weights, or with Refit their least-squares refit.
 	Rank  int  `json:"rank"`
 	Dense bool `json:"dense"`
 	// Refit reports a layer kept dense but refit by least squares on the

@@ -266,3 +266,41 @@ func TestFashionMNISTSmall(t *testing.T) {
 		t.Fatalf("data-driven %.4f vs SVD %.4f (dense %.4f)", data, svd, base.Accuracy)
 	}
 }
+
+// Sequential data-driven compression refits a layer it keeps dense on the
+// compressed inputs: the refit is least squares on the calibration data, so
+// its calibration error can only be lower than the original weights', and
+// the parameter count does not change.
+func TestSequentialRefitsDenseLayers(t *testing.T) {
+	net, x, _ := teacher(3)
+	L := len(net.Layers)
+	ranks := make([]int, L)
+	for i := 0; i < L-1; i++ {
+		ranks[i] = 2
+	}
+	res, err := CompressMLP(context.Background(), net, x, Options{Method: MethodData, Ranks: ranks, Sequential: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Layers[L-1]
+	if !last.Dense || !last.Refit || last.Params != last.DenseParams {
+		t.Fatalf("last layer: %+v", last)
+	}
+	// The same layer with its original weights on the same compressed inputs.
+	prefix := &nn.MLP{Layers: res.Model.Layers[:len(res.Model.Layers)-1]}
+	xc := prefix.Forward(x)
+	orig := net.Layers[L-1]
+	want := net.Hidden(x, L-1)
+	errWith := func(l nn.Layer) float64 {
+		got := (&nn.MLP{Layers: []nn.Layer{{Weight: l.Weight, Bias: l.Bias, Act: nn.Identity}}}).Forward(xc)
+		var d mat.Dense
+		d.Sub(got, want)
+		return mat.Norm(&d, 2)
+	}
+	refit := res.Model.Layers[len(res.Model.Layers)-1]
+	if a, b := errWith(refit), errWith(orig); !(a < b) {
+		t.Errorf("refit error %.4g not below the original weights' %.4g", a, b)
+	} else {
+		t.Logf("calibration error of the last layer: original weights %.4g, refit %.4g", b, a)
+	}
+}
