@@ -188,8 +188,8 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 	}
 	k := 0
 	for i, M := range candidates {
-		if M == nil {
-			return nil, fmt.Errorf("%w: candidate %d is nil", ErrInput, i)
+		if M == nil || M.IsEmpty() {
+			return nil, fmt.Errorf("%w: candidate %d is nil or empty", ErrInput, i)
 		}
 		r, _ := M.Dims()
 		if i == 0 {
@@ -281,11 +281,18 @@ type Alg8GridOptions struct {
 // s ∈ {1, 2}. k > 1 is refused: the grid is astronomically large (see
 // Alg8GridSize) and the practical route is Alg8Select with good candidates.
 func Alg8GridK1(ctx context.Context, X, Y, S *mat.Dense, opt Alg8GridOptions) (*Alg8Result, error) {
-	if _, _, _, err := checkData(X, Y); err != nil {
+	_, _, m, err := checkData(X, Y)
+	if err != nil {
 		return nil, err
 	}
-	if S == nil {
-		return nil, fmt.Errorf("%w: the sketch S is nil", ErrInput)
+	if S == nil || S.IsEmpty() {
+		return nil, fmt.Errorf("%w: the sketch S is nil or empty", ErrInput)
+	}
+	if _, ms := S.Dims(); ms != m {
+		return nil, fmt.Errorf("%w: sketch S has %d columns, Y has %d outputs", ErrInput, ms, m)
+	}
+	if opt.MaxCandidates < 0 {
+		return nil, fmt.Errorf("%w: MaxCandidates %d is negative (0 means 100000)", ErrInput, opt.MaxCandidates)
 	}
 	if opt.Eps == 0 {
 		opt.Eps = 0.5

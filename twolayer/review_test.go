@@ -1,0 +1,58 @@
+package twolayer
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// noPanic runs f and fails the test if it panics.
+func noPanic(t *testing.T, name string, f func() error) error {
+	t.Helper()
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("%s panicked: %v", name, r)
+			}
+		}()
+		err = f()
+	}()
+	return err
+}
+
+func TestReviewAlg8BadSketchNoPanic(t *testing.T) {
+	_, X, Y, _, _ := alg8Instance(t, 1, 4, 1, 3, 1, 200)
+	// S with the wrong number of columns (2 instead of m = 3).
+	S := mat.NewDense(1, 2, []float64{1, 1})
+	err := noPanic(t, "Alg8GridK1", func() error {
+		_, err := Alg8GridK1(context.Background(), X, Y, S, Alg8GridOptions{})
+		return err
+	})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("wrong-width sketch: err = %v, want ErrInput", err)
+	}
+	err = noPanic(t, "Alg8GridK1 empty S", func() error {
+		_, err := Alg8GridK1(context.Background(), X, Y, &mat.Dense{}, Alg8GridOptions{})
+		return err
+	})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("empty sketch: err = %v, want ErrInput", err)
+	}
+	err = noPanic(t, "Alg8GridK1 negative MaxCandidates", func() error {
+		_, err := Alg8GridK1(context.Background(), X, Y, mat.NewDense(1, 3, []float64{1, 0, 0}), Alg8GridOptions{MaxCandidates: -1})
+		return err
+	})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("MaxCandidates -1: err = %v, want ErrInput", err)
+	}
+	err = noPanic(t, "Alg8Select empty candidate", func() error {
+		_, err := Alg8Select(context.Background(), X, Y, mat.NewDense(1, 3, []float64{1, 0, 0}), []*mat.Dense{{}}, Alg8Options{})
+		return err
+	})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("empty candidate: err = %v, want ErrInput", err)
+	}
+}
