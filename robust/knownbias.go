@@ -331,8 +331,8 @@ type KnownBiasBatch struct {
 // RecoverKnownBiasAll runs RecoverKnownBias on every row of V (n×d) with
 // the same A and b, reporting progress after each row. Errors name the row.
 func RecoverKnownBiasAll(ctx context.Context, A, V *mat.Dense, b []float64, opt KnownBiasOptions, progress func(done, total int)) (*KnownBiasBatch, error) {
-	if A == nil || V == nil {
-		return nil, fmt.Errorf("%w: A and V are required", ErrInput)
+	if A == nil || V == nil || A.IsEmpty() || V.IsEmpty() {
+		return nil, fmt.Errorf("%w: A and V are required and must not be empty", ErrInput)
 	}
 	n, d := V.Dims()
 	_, k := A.Dims()
