@@ -51,6 +51,9 @@ type GaussianCheck struct {
 // see departures that keep these moments (it is a screen, not a proof), and
 // with few rows it has little power; the tensor routes need many rows anyway.
 func CheckGaussian(X *mat.Dense, seed uint64) (GaussianCheck, error) {
+	if X == nil {
+		return GaussianCheck{}, fmt.Errorf("%w: X is nil", ErrInput)
+	}
 	n, d := X.Dims()
 	rows := min(n, gaussCheckRows)
 	if rows < 8 {
@@ -151,6 +154,9 @@ type ResidualCheck struct {
 // the first min(n, 20000) rows: corruptions at random positions show up in
 // any block of rows, and the cost stays O(20000·m·k).
 func CheckResidual(Y *mat.Dense, k int) (ResidualCheck, error) {
+	if Y == nil {
+		return ResidualCheck{}, fmt.Errorf("%w: Y is nil", ErrInput)
+	}
 	n, m := Y.Dims()
 	if k < 1 || k >= m {
 		return ResidualCheck{Rank: k}, nil

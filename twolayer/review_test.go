@@ -3,6 +3,7 @@ package twolayer
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -54,5 +55,34 @@ func TestReviewAlg8BadSketchNoPanic(t *testing.T) {
 	})
 	if !errors.Is(err, ErrInput) {
 		t.Errorf("empty candidate: err = %v, want ErrInput", err)
+	}
+}
+
+func TestReviewDetectNilNoPanic(t *testing.T) {
+	err := noPanic(t, "CheckGaussian(nil)", func() error {
+		_, err := CheckGaussian(nil, 1)
+		return err
+	})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("CheckGaussian(nil): err = %v, want ErrInput", err)
+	}
+	err = noPanic(t, "CheckResidual(nil)", func() error {
+		_, err := CheckResidual(nil, 1)
+		return err
+	})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("CheckResidual(nil): err = %v, want ErrInput", err)
+	}
+}
+
+func TestReviewIterativeLPNonFinite(t *testing.T) {
+	in := cubeInstance(1, 12, 3, 2, 2)
+	B := basis(t, in.Y, 2)
+	X := mat.DenseCopyOf(in.X)
+	X.Set(0, 0, math.NaN())
+	S := PatternOf(mat.Col(nil, 0, in.Y), 1e-9)
+	_, _, _, err := IterativeLP(X, B, S, nil, WorstCaseOptions{})
+	if !errors.Is(err, ErrInput) {
+		t.Errorf("NaN in X: err = %v, want ErrInput", err)
 	}
 }

@@ -789,6 +789,16 @@ func IterativeLP(X, B *mat.Dense, S SignPattern, prevZ [][]float64, opt WorstCas
 	if len(prevZ) >= k {
 		return nil, nil, false, fmt.Errorf("%w: %d previous vectors already span R^%d", ErrInput, len(prevZ), k)
 	}
+	for t, M := range []*mat.Dense{X, B} {
+		r, c := M.Dims()
+		for i := 0; i < r; i++ {
+			for j := 0; j < c; j++ {
+				if v := M.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, nil, false, fmt.Errorf("%w: %s has %v at row %d, column %d", ErrInput, [...]string{"X", "B"}[t], v, i, j)
+				}
+			}
+		}
+	}
 	p, err := newWCProblem(X, B, opt.withDefaults())
 	if err != nil {
 		return nil, nil, false, err
