@@ -87,7 +87,9 @@ Methods (--method):
   input-pca   PCA of the layer's inputs (Alg 7, a comparison point)
   convex      nuclear + max-norm constrained least squares (Alg 4), then rank r
   relu        ReLU-aware censored-Gaussian estimator (Alg 5), then rank r
---sequential fits each layer on the compressed network's own inputs (Alg 3).
+--sequential fits each layer on the compressed network's own inputs (Alg 3);
+with --method data a layer kept dense is then refit by least squares on
+those inputs ("refit" in the rank column), at no cost in parameters.
 
 Ranks (one of): --keep F keeps at most ⌊F·P⌋ of the P parameters (every
 weight and bias counted; the budget is printed), --ranks r1,r2,… (0 keeps a
@@ -390,6 +392,9 @@ func printCompress(w io.Writer, out *compressResult, compressTime time.Duration)
 		rank := strconv.Itoa(l.Rank)
 		if l.Dense {
 			rank = "dense"
+			if l.Refit {
+				rank = "refit" // dense, refit on the compressed inputs
+			}
 		}
 		ho := "-"
 		if l.HeldoutError != nil {
