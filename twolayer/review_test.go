@@ -86,3 +86,20 @@ func TestReviewIterativeLPNonFinite(t *testing.T) {
 		t.Errorf("NaN in X: err = %v, want ErrInput", err)
 	}
 }
+
+// Fit with a given k above rank(Y) and n below the Gaussian floor must not
+// stop at the worst-case route (which needs rank(Y) = k) but reach FPT.
+func TestReviewAutoSkipsWorstCaseWhenRankBelowK(t *testing.T) {
+	U := planar(t, []float64{0.3, 2.0, 4.0}, []float64{1, 1.5, 0.8})
+	in := fptInstance(t, 3, 3, U, 96)
+	if _, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: 3}); err != nil {
+		t.Fatalf("precondition: FitFPT failed: %v", err)
+	}
+	res, err := Fit(context.Background(), in.X, in.Y, Options{Hidden: 3})
+	if err != nil {
+		t.Fatalf("Fit: %v", err)
+	}
+	if res.Route != RouteFPT {
+		t.Errorf("route %q, want %q", res.Route, RouteFPT)
+	}
+}

@@ -136,8 +136,8 @@ func (s *selector) worstCase() (*Result, error) {
 	switch {
 	case s.opt.Activation != nn.ReLU:
 		s.note("worst case: not for %s (Alg 1–2 are ReLU-only)", s.opt.Activation)
-	case !s.sel.ExactRank:
-		s.note("worst case: %s, but Y is not exactly rank %d, which Alg 2 needs", why, s.k)
+	case !s.sel.ExactRank || s.sel.Rank != s.k:
+		s.note("worst case: %s, but Y is not exactly rank %d (rank %d), which Alg 2 needs", why, s.k, s.sel.Rank)
 	case work > defaultMaxWork && !s.opt.Force:
 		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force, --force)", why, work, defaultMaxWork)
 	default:
