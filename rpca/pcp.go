@@ -234,7 +234,11 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 
 // fill applies defaults and validates the options.
 func (o *Options) fill(n, m int) error {
-	for name, v := range map[string]float64{"Lambda": o.Lambda, "Mu0": o.Mu0, "Rho": o.Rho, "MuMax": o.MuMax, "Tol": o.Tol, "RankTol": o.RankTol, "FlagTol": o.FlagTol} {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Lambda", o.Lambda}, {"Mu0", o.Mu0}, {"Rho", o.Rho}, {"MuMax", o.MuMax}, {"Tol", o.Tol}, {"RankTol", o.RankTol}, {"FlagTol", o.FlagTol}} {
+		name, v := f.name, f.v
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: option %s = %v must be finite and ≥ 0 (0 means the default)", ErrInput, name, v)
 		}
