@@ -77,7 +77,11 @@ func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*Know
 	if err := checkFiniteMat("A", A); err != nil {
 		return nil, err
 	}
-	for name, x := range map[string][]float64{"v": v, "b": b} {
+	for _, nx := range []struct {
+		name string
+		x    []float64
+	}{{"v", v}, {"b", b}} {
+		name, x := nx.name, nx.x
 		for i, t := range x {
 			if math.IsNaN(t) || math.IsInf(t, 0) {
 				return nil, fmt.Errorf("%w: %s[%d] = %v; remove or impute non-finite values", ErrInput, name, i, t)

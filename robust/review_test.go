@@ -3,6 +3,7 @@ package robust
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -25,5 +26,22 @@ func TestReviewKnownBiasAllEmptyNoPanic(t *testing.T) {
 				t.Errorf("%s: err = %v, want ErrInput", name, err)
 			}
 		}()
+	}
+}
+
+// NaN in both v and b: the error must name the same vector every time (the
+// check used to range over a map).
+func TestReviewKnownBiasNaNErrorDeterministic(t *testing.T) {
+	A := mat.NewDense(3, 1, []float64{1, 2, 3})
+	nan := math.NaN()
+	v, b := []float64{nan, 1, 1}, []float64{nan, 0, 0}
+	_, err0 := RecoverKnownBias(A, v, b, KnownBiasOptions{})
+	if !errors.Is(err0, ErrInput) {
+		t.Fatalf("err = %v, want ErrInput", err0)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := RecoverKnownBias(A, v, b, KnownBiasOptions{}); err == nil || err.Error() != err0.Error() {
+			t.Fatalf("error changed between calls: %q then %v", err0, err)
+		}
 	}
 }
