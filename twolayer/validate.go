@@ -30,7 +30,11 @@ func checkData(X, Y *mat.Dense) (n, d, m int, err error) {
 	if n == 0 || d == 0 || m == 0 {
 		return 0, 0, 0, fmt.Errorf("%w: empty data (X is %d×%d, Y is %d×%d)", ErrInput, n, d, ny, m)
 	}
-	for name, M := range map[string]*mat.Dense{"X": X, "Y": Y} {
+	for _, nm := range []struct {
+		name string
+		M    *mat.Dense
+	}{{"X", X}, {"Y", Y}} {
+		name, M := nm.name, nm.M
 		r, c := M.Dims()
 		for i := 0; i < r; i++ {
 			for j, v := range M.RawRowView(i)[:c] {
