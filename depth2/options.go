@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -197,14 +198,9 @@ func checkData(X, Y *mat.Dense) (n, d, p int, err error) {
 	if n == 0 || d == 0 || p == 0 {
 		return 0, 0, 0, fmt.Errorf("%w: empty data (X is %d×%d, Y is %d×%d)", ErrInput, n, d, ny, p)
 	}
-	for name, M := range map[string]*mat.Dense{"X": X, "Y": Y} {
-		r, _ := M.Dims()
-		for i := 0; i < r; i++ {
-			for j, v := range M.RawRowView(i) {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return 0, 0, 0, fmt.Errorf("%w: %s has %v at row %d, column %d; remove or impute non-finite values", ErrInput, name, v, i, j)
-				}
-			}
+	for _, e := range []error{dataio.CheckFinite("X", X), dataio.CheckFinite("Y", Y)} {
+		if e != nil {
+			return 0, 0, 0, fmt.Errorf("%w: %v; remove or impute non-finite values", ErrInput, e)
 		}
 	}
 	return n, d, p, nil
