@@ -35,6 +35,9 @@ type DebiasReport struct {
 	Count   int
 	// Rounds of re-flagging and total alternating least-squares Sweeps.
 	Rounds, Sweeps int
+	// Warning is set when the refit is accepted although the flags had not
+	// settled (MaxRounds reached).
+	Warning string
 	// Residual is ‖(A − L)_Ω‖_F/‖A_Ω‖_F over the unflagged entries Ω after
 	// the refit; Before is the same ratio for the input L₀ on the same Ω.
 	Residual, Before float64
@@ -179,6 +182,9 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 		if !changed {
 			break
 		}
+		if round == opt.MaxRounds {
+			rep.Warning = fmt.Sprintf("the corrupted-entry flags were still changing after %d rounds; the refit uses the last flags", opt.MaxRounds)
+		}
 	}
 	rep.Count = 0
 	for _, f := range flag {
@@ -187,6 +193,10 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 		}
 	}
 	rep.Residual = maskedResidual(a, Lout, flag)
+	if float64(rep.Count) > opt.MaxFlagFrac*float64(nm) {
+		rep.Why = fmt.Sprintf("after re-flagging, %d of %d entries (%.0f%%) look corrupted, more than MaxFlagFrac = %.0f%%", rep.Count, nm, 100*float64(rep.Count)/float64(nm), 100*opt.MaxFlagFrac)
+		return nil, rep, nil
+	}
 	rep.Accepted = true
 	return mat.NewDense(n, m, Lout), rep, nil
 }

@@ -207,6 +207,9 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 			res.L = L2
 			res.Rank = rank
 			copy(res.Flagged, rep.Flagged)
+			if rep.Warning != "" {
+				res.Warnings = append(res.Warnings, "debias: "+rep.Warning)
+			}
 		} else {
 			res.Warnings = append(res.Warnings, "debias step rejected: "+rep.Why)
 		}
