@@ -297,7 +297,7 @@ func robustReport(res *RobustResults, xname string, xval func(RobustRow) float64
 	rep.Notes = append(rep.Notes,
 		"Errors are means over trials of ‖ĉ − μc*‖ with ‖c*‖ = 1 and μ = E_bΦ(b) = 0.5; ‖ê − e*‖/√d uses the oracle τ. "+
 			"Oracle τ = 2‖z + w‖_∞ (Theorem 4's smallest λ·d); MAD τ = 2√(2 log d)·1.4826·MAD of the residuals of an initial Huber fit. "+
-			"LAD is least absolute deviations (IRLS); TORRENT-FC (Bhatia et al. 2015) is told twice the true outlier fraction; "+
+			"LAD is least absolute deviations (linalg.L1Regress); TORRENT-FC (Bhatia et al. 2015) is told twice the true outlier fraction; "+
 			"\"known b\" is the nonlinear known-bias variant (robust.RecoverKnownBias, not in the paper), which estimates c* itself, shown as μ·‖ĉ − c*‖. "+
 			"\"certified\" counts trials whose two Huber solutions met the KKT certificate at 1e-9; \"s per solve\" is one oracle-τ solve including AᵀA.")
 	return rep
