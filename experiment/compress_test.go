@@ -2,7 +2,10 @@ package experiment
 
 import (
 	"context"
+	"math"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 func TestCompressRateQuick(t *testing.T) {
@@ -25,7 +28,7 @@ func TestCompressRateQuick(t *testing.T) {
 }
 
 func TestFashionReportVerdicts(t *testing.T) {
-	res := &FashionResults{DenseAcc: 0.9, DenseParams: 100, Keeps: []float64{0.1, 0.5}, Runs: []FashionRun{
+	res := &FashionResults{DenseParams: 100, Models: []FashionModel{{Seed: 1, Accuracy: 0.9}}, Keeps: []float64{0.1, 0.5}, Runs: []FashionRun{
 		{Method: "svd", Keep: 0.1, Accuracy: 0.8, Kept: 0.1}, {Method: "svd", Keep: 0.5, Accuracy: 0.89, Kept: 0.5},
 		{Method: "data --sequential", Keep: 0.1, Accuracy: 0.88, Kept: 0.1}, {Method: "data --sequential", Keep: 0.5, Accuracy: 0.895, Kept: 0.5},
 	}}
@@ -33,11 +36,51 @@ func TestFashionReportVerdicts(t *testing.T) {
 	if len(rep.Rows) != 2 || rep.Rows[1][1] != "0.8800" {
 		t.Fatalf("rows %v", rep.Rows)
 	}
-	found := false
-	for _, n := range rep.Notes {
-		found = found || n == "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget"
-	}
-	if !found {
+	if !hasNote(rep, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget") {
 		t.Fatalf("notes %v", rep.Notes)
 	}
+	if len(rep.Tables) != 2 || len(rep.Tables[0].Rows) != 2 {
+		t.Fatalf("tables %v", rep.Tables)
+	}
+}
+
+// With several models the table and the verdicts use the means: svd wins
+// on the first model at keep 0.5 and loses on average.
+func TestFashionReportMeansOverSeeds(t *testing.T) {
+	res := &FashionResults{DenseParams: 100, Models: []FashionModel{{Seed: 1, Accuracy: 0.9}, {Seed: 2, Accuracy: 0.8}}, Keeps: []float64{0.5}, Runs: []FashionRun{
+		{Seed: 1, Method: "svd", Keep: 0.5, Accuracy: 0.89, Kept: 0.5, Agreement: 0.9}, {Seed: 2, Method: "svd", Keep: 0.5, Accuracy: 0.70, Kept: 0.5, Agreement: 0.8},
+		{Seed: 1, Method: "data --sequential", Keep: 0.5, Accuracy: 0.88, Kept: 0.5, Agreement: 1}, {Seed: 2, Method: "data --sequential", Keep: 0.5, Accuracy: 0.79, Kept: 0.5, Agreement: 0.98},
+	}}
+	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false}, {"data --sequential", "data", true}})
+	if rep.Rows[0][1] != "0.7950" || rep.Rows[1][1] != "0.8350" {
+		t.Fatalf("rows %v, want the means 0.7950 and 0.8350", rep.Rows)
+	}
+	if rep.Tables[0].Rows[1][1] != "0.9900" {
+		t.Fatalf("agreement rows %v", rep.Tables[0].Rows)
+	}
+	if !hasNote(rep, "keep 0.5: sequential data-driven loses 1.50 points (dense 0.8500 → 0.8350)") ||
+		!hasNote(rep, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget") {
+		t.Fatalf("notes %v", rep.Notes)
+	}
+	if s := rep.Series[0]; len(s.Lo) != 1 || s.Lo[0] != 0.70 || s.Hi[0] != 0.89 {
+		t.Fatalf("svd series band %v–%v, want the min and max over models", s.Lo, s.Hi)
+	}
+}
+
+func TestFidelity(t *testing.T) {
+	z0 := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 2, 1})
+	z := mat.NewDense(3, 2, []float64{1, 0, 2, 1, 2, 1}) // row 1 changes class
+	a, e := fidelity(z, z0)
+	if math.Abs(a-2.0/3) > 1e-15 || math.Abs(e-2/math.Sqrt(7)) > 1e-15 {
+		t.Fatalf("agreement %v, logit error %v; want 2/3 and 2/√7", a, e)
+	}
+}
+
+func hasNote(rep *Report, note string) bool {
+	for _, n := range rep.Notes {
+		if n == note {
+			return true
+		}
+	}
+	return false
 }

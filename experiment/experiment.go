@@ -76,10 +76,20 @@ type Report struct {
 	// Plot describes the axes of plot.png; Series are its lines.
 	Plot   PlotSpec `json:"plot"`
 	Series []Series `json:"series"`
-	// Notes are sentences printed under the table (fitted slopes, caveats).
+	// Tables are further tables printed after the main one (other metrics
+	// of the same runs).
+	Tables []Table `json:"tables,omitempty"`
+	// Notes are sentences printed under the tables (fitted slopes, caveats).
 	Notes []string `json:"notes,omitempty"`
 	// Results is the raw, typed data (every run), stored in results.json.
 	Results any `json:"results,omitempty"`
+}
+
+// Table is a further table of a report, with its own heading.
+type Table struct {
+	Title   string     `json:"title"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
 }
 
 // PlotSpec labels the axes of the report's plot.

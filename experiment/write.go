@@ -207,6 +207,9 @@ func Markdown(e Experiment, rep *Report, command string, env Environment) string
 		fmt.Fprintf(&b, "%s\n\n", e.Description)
 	}
 	b.WriteString(MarkdownTable(rep.Columns, rep.Rows))
+	for _, t := range rep.Tables {
+		fmt.Fprintf(&b, "\n%s\n\n%s", t.Title, MarkdownTable(t.Columns, t.Rows))
+	}
 	if len(rep.Notes) > 0 {
 		b.WriteString("\n")
 		for _, n := range rep.Notes {

@@ -107,6 +107,9 @@ seeds, for a check in well under a minute.`,
 			return a.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "%s\n\n", rep.Title)
 				fmt.Fprint(w, experiment.MarkdownTable(rep.Columns, rep.Rows))
+				for _, t := range rep.Tables {
+					fmt.Fprintf(w, "\n%s\n\n%s", t.Title, experiment.MarkdownTable(t.Columns, t.Rows))
+				}
 				for _, n := range rep.Notes {
 					fmt.Fprintf(w, "\n- %s", n)
 				}
