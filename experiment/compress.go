@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/compress"
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -169,7 +169,11 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 						return nil, err
 					}
 					run.Params, run.Kept, run.Accuracy, run.Loss = r.Params, r.Kept, met.Accuracy, met.Loss
-					run.Agreement, run.LogitError = fidelity(r.Model.Forward(test.X), denseLogits)
+					fid, err := metrics.CompareLogits(r.Model.Forward(test.X), denseLogits, nil)
+					if err != nil {
+						return nil, err
+					}
+					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
 					for _, l := range r.Layers {
 						run.Ranks = append(run.Ranks, l.Rank)
 					}
@@ -181,22 +185,6 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return fashionReport(res, methods), nil
-}
-
-// fidelity compares logits z with reference logits z0 (rows are samples):
-// the fraction of rows whose largest entry is in the same column, and the
-// relative Frobenius error ‖z − z0‖_F/‖z0‖_F.
-func fidelity(z, z0 *mat.Dense) (agreement, relErr float64) {
-	n, _ := z0.Dims()
-	same := 0
-	for i := 0; i < n; i++ {
-		if floats.MaxIdx(z.RawRowView(i)) == floats.MaxIdx(z0.RawRowView(i)) {
-			same++
-		}
-	}
-	var diff mat.Dense
-	diff.Sub(z, z0)
-	return float64(same) / float64(n), mat.Norm(&diff, 2) / math.Max(mat.Norm(z0, 2), 1e-300)
 }
 
 // fashionCell is one (method, budget) cell averaged over the models.

@@ -2,10 +2,7 @@ package experiment
 
 import (
 	"context"
-	"math"
 	"testing"
-
-	"gonum.org/v1/gonum/mat"
 )
 
 func TestCompressRateQuick(t *testing.T) {
@@ -64,15 +61,6 @@ func TestFashionReportMeansOverSeeds(t *testing.T) {
 	}
 	if s := rep.Series[0]; len(s.Lo) != 1 || s.Lo[0] != 0.70 || s.Hi[0] != 0.89 {
 		t.Fatalf("svd series band %v–%v, want the min and max over models", s.Lo, s.Hi)
-	}
-}
-
-func TestFidelity(t *testing.T) {
-	z0 := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 2, 1})
-	z := mat.NewDense(3, 2, []float64{1, 0, 2, 1, 2, 1}) // row 1 changes class
-	a, e := fidelity(z, z0)
-	if math.Abs(a-2.0/3) > 1e-15 || math.Abs(e-2/math.Sqrt(7)) > 1e-15 {
-		t.Fatalf("agreement %v, logit error %v; want 2/3 and 2/√7", a, e)
 	}
 }
 

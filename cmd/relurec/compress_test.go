@@ -221,11 +221,28 @@ func TestFashionCommands(t *testing.T) {
 	if v["compressed"] == nil || v["original"] == nil {
 		t.Fatalf("no accuracies in %v", v)
 	}
+	// The compressed model against the original: fidelity and the paired
+	// test; the model against itself agrees everywhere.
+	code, stdout, stderr = cli(t, "eval", "--model", out, "--truth", model, "--data", "fashion-mnist", "--json")
+	if code != 0 {
+		t.Fatalf("eval --truth: exit %d: %s", code, stderr)
+	}
+	fid := decodeOne(t, stdout)["fidelity"].(map[string]any)
+	if a := fid["agreement"].(float64); !(a > 0.5 && a <= 1) || fid["logit_error"].(float64) <= 0 {
+		t.Fatalf("fidelity %v", fid)
+	}
+	code, stdout, _ = cli(t, "eval", "--model", model, "--truth", model, "--data", "fashion-mnist", "--json")
+	if fid = decodeOne(t, stdout)["fidelity"].(map[string]any); code != 0 || fid["agreement"].(float64) != 1 || fid["logit_error"].(float64) != 0 || fid["mcnemar_p"].(float64) != 1 {
+		t.Fatalf("a model against itself: exit %d, fidelity %v", code, fid)
+	}
 	// A model of the wrong input width is bad input.
 	wrong, _ := nn.NewMLP([]int{10, 10}, 1)
 	wp := filepath.Join(dir, "w.safetensors")
 	nn.SaveModel(wp, wrong, nil, "")
 	if code, _, _ := cli(t, "eval", "--model", wp, "--data", "fashion-mnist"); code != 2 {
 		t.Fatalf("wrong width: exit %d", code)
+	}
+	if code, _, stderr := cli(t, "eval", "--model", model, "--truth", wp, "--data", "fashion-mnist"); code != 2 || !strings.Contains(stderr, "--truth maps 10 inputs") {
+		t.Fatalf("reference of the wrong width: exit %d: %s", code, stderr)
 	}
 }

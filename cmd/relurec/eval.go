@@ -43,6 +43,11 @@ also report the relative residual ‖Y − ReLU(X·Vᵀ)·Uᵀ‖_F / ‖Y‖_F 
 With --data fashion-mnist, --model is any MLP classifier (safetensors or
 ONNX) and eval reports its accuracy and cross-entropy on the 10 000 test
 images, its parameters and multiply-adds per sample, and its forward latency.
+There --truth is a reference classifier, such as the model a compressed one
+came from: eval adds its accuracy, the fraction of test images on which both
+predict the same class, the relative error of the logits, and McNemar's exact
+test on the images only one of them classifies correctly (is the accuracy
+difference more than test-set noise?).
 
 At least one of --truth and data is required. Nothing is written.`,
 		Example: `  # Weight error of a learned model against the generating teacher
@@ -56,7 +61,10 @@ At least one of --truth and data is required. Nothing is written.`,
 
   # A classifier (any MLP, e.g. from train mlp or compress) on Fashion-MNIST's
   # test set: accuracy, loss, parameters, multiply-adds, forward latency
-  relurec eval --model small.safetensors --data fashion-mnist`,
+  relurec eval --model small.safetensors --data fashion-mnist
+
+  # ... and how faithful it is to the model it was compressed from
+  relurec eval --model small.safetensors --truth mlp.safetensors --data fashion-mnist`,
 		Args: cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
@@ -149,7 +157,7 @@ At least one of --truth and data is required. Nothing is written.`,
 	}
 	f := c.Flags()
 	f.StringVar(&modelPath, "model", "", "the model to evaluate (.safetensors); required")
-	f.StringVar(&truthPath, "truth", "", "the reference model (.safetensors), e.g. the teacher from gen --model-out")
+	f.StringVar(&truthPath, "truth", "", "the reference model (.safetensors), e.g. the teacher from gen --model-out; with --data fashion-mnist any reference classifier (safetensors or ONNX)")
 	df.register(c)
 	return c
 }

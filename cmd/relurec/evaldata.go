@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -31,13 +33,15 @@ type evalDataResult struct {
 	LatencyRepeats   int     `json:"latency_repeats"`
 	Seconds          float64 `json:"seconds"`
 	LatencyBatchSize int     `json:"latency_batch_size"`
+	// With --truth: the reference classifier (e.g. the model a compressed
+	// one came from), its test metrics, and how faithful --model is to it.
+	Reference     string            `json:"reference,omitempty"`
+	ReferenceTest *nn.Metrics       `json:"reference_test,omitempty"`
+	Fidelity      *metrics.Fidelity `json:"fidelity,omitempty"`
 }
 
 // evalDataset evaluates a classifier on a named data set's test split.
 func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df dataFlags, start time.Time) error {
-	if truthPath != "" {
-		return usageErrorf("--truth compares two-layer models; it does not combine with --data %s", df.data)
-	}
 	if df.x != "" || df.y != "" {
 		return usageErrorf("give either --data %s or --x/--y, not both", df.data)
 	}
@@ -60,6 +64,26 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df da
 	res := evalDataResult{
 		Command: "eval", Model: modelPath, Data: df.data, Ranks: model.Ranks(),
 		Parameters: model.NumParams(), MultiplyAdds: model.MultiplyAdds(), Test: met,
+	}
+	if truthPath != "" {
+		// A reference classifier: agreement, logit error and the paired
+		// accuracy comparison on the same test images.
+		ref, _, err := loadNetwork(truthPath)
+		if err != nil {
+			return fmt.Errorf("reading --truth: %w", err)
+		}
+		if ref.In() != model.In() || ref.Out() != model.Out() {
+			return inputErrorf("--truth maps %d inputs to %d outputs but --model maps %d to %d; they must match", ref.In(), ref.Out(), model.In(), model.Out())
+		}
+		refMet, err := ref.Evaluate(test.X, test.Labels)
+		if err != nil {
+			return err
+		}
+		fid, err := metrics.CompareLogits(model.Forward(test.X), ref.Forward(test.X), test.Labels)
+		if err != nil {
+			return err
+		}
+		res.Reference, res.ReferenceTest, res.Fidelity = truthPath, &refMet, &fid
 	}
 	res.Architecture = []int{model.In()}
 	for _, l := range model.Layers {
@@ -99,7 +123,7 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df da
 			}
 			arch += strconv.Itoa(s)
 		}
-		table(w, [][2]string{
+		rows := [][2]string{
 			{"model", fmt.Sprintf("%s (%s, %d layers)", modelPath, arch, len(model.Layers))},
 			{"data", fmt.Sprintf("%s test split, %d samples", df.data, n)},
 			{"accuracy", fmt.Sprintf("%.4f (%d correct)", met.Accuracy, met.Correct)},
@@ -107,8 +131,17 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df da
 			{"parameters", strconv.Itoa(res.Parameters)},
 			{"multiply-adds", fmt.Sprintf("%d per sample", res.MultiplyAdds)},
 			{"latency", fmt.Sprintf("%.1f ms per batch of %d (%.2f µs/sample), %.1f µs for one sample (medians)", 1e3*res.BatchSeconds, n, res.MicrosPerSample, res.SingleMicros)},
-			{"time", fmt.Sprintf("%.2f s", res.Seconds)},
-		})
+		}
+		if f := res.Fidelity; f != nil {
+			r := res.ReferenceTest
+			rows = append(rows,
+				[2]string{"reference", fmt.Sprintf("%s: accuracy %.4f, loss %.4f, %+.2f points for --model", truthPath, r.Accuracy, r.Loss, 100*(met.Accuracy-r.Accuracy))},
+				[2]string{"agreement", fmt.Sprintf("%.4f (%d of %d test images get the reference's class)", f.Agreement, int(math.Round(f.Agreement*float64(n))), n)},
+				[2]string{"logit error", fmt.Sprintf("%.4f (‖Z − Z_ref‖_F / ‖Z_ref‖_F)", f.LogitError)},
+				[2]string{"paired test", fmt.Sprintf("only --model right on %d images, only the reference on %d: McNemar exact p = %.3g", f.OnlyModel, f.OnlyRef, f.McNemarP)})
+		}
+		rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s", res.Seconds)})
+		table(w, rows)
 	})
 }
 
