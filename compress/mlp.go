@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/nn"
@@ -475,10 +474,9 @@ func (f *Fit) errorCurve(p Problem) []float64 {
 		z = centered(xc, colMeans(xc))
 		t = centered(preact(p.X, p.W, p.Bias), f.ybar)
 	default:
+		// The bias is kept as it is: it cancels from Ỹ − Ŷ, so both sides
+		// are compared without it.
 		z, t = xc, preact(p.X, p.W, nil)
-		if f.keepBias != nil && p.Bias != nil {
-			// The kept bias cancels exactly.
-		}
 	}
 	return errorCurve(t, z, f.a0, f.v)
 }
@@ -534,5 +532,3 @@ func activate(y *mat.Dense, act nn.Activation) *mat.Dense {
 	}
 	return out
 }
-
-var _ = floats.Sum
