@@ -13,6 +13,9 @@ exact binomial p-value of McNemar's test, P(|B − C| ≥ |b − c|) under B + C
     relurec compress --model mlp.safetensors --data fashion-mnist --keep 0.6 --method asvd --out asvd.safetensors
     /usr/bin/python3 bench/compress_paired.py seq.safetensors svd.safetensors asvd.safetensors mlp.safetensors
 
+`relurec eval --model seq.safetensors --truth svd.safetensors --data fashion-mnist` computes the same
+counts and p-value in Go (metrics.CompareLogits); this script checks them through PyTorch.
+
 Needs Fashion-MNIST (scripts/install-datasets.sh), python3-torch and python3-numpy.
 """
 import math
