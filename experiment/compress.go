@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/compress"
@@ -74,16 +75,34 @@ type FashionModel struct {
 	TrainSeconds float64 `json:"train_seconds"`
 }
 
+// FashionPaired is the paired comparison of sequential data-driven
+// compression with a baseline at one budget, pooled over the models: the
+// test images only one of the two classifies correctly.
+type FashionPaired struct {
+	Keep           float64 `json:"keep"`
+	Other          string  `json:"other"`
+	OnlySequential int     `json:"only_sequential"`
+	OnlyOther      int     `json:"only_other"`
+	McNemarP       float64 `json:"mcnemar_p"`
+}
+
 // FashionResults is the typed content of compress-fashion's results.
 type FashionResults struct {
-	Architecture []int          `json:"architecture"`
-	Epochs       int            `json:"epochs"`
-	Calibration  int            `json:"calibration_rows"`
-	DenseParams  int            `json:"dense_params"`
-	Models       []FashionModel `json:"models"` // one per seed
-	Keeps        []float64      `json:"keeps"`
-	Runs         []FashionRun   `json:"runs"`
+	Architecture []int           `json:"architecture"`
+	Epochs       int             `json:"epochs"`
+	Calibration  int             `json:"calibration_rows"`
+	DenseParams  int             `json:"dense_params"`
+	Models       []FashionModel  `json:"models"` // one per seed
+	Keeps        []float64       `json:"keeps"`
+	Runs         []FashionRun    `json:"runs"`
+	Paired       []FashionPaired `json:"paired"`
 }
+
+// fashionSequential is the method the issue's verdicts are about, and
+// fashionBaselines the ones it must be at least as accurate as.
+const fashionSequential = "data --sequential"
+
+var fashionBaselines = []string{"svd", "asvd"}
 
 type fashionMethod struct {
 	label string
@@ -149,6 +168,9 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 		res.Models = append(res.Models, model)
 		res.DenseParams = net.NumParams()
 		denseLogits := net.Forward(test.X)
+		// Which test images each compressed model gets right, for the
+		// paired comparisons of this model's compressions.
+		right := map[string][]bool{}
 		for _, m := range methods {
 			for _, keep := range keeps {
 				if err := ctx.Err(); err != nil {
@@ -169,10 +191,12 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 						return nil, err
 					}
 					run.Params, run.Kept, run.Accuracy, run.Loss = r.Params, r.Kept, met.Accuracy, met.Loss
-					fid, err := metrics.CompareLogits(r.Model.Forward(test.X), denseLogits, nil)
+					z := r.Model.Forward(test.X)
+					fid, err := metrics.CompareLogits(z, denseLogits, nil)
 					if err != nil {
 						return nil, err
 					}
+					right[fmt.Sprint(m.label, keep)] = classifiedRight(z, test.Labels)
 					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
 					for _, l := range r.Layers {
 						run.Ranks = append(run.Ranks, l.Rank)
@@ -183,8 +207,47 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 				cfg.progress("compress-fashion: compressing", done, total)
 			}
 		}
+		res.addPaired(right, keeps)
 	}
 	return fashionReport(res, methods), nil
+}
+
+// classifiedRight reports, per row of the logits z, whether the predicted
+// class (the first largest logit) is the label.
+func classifiedRight(z *mat.Dense, labels []int) []bool {
+	out := make([]bool, len(labels))
+	for i, l := range labels {
+		out[i] = floats.MaxIdx(z.RawRowView(i)) == l
+	}
+	return out
+}
+
+// addPaired adds one model's discordant counts between sequential
+// data-driven compression and each baseline to the pooled counts.
+func (res *FashionResults) addPaired(right map[string][]bool, keeps []float64) {
+	for _, k := range keeps {
+		seq := right[fmt.Sprint(fashionSequential, k)]
+		for _, other := range fashionBaselines {
+			o := right[fmt.Sprint(other, k)]
+			if seq == nil || o == nil {
+				continue
+			}
+			p := res.paired(k, other)
+			if p == nil {
+				res.Paired = append(res.Paired, FashionPaired{Keep: k, Other: other})
+				p = &res.Paired[len(res.Paired)-1]
+			}
+			for i := range seq {
+				switch {
+				case seq[i] && !o[i]:
+					p.OnlySequential++
+				case o[i] && !seq[i]:
+					p.OnlyOther++
+				}
+			}
+			p.McNemarP = metrics.McNemarExact(p.OnlySequential, p.OnlyOther)
+		}
+	}
 }
 
 // fashionCell is one (method, budget) cell averaged over the models.
@@ -271,9 +334,24 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		rep.Series = append(rep.Series, s)
 	}
 	rep.Tables = []Table{agree, logits}
+	if len(res.Paired) > 0 {
+		paired := Table{Title: "Paired comparison on the test images" + of + ": images only sequential data-driven gets right / only the baseline gets right, McNemar's exact p", Columns: rep.Columns}
+		for _, other := range fashionBaselines {
+			row := []string{"vs " + other}
+			for _, k := range res.Keeps {
+				cell := "–"
+				if p := res.paired(k, other); p != nil {
+					cell = fmt.Sprintf("%d / %d, p = %.2g", p.OnlySequential, p.OnlyOther, p.McNemarP)
+				}
+				row = append(row, cell)
+			}
+			paired.Rows = append(paired.Rows, row)
+		}
+		rep.Tables = append(rep.Tables, paired)
+	}
 	rep.Series = append(rep.Series, Series{Name: "dense", X: []float64{res.Keeps[0], 1}, Y: []float64{denseAcc, denseAcc}, Dashed: true})
 	// Verdicts the issue asks for, on the means over the models.
-	const seq = "data --sequential"
+	const seq = fashionSequential
 	for _, k := range []float64{0.1, 0.5} {
 		if c := cells[seq][k]; c != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: sequential data-driven loses %.2f points (dense %.4f → %.4f)", k, 100*(denseAcc-c.acc), denseAcc, c.acc))
@@ -288,10 +366,14 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		if a == nil {
 			continue
 		}
-		for _, b := range []string{"svd", "asvd"} {
+		for _, b := range fashionBaselines {
 			if v := cells[b][k]; v != nil && v.acc > a.acc {
 				worse++
-				rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: %s (%.4f) beats sequential data-driven (%.4f)", k, b, v.acc, a.acc))
+				note := fmt.Sprintf("keep %g: %s (%.4f) beats sequential data-driven (%.4f)", k, b, v.acc, a.acc)
+				if p := res.paired(k, b); p != nil {
+					note += fmt.Sprintf(": %d test images only it gets right against %d, McNemar's exact p = %.2g", p.OnlyOther, p.OnlySequential, p.McNemarP)
+				}
+				rep.Notes = append(rep.Notes, note)
 			}
 		}
 	}
@@ -305,6 +387,15 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	rep.Notes = append(rep.Notes, fmt.Sprintf("%d model(s) trained by relurec for %d epochs each (%.0f s in all; seeds %s); %d calibration images (the first of the training set); accuracy on the 10 000 test images",
 		seeds, res.Epochs, train, fashionSeeds(res.Models), res.Calibration))
 	return rep
+}
+
+func (res *FashionResults) paired(keep float64, other string) *FashionPaired {
+	for i, p := range res.Paired {
+		if p.Keep == keep && p.Other == other {
+			return &res.Paired[i]
+		}
+	}
+	return nil
 }
 
 func fashionSeeds(models []FashionModel) string {

@@ -64,6 +64,29 @@ func TestFashionReportMeansOverSeeds(t *testing.T) {
 	}
 }
 
+// The paired counts are pooled over models and named in the verdict.
+func TestFashionPairedPooled(t *testing.T) {
+	res := &FashionResults{DenseParams: 100, Models: []FashionModel{{Seed: 1, Accuracy: 0.9}, {Seed: 2, Accuracy: 0.9}}, Keeps: []float64{0.5}, Runs: []FashionRun{
+		{Seed: 1, Method: "asvd", Keep: 0.5, Accuracy: 0.75, Kept: 0.5}, {Seed: 2, Method: "asvd", Keep: 0.5, Accuracy: 0.75, Kept: 0.5},
+		{Seed: 1, Method: "data --sequential", Keep: 0.5, Accuracy: 0.5, Kept: 0.5}, {Seed: 2, Method: "data --sequential", Keep: 0.5, Accuracy: 0.75, Kept: 0.5},
+	}}
+	// Model 1: asvd right on images 0, 1, 2, sequential on 0, 3; model 2:
+	// both right on the same three images.
+	res.addPaired(map[string][]bool{"asvd0.5": {true, true, true, false}, "data --sequential0.5": {true, false, false, true}}, res.Keeps)
+	res.addPaired(map[string][]bool{"asvd0.5": {true, true, true, false}, "data --sequential0.5": {true, true, true, false}}, res.Keeps)
+	p := res.paired(0.5, "asvd")
+	if p == nil || p.OnlySequential != 1 || p.OnlyOther != 2 || p.McNemarP != 1 || res.paired(0.5, "svd") != nil {
+		t.Fatalf("paired %+v", res.Paired)
+	}
+	rep := fashionReport(res, []fashionMethod{{"asvd", "asvd", false}, {"data --sequential", "data", true}})
+	if !hasNote(rep, "keep 0.5: asvd (0.7500) beats sequential data-driven (0.6250): 2 test images only it gets right against 1, McNemar's exact p = 1") {
+		t.Fatalf("notes %v", rep.Notes)
+	}
+	if got := rep.Tables[2].Rows[1][1]; got != "1 / 2, p = 1" {
+		t.Fatalf("paired table cell %q", got)
+	}
+}
+
 func hasNote(rep *Report, note string) bool {
 	for _, n := range rep.Notes {
 		if n == note {
