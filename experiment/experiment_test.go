@@ -214,3 +214,20 @@ func TestReliabilityOneSmall(t *testing.T) {
 		t.Fatalf("tiny reliability instance: %+v", run)
 	}
 }
+
+func TestWrapWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"short title", 90, "short title"},
+		{"aaa bbb ccc", 7, "aaa bbb\nccc"},
+		{"a verylongword b", 4, "a\nverylongword\nb"},
+		{"", 10, ""},
+	} {
+		if got := wrapWords(c.in, c.w); got != c.want {
+			t.Errorf("wrapWords(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relurec/relurec/internal/jsonsafe"
 
@@ -257,7 +258,7 @@ const logFloor = 1e-17
 // missing (NaN, +Inf) points are dropped.
 func PlotPNG(rep *Report) (io.WriterTo, error) {
 	p := plot.New()
-	p.Title.Text = rep.Title
+	p.Title.Text = wrapWords(rep.Title, titleWidth)
 	p.Title.Padding = vg.Points(10)
 	p.X.Label.Text = rep.Plot.XLabel
 	// The y label is drawn by hand below: gonum/plot sizes a rotated axis
@@ -411,6 +412,27 @@ func decadeLabel(e int) string {
 	return fmt.Sprintf("1e%d", e)
 }
 
+// titleWidth is the longest title line, in characters, that fits the plot.
+const titleWidth = 90
+
+// wrapWords breaks s at spaces into lines of at most width characters
+// (a longer word stays whole on its own line).
+func wrapWords(s string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
+}
+
 func plotColor(i int) color.Color {
 	palette := []color.Color{
 		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
@@ -419,6 +441,10 @@ func plotColor(i int) color.Color {
 		color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 		color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+		color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+		color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff},
+		color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff},
+		color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
 	}
 	return palette[i%len(palette)]
 }
@@ -427,6 +453,7 @@ func plotShape(i int) draw.GlyphDrawer {
 	shapes := []draw.GlyphDrawer{
 		draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{},
 		draw.PlusGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{},
+		draw.BoxGlyph{}, draw.PyramidGlyph{},
 	}
 	return shapes[i%len(shapes)]
 }
