@@ -335,7 +335,11 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	}
 	rep.Tables = []Table{agree, logits}
 	if len(res.Paired) > 0 {
-		paired := Table{Title: "Paired comparison on the test images" + of + ": images only sequential data-driven gets right / only the baseline gets right, McNemar's exact p", Columns: rep.Columns}
+		pooled := ""
+		if seeds > 1 {
+			pooled = fmt.Sprintf(", summed over %d models", seeds)
+		}
+		paired := Table{Title: "Paired comparison on the test images" + pooled + ": images only sequential data-driven gets right / only the baseline gets right, McNemar's exact p", Columns: rep.Columns}
 		for _, other := range fashionBaselines {
 			row := []string{"vs " + other}
 			for _, k := range res.Keeps {
@@ -354,10 +358,10 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	const seq = fashionSequential
 	for _, k := range []float64{0.1, 0.5} {
 		if c := cells[seq][k]; c != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: sequential data-driven loses %.2f points (dense %.4f → %.4f)", k, 100*(denseAcc-c.acc), denseAcc, c.acc))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: sequential data-driven %+.2f points (dense %.4f → %.4f)", k, 100*(c.acc-denseAcc), denseAcc, c.acc))
 		}
 		if c := cells["svd"][k]; c != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: truncated SVD loses %.2f points", k, 100*(denseAcc-c.acc)))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: truncated SVD %+.2f points", k, 100*(c.acc-denseAcc)))
 		}
 	}
 	worse := 0

@@ -55,7 +55,7 @@ func TestFashionReportMeansOverSeeds(t *testing.T) {
 	if rep.Tables[0].Rows[1][1] != "0.9900" {
 		t.Fatalf("agreement rows %v", rep.Tables[0].Rows)
 	}
-	if !hasNote(rep, "keep 0.5: sequential data-driven loses 1.50 points (dense 0.8500 → 0.8350)") ||
+	if !hasNote(rep, "keep 0.5: sequential data-driven -1.50 points (dense 0.8500 → 0.8350)") ||
 		!hasNote(rep, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget") {
 		t.Fatalf("notes %v", rep.Notes)
 	}
