@@ -25,7 +25,9 @@ func init() {
 		Name: "compress-fashion",
 		Description: "Test accuracy versus the fraction of parameters kept (0.05 … 0.9) for every scalable compression method " +
 			"(svd, asvd, svd-llm, output-pca, input-pca, data, data sequential) on a 784-512-256-10 ReLU MLP trained on " +
-			"Fashion-MNIST by relurec (15 epochs of Adam, seed = --seed), 10 000 calibration images, no fine-tuning. " +
+			"Fashion-MNIST by relurec (15 epochs of Adam, seed = --seed), 10 000 calibration images, no fine-tuning; " +
+			"with --seeds N, N models (seeds --seed …) and their means. Also reports agreement with the dense model's " +
+			"predictions, the relative logit error, and paired counts with McNemar's exact test against svd and asvd. " +
 			"Needs the dataset-fashion-mnist package (scripts/install-datasets.sh).",
 		Run: runCompressFashion,
 	})
