@@ -2,8 +2,10 @@ package compress
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -828,5 +830,34 @@ func TestFitLayerBadInput(t *testing.T) {
 	xn.Set(3, 4, math.NaN())
 	if _, err := FitLayer(Problem{W: w, X: xn}, MethodData, LayerOptions{}); !errors.Is(err, ErrInput) {
 		t.Errorf("NaN: got %v", err)
+	}
+}
+
+// A dead input (zero on every calibration row) makes the whitening
+// singular; both routes add the smallest ridge that works, name the cause,
+// and give the dead input's weights ≈ 0 (the data say nothing about them).
+func TestDeadInputRidgeNote(t *testing.T) {
+	x, _, w := setup(7)
+	m, d := x.Dims()
+	for i := 0; i < m; i++ {
+		x.Set(i, 3, 0)
+	}
+	for _, route := range []string{RouteQR, RouteGram} {
+		f, err := FitLayer(Problem{W: w, X: x}, MethodData, LayerOptions{Route: route})
+		if err != nil {
+			t.Fatal(route, err)
+		}
+		wh := f.Whitening
+		if wh.RelRidge != 1e-10 || !strings.Contains(wh.Note, fmt.Sprintf("1 of %d inputs are constant on every calibration row", d)) {
+			t.Fatalf("%s: ridge %g, note %q", route, wh.RelRidge, wh.Note)
+		}
+		l := f.Rank(4).Layers(nn.Identity)
+		var dead float64
+		for _, v := range mat.Col(nil, 3, l[0].Weight) {
+			dead = math.Max(dead, math.Abs(v))
+		}
+		if dead > 1e-6 {
+			t.Fatalf("%s: the dead input's weights reach %g", route, dead)
+		}
 	}
 }

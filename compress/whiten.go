@@ -176,13 +176,44 @@ func whitenQR(z, t, waug *mat.Dense, relRidge float64) (*whitened, error) {
 		w.unwhiten = func(x *mat.Dense) *mat.Dense { return solveUpper(r, x) }
 		return w, nil
 	}
-	return withRidgeLadder(relRidge, maxCondR, m < p, try)
+	return withRidgeLadder(relRidge, maxCondR, m < p, zeroColumns(colSquares(z)), try)
+}
+
+// colSquares returns the sum of squares of each column of z (the diagonal
+// of zᵀz).
+func colSquares(z *mat.Dense) []float64 {
+	m, p := z.Dims()
+	out := make([]float64, p)
+	for i := 0; i < m; i++ {
+		for j, v := range z.RawRowView(i)[:p] {
+			out[j] += v * v
+		}
+	}
+	return out
+}
+
+// zeroColumns explains the commonest cause of a singular whitening matrix in
+// a hidden layer: inputs that are zero (after centring: constant) on every
+// calibration row, i.e. ReLU units that never fire there. The ridge then
+// sets their weights to ≈ 0, which is the minimum-norm choice: the data say
+// nothing about them. It returns "" when every column carries data.
+func zeroColumns(diag []float64) string {
+	n := 0
+	for _, v := range diag {
+		if v == 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d inputs are constant on every calibration row (e.g. dead ReLU units), so the data do not determine their weights; the ridge sets them to ≈ 0", n, len(diag))
 }
 
 // withRidgeLadder runs try with relRidge; if the result is numerically
 // singular (Cond above limit, or forced), it retries with the ladder's
-// ridges above relRidge and notes why.
-func withRidgeLadder(relRidge, limit float64, needRidge bool, try func(rel float64) (*whitened, error)) (*whitened, error) {
+// ridges above relRidge and notes why (cause, if not "", is appended).
+func withRidgeLadder(relRidge, limit float64, needRidge bool, cause string, try func(rel float64) (*whitened, error)) (*whitened, error) {
 	var first *whitened
 	if !needRidge || relRidge > 0 {
 		w, err := try(relRidge)
@@ -207,6 +238,9 @@ func withRidgeLadder(relRidge, limit float64, needRidge bool, try func(rel float
 				w.Note = fmt.Sprintf("whitening matrix numerically singular (condition %.3g > %.0e) with relative ridge %g; used %g", first.Cond, limit, relRidge, rel)
 			} else {
 				w.Note = fmt.Sprintf("fewer calibration rows than inputs; used relative ridge %g", rel)
+			}
+			if cause != "" {
+				w.Note += ": " + cause
 			}
 			return w, nil
 		}
@@ -252,7 +286,11 @@ func whitenGram(h *mat.SymDense, c *mat.Dense, relRidge float64) (*whitened, err
 		w.unwhiten = func(x *mat.Dense) *mat.Dense { return solveUpper(r, x) }
 		return w, nil
 	}
-	return withRidgeLadder(relRidge, maxCondH, false, try)
+	diag := make([]float64, p)
+	for i := range diag {
+		diag[i] = h.At(i, i)
+	}
+	return withRidgeLadder(relRidge, maxCondH, false, zeroColumns(diag), try)
 }
 
 func whitenProjection(z, t *mat.Dense) (*whitened, error) {
