@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -306,36 +305,20 @@ nn.Sequential of Linear/ReLU). The compressed model is written atomically to
 			if out.Compressed != nil {
 				meta["test_accuracy"] = strconv.FormatFloat(out.Compressed.Accuracy, 'g', -1, 64)
 			}
-			writeStart := time.Now()
-			if err := nn.SaveModel(opt.Out, res.Model, meta, strings.ToUpper(opt.DType)); err != nil {
-				return fmt.Errorf("writing the model: %w", err)
-			}
-			ok := false
-			defer func() {
-				if !ok {
-					os.Remove(opt.Out)
-				}
-			}()
-			if err := man.AddOutput(opt.Out); err != nil {
-				return err
-			}
 			out.Timings = map[string]float64{
 				"read":     readTime.Seconds(),
 				"compress": compressTime.Seconds(),
 				"evaluate": evalTime.Seconds(),
-				"write":    time.Since(writeStart).Seconds(),
 			}
-			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
 			man.Results = jsonsafe.Finite(map[string]any{
 				"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
 				"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
 			})
-			man.Finish()
-			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+			if err := writeModel(man, opt.Out, res.Model, meta, opt.DType, out.Timings); err != nil {
 				return err
 			}
-			ok = true
+			out.Seconds = time.Since(start).Seconds()
 			return a.emit(out, func(w io.Writer) { printCompress(w, &out, compressTime) })
 		}),
 	}

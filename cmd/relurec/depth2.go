@@ -436,31 +436,16 @@ exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`,
 				"order_ell":            strconv.Itoa(res.Diagnostics.Ell),
 				"samples":              strconv.Itoa(n),
 			}
-			writeStart := time.Now()
-			if err := nn.SaveModel(opt.Out, mlp, meta, strings.ToUpper(opt.DType)); err != nil {
-				return fmt.Errorf("writing the model: %w", err)
-			}
-			ok := false
-			defer func() {
-				if !ok {
-					os.Remove(opt.Out)
-				}
-			}()
-			if err := man.AddOutput(opt.Out); err != nil {
-				return err
-			}
-			out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds(), "write": time.Since(writeStart).Seconds()}
-			out.Seconds = time.Since(start).Seconds()
+			out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds()}
 			man.Timings = out.Timings
 			man.Results = jsonsafe.Finite(map[string]any{
 				"route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
 				"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 			})
-			man.Finish()
-			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+			if err := writeModel(man, opt.Out, mlp, meta, opt.DType, out.Timings); err != nil {
 				return err
 			}
-			ok = true
+			out.Seconds = time.Since(start).Seconds()
 			return a.emit(out, func(w io.Writer) {
 				cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
 				if res.Certificate.Met {

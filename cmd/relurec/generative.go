@@ -17,6 +17,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/density"
 	"github.com/relurec/relurec/generative"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -60,6 +61,21 @@ func writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
 	}
 	ok = true
 	return files, nil
+}
+
+// writeModel writes one model file (safetensors, dtype "f32" or "f64") and
+// its manifest, all or nothing, and records the write time as
+// timings["write"] (pass the map the manifest carries, so it shows there).
+func writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]string, dtype string, timings map[string]float64) error {
+	_, err := writeAll(man, []outFile{{path: path, write: func(p string) error {
+		t := time.Now()
+		if err := nn.SaveModel(p, net, meta, strings.ToUpper(dtype)); err != nil {
+			return fmt.Errorf("writing the model: %w", err)
+		}
+		timings["write"] = time.Since(t).Seconds()
+		return nil
+	}}})
+	return err
 }
 
 // checkOutputs validates output paths: writable, distinct, not an input,

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/twolayer"
 )
 
@@ -208,36 +206,19 @@ error nothing is written.`,
 				"hidden":               strconv.Itoa(out.Hidden),
 				"samples":              strconv.Itoa(n),
 			}
-			writeStart := time.Now()
-			if err := nn.SaveModel(opt.Out, res.Model, meta, strings.ToUpper(opt.DType)); err != nil {
-				return fmt.Errorf("writing the model: %w", err)
-			}
-			// From here on, a failure removes the model: all or nothing.
-			ok := false
-			defer func() {
-				if !ok {
-					os.Remove(opt.Out)
-				}
-			}()
-			if err := man.AddOutput(opt.Out); err != nil {
-				return err
-			}
 			out.Timings = map[string]float64{
-				"read":  readTime.Seconds(),
-				"fit":   fitTime.Seconds(),
-				"write": time.Since(writeStart).Seconds(),
+				"read": readTime.Seconds(),
+				"fit":  fitTime.Seconds(),
 			}
-			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
 			man.Results = jsonsafe.Finite(map[string]any{
 				"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
 				"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 			})
-			man.Finish()
-			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+			if err := writeModel(man, opt.Out, res.Model, meta, opt.DType, out.Timings); err != nil {
 				return err
 			}
-			ok = true
+			out.Seconds = time.Since(start).Seconds()
 
 			return a.emit(out, func(w io.Writer) {
 				cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)

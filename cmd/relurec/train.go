@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -199,33 +198,17 @@ written.`,
 			if out.Test != nil {
 				meta["test_accuracy"] = strconv.FormatFloat(out.Test.Accuracy, 'g', -1, 64)
 			}
-			writeStart := time.Now()
-			if err := nn.SaveModel(opt.Out, net, meta, strings.ToUpper(opt.DType)); err != nil {
-				return fmt.Errorf("writing the model: %w", err)
-			}
-			ok := false
-			defer func() {
-				if !ok {
-					os.Remove(opt.Out)
-				}
-			}()
-			if err := man.AddOutput(opt.Out); err != nil {
-				return err
-			}
 			out.Timings = map[string]float64{
 				"read":     readTime.Seconds(),
 				"train":    trainTime.Seconds(),
-				"evaluate": writeStart.Sub(evalStart).Seconds(),
-				"write":    time.Since(writeStart).Seconds(),
+				"evaluate": time.Since(evalStart).Seconds(),
 			}
-			out.Seconds = time.Since(start).Seconds()
 			man.Timings = out.Timings
 			man.Results = jsonsafe.Finite(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
-			man.Finish()
-			if err := man.Write(dataio.ManifestPath(opt.Out)); err != nil {
+			if err := writeModel(man, opt.Out, net, meta, opt.DType, out.Timings); err != nil {
 				return err
 			}
-			ok = true
+			out.Seconds = time.Since(start).Seconds()
 			return a.emit(out, func(w io.Writer) {
 				arch := make([]string, len(sizes))
 				for i, s := range sizes {
