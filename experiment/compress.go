@@ -347,7 +347,7 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 			for _, k := range res.Keeps {
 				cell := "–"
 				if p := res.paired(k, other); p != nil {
-					cell = fmt.Sprintf("%d / %d, p = %.2g", p.OnlySequential, p.OnlyOther, p.McNemarP)
+					cell = fmt.Sprintf("%d / %d, p %s", p.OnlySequential, p.OnlyOther, formatP(p.McNemarP))
 				}
 				row = append(row, cell)
 			}
@@ -377,7 +377,7 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 				worse++
 				note := fmt.Sprintf("keep %g: %s (%.4f) beats sequential data-driven (%.4f)", k, b, v.acc, a.acc)
 				if p := res.paired(k, b); p != nil {
-					note += fmt.Sprintf(": %d test images only it gets right against %d, McNemar's exact p = %.2g", p.OnlyOther, p.OnlySequential, p.McNemarP)
+					note += fmt.Sprintf(": %d test images only it gets right against %d, McNemar's exact p %s", p.OnlyOther, p.OnlySequential, formatP(p.McNemarP))
 				}
 				rep.Notes = append(rep.Notes, note)
 			}
@@ -402,6 +402,14 @@ func (res *FashionResults) paired(keep float64, other string) *FashionPaired {
 		}
 	}
 	return nil
+}
+
+// formatP prints a p-value as "= 0.016", or "< 1e-300" where it underflows.
+func formatP(p float64) string {
+	if p < 1e-300 {
+		return "< 1e-300"
+	}
+	return fmt.Sprintf("= %.2g", p)
 }
 
 func fashionSeeds(models []FashionModel) string {

@@ -87,6 +87,12 @@ func TestFashionPairedPooled(t *testing.T) {
 	}
 }
 
+func TestFormatP(t *testing.T) {
+	if formatP(0) != "< 1e-300" || formatP(0.0154) != "= 0.015" || formatP(1) != "= 1" {
+		t.Fatal(formatP(0), formatP(0.0154), formatP(1))
+	}
+}
+
 func hasNote(rep *Report, note string) bool {
 	for _, n := range rep.Notes {
 		if n == note {
