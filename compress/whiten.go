@@ -176,7 +176,7 @@ func whitenQR(z, t, waug *mat.Dense, relRidge float64) (*whitened, error) {
 		w.unwhiten = func(x *mat.Dense) *mat.Dense { return solveUpper(r, x) }
 		return w, nil
 	}
-	return withRidgeLadder(relRidge, maxCondR, m < p, zeroColumns(colSquares(z)), try)
+	return withRidgeLadder(relRidge, maxCondR, m < p, func() string { return zeroColumns(colSquares(z)) }, try)
 }
 
 // colSquares returns the sum of squares of each column of z (the diagonal
@@ -212,8 +212,9 @@ func zeroColumns(diag []float64) string {
 
 // withRidgeLadder runs try with relRidge; if the result is numerically
 // singular (Cond above limit, or forced), it retries with the ladder's
-// ridges above relRidge and notes why (cause, if not "", is appended).
-func withRidgeLadder(relRidge, limit float64, needRidge bool, cause string, try func(rel float64) (*whitened, error)) (*whitened, error) {
+// ridges above relRidge and notes why. cause, called only when a ridge was
+// needed (so the common case pays nothing), explains it ("" for nothing).
+func withRidgeLadder(relRidge, limit float64, needRidge bool, cause func() string, try func(rel float64) (*whitened, error)) (*whitened, error) {
 	var first *whitened
 	if !needRidge || relRidge > 0 {
 		w, err := try(relRidge)
@@ -239,8 +240,8 @@ func withRidgeLadder(relRidge, limit float64, needRidge bool, cause string, try 
 			} else {
 				w.Note = fmt.Sprintf("fewer calibration rows than inputs; used relative ridge %g", rel)
 			}
-			if cause != "" {
-				w.Note += ": " + cause
+			if c := cause(); c != "" {
+				w.Note += ": " + c
 			}
 			return w, nil
 		}
@@ -286,11 +287,13 @@ func whitenGram(h *mat.SymDense, c *mat.Dense, relRidge float64) (*whitened, err
 		w.unwhiten = func(x *mat.Dense) *mat.Dense { return solveUpper(r, x) }
 		return w, nil
 	}
-	diag := make([]float64, p)
-	for i := range diag {
-		diag[i] = h.At(i, i)
-	}
-	return withRidgeLadder(relRidge, maxCondH, false, zeroColumns(diag), try)
+	return withRidgeLadder(relRidge, maxCondH, false, func() string {
+		diag := make([]float64, p)
+		for i := range diag {
+			diag[i] = h.At(i, i)
+		}
+		return zeroColumns(diag)
+	}, try)
 }
 
 func whitenProjection(z, t *mat.Dense) (*whitened, error) {

@@ -188,17 +188,18 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 					}
 					run.Error = err.Error()
 				} else {
-					met, err := r.Model.Evaluate(test.X, test.Labels)
-					if err != nil {
-						return nil, err
-					}
-					run.Params, run.Kept, run.Accuracy, run.Loss = r.Params, r.Kept, met.Accuracy, met.Loss
+					// One forward pass serves accuracy, loss, fidelity and
+					// the paired counts.
 					z := r.Model.Forward(test.X)
+					ok := classifiedRight(z, test.Labels)
 					fid, err := metrics.CompareLogits(z, denseLogits, nil)
 					if err != nil {
 						return nil, err
 					}
-					right[fmt.Sprint(m.label, keep)] = classifiedRight(z, test.Labels)
+					right[fmt.Sprint(m.label, keep)] = ok
+					run.Params, run.Kept = r.Params, r.Kept
+					run.Accuracy = float64(countTrue(ok)) / float64(len(ok))
+					run.Loss = nn.SoftmaxCrossEntropy(z, test.Labels, nil)
 					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
 					for _, l := range r.Layers {
 						run.Ranks = append(run.Ranks, l.Rank)
@@ -222,6 +223,16 @@ func classifiedRight(z *mat.Dense, labels []int) []bool {
 		out[i] = floats.MaxIdx(z.RawRowView(i)) == l
 	}
 	return out
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 // addPaired adds one model's discordant counts between sequential

@@ -119,7 +119,7 @@ seeds, for a check in well under a minute.`,
 	}
 	f := c.Flags()
 	f.StringVar(&cfg.OutDir, "out", "", "output directory (default results/NAME)")
-	f.IntVar(&cfg.Seeds, "seeds", 0, "number of seeds (0 = the experiment's default: 5, or 2 with --quick)")
+	f.IntVar(&cfg.Seeds, "seeds", 0, "number of seeds (0 = the experiment's default, e.g. 5, or 2 with --quick; compress-fashion: 1 trained model)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "first seed; repetition i uses seed+i")
 	f.BoolVar(&cfg.Quick, "quick", false, "short grid and 2 seeds")
 	return c
