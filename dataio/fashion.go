@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // ErrDatasetMissing marks a named data set whose files are not installed.
-var ErrDatasetMissing = errors.New("data set not installed; run scripts/install-datasets.sh (Debian package dataset-fashion-mnist) or set RELUREC_FASHION_MNIST to the directory holding the IDX files")
+var ErrDatasetMissing = errs.New("data set not installed; run scripts/install-datasets.sh (Debian package dataset-fashion-mnist) or set RELUREC_FASHION_MNIST to the directory holding the IDX files", errs.ErrInput)
 
 // FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
 // the four gzipped IDX files.

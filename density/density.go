@@ -1,18 +1,18 @@
 package density
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
 )
 
 // ErrInvalid marks a density with bad parameters (a non-positive scale, an
 // empty support, NaN) or a user density that is not a density (negative,
 // not integrating to 1, a CDF that is not the integral of the pdf).
-var ErrInvalid = errors.New("invalid bias density")
+var ErrInvalid = errs.New("invalid bias density", errs.ErrInput)
 
 // Density is a univariate probability density p with CDF F. Every method
 // must be safe for concurrent use (the built-in types are plain values).

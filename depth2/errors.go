@@ -1,19 +1,21 @@
 package depth2
 
-import "errors"
+import "github.com/relurec/relurec/errs"
 
 // ErrInput marks errors caused by the caller's data or options: wrong
 // shapes, NaN or Inf, too few samples for the moment order the route needs,
 // an order or width the route cannot identify. The CLI maps it to exit
 // code 2.
-var ErrInput = errors.New("bad input")
+// It is the shared errs.ErrInput, so errors.Is matches it whichever package
+// returned the error.
+var ErrInput = errs.ErrInput
 
 // ErrNoUnits is returned when the moment tensors show no hidden unit above
 // the noise (every singular value of both flattenings under the rank
 // threshold): too few samples, or units whose biases are so large that
 // their nonlinear part is invisible (specs/004 §1, the set G).
-var ErrNoUnits = errors.New("no hidden unit found above the noise")
+var ErrNoUnits = errs.New("no hidden unit found above the noise", nil)
 
 // ErrNotExact is returned by Fit with Route "exact" when the refined network
 // does not reproduce the data to the certificate's tolerance.
-var ErrNotExact = errors.New("no certified exact solution")
+var ErrNotExact = errs.ErrNotExact

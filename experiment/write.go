@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 
 	"gonum.org/v1/plot"
@@ -26,7 +26,7 @@ import (
 )
 
 // ErrUnknown marks an experiment name that is not registered.
-var ErrUnknown = errors.New("unknown experiment")
+var ErrUnknown = errs.New("unknown experiment", errs.ErrInput)
 
 // File names Write produces inside Config.OutDir.
 const (

@@ -2,7 +2,6 @@ package ica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -20,16 +20,16 @@ import (
 var (
 	// ErrShape reports a nil or empty matrix, too few samples, or a number of
 	// components the data cannot provide.
-	ErrShape = errors.New("ica: bad shape")
+	ErrShape = errs.New("ica: bad shape", nil)
 	// ErrNotFinite reports a NaN or Inf entry.
-	ErrNotFinite = errors.New("ica: NaN or Inf entry")
+	ErrNotFinite = errs.New("ica: NaN or Inf entry", nil)
 	// ErrRankDeficient reports data whose centred covariance has fewer
 	// non-zero directions than the components asked for.
-	ErrRankDeficient = errors.New("ica: data are rank deficient")
+	ErrRankDeficient = errs.New("ica: data are rank deficient", nil)
 	// ErrNotConverged reports that the fixed-point iteration stopped at
 	// MaxIter without meeting Tol. FastICA then returns its last iterate
 	// together with this error, never silently.
-	ErrNotConverged = errors.New("ica: FastICA did not converge")
+	ErrNotConverged = errs.New("ica: FastICA did not converge", errs.ErrNotConverged)
 )
 
 // Nonlinearity selects the contrast of FastICA: the function g whose

@@ -1,12 +1,13 @@
 package linalg
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of them, so
@@ -14,20 +15,20 @@ import (
 var (
 	// ErrShape reports a nil or empty matrix, or dimensions that do not fit
 	// together.
-	ErrShape = errors.New("linalg: bad shape")
+	ErrShape = errs.New("linalg: bad shape", nil)
 	// ErrNotFinite reports a NaN or ±Inf entry. Factorizations given such
 	// input either loop or return garbage, so they are refused up front.
-	ErrNotFinite = errors.New("linalg: NaN or Inf entry")
+	ErrNotFinite = errs.New("linalg: NaN or Inf entry", nil)
 	// ErrRankDeficient reports a matrix whose numerical rank is below what
 	// the operation needs (a unique least-squares solution, a non-trivial
 	// subspace).
-	ErrRankDeficient = errors.New("linalg: numerically rank deficient")
+	ErrRankDeficient = errs.New("linalg: numerically rank deficient", nil)
 	// ErrNotPositiveDefinite reports a symmetric matrix with an eigenvalue
 	// that is not safely positive.
-	ErrNotPositiveDefinite = errors.New("linalg: not positive definite")
+	ErrNotPositiveDefinite = errs.New("linalg: not positive definite", nil)
 	// ErrNoConvergence reports that an iterative factorization (SVD or
 	// symmetric eigendecomposition) did not converge.
-	ErrNoConvergence = errors.New("linalg: factorization did not converge")
+	ErrNoConvergence = errs.New("linalg: factorization did not converge", nil)
 )
 
 // isNil reports whether an interface holds nothing or a nil pointer; calling

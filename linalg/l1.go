@@ -1,19 +1,19 @@
 package linalg
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
 // ErrOption reports an invalid option value (an unknown method, a negative
 // tolerance, a problem too large for the chosen method).
-var ErrOption = errors.New("linalg: invalid option")
+var ErrOption = errs.New("linalg: invalid option", nil)
 
 // L1 regression methods.
 const (

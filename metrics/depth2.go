@@ -1,19 +1,19 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/nn"
 )
 
 // ErrNotDepth2 reports a network that is not Linear → ReLU → Linear (biases
 // allowed).
-var ErrNotDepth2 = errors.New("metrics: not a depth-2 ReLU network (Linear → ReLU → Linear)")
+var ErrNotDepth2 = errs.New("metrics: not a depth-2 ReLU network (Linear → ReLU → Linear)", nil)
 
 // ReLUCovariance returns E[ReLU(u·x + b)·ReLU(v·x + c)] for x ~ N(0, I) in
 // closed form (specs/004 §7.3): with ρ the cosine of u and v, X = û·x and

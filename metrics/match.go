@@ -1,25 +1,26 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // Sentinel errors; every error from this package wraps one of them.
 var (
 	// ErrShape reports nil, empty or mismatched matrices or networks.
-	ErrShape = errors.New("metrics: bad shape")
+	ErrShape = errs.New("metrics: bad shape", nil)
 	// ErrNotFinite reports a NaN or Inf weight.
-	ErrNotFinite = errors.New("metrics: NaN or Inf entry")
+	ErrNotFinite = errs.New("metrics: NaN or Inf entry", nil)
 	// ErrZeroRow reports a zero row of V: a dead hidden unit has no
 	// direction, so it cannot be matched up to positive scaling.
-	ErrZeroRow = errors.New("metrics: zero row")
+	ErrZeroRow = errs.New("metrics: zero row", nil)
 	// ErrNotTwoLayer reports a network that is not a bias-free two-layer
 	// ReLU network (Linear → ReLU → Linear).
-	ErrNotTwoLayer = errors.New("metrics: not a bias-free two-layer ReLU network")
+	ErrNotTwoLayer = errs.New("metrics: not a bias-free two-layer ReLU network", nil)
 )
 
 // MatchRows returns the assignment of rows of est to rows of truth that

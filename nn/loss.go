@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,13 +8,16 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
 // ErrInput marks a caller's data or option that a training or evaluation
 // routine cannot use: a label out of range, inputs of the wrong width, a
 // non-positive batch size. The CLI maps it to exit status 2.
-var ErrInput = errors.New("bad input")
+// It is the shared errs.ErrInput, so errors.Is matches it whichever package
+// returned the error.
+var ErrInput = errs.ErrInput
 
 // SoftmaxCrossEntropy returns the mean cross-entropy
 // −(1/n) Σ_i log softmax(z_i)[y_i] of the n×c logits z against integer

@@ -3,7 +3,6 @@ package nn
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,20 +10,24 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/half"
 )
 
 // ErrONNX marks an ONNX file that is corrupt or does not describe an MLP this
 // package can import. Errors wrapping it also match ErrModelFile, so callers
 // that handle bad model files in general need no change.
-var ErrONNX = errors.New("invalid or unsupported ONNX model; expected an nn.Sequential of Linear and ReLU modules exported by torch.onnx.export (Gemm/MatMul/Add/Relu nodes, weights inside the file)")
+var ErrONNX = errs.New("invalid or unsupported ONNX model; expected an nn.Sequential of Linear and ReLU modules exported by torch.onnx.export (Gemm/MatMul/Add/Relu nodes, weights inside the file)", errs.ErrInput)
 
-// onnxError wraps ErrONNX and also reports itself as ErrModelFile.
+// onnxError wraps ErrONNX (so errs.ErrInput) and also reports itself as
+// ErrModelFile.
 type onnxError struct{ msg string }
+
+func (e *onnxError) Unwrap() error { return ErrONNX }
 
 func (e *onnxError) Error() string { return "onnx: " + e.msg + ": " + ErrONNX.Error() }
 
-func (e *onnxError) Is(target error) bool { return target == ErrONNX || target == ErrModelFile }
+func (e *onnxError) Is(target error) bool { return target == ErrModelFile }
 
 func onnxErrf(format string, args ...any) error {
 	return &onnxError{msg: fmt.Sprintf(format, args...)}

@@ -2,9 +2,10 @@ package nn
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // A minimal reader of the protobuf wire format (https://protobuf.dev/
@@ -24,7 +25,7 @@ const (
 	wireFixed32 = 5
 )
 
-var errProto = errors.New("malformed protobuf")
+var errProto = errs.New("malformed protobuf", nil)
 
 // pbField is one field of a message. For wireBytes, b holds the payload (a
 // sub-slice of the message, not a copy); for the numeric wire types, v holds

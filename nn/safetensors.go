@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/half"
 )
 
@@ -36,7 +37,7 @@ import (
 // ErrModelFile marks a model file that is corrupt, truncated, or does not
 // describe a network this package can build (unknown dtype, tensor names
 // that are not nn.Sequential keys, shapes that do not chain).
-var ErrModelFile = errors.New("invalid model file; expected a safetensors file of nn.Sequential Linear/ReLU layers as written by relurec or safetensors.torch.save_file")
+var ErrModelFile = errs.New("invalid model file; expected a safetensors file of nn.Sequential Linear/ReLU layers as written by relurec or safetensors.torch.save_file", errs.ErrInput)
 
 // maxHeader is the largest JSON header ReadSafetensors accepts. The
 // reference implementation uses the same 100 MB bound; a legitimate header

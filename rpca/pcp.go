@@ -9,12 +9,16 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // ErrInput marks errors caused by the caller's data or options: a nil or
 // empty matrix, NaN/Inf entries, negative or non-finite options. The CLI maps
 // it to exit code 2.
-var ErrInput = errors.New("bad input")
+// It is the shared errs.ErrInput, so errors.Is matches it whichever package
+// returned the error.
+var ErrInput = errs.ErrInput
 
 // Options controls PCP. The zero value works; every default is the one of
 // specs/001 §3.3 ("RPCA" row).

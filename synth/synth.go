@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
 )
@@ -19,14 +19,14 @@ import (
 var (
 	// ErrConfig reports an invalid size, condition number, noise setting or
 	// a nil random source.
-	ErrConfig = errors.New("synth: invalid configuration")
+	ErrConfig = errs.New("synth: invalid configuration", errs.ErrInput)
 	// ErrShape reports matrices whose dimensions do not fit together, or a
 	// network that is not a bias-free two-layer ReLU network.
-	ErrShape = errors.New("synth: bad shape")
+	ErrShape = errs.New("synth: bad shape", nil)
 	// ErrNotPositiveDefinite reports a covariance without a Cholesky factor.
-	ErrNotPositiveDefinite = errors.New("synth: covariance is not positive definite")
+	ErrNotPositiveDefinite = errs.New("synth: covariance is not positive definite", nil)
 	// ErrNotFinite reports a NaN or Inf input.
-	ErrNotFinite = errors.New("synth: NaN or Inf entry")
+	ErrNotFinite = errs.New("synth: NaN or Inf entry", nil)
 )
 
 // pcgStream is the second 64-bit word of the PCG state; fixing it makes a

@@ -1,18 +1,19 @@
 package tensor
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // ErrNoDecomposition is returned when no random pair of slices gave a real,
 // separated eigen-decomposition.
-var ErrNoDecomposition = errors.New("tensor: Jennrich found no real decomposition")
+var ErrNoDecomposition = errs.New("tensor: Jennrich found no real decomposition", nil)
 
 // Decomposition is the result of Jennrich.
 type Decomposition struct {

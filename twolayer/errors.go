@@ -1,12 +1,14 @@
 package twolayer
 
-import "errors"
+import "github.com/relurec/relurec/errs"
 
 // ErrInput marks errors caused by the caller's data or options (wrong shapes,
 // NaN, too few samples, a hidden width the route cannot identify). The CLI
 // maps it to exit code 2.
-var ErrInput = errors.New("bad input")
+// It is the shared errs.ErrInput, so errors.Is matches it whichever package
+// returned the error.
+var ErrInput = errs.ErrInput
 
 // ErrNotExact is returned by Fit with Route "exact" when no exact network
 // reproducing the data was found and certified.
-var ErrNotExact = errors.New("no certified exact solution")
+var ErrNotExact = errs.ErrNotExact

@@ -3,7 +3,6 @@ package twolayer
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -14,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -39,7 +39,7 @@ const RouteWorstCase = "worstcase-lp"
 // LPs on one core (specs/001 §2.3's guard rail).
 const defaultMaxWork = 1e7
 
-var ErrWorkLimit = errors.New("work limit exceeded")
+var ErrWorkLimit = errs.New("work limit exceeded", nil)
 
 // WorstCaseOptions controls WorstCase. The zero value works.
 type WorstCaseOptions struct {

@@ -16,16 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/relurec/relurec/compress"
-	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/density"
-	"github.com/relurec/relurec/depth2"
-	"github.com/relurec/relurec/experiment"
-	"github.com/relurec/relurec/generative"
-	"github.com/relurec/relurec/nn"
-	"github.com/relurec/relurec/robust"
-	"github.com/relurec/relurec/synth"
-	"github.com/relurec/relurec/twolayer"
+	"github.com/relurec/relurec/errs"
 )
 
 // version is the relurec version recorded in model metadata, manifests and
@@ -95,8 +86,9 @@ func inputErrorf(format string, args ...any) error {
 
 // errBadInput classifies err: true when it is the user's input that is wrong
 // (exit status 2), false for any other failure (exit status 1). It recognises
-// the CLI's own usage/input errors, the sentinels of dataio, nn, synth and twolayer,
-// unknown experiment names, and files that are missing or not readable.
+// the CLI's own usage/input errors, every library error of kind
+// errs.ErrInput (each package wraps that one value, so a new package needs no
+// change here), and files that are missing or not readable.
 func errBadInput(err error) bool {
 	if err == nil {
 		return false
@@ -105,16 +97,7 @@ func errBadInput(err error) bool {
 	if errors.As(err, &be) {
 		return true
 	}
-	for _, s := range []error{
-		dataio.ErrFormat, dataio.ErrNotFound, dataio.ErrEmpty, dataio.ErrNonFinite, dataio.ErrOutputIsInput,
-		dataio.ErrDatasetMissing, nn.ErrInput, compress.ErrInput,
-		nn.ErrModelFile,
-		synth.ErrConfig,
-		twolayer.ErrInput, depth2.ErrInput,
-		generative.ErrInput, robust.ErrInput, density.ErrInvalid,
-		experiment.ErrUnknown,
-		fs.ErrNotExist, fs.ErrPermission,
-	} {
+	for _, s := range []error{errs.ErrInput, fs.ErrNotExist, fs.ErrPermission} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 
 	"github.com/spf13/cobra"
@@ -482,5 +483,22 @@ func TestDemoSmallJSON(t *testing.T) {
 	code, out, _ = cli(t, "demo", "--d", "8", "--k", "3", "--m", "5", "--n", "20000")
 	if code != 0 || !strings.Contains(out, "max relative weight error") || !strings.Contains(out, "recovered V row") {
 		t.Fatalf("demo table:\n%s", out)
+	}
+}
+
+// TestExitCodeFollowsErrorKind: a package the CLI has never heard of exits 2
+// for its bad-input errors as long as it uses the shared kind, and 1 for its
+// other failures.
+func TestExitCodeFollowsErrorKind(t *testing.T) {
+	newPkgBad := errs.New("newpkg: width must be positive", errs.ErrInput)
+	newPkgFail := errs.New("newpkg: solver diverged", nil)
+	if !errBadInput(fmt.Errorf("learning: %w", newPkgBad)) {
+		t.Error("an errs.ErrInput sentinel of an unknown package is not bad input")
+	}
+	if errBadInput(fmt.Errorf("learning: %w", newPkgFail)) {
+		t.Error("a failure without the ErrInput kind was classified as bad input")
+	}
+	if !errBadInput(errs.Inputf("k = %d is negative", -1)) {
+		t.Error("errs.Inputf is not bad input")
 	}
 }
