@@ -1,0 +1,46 @@
+package certify
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
+)
+
+func TestNew(t *testing.T) {
+	if c := New(1e-12, 1e-10, 5); !c.Met || c.Samples != 5 {
+		t.Errorf("New(1e-12, 1e-10): %+v", c)
+	}
+	if c := New(math.NaN(), 1e-10, 5); c.Met {
+		t.Error("a NaN residual met the certificate")
+	}
+	if c := New(2e-10, 1e-10, 5); c.Met {
+		t.Error("a residual above tol met the certificate")
+	}
+}
+
+func TestCheckXY(t *testing.T) {
+	X := mat.NewDense(3, 2, []float64{1, 2, 3, 4, 5, 6})
+	Y := mat.NewDense(3, 1, []float64{1, 2, 3})
+	if n, d, m, err := CheckXY(X, Y); err != nil || n != 3 || d != 2 || m != 1 {
+		t.Fatalf("CheckXY = %d %d %d %v", n, d, m, err)
+	}
+	bad := mat.NewDense(3, 1, []float64{1, math.NaN(), 3})
+	for name, tc := range map[string]struct {
+		X, Y *mat.Dense
+		want string
+	}{
+		"nil":  {nil, Y, "required"},
+		"rows": {X, mat.NewDense(2, 1, nil), "X has 3 rows but Y has 2"},
+		"nan":  {X, bad, "NaN at row 1"},
+	} {
+		_, _, _, err := CheckXY(tc.X, tc.Y)
+		if !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInput and %q", name, err, tc.want)
+		}
+	}
+}
