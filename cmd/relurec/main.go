@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// of flags and arguments: usage errors.
 		code = exitBadInput
 	}
-	fmt.Fprintf(stderr, "relurec: %v\n", err)
+	fmt.Fprintf(stderr, "relurec: %s\n", withFlagNames(err.Error(), cmd))
 	var be *badInputError
 	if !a.started || (errors.As(err, &be) && be.usage) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
