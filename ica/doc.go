@@ -4,7 +4,7 @@
 // the sources, up to the order, sign and scale of the sources that ICA cannot
 // identify.
 //
-// It is the ICA step of Bakshi, Jayaram, Woodruff's Alg 3 (specs/001 §2.5):
+// It is the ICA step of Bakshi, Jayaram, Woodruff's Alg 3 ([BJW19, Alg 3]):
 // the hidden activations of a two-layer ReLU network with orthonormal first
 // layer and Gaussian inputs are independent rectified Gaussians, mixed by the
 // output layer. The paper uses the [AGMS12] algorithm as a black box with

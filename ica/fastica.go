@@ -113,7 +113,10 @@ type Result struct {
 	// Sources is n×c, one row of estimated sources per sample, each column
 	// with mean 0 and variance 1. The sign of each column is chosen so that
 	// its skewness is ≥ 0 (ICA cannot identify signs; this convention makes
-	// the output reproducible and is the sign rule of specs/001 §8.10).
+	// the output reproducible, and it is the sign that [BJW19, Alg 3] needs:
+	// the paper's Thm 3 assumes ICA returns sources up to a positive scale,
+	// but ICA leaves signs open too, and a source of the wrong sign would
+	// have its whole row zeroed by the threshold of step 4).
 	Sources *mat.Dense
 	// Skewness and ExcessKurtosis of each source column.
 	Skewness       []float64
@@ -135,7 +138,7 @@ type Result struct {
 // row moves by more than Tol.
 //
 // It is the practical stand-in for the ICA oracle of Bakshi et al. Thm 3
-// ([AGMS12]) that Alg 3 calls (specs/001 §2.5). Sources are identifiable
+// ([AGMS12]) that [BJW19, Alg 3] calls. Sources are identifiable
 // only if at most one of them is Gaussian; their order is arbitrary and
 // their signs are fixed by the skewness rule documented on Result.Sources.
 //

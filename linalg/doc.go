@@ -1,5 +1,5 @@
 // Package linalg provides the dense linear algebra that gonum's mat package
-// lacks and that relurec's exact-recovery routes lean on (specs/001 §7):
+// lacks and that relurec's exact-recovery routes ([BJW19], [ATV21]) lean on:
 // thin and top-k SVDs that stay accurate for the tall n×k matrices of sample
 // data, numerical rank, pseudo-inverse, null space, orthonormal bases,
 // QR least squares with a rank check, principal angles between subspaces,

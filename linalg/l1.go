@@ -58,8 +58,9 @@ type L1Report struct {
 // column (least absolute deviations), for an r×c matrix a of full column
 // rank and an r×q right-hand side b. Under sparse corruption — b = a·x* + e
 // with e non-zero on few rows, at positions not aligned with a — the ℓ1
-// minimiser is x* exactly (the robust regression of specs/001 §2.12 for the
-// output weights U; the suggestion is the spec's, not Bakshi et al.'s).
+// minimiser is x* exactly. It is the robust regression for the output
+// weights U under sparse noise ([BJW19, §8]); the paper solves principal
+// component pursuit instead, so this final ℓ1 fit is our addition.
 //
 // Method L1IRLS (default): weighted least squares with weights
 // 1/√(r_i² + δ²), δ shrinking tenfold per iteration from rms(b), until the

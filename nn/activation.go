@@ -11,8 +11,8 @@ import (
 
 // Activation names an elementwise nonlinearity applied after a Linear layer.
 // The names follow PyTorch's module names in lower case where PyTorch has
-// one ("relu", "identity"); the rectified activations of Bakshi et al.
-// App. 9.1 (specs/001 §2.13) have names of their own:
+// one ("relu", "identity"); the rectified activations of [BJW19, App 9.1]
+// have names of their own:
 //
 //   - "relupow<c>", e.g. "relupow2", "relupow3", "relupow0.5": the rectified
 //     power max(x, 0)^c for a real c > 0 (build it with RectPow). The
