@@ -1,0 +1,336 @@
+package nn
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// onnxGraph is what parseGraph reads from a GraphProto: the weights
+// (initializers and Constant nodes), the nodes in file order, and the names
+// of the graph's inputs and outputs.
+type onnxGraph struct {
+	inits           map[string]*onnxTensor
+	nodes           []onnxNode
+	inputs, outputs []string
+}
+
+// parseGraph reads a GraphProto and assembles the MLP its chain of nodes
+// computes from its one data input to its one output.
+func parseGraph(b []byte) (*MLP, error) {
+	g, err := readGraph(b)
+	if err != nil {
+		return nil, err
+	}
+	g.addConstants()
+	in, err := g.dataInput()
+	if err != nil {
+		return nil, err
+	}
+	c := &chainBuilder{inits: g.inits, m: &MLP{}, cur: in}
+	for _, n := range g.nodes {
+		if err := c.step(n); err != nil {
+			return nil, err
+		}
+	}
+	c.flush()
+	if c.cur != g.outputs[0] {
+		return nil, onnxErrf("the chain of nodes ends at %q but the graph output is %q", c.cur, g.outputs[0])
+	}
+	if len(c.m.Layers) == 0 {
+		return nil, onnxErrf("no Linear layer found")
+	}
+	if err := c.m.Validate(); err != nil {
+		return nil, onnxErrf("%v", err)
+	}
+	return c.m, nil
+}
+
+// readGraph decodes the fields of a GraphProto that an MLP needs.
+func readGraph(b []byte) (*onnxGraph, error) {
+	fields, err := pbFields(b)
+	if err != nil {
+		return nil, onnxErrf("graph: %v", err)
+	}
+	g := &onnxGraph{inits: map[string]*onnxTensor{}}
+	for _, f := range fields {
+		switch f.num {
+		case graphInitializer:
+			t, err := parseTensor(f.b)
+			if err != nil {
+				return nil, err
+			}
+			g.inits[t.name] = t
+		case graphNode:
+			n, err := parseNode(f.b)
+			if err != nil {
+				return nil, err
+			}
+			g.nodes = append(g.nodes, n)
+		case graphInput, graphOutput:
+			name, err := valueInfoNameOf(f)
+			if err != nil {
+				return nil, err
+			}
+			if f.num == graphInput {
+				g.inputs = append(g.inputs, name)
+			} else {
+				g.outputs = append(g.outputs, name)
+			}
+		}
+	}
+	return g, nil
+}
+
+// valueInfoNameOf returns the name of a graph input or output (a
+// ValueInfoProto).
+func valueInfoNameOf(f pbField) (string, error) {
+	if f.wire != wireBytes {
+		return "", onnxErrf("graph input/output is not a message")
+	}
+	vf, err := pbFields(f.b)
+	if err != nil {
+		return "", onnxErrf("graph input/output: %v", err)
+	}
+	name := ""
+	for _, v := range vf {
+		if v.num == valueInfoName {
+			if name, err = v.str(); err != nil {
+				return "", onnxErrf("graph input/output name: %v", err)
+			}
+		}
+	}
+	return name, nil
+}
+
+// addConstants adds the Constant nodes, which are initializers written as
+// nodes, to the weights.
+func (g *onnxGraph) addConstants() {
+	for _, n := range g.nodes {
+		if n.op == "Constant" && len(n.outs) == 1 {
+			if a, ok := n.attrs["value"]; ok && a.t != nil {
+				t := *a.t
+				t.name = n.outs[0]
+				g.inits[t.name] = &t
+			}
+		}
+	}
+}
+
+// dataInput returns the graph's one input that is not a weight, after
+// checking that there is exactly one such input and exactly one output.
+func (g *onnxGraph) dataInput() (string, error) {
+	var data []string
+	for _, in := range g.inputs {
+		if _, isInit := g.inits[in]; !isInit {
+			data = append(data, in)
+		}
+	}
+	if len(data) != 1 {
+		return "", onnxErrf("the graph has %d data inputs %v; expected exactly one (the MLP's input)", len(data), data)
+	}
+	if len(g.outputs) != 1 {
+		return "", onnxErrf("the graph has %d outputs; expected exactly one", len(g.outputs))
+	}
+	return data[0], nil
+}
+
+// chainBuilder walks the nodes from the data input and assembles layers.
+type chainBuilder struct {
+	inits map[string]*onnxTensor
+	m     *MLP
+	pend  *Layer // the layer being assembled (weight seen, activation not yet)
+	cur   string // the name of the running value
+}
+
+// flush appends the pending layer, if any, to the model.
+func (c *chainBuilder) flush() {
+	if c.pend != nil {
+		c.m.Layers = append(c.m.Layers, *c.pend)
+		c.pend = nil
+	}
+}
+
+// weightOf returns the weight that is input i of n.
+func (c *chainBuilder) weightOf(n onnxNode, i int) (*onnxTensor, error) {
+	if i >= len(n.inputs) {
+		return nil, onnxErrf("node %q (%s) lacks input %d", n.name, n.op, i)
+	}
+	t, ok := c.inits[n.inputs[i]]
+	if !ok {
+		return nil, onnxErrf("node %q (%s): input %q is computed, not a weight; only chains of Linear/ReLU layers are supported", n.name, n.op, n.inputs[i])
+	}
+	return t, nil
+}
+
+// step applies one node: it must take the running value, and its first
+// output becomes the running value. Constant nodes are skipped (they are
+// weights).
+func (c *chainBuilder) step(n onnxNode) error {
+	if n.op == "Constant" {
+		return nil
+	}
+	if len(n.outs) == 0 {
+		return onnxErrf("node %q (%s) has no output", n.name, n.op)
+	}
+	consumes := false
+	for _, in := range n.inputs {
+		consumes = consumes || in == c.cur
+	}
+	if !consumes {
+		return onnxErrf("node %q (%s) does not take the running value %q: the graph is not a simple chain", n.name, n.op, c.cur)
+	}
+	var err error
+	switch n.op {
+	case "Gemm":
+		err = c.gemm(n)
+	case "MatMul":
+		err = c.matMul(n)
+	case "Add":
+		err = c.add(n)
+	case "Relu":
+		err = c.relu(n)
+	case "Identity", "Dropout":
+	case "Flatten":
+		if a, ok := n.attrs["axis"]; ok && a.hasI && a.i != 1 {
+			err = onnxErrf("Flatten %q with axis %d; only axis 1 keeps samples as rows", n.name, a.i)
+		}
+	default:
+		err = onnxErrf("unsupported operator %s (node %q); supported: Gemm, MatMul, Add, Relu, Identity, Flatten, Dropout, Constant", n.op, n.name)
+	}
+	if err != nil {
+		return err
+	}
+	c.cur = n.outs[0]
+	return nil
+}
+
+// gemm starts a layer from Y = alpha·A·op(B) + beta·C with A the data.
+func (c *chainBuilder) gemm(n onnxNode) error {
+	if n.inputs[0] != c.cur {
+		return onnxErrf("Gemm %q: the data must be input A", n.name)
+	}
+	if a := n.attrs["transA"]; a.i != 0 {
+		return onnxErrf("Gemm %q has transA=1; expected samples as rows", n.name)
+	}
+	w, err := c.weightOf(n, 1)
+	if err != nil {
+		return err
+	}
+	if len(w.dims) != 2 {
+		return onnxErrf("Gemm %q: weight %q has shape %v; expected 2-D", n.name, w.name, w.dims)
+	}
+	alpha, beta := 1.0, 1.0
+	if a, ok := n.attrs["alpha"]; ok && a.hasF {
+		alpha = a.f
+	}
+	if a, ok := n.attrs["beta"]; ok && a.hasF {
+		beta = a.f
+	}
+	wm := mat.NewDense(w.dims[0], w.dims[1], append([]float64(nil), w.data...))
+	if n.attrs["transB"].i == 0 {
+		wm = mat.DenseCopyOf(wm.T()) // stored in×out
+	}
+	if alpha != 1 {
+		wm.Scale(alpha, wm)
+	}
+	c.flush()
+	out, _ := wm.Dims()
+	c.pend = &Layer{Weight: wm, Act: Identity}
+	if len(n.inputs) > 2 && n.inputs[2] != "" {
+		ct, err := c.weightOf(n, 2)
+		if err != nil {
+			return err
+		}
+		bias, err := broadcastBias(ct, out, beta)
+		if err != nil {
+			return onnxErrf("Gemm %q: %v", n.name, err)
+		}
+		c.pend.Bias = bias
+	}
+	return nil
+}
+
+// matMul starts a layer from the data times an in×out weight.
+func (c *chainBuilder) matMul(n onnxNode) error {
+	if n.inputs[0] != c.cur || len(n.inputs) != 2 {
+		return onnxErrf("MatMul %q: expected the data times a weight", n.name)
+	}
+	w, err := c.weightOf(n, 1)
+	if err != nil {
+		return err
+	}
+	if len(w.dims) != 2 {
+		return onnxErrf("MatMul %q: weight %q has shape %v; expected 2-D (in × out)", n.name, w.name, w.dims)
+	}
+	c.flush()
+	wm := mat.NewDense(w.dims[0], w.dims[1], append([]float64(nil), w.data...))
+	c.pend = &Layer{Weight: mat.DenseCopyOf(wm.T()), Act: Identity}
+	return nil
+}
+
+// add adds a bias to the pending layer.
+func (c *chainBuilder) add(n onnxNode) error {
+	if len(n.inputs) != 2 {
+		return onnxErrf("Add %q needs two inputs", n.name)
+	}
+	other := 1
+	if n.inputs[1] == c.cur {
+		other = 0
+	}
+	if c.pend == nil || c.pend.Act != Identity {
+		return onnxErrf("Add %q does not follow a MatMul or Gemm", n.name)
+	}
+	ct, err := c.weightOf(n, other)
+	if err != nil {
+		return err
+	}
+	bias, err := broadcastBias(ct, c.pend.Out(), 1)
+	if err != nil {
+		return onnxErrf("Add %q: %v", n.name, err)
+	}
+	if c.pend.Bias == nil {
+		c.pend.Bias = bias
+	} else {
+		for i := range bias {
+			c.pend.Bias[i] += bias[i]
+		}
+	}
+	return nil
+}
+
+// relu ends the pending layer with a ReLU.
+func (c *chainBuilder) relu(n onnxNode) error {
+	if c.pend == nil {
+		return onnxErrf("Relu %q before any Linear layer is not supported", n.name)
+	}
+	if c.pend.Act == ReLU {
+		return onnxErrf("two Relu nodes in a row (%q)", n.name)
+	}
+	c.pend.Act = ReLU
+	c.flush()
+	return nil
+}
+
+// broadcastBias turns a bias tensor of shape [out], [1, out] or a scalar
+// into a vector of length out, times beta.
+func broadcastBias(c *onnxTensor, out int, beta float64) ([]float64, error) {
+	n := len(c.data)
+	b := make([]float64, out)
+	switch {
+	case n == out:
+		copy(b, c.data)
+	case n == 1:
+		for i := range b {
+			b[i] = c.data[0]
+		}
+	default:
+		return nil, fmt.Errorf("bias %q has shape %v but the layer has %d outputs", c.name, c.dims, out)
+	}
+	if beta != 1 {
+		for i := range b {
+			b[i] *= beta
+		}
+	}
+	return b, nil
+}
