@@ -148,22 +148,56 @@ type Result struct {
 // chunks of rows whose partial sums are added in chunk order (deterministic
 // at any GOMAXPROCS). X is not modified.
 func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
+	c, err := checkInput(X, &opt)
+	if err != nil {
+		return nil, err
+	}
+	xc, mean, err := centre(X)
+	if err != nil {
+		return nil, err
+	}
+	z, s, v, err := whiten(xc, c)
+	if err != nil {
+		return nil, err
+	}
+	W, err := randomStart(c, opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Nonlinearity: opt.Nonlinearity}
+	if W, err = iterate(ctx, z, W, opt, res); err != nil {
+		return nil, err
+	}
+	res.Sources = signedSources(z, W, res)
+	n, _ := z.Dims()
+	res.Unmixing, res.Mixing = unmixingMaps(W, s, v, n)
+	res.Mean = mean
+	if !res.Converged {
+		return res, fmt.Errorf("%w: the largest row change is still %.1e > tol %.0e after %d iterations (%s contrast); try another Seed, another Nonlinearity or more samples, and do not use these sources as if converged",
+			ErrNotConverged, res.Change, opt.Tol, res.Iterations, opt.Nonlinearity)
+	}
+	return res, nil
+}
+
+// checkInput checks X's shape against the options, fills the defaults of
+// Tol and MaxIter into opt, and returns the number of components c.
+func checkInput(X mat.Matrix, opt *Options) (int, error) {
 	if X == nil {
-		return nil, fmt.Errorf("%w: X is nil", ErrShape)
+		return 0, fmt.Errorf("%w: X is nil", ErrShape)
 	}
 	n, p := X.Dims()
 	if n == 0 || p == 0 {
-		return nil, fmt.Errorf("%w: X is empty (%d×%d)", ErrShape, n, p)
+		return 0, fmt.Errorf("%w: X is empty (%d×%d)", ErrShape, n, p)
 	}
 	c := opt.Components
 	if c == 0 {
 		c = p
 	}
 	if c < 0 || c > p {
-		return nil, fmt.Errorf("%w: %d components requested from %d columns; want 1 ≤ Components ≤ %d", ErrShape, opt.Components, p, p)
+		return 0, fmt.Errorf("%w: %d components requested from %d columns; want 1 ≤ Components ≤ %d", ErrShape, opt.Components, p, p)
 	}
 	if n < 2*c+1 || n < 3 {
-		return nil, fmt.Errorf("%w: %d samples cannot separate %d sources; need many more rows than sources (n ≫ c)", ErrShape, n, c)
+		return 0, fmt.Errorf("%w: %d samples cannot separate %d sources; need many more rows than sources (n ≫ c)", ErrShape, n, c)
 	}
 	if opt.Tol <= 0 {
 		opt.Tol = 1e-10
@@ -174,10 +208,15 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 	switch opt.Nonlinearity {
 	case Kurtosis, Skewness, LogCosh:
 	default:
-		return nil, fmt.Errorf("%w: unknown nonlinearity %d", ErrShape, int(opt.Nonlinearity))
+		return 0, fmt.Errorf("%w: unknown nonlinearity %d", ErrShape, int(opt.Nonlinearity))
 	}
+	return c, nil
+}
 
-	// Centre (column means summed in row order: deterministic).
+// centre returns a copy of X with its column means removed, and the means
+// (summed in row order: deterministic). It rejects NaN and Inf.
+func centre(X mat.Matrix) (*mat.Dense, []float64, error) {
+	n, p := X.Dims()
 	xc := mat.NewDense(n, p, nil)
 	mean := make([]float64, p)
 	for i := 0; i < n; i++ {
@@ -185,7 +224,7 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 		for j := range row {
 			v := X.At(i, j)
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("%w: X has %v at row %d, column %d", ErrNotFinite, v, i, j)
+				return nil, nil, fmt.Errorf("%w: X has %v at row %d, column %d", ErrNotFinite, v, i, j)
 			}
 			row[j] = v
 			mean[j] += v
@@ -200,23 +239,31 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 			row[j] -= mean[j]
 		}
 	}
+	return xc, mean, nil
+}
 
-	// Whiten: xc = U·S·Vᵀ, so z = √n·U has identity covariance. The SVD
-	// (TSQR, no Gram matrix) keeps the whitening accurate even when the
-	// mixing is ill-conditioned.
+// whiten returns z = √n·U[:, :c] (identity covariance) from the thin SVD
+// xc = U·S·Vᵀ of the centred data, with S and V. The SVD (TSQR, no Gram
+// matrix) keeps the whitening accurate even when the mixing is
+// ill-conditioned.
+func whiten(xc *mat.Dense, c int) (z *mat.Dense, s []float64, v *mat.Dense, err error) {
+	n, _ := xc.Dims()
 	u, s, v, err := linalg.ThinSVD(xc)
 	if err != nil {
-		return nil, fmt.Errorf("ica: whitening: %w", err)
+		return nil, nil, nil, fmt.Errorf("ica: whitening: %w", err)
 	}
 	if s[0] == 0 || s[c-1] <= 1e-12*s[0] {
-		return nil, fmt.Errorf("%w: the centred data have only %d directions above 1e-12·σ_1 (σ_%d/σ_1 = %.1e), fewer than the %d components asked for; reduce Components or drop redundant columns",
+		return nil, nil, nil, fmt.Errorf("%w: the centred data have only %d directions above 1e-12·σ_1 (σ_%d/σ_1 = %.1e), fewer than the %d components asked for; reduce Components or drop redundant columns",
 			ErrRankDeficient, linalg.NumericalRank(s, 1e-12), c, s[c-1]/math.Max(s[0], math.SmallestNonzeroFloat64), c)
 	}
-	sqn := math.Sqrt(float64(n))
-	z := mat.NewDense(n, c, nil)
-	z.Scale(sqn, u.Slice(0, n, 0, c))
+	z = mat.NewDense(n, c, nil)
+	z.Scale(math.Sqrt(float64(n)), u.Slice(0, n, 0, c))
+	return z, s, v, nil
+}
 
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x1ca_5eed))
+// randomStart returns the seeded random orthogonal c×c starting point.
+func randomStart(c int, seed uint64) (*mat.Dense, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x1ca_5eed))
 	W := mat.NewDense(c, c, nil)
 	for i := range W.RawMatrix().Data {
 		W.RawMatrix().Data[i] = rng.NormFloat64()
@@ -224,8 +271,14 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 	if err := symDecorrelate(W); err != nil {
 		return nil, err
 	}
+	return W, nil
+}
 
-	res := &Result{Nonlinearity: opt.Nonlinearity}
+// iterate runs the symmetric fixed-point iteration from W until no row
+// moves by more than opt.Tol or opt.MaxIter is reached, recording the
+// iterations, the last change and convergence in res, and returns the last
+// iterate.
+func iterate(ctx context.Context, z, W *mat.Dense, opt Options, res *Result) (*mat.Dense, error) {
 	it := newIterator(z, opt.Nonlinearity)
 	for iter := 1; iter <= opt.MaxIter; iter++ {
 		if err := ctx.Err(); err != nil {
@@ -246,8 +299,14 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 			break
 		}
 	}
+	return W, nil
+}
 
-	// Sources S = Z·Wᵀ; fix signs by skewness, then assemble the maps.
+// signedSources returns the sources S = Z·Wᵀ with each column's sign (and
+// the matching row of W, in place) flipped so that its skewness is ≥ 0, and
+// records each column's skewness and excess kurtosis in res.
+func signedSources(z, W *mat.Dense, res *Result) *mat.Dense {
+	n, c := z.Dims()
 	S := mat.NewDense(n, c, nil)
 	S.Mul(z, W.T())
 	res.Skewness = make([]float64, c)
@@ -275,8 +334,16 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 		res.Skewness[j] = skew
 		res.ExcessKurtosis[j] = m4/(m2*m2) - 3
 	}
-	// Unmixing = W·diag(√n/s)·V[:, :c]ᵀ; Mixing = V[:, :c]·diag(s/√n)·Wᵀ
-	// (W is orthogonal, so this is the exact inverse on the retained span).
+	return S
+}
+
+// unmixingMaps returns Unmixing = W·diag(√n/s)·V[:, :c]ᵀ and
+// Mixing = V[:, :c]·diag(s/√n)·Wᵀ for whitened data of n samples (W is
+// orthogonal, so this is the exact inverse on the retained span).
+func unmixingMaps(W *mat.Dense, s []float64, v *mat.Dense, n int) (unmixing, mixing *mat.Dense) {
+	c, _ := W.Dims()
+	p, _ := v.Dims()
+	sqn := math.Sqrt(float64(n))
 	K := mat.NewDense(c, p, nil)
 	Kp := mat.NewDense(p, c, nil)
 	for i := 0; i < c; i++ {
@@ -285,17 +352,11 @@ func FastICA(ctx context.Context, X mat.Matrix, opt Options) (*Result, error) {
 			Kp.Set(j, i, v.At(j, i)*s[i]/sqn)
 		}
 	}
-	res.Unmixing = mat.NewDense(c, p, nil)
-	res.Unmixing.Mul(W, K)
-	res.Mixing = mat.NewDense(p, c, nil)
-	res.Mixing.Mul(Kp, W.T())
-	res.Mean = mean
-	res.Sources = S
-	if !res.Converged {
-		return res, fmt.Errorf("%w: the largest row change is still %.1e > tol %.0e after %d iterations (%s contrast); try another Seed, another Nonlinearity or more samples, and do not use these sources as if converged",
-			ErrNotConverged, res.Change, opt.Tol, res.Iterations, opt.Nonlinearity)
-	}
-	return res, nil
+	unmixing = mat.NewDense(c, p, nil)
+	unmixing.Mul(W, K)
+	mixing = mat.NewDense(p, c, nil)
+	mixing.Mul(Kp, W.T())
+	return unmixing, mixing
 }
 
 // symDecorrelate replaces W by (W·Wᵀ)^{-1/2}·W = U·Vᵀ from W = U·Σ·Vᵀ, the
