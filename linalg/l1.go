@@ -150,7 +150,9 @@ func L1Regress(a, b mat.Matrix, opt L1Options) (*mat.Dense, *L1Report, error) {
 	return x, rep, nil
 }
 
-// l1IRLS solves one column.
+// l1IRLS solves one column: iteratively reweighted least squares from the
+// least-squares start, then an exact refit on the rows it fits (near)
+// exactly. It returns x, the iterations run and whether the refit was kept.
 func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error) {
 	r, c := A.Dims()
 	rms := math.Sqrt(dotf(y, y) / float64(r))
@@ -162,6 +164,18 @@ func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error
 		return nil, 0, false, err
 	}
 	x := mat.Col(nil, 0, ls)
+	it := irlsIterate(A, y, x, rms, maxIter)
+	best, refit := exactRefit(A, y, x, rms)
+	return best, it, refit, nil
+}
+
+// irlsIterate improves x in place by weighted least squares with weights
+// 1/√(r_i² + δ²), δ shrinking tenfold per iteration from rms down to
+// 1e-15·rms, until δ and the step are negligible (or the weighted normal
+// equations are no longer positive definite, when x is kept). It returns
+// the iterations run, at most maxIter.
+func irlsIterate(A *mat.Dense, y, x []float64, rms float64, maxIter int) int {
+	r, c := A.Dims()
 	w := make([]float64, r)
 	g := make([]float64, c*c)
 	h := make([]float64, c)
@@ -172,23 +186,7 @@ func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error
 		for i, v := range res {
 			w[i] = 1 / math.Sqrt(v*v+delta*delta)
 		}
-		clear(g)
-		clear(h)
-		for i := 0; i < r; i++ {
-			row := A.RawRowView(i)
-			for p := 0; p < c; p++ {
-				wp := w[i] * row[p]
-				h[p] += wp * y[i]
-				for s := 0; s <= p; s++ {
-					g[p*c+s] += wp * row[s]
-				}
-			}
-		}
-		for p := 0; p < c; p++ {
-			for s := p + 1; s < c; s++ {
-				g[p*c+s] = g[s*c+p]
-			}
-		}
+		weightedNormal(A, y, w, g, h)
 		if !CholeskyInPlace(g, c) {
 			break // weights too extreme for the normal equations: keep x
 		}
@@ -203,8 +201,38 @@ func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error
 		}
 		delta = math.Max(delta/10, 1e-15*rms)
 	}
-	it = min(it, maxIter)
-	// Exact refit on the rows fitted (near) exactly, re-flagged until stable.
+	return min(it, maxIter)
+}
+
+// weightedNormal fills g (c×c, row-major, symmetric) with Aᵀ·diag(w)·A and
+// h with Aᵀ·diag(w)·y.
+func weightedNormal(A *mat.Dense, y, w, g, h []float64) {
+	r, c := A.Dims()
+	clear(g)
+	clear(h)
+	for i := 0; i < r; i++ {
+		row := A.RawRowView(i)
+		for p := 0; p < c; p++ {
+			wp := w[i] * row[p]
+			h[p] += wp * y[i]
+			for s := 0; s <= p; s++ {
+				g[p*c+s] += wp * row[s]
+			}
+		}
+	}
+	for p := 0; p < c; p++ {
+		for s := p + 1; s < c; s++ {
+			g[p*c+s] = g[s*c+p]
+		}
+	}
+}
+
+// exactRefit refits x by least squares on the rows it fits (near) exactly,
+// re-flagging those rows from the refit's residuals until they are stable
+// (at most 5 rounds), and keeps a refit only while it does not worsen the
+// ℓ1 objective. It returns the best x and whether a refit was kept.
+func exactRefit(A *mat.Dense, y, x []float64, rms float64) ([]float64, bool) {
+	r, c := A.Dims()
 	best := x
 	bestObj := l1obj(A, y, x)
 	refit := false
@@ -222,17 +250,10 @@ func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error
 		if len(rows) < c {
 			break
 		}
-		As := mat.NewDense(len(rows), c, nil)
-		ys := mat.NewDense(len(rows), 1, nil)
-		for j, i := range rows {
-			As.SetRow(j, A.RawRowView(i))
-			ys.Set(j, 0, y[i])
-		}
-		sol, err := LstSq(As, ys)
+		z, err := lstSqRows(A, y, rows)
 		if err != nil {
 			break
 		}
-		z := mat.Col(nil, 0, sol)
 		if o := l1obj(A, y, z); o <= bestObj*(1+1e-12) {
 			best, bestObj, refit = z, o, true
 		} else {
@@ -255,7 +276,23 @@ func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error
 			break
 		}
 	}
-	return best, it, refit, nil
+	return best, refit
+}
+
+// lstSqRows solves the least-squares problem of the given rows of A and y.
+func lstSqRows(A *mat.Dense, y []float64, rows []int) ([]float64, error) {
+	_, c := A.Dims()
+	As := mat.NewDense(len(rows), c, nil)
+	ys := mat.NewDense(len(rows), 1, nil)
+	for j, i := range rows {
+		As.SetRow(j, A.RawRowView(i))
+		ys.Set(j, 0, y[i])
+	}
+	sol, err := LstSq(As, ys)
+	if err != nil {
+		return nil, err
+	}
+	return mat.Col(nil, 0, sol), nil
 }
 
 // l1Vertex solves one column by trying every c-subset of rows as an exact
