@@ -2,7 +2,6 @@ package dataio
 
 import (
 	"bufio"
-	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"encoding/binary"
@@ -13,6 +12,8 @@ import (
 	"os"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/boundedio"
 )
 
 // The IDX format (LeCun's MNIST files, also used by Fashion-MNIST, KMNIST,
@@ -72,68 +73,94 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 	return readIDX(br)
 }
 
+// idxErrorf returns an IDX format error wrapping ErrFormat.
+func idxErrorf(format string, args ...any) error {
+	return fmt.Errorf("IDX: "+format+": %w", append(args, ErrFormat)...)
+}
+
+// readIDX reads one uncompressed IDX array: the header, exactly the data it
+// announces (and nothing after it), then the elements.
 func readIDX(r *bufio.Reader) (*IDX, error) {
-	bad := func(format string, args ...any) (*IDX, error) {
-		return nil, fmt.Errorf("IDX: "+format+": %w", append(args, ErrFormat)...)
+	typ, dims, count, err := readIDXHeader(r)
+	if err != nil {
+		return nil, err
 	}
+	b, err := readIDXData(r, dims, count, idxTypeSize[typ])
+	if err != nil {
+		return nil, err
+	}
+	return &IDX{Dims: dims, Data: decodeIDX(typ, b, count)}, nil
+}
+
+// readIDXHeader reads the magic number, the element type and the
+// dimensions, and returns the type code, the dimensions and their product
+// (at most 2^31 − 1).
+func readIDXHeader(r *bufio.Reader) (typ byte, dims []int, count int, err error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if isEOF(err) {
-			return bad("file shorter than the 4-byte magic number")
+		if boundedio.IsEOF(err) {
+			return 0, nil, 0, idxErrorf("file shorter than the 4-byte magic number")
 		}
-		return nil, idxReadErr(err)
+		return 0, nil, 0, idxReadErr(err)
 	}
 	if hdr[0] != 0 || hdr[1] != 0 {
-		return bad("magic number starts with %#02x %#02x, expected 0x00 0x00 (is this an IDX file?)", hdr[0], hdr[1])
+		return 0, nil, 0, idxErrorf("magic number starts with %#02x %#02x, expected 0x00 0x00 (is this an IDX file?)", hdr[0], hdr[1])
 	}
-	size, ok := idxTypeSize[hdr[2]]
-	if !ok {
-		return bad("unknown element type %#02x (expected 0x08, 0x09, 0x0B, 0x0C, 0x0D or 0x0E)", hdr[2])
+	if _, ok := idxTypeSize[hdr[2]]; !ok {
+		return 0, nil, 0, idxErrorf("unknown element type %#02x (expected 0x08, 0x09, 0x0B, 0x0C, 0x0D or 0x0E)", hdr[2])
 	}
 	k := int(hdr[3])
 	if k < 1 || k > maxIDXDims {
-		return bad("%d dimensions; expected 1 to %d", k, maxIDXDims)
+		return 0, nil, 0, idxErrorf("%d dimensions; expected 1 to %d", k, maxIDXDims)
 	}
-	dims := make([]int, k)
-	count := 1
+	dims = make([]int, k)
+	count = 1
 	for i := range dims {
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			if isEOF(err) {
-				return bad("file truncated inside the dimensions")
+			if boundedio.IsEOF(err) {
+				return 0, nil, 0, idxErrorf("file truncated inside the dimensions")
 			}
-			return nil, idxReadErr(err)
+			return 0, nil, 0, idxReadErr(err)
 		}
 		d := binary.BigEndian.Uint32(b[:])
 		if d == 0 {
-			return bad("dimension %d is 0: %w", i, ErrEmpty)
+			return 0, nil, 0, idxErrorf("dimension %d is 0: %w", i, ErrEmpty)
 		}
 		if d > math.MaxInt32 || count > math.MaxInt32/int(d) {
-			return bad("dimensions %v… describe more than 2^31 elements", dims[:i+1])
+			return 0, nil, 0, idxErrorf("dimensions %v… describe more than 2^31 elements", dims[:i+1])
 		}
 		dims[i] = int(d)
 		count *= int(d)
 	}
-	// Read what arrives, bounded by what the header promises, so a lying
-	// header cannot make us allocate more than the stream holds.
-	var buf bytes.Buffer
+	return hdr[2], dims, count, nil
+}
+
+// readIDXData reads the count·size data bytes, bounded by what arrives (so
+// a lying header cannot make us allocate more than the stream holds), and
+// checks that nothing follows them.
+func readIDXData(r *bufio.Reader, dims []int, count, size int) ([]byte, error) {
 	want := int64(count) * int64(size)
-	got, err := io.Copy(&buf, io.LimitReader(r, want))
+	b, err := boundedio.ReadN(r, want)
 	if err != nil {
 		return nil, idxReadErr(err)
 	}
-	if got < want {
-		return bad("file truncated: dimensions %v need %d data bytes but only %d follow", dims, want, got)
+	if got := int64(len(b)); got < want {
+		return nil, idxErrorf("file truncated: dimensions %v need %d data bytes but only %d follow", dims, want, got)
 	}
 	if _, err := r.ReadByte(); err == nil {
-		return bad("unexpected bytes after the %d elements of dimensions %v", count, dims)
+		return nil, idxErrorf("unexpected bytes after the %d elements of dimensions %v", count, dims)
 	} else if !errors.Is(err, io.EOF) {
 		return nil, idxReadErr(err)
 	}
-	b := buf.Bytes()
+	return b, nil
+}
+
+// decodeIDX converts count big-endian elements of IDX type typ to float64.
+func decodeIDX(typ byte, b []byte, count int) []float64 {
 	out := make([]float64, count)
 	be := binary.BigEndian
-	switch hdr[2] {
+	switch typ {
 	case 0x08:
 		for i := range out {
 			out[i] = float64(b[i])
@@ -159,7 +186,7 @@ func readIDX(r *bufio.Reader) (*IDX, error) {
 			out[i] = math.Float64frombits(be.Uint64(b[8*i:]))
 		}
 	}
-	return &IDX{Dims: dims, Data: out}, nil
+	return out
 }
 
 // idxReadErr classifies a read error: a corrupt gzip stream is a format
@@ -174,8 +201,6 @@ func idxReadErr(err error) error {
 	}
 	return err
 }
-
-func isEOF(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) }
 
 // ReadIDXFile reads the IDX file at path (gzipped or not); see ReadIDX.
 func ReadIDXFile(path string) (*IDX, error) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/boundedio"
 )
 
 // An .npz file is a zip archive of .npy files, one per array, named
@@ -82,11 +84,11 @@ func decodeNPZ(r io.ReaderAt, size int64, name string) (*mat.Dense, error) {
 		return nil, fmt.Errorf("cannot open member %q (%v): %w", member.Name, err, ErrFormat)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxNPZMember+1))
+	b, over, err := boundedio.ReadAll(rc, maxNPZMember)
 	if err != nil {
 		return nil, fmt.Errorf("member %q is corrupt (%v): %w", member.Name, err, ErrFormat)
 	}
-	if len(b) > maxNPZMember {
+	if over {
 		return nil, fmt.Errorf("member %q decompresses to more than %d bytes: %w", member.Name, int64(maxNPZMember), ErrFormat)
 	}
 	m, err := decodeNPY(b)

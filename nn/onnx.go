@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/boundedio"
 )
 
 // Reading ONNX: this file has the entry points, the error type and the ONNX
@@ -121,11 +122,11 @@ func LoadONNX(path string) (*MLP, error) {
 
 // ReadONNX reads an ONNX model from r; see LoadONNX.
 func ReadONNX(r io.Reader) (*MLP, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxONNXBytes+1))
+	b, over, err := boundedio.ReadAll(r, maxONNXBytes)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxONNXBytes {
+	if over {
 		return nil, onnxErrf("file larger than 2 GiB, the protobuf limit")
 	}
 	if len(b) == 0 {

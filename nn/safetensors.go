@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"sort"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/boundedio"
 )
 
 // The safetensors format (https://github.com/huggingface/safetensors):
@@ -108,7 +108,7 @@ func ReadSafetensors(r io.Reader) (map[string]Tensor, map[string]string, error) 
 func readSafetensorsHeader(r io.Reader) ([]byte, error) {
 	var nb [8]byte
 	if _, err := io.ReadFull(r, nb[:]); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if boundedio.IsEOF(err) {
 			return nil, stErrorf("file shorter than the 8-byte header length")
 		}
 		return nil, err
@@ -122,7 +122,7 @@ func readSafetensorsHeader(r io.Reader) ([]byte, error) {
 	}
 	hdr := make([]byte, n)
 	if _, err := io.ReadFull(r, hdr); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if boundedio.IsEOF(err) {
 			return nil, stErrorf("file truncated inside the %d-byte header", n)
 		}
 		return nil, err
@@ -251,17 +251,16 @@ func checkTiling(entries []stEntry) (int64, error) {
 // nothing follows it. The buffer grows with what actually arrives, so a
 // lying header cannot make us allocate more than the stream holds.
 func readSafetensorsData(r io.Reader, total int64) ([]byte, error) {
-	var buf bytes.Buffer
-	got, err := io.Copy(&buf, io.LimitReader(r, total))
+	data, err := boundedio.ReadN(r, total)
 	if err != nil {
 		return nil, err
 	}
-	if got < total {
+	if got := int64(len(data)); got < total {
 		return nil, stErrorf("file truncated: the header describes %d data bytes but only %d follow", total, got)
 	}
 	var one [1]byte
 	if k, _ := io.ReadFull(r, one[:]); k > 0 {
 		return nil, stErrorf("unexpected bytes after the last tensor (data ends at offset %d)", total)
 	}
-	return buf.Bytes(), nil
+	return data, nil
 }

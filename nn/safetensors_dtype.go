@@ -31,7 +31,7 @@ func decodeTensor(dtype string, b []byte, count int) []float64 {
 		case "F16":
 			out[i] = half.ToFloat64(le.Uint16(b[2*i:]))
 		case "BF16":
-			out[i] = bfloat16ToFloat64(le.Uint16(b[2*i:]))
+			out[i] = half.BFloat16ToFloat64(le.Uint16(b[2*i:]))
 		case "I64":
 			out[i] = float64(int64(le.Uint64(b[8*i:])))
 		case "I32":
@@ -55,11 +55,6 @@ func decodeTensor(dtype string, b []byte, count int) []float64 {
 		}
 	}
 	return out
-}
-
-// bfloat16ToFloat64 widens a bfloat16 (the top half of a float32) exactly.
-func bfloat16ToFloat64(h uint16) float64 {
-	return float64(math.Float32frombits(uint32(h) << 16))
 }
 
 // isFloat reports whether dtype is one of the floating-point dtypes.

@@ -1,5 +1,6 @@
-// Package half converts IEEE 754 binary16 values, the float16 of numpy
-// (.npy '<f2') and safetensors (F16).
+// Package half converts 16-bit floats: IEEE 754 binary16, the float16 of
+// numpy (.npy '<f2'), safetensors (F16) and ONNX, and bfloat16
+// (safetensors BF16, ONNX BFLOAT16).
 package half
 
 import "math"
@@ -23,4 +24,10 @@ func ToFloat64(h uint16) float64 {
 	default:
 		return sign * math.Ldexp(1+frac/1024, exp-15)
 	}
+}
+
+// BFloat16ToFloat64 converts a bfloat16 value (the top 16 bits of a
+// float32) exactly.
+func BFloat16ToFloat64(h uint16) float64 {
+	return float64(math.Float32frombits(uint32(h) << 16))
 }
