@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -126,6 +127,37 @@ func TestFitMultiOutput(t *testing.T) {
 	for o := 0; o < 3; o++ {
 		if math.Abs(got.C[o]-truth.C[o]) > 1e-9 {
 			t.Errorf("C[%d] = %v, want %v", o, got.C[o], truth.C[o])
+		}
+	}
+}
+
+// Options.Validate accepts the zero value and every route, and names the
+// option it refuses.
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Errorf("zero Options: %v", err)
+	}
+	for _, r := range Routes {
+		if err := (Options{Route: r}).Validate(); err != nil {
+			t.Errorf("route %q: %v", r, err)
+		}
+	}
+	for _, c := range []struct {
+		opt  Options
+		name string
+	}{
+		{Options{Route: "magic"}, "Options.Route"},
+		{Options{Hidden: -1}, "Options.Hidden"},
+		{Options{Order: 3}, "Options.Order"},
+		{Options{CertTol: -1}, "Options.CertTol"},
+		{Options{CertTol: math.NaN()}, "Options.CertTol"},
+		{Options{CertTol: math.Inf(1)}, "Options.CertTol"},
+		{Options{MaxIter: -1}, "Options.MaxIter"},
+		{Options{Thresholds: Thresholds{Rank: math.Inf(1)}}, "Options.Thresholds.Rank"},
+	} {
+		err := c.opt.Validate()
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%+v: error %v, want ErrInput naming %s", c.opt, err, c.name)
 		}
 	}
 }

@@ -1,17 +1,40 @@
 package depth2
 
 import (
-	"fmt"
 	"math"
+	"slices"
 	"time"
 
-	"gonum.org/v1/gonum/mat"
-
-	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/tensor"
 )
 
-// Route names. Fit reports which one produced the answer in Result.Route.
+// Route is what Options.Route asks Fit to run. The zero value "" means
+// RouteAuto.
+type Route string
+
+// The values of Options.Route.
+const (
+	// RouteAuto runs the moments, the improper least-squares step and the
+	// refinement (Result.Route RouteRefined).
+	RouteAuto Route = "auto"
+	// RouteExact is RouteAuto, but Fit returns an error wrapping
+	// ErrNotExact unless the residual certificate is met.
+	RouteExact Route = "exact"
+	// RouteMomentsOnly stops at the paper's moment estimate (Result.Route
+	// RouteMoments).
+	RouteMomentsOnly Route = "moments"
+	// RouteImproperOnly stops at Algorithm 5 without refinement
+	// (Result.Route RouteImproper).
+	RouteImproperOnly Route = "improper"
+)
+
+// Routes lists the values Options.Route accepts ("" is RouteAuto).
+var Routes = []Route{RouteAuto, RouteExact, RouteMomentsOnly, RouteImproperOnly}
+
+// Result route names. Fit reports which one produced the answer in
+// Result.Route.
 const (
 	// RouteRefined is the moment estimate (Alg 4/6 + Alg 2/3), the
 	// improper least-squares step (Alg 5) and the local refinement
@@ -29,82 +52,94 @@ const (
 	RouteImproper = "moments+improper"
 )
 
-// Options controls Fit. The zero value works.
+// Options controls Fit. The zero value works. The json tags are the keys
+// the CLI's run manifest records them under.
 type Options struct {
 	// Hidden is the number of hidden units m. 0 infers it from the spectrum
 	// of T̂_2 against its split-half noise (ℓ = 1 only; the overcomplete
 	// case needs it). It also caps the ranks of Algorithm 4.
-	Hidden int
+	Hidden int `json:"hidden"`
 	// Order is ℓ: 1 (full rank, m ≤ d, moments up to order 4) or 2
 	// (overcomplete, m ≤ d(d+1)/2, moments up to order 6). 0 chooses 1 when
 	// Hidden ≤ d (or Hidden is 0) and 2 otherwise.
-	Order int
-	// Route forces a route: "" or "auto" (default: moments, improper step,
-	// refinement), "exact" (the same, but an error wrapping ErrNotExact
-	// unless the residual certificate is met), "moments" (the paper's
-	// moment estimate only) or "improper" (Algorithm 5 without refinement).
-	Route string
+	Order int `json:"order"`
+	// Route forces a route: "" or RouteAuto (default: moments, improper
+	// step, refinement), RouteExact (the same, but an error wrapping
+	// ErrNotExact unless the residual certificate is met), RouteMomentsOnly
+	// (the paper's moment estimate only) or RouteImproperOnly (Algorithm 5
+	// without refinement).
+	Route Route `json:"route"`
 	// Affine keeps an affine term L·x in the model (the improper learner's
 	// form). By default the affine term is removed by resolving the units'
 	// signs when the data allow it (the paper's model has none); it is kept,
 	// with a warning, when removing it would worsen the fit beyond noise
 	// (units with large |b_i| that the moments could not see).
-	Affine bool
+	Affine bool `json:"affine"`
+	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which the
+	// answer counts as exact. 0 means 1e-10.
+	CertTol float64 `json:"cert_tol,omitempty"`
 	// Seed seeds every random choice (Jennrich's contractions). The same
 	// seed gives the same result at any GOMAXPROCS.
-	Seed uint64
-	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which the
-	// answer counts as exact. Default 1e-10.
-	CertTol float64
+	Seed uint64 `json:"seed"`
 	// Thresholds are Algorithm 4's η₁, η₂, η₃; the zero value calibrates
-	// them from the split-half noise of the moments.
-	Thresholds Thresholds
+	// them from the split-half noise of the moments. (Not in the JSON form:
+	// the CLI has no flags for them, and its manifest records its flags.)
+	Thresholds Thresholds `json:"-"`
 	// MaxIter bounds the refinement's Levenberg–Marquardt iterations per
-	// stage. Default 100.
-	MaxIter int
+	// stage. 0 means 100.
+	MaxIter int `json:"max_iter,omitempty"`
 	// Progress, if non-nil, is called as stages advance (stage name, done,
 	// total). It is called from one goroutine at a time.
-	Progress func(stage string, done, total int)
+	Progress func(stage string, done, total int) `json:"-"`
 }
 
-func (o Options) withDefaults() Options {
-	if o.Route == "" {
-		o.Route = "auto"
-	}
-	if o.CertTol <= 0 {
-		o.CertTol = 1e-10
-	}
-	if o.MaxIter <= 0 {
-		o.MaxIter = 100
-	}
-	return o
-}
-
-func (o Options) check() error {
-	switch o.Route {
-	case "auto", "exact", "moments", "improper":
-	default:
-		return fmt.Errorf("%w: unknown route %q (want auto, exact, moments or improper)", ErrInput, o.Route)
-	}
+// Validate checks the options on their own (the data are checked by Fit):
+// a width ≥ 0, an order of 0, 1 or 2, a known route, a finite CertTol ≥ 0,
+// MaxIter ≥ 0 and finite thresholds. Its errors wrap ErrInput and name the
+// option.
+func (o Options) Validate() error {
 	if o.Hidden < 0 {
-		return fmt.Errorf("%w: hidden width %d is negative", ErrInput, o.Hidden)
+		return errs.Inputf("Options.Hidden must be ≥ 0 (0 infers the width), got %d", o.Hidden)
 	}
 	if o.Order < 0 || o.Order > MaxEll {
-		return fmt.Errorf("%w: order ℓ = %d; use 1 (full rank) or 2 (overcomplete)", ErrInput, o.Order)
+		return errs.Inputf("Options.Order must be 0 (auto), 1 or 2, got %d", o.Order)
 	}
-	for _, v := range []float64{o.Thresholds.Rank, o.Thresholds.Prune, o.Thresholds.Dedupe, o.Thresholds.RankFactor, o.CertTol} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: non-finite threshold %v", ErrInput, v)
+	if o.Route != "" && !slices.Contains(Routes, o.Route) {
+		return errs.Inputf("Options.Route must be auto, exact, moments or improper, got %q", string(o.Route))
+	}
+	if !(o.CertTol >= 0) {
+		return errs.Inputf("Options.CertTol must be ≥ 0, got %g", o.CertTol)
+	}
+	if math.IsInf(o.CertTol, 0) {
+		return errs.Inputf("Options.CertTol must be finite, got %g", o.CertTol)
+	}
+	if o.MaxIter < 0 {
+		return errs.Inputf("Options.MaxIter must be ≥ 0 (0 means 100), got %d", o.MaxIter)
+	}
+	th := o.Thresholds
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"Rank", th.Rank}, {"RankFactor", th.RankFactor}, {"Prune", th.Prune}, {"Dedupe", th.Dedupe}} {
+		if math.IsNaN(v.val) || math.IsInf(v.val, 0) {
+			return errs.Inputf("Options.Thresholds.%s must be finite, got %v", v.name, v.val)
 		}
 	}
 	return nil
 }
 
-func (o Options) progress(stage string) func(done, total int) {
-	if o.Progress == nil {
-		return nil
+// withDefaults fills the defaults of a validated Options.
+func (o Options) withDefaults() Options {
+	if o.Route == "" {
+		o.Route = RouteAuto
 	}
-	return func(done, total int) { o.Progress(stage, done, total) }
+	if o.CertTol == 0 {
+		o.CertTol = 1e-10
+	}
+	if o.MaxIter == 0 {
+		o.MaxIter = 100
+	}
+	return o
 }
 
 // MinSamples is the sample floor of the moment routes for input dimension
@@ -117,18 +152,8 @@ func MinSamples(d, k, ell int) int {
 }
 
 // Certificate is the evidence behind an answer: the relative residual of
-// the returned network on the data it was fitted to.
-type Certificate struct {
-	// Residual is ‖Y − f(X)‖_F / ‖Y‖_F over all samples.
-	Residual float64 `json:"residual"`
-	// Tol is the threshold it was checked against.
-	Tol float64 `json:"tol"`
-	// Samples is the number of samples.
-	Samples int `json:"samples"`
-	// Met reports Residual ≤ Tol: the network reproduces the data to
-	// float64 accuracy, so (up to the symmetries) its parameters are exact.
-	Met bool `json:"met"`
-}
+// the returned network on the data it was fitted to (certify.Certificate).
+type Certificate = certify.Certificate
 
 // Diagnostics reports what the learner met on the way.
 type Diagnostics struct {
@@ -183,25 +208,4 @@ type Result struct {
 	Diagnostics   Diagnostics
 	Warnings      []string
 	Elapsed       time.Duration
-}
-
-// checkData validates X and Y and returns n, d, p.
-func checkData(X, Y *mat.Dense) (n, d, p int, err error) {
-	if X == nil || Y == nil {
-		return 0, 0, 0, fmt.Errorf("%w: X and Y are required", ErrInput)
-	}
-	n, d = X.Dims()
-	ny, p := Y.Dims()
-	if n != ny {
-		return 0, 0, 0, fmt.Errorf("%w: X has %d rows but Y has %d; both need one row per sample", ErrInput, n, ny)
-	}
-	if n == 0 || d == 0 || p == 0 {
-		return 0, 0, 0, fmt.Errorf("%w: empty data (X is %d×%d, Y is %d×%d)", ErrInput, n, d, ny, p)
-	}
-	for _, e := range []error{dataio.CheckFinite("X", X), dataio.CheckFinite("Y", Y)} {
-		if e != nil {
-			return 0, 0, 0, fmt.Errorf("%w: %v; remove or impute non-finite values", ErrInput, e)
-		}
-	}
-	return n, d, p, nil
 }

@@ -1,6 +1,8 @@
 package depth2
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/bits"
 
@@ -144,4 +146,35 @@ func ResolveSigns(net *Network) (out *Network, flipped []int, rest float64, ties
 		}
 	}
 	return out, flipped, math.Sqrt(bestVal), ties
+}
+
+// dropAffine resolves the units' signs to remove the affine term and keeps
+// the network without it when the fit does not get worse beyond noise.
+func (pr *problem) dropAffine(ctx context.Context, net *Network, res *Result) (*Network, error) {
+	n, d, p := pr.n, pr.d, pr.p
+	flipped, which, rest, ties := ResolveSigns(net)
+	res.Diagnostics.SignTies = ties
+	if ties > 1 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d sign patterns of the units fit equally well: the network is not identifiable up to permutation alone (Claim 4.8); one was chosen", ties))
+	}
+	cand := flipped.Clone()
+	cand.L = nil
+	polished, err := Refine(ctx, pr.X, pr.Y, cand, RefineOptions{MaxIter: pr.maxIter, Progress: pr.stage("refine without affine term")})
+	if err != nil {
+		return nil, err
+	}
+	withL := pr.loss(net)
+	without := pr.loss(polished.Net)
+	P := newLayout(net).size
+	sigma2 := 2 * withL / math.Max(1, float64(n*p-P))
+	// Dropping p·d parameters that are truly zero raises the residual sum of
+	// squares by ≈ σ²·p·d (a χ² with p·d degrees of freedom); allow 4×.
+	if 2*(without-withL) <= 4*sigma2*float64(p*d)+2*zeroLoss*pr.yy {
+		res.Diagnostics.FlippedUnits = len(which)
+		res.Diagnostics.Refine.Iterations += polished.Iterations
+		res.Diagnostics.Refine.Converged, res.Diagnostics.Refine.Status, res.Diagnostics.Refine.After = polished.Converged, polished.Status, polished.After
+		return polished.Net, nil
+	}
+	res.Warnings = append(res.Warnings, fmt.Sprintf("kept the affine term (‖L‖ = %.3g after the best sign choice): without it the fit is worse than noise allows, so some units are missing (large |b_i|) or the data hold a linear part", rest))
+	return net, nil
 }

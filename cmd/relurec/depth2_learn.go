@@ -1,0 +1,262 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/nn"
+)
+
+const learnDepth2Long = `Learn a depth-2 ReLU network with biases, y = A·ReLU(W·x + b) + c, from
+samples X (n×d, standard Gaussian inputs) and Y (n×p), with the Hermite-moment
+algorithms of Awasthi, Tang and Vijayaraghavan: moments up to order 2ℓ+2 (the
+dimension first reduced to m through the order-2 moment), Jennrich's algorithm
+on two consecutive orders, the scalar recovery and, for ℓ = 1, the sign fix
+from the first moment. A local least-squares refinement (not in the paper)
+then makes the answer exact on noiseless data, with a residual certificate
+‖Y − f(X)‖/‖Y‖ ≤ --cert-tol.
+
+Routes: "auto" (moments, least squares, refinement), "exact" (fails unless
+the certificate holds), "moments" (the paper's moment estimate only),
+"improper" (Algorithm 5: moment units plus an affine term by least squares).
+--order 2 handles more units than inputs (m ≤ d(d+1)/2; needs --hidden), up
+to the sign flip (w, b) → (−w, −b) of each unit, which the refinement
+resolves when the network has no affine part.
+
+The model is written atomically as safetensors with PyTorch nn.Sequential
+keys (0.weight = W, 0.bias = b, 2.weight = A, 2.bias = c) and provenance in
+the metadata, plus <out>.manifest.json. An affine term, if kept, is stored
+exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`
+
+const learnDepth2Example = `  # Learn from one .npz holding X and Y; the width is inferred
+  relurec learn depth2 --data data.npz --out model.safetensors
+
+  # Separate files, known width, the paper's moment estimate only
+  relurec learn depth2 --x X.npy --y Y.npy --hidden 5 --route moments --out moments.safetensors
+
+  # Overcomplete: 7 units in 4 dimensions
+  relurec learn depth2 --x X.npy --y Y.npy --hidden 7 --order 2 --out model.safetensors
+
+  # Load in PyTorch:
+  #   net = torch.nn.Sequential(torch.nn.Linear(10, 5), torch.nn.ReLU(), torch.nn.Linear(5, 1))
+  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))`
+
+// learnDepth2Options are the flags of learn depth2, as recorded in the
+// manifest: the data flags, the learner's options and the output.
+type learnDepth2Options struct {
+	X     string `json:"x,omitempty"`
+	Y     string `json:"y,omitempty"`
+	Data  string `json:"data,omitempty"`
+	XName string `json:"x_name,omitempty"`
+	YName string `json:"y_name,omitempty"`
+	depth2.Options
+	Out   string `json:"out"`
+	DType string `json:"dtype"`
+}
+
+type learnDepth2Result struct {
+	Command     string             `json:"command"`
+	Out         string             `json:"out"`
+	Samples     int                `json:"samples"`
+	D           int                `json:"d"`
+	Outputs     int                `json:"outputs"`
+	Hidden      int                `json:"hidden"`
+	SavedUnits  int                `json:"saved_units"`
+	Route       string             `json:"route"`
+	Reason      string             `json:"reason"`
+	Certificate depth2.Certificate `json:"certificate"`
+	Diagnostics depth2.Diagnostics `json:"diagnostics"`
+	Warnings    []string           `json:"warnings"`
+	Seconds     float64            `json:"seconds"`
+	Timings     map[string]float64 `json:"timings"`
+	Options     learnDepth2Options `json:"options"`
+	Manifest    string             `json:"manifest"`
+}
+
+func newLearnDepth2Cmd(a *app) *cobra.Command {
+	var df dataFlags
+	opt := learnDepth2Options{Options: depth2.Options{Route: depth2.RouteAuto}, DType: "f64"}
+	c := &cobra.Command{
+		Use:     "depth2",
+		Short:   "Learn y = A·ReLU(W·x + b) + c from samples with Hermite moments (exact when noiseless)",
+		Long:    learnDepth2Long,
+		Example: learnDepth2Example,
+		Args:    cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			return a.runLearnDepth2(cmd, &df, opt)
+		}),
+	}
+	df.register(c)
+	f := c.Flags()
+	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units m (0 = infer from the order-2 moment; required with --order 2)")
+	f.IntVar(&opt.Order, "order", 0, "moment order ℓ: 1 (m ≤ d), 2 (overcomplete, m ≤ d(d+1)/2); 0 = from --hidden")
+	f.StringVar((*string)(&opt.Route), "route", string(opt.Route), "auto, exact, moments or improper")
+	f.BoolVar(&opt.Affine, "affine", false, "keep an affine term in the model (Algorithm 5's form)")
+	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
+	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	return c
+}
+
+// runLearnDepth2 is learn depth2: validate the flags, read the data, fit,
+// write the model and its manifest, print.
+func (a *app) runLearnDepth2(cmd *cobra.Command, df *dataFlags, opt learnDepth2Options) error {
+	start := time.Now()
+	if err := opt.validate(df); err != nil {
+		return err
+	}
+	man := dataio.NewManifest("learn depth2", a.args)
+	man.Version = relurecVersion()
+	man.Seed = opt.Seed
+	man.Options = opt
+	for _, p := range df.paths() {
+		if err := man.AddInput(p); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	x, y, err := df.read()
+	if err != nil {
+		return err
+	}
+	readTime := time.Since(start)
+	progress, clear := a.progress()
+	fitStart := time.Now()
+	fopt := opt.Options
+	fopt.Progress = progress
+	res, err := depth2.Fit(cmd.Context(), x, y, fopt)
+	clear()
+	if err != nil {
+		return err
+	}
+	fitTime := time.Since(fitStart)
+	mlp := res.Model.MLP()
+	out := newLearnDepth2Result(opt, res, x, y, mlp)
+	out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds()}
+	man.Timings = out.Timings
+	man.Results = jsonsafe.Finite(map[string]any{
+		"route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
+		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
+	})
+	if err := writeModel(man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
+		return err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, fitTime)) })
+}
+
+// validate checks the flags of learn depth2 before any input is read: the
+// data flags, the learner's options (depth2.Options.Validate, reported as a
+// usage error), the dtype and the output path.
+func (opt *learnDepth2Options) validate(df *dataFlags) error {
+	if err := df.validate(); err != nil {
+		return err
+	}
+	opt.X, opt.Y, opt.Data, opt.XName, opt.YName = df.x, df.y, df.data, df.xName, df.yName
+	if err := opt.Options.Validate(); err != nil {
+		return optionsUsageError(err)
+	}
+	opt.DType = strings.ToLower(opt.DType)
+	if opt.DType != "f64" && opt.DType != "f32" {
+		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+	}
+	if err := checkOutPath("out", opt.Out); err != nil {
+		return err
+	}
+	for _, o := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
+		if err := dataio.CheckOutputNotInput(o, df.paths()...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// optionsUsageError turns the error of a library Options.Validate (which
+// wraps errs.ErrInput and names the option) into a usage error: exit 2 and
+// the hint to --help; the option's name becomes its flag when printed.
+func optionsUsageError(err error) error {
+	if !errors.Is(err, errs.ErrInput) {
+		return err
+	}
+	return usageErrorf("%s", strings.TrimPrefix(err.Error(), errs.ErrInput.Error()+": "))
+}
+
+// newLearnDepth2Result is learn depth2's result before timings; mlp is the
+// model as saved.
+func newLearnDepth2Result(opt learnDepth2Options, res *depth2.Result, x, y *mat.Dense, mlp *nn.MLP) learnDepth2Result {
+	n, d := x.Dims()
+	_, p := y.Dims()
+	return learnDepth2Result{
+		Command: "learn depth2", Out: opt.Out, Samples: n, D: d, Outputs: p,
+		Hidden: res.Diagnostics.Hidden, SavedUnits: mlp.Layers[0].Out(), Route: res.Route, Reason: res.Reason,
+		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
+		Warnings: append([]string{}, res.Warnings...), Options: opt, Manifest: dataio.ManifestPath(opt.Out),
+	}
+}
+
+// metadata is the model file's provenance.
+func (out *learnDepth2Result) metadata(res *depth2.Result) map[string]string {
+	return map[string]string{
+		"producer":             "relurec learn depth2",
+		"relurec_version":      relurecVersion(),
+		"route":                res.Route,
+		"reason":               res.Reason,
+		"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
+		"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
+		"certificate_met":      strconv.FormatBool(res.Certificate.Met),
+		"seed":                 strconv.FormatUint(out.Options.Seed, 10),
+		"hidden":               strconv.Itoa(out.Hidden),
+		"affine_pairs":         strconv.Itoa(max(out.SavedUnits-out.Hidden, 0) / 2),
+		"order_ell":            strconv.Itoa(res.Diagnostics.Ell),
+		"samples":              strconv.Itoa(out.Samples),
+	}
+}
+
+// rows is learn depth2's human table.
+func (out *learnDepth2Result) rows(res *depth2.Result, fitTime time.Duration) [][2]string {
+	cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
+	if res.Certificate.Met {
+		cert = fmt.Sprintf("%.3g ≤ %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
+	}
+	units := strconv.Itoa(out.Hidden)
+	if res.Diagnostics.HiddenInferred {
+		units += " (inferred from the order-2 moment)"
+	}
+	if out.SavedUnits > out.Hidden {
+		units += fmt.Sprintf("; saved as %d units (affine term as pairs)", out.SavedUnits)
+	}
+	rows := [][2]string{
+		{"data", fmt.Sprintf("n=%d, d=%d, outputs=%d", out.Samples, out.D, out.Outputs)},
+		{"route", res.Route},
+		{"reason", res.Reason},
+		{"order ℓ", strconv.Itoa(res.Diagnostics.Ell)},
+		{"hidden units", units},
+		{"moment estimate", fmt.Sprintf("relative residual %.3g", res.Diagnostics.MomentResidual)},
+		{"certificate", cert},
+	}
+	if len(res.Warnings) == 0 {
+		rows = append(rows, [2]string{"warnings", "none"})
+	}
+	for i, wmsg := range res.Warnings {
+		label := ""
+		if i == 0 {
+			label = "warnings"
+		}
+		rows = append(rows, [2]string{label, wmsg})
+	}
+	return append(rows,
+		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
+		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
+		[2]string{"manifest", out.Manifest})
+}

@@ -1,0 +1,224 @@
+package depth2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// maxDeflations bounds the rounds of deflate; deflateExtra is how many
+// units beyond the known width a round may add, when the width is reached,
+// before pruning back.
+const (
+	maxDeflations = 4
+	deflateExtra  = 2
+)
+
+// deflate looks for units the first decomposition missed or got wrong, in
+// the residual Y − f(X) of the refined network (an extension, not in the
+// paper): the moments of order ≥ 2 of the residual are a sum over the units
+// the network lacks (the affine term does not reach them), and their
+// sampling noise scales with the residual, not with Y, so units too weak to
+// clear the thresholds at first (large |b_i|, or ℓ = 2, where orders 5 and 6
+// are noisy) stand out. They are few, so the full-rank machinery (ℓ = 1,
+// dimension reduced through T̂_2) finds them; they are added and everything
+// is refined again. When the width is known and already reached, the
+// residual's units are added anyway and the network is pruned back to the
+// width by backward elimination (the unit whose removal costs least in a
+// least-squares refit goes first): a badly started unit that the refinement
+// could not move into place is replaced. A round is kept only if it lowers
+// the loss by at least 1e-3 relative; the rounds stop when the residual is
+// zero or shows no unit above its noise.
+func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Network, error) {
+	X, Y, n, d := pr.X, pr.Y, pr.n, pr.d
+	for round := 1; round <= maxDeflations; round++ {
+		loss := pr.loss(net)
+		if loss <= zeroLoss*pr.yy {
+			break
+		}
+		want := pr.hidden - liveUnits(net)
+		R := net.Forward(X)
+		R.Sub(Y, R)
+		// Missing units are looked for in want dimensions; at the width, up
+		// to deflateExtra replacements.
+		look := want
+		if want <= 0 {
+			look = deflateExtra
+		}
+		dim := -1
+		if pr.hidden > 0 {
+			dim = min(look, d)
+		}
+		mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: pr.progress})
+		if err != nil {
+			return nil, err
+		}
+		// Beyond the width, the pruning removes whichever of old and new
+		// units fit worst.
+		th := pr.thresholds
+		th.MaxUnits = 0
+		if pr.hidden > 0 {
+			th.MaxUnits = min(look, d)
+		}
+		rec, err := RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: pr.seed + uint64(round)})
+		if errors.Is(err, ErrNoUnits) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		// The new units' output weights come from the residual's moments,
+		// whose scalar inversion amplifies noise by e^{b²/2}; a least-squares
+		// refit of the output layer on the refinement's subsample gives the
+		// refinement a sane start.
+		cand := dropDead(addUnits(net, rec.Units))
+		rows := min(n, max(50_000, 40*newLayout(cand).size))
+		if cand, err = FitImproper(ctx, X.Slice(0, rows, 0, d).(*mat.Dense), Y.Slice(0, rows, 0, pr.p).(*mat.Dense), cand.W, cand.B); err != nil {
+			return nil, err
+		}
+		stage := pr.stage(fmt.Sprintf("refine (deflation %d)", round))
+		ref, err := Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.maxIter, Affine: true, SubsampleOnly: true, Progress: stage})
+		if err != nil {
+			return nil, err
+		}
+		cand = ref.Net
+		pruned := 0
+		if pr.hidden > 0 && cand.Hidden() > pr.hidden {
+			before := cand.Hidden()
+			if cand, err = pr.pruneUnits(ctx, cand); err != nil {
+				return nil, err
+			}
+			pruned = before - cand.Hidden()
+			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.maxIter, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
+				return nil, err
+			}
+			cand = ref.Net
+		}
+		if pr.loss(cand) > (1-1e-3)*loss {
+			break
+		}
+		res.Diagnostics.Deflations++
+		res.Diagnostics.AddedUnits += len(rec.Units)
+		res.Diagnostics.ReplacedUnits += pruned
+		net = cand
+	}
+	return net, nil
+}
+
+// pruneUnits removes units from net by backward elimination until the
+// width remains: each step drops the unit whose removal gives the smallest
+// loss of a least-squares refit of the output layer and affine term (FitImproper)
+// on the refinement's subsample.
+func (pr *problem) pruneUnits(ctx context.Context, net *Network) (*Network, error) {
+	rows := min(pr.n, max(50_000, 40*newLayout(net).size))
+	Xs, Ys := pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense)
+	for net.Hidden() > pr.hidden {
+		best, bestLoss := -1, math.Inf(1)
+		var bestNet *Network
+		for j := 0; j < net.Hidden(); j++ {
+			W, B := withoutUnit(net, j)
+			g, err := FitImproper(ctx, Xs, Ys, W, B)
+			if err != nil {
+				return nil, err
+			}
+			if l := lossOn(Xs, Ys, g, rows); l < bestLoss {
+				best, bestLoss, bestNet = j, l, g
+			}
+		}
+		if best < 0 {
+			break
+		}
+		net = bestNet
+	}
+	return net, nil
+}
+
+// withoutUnit returns W and B with unit j removed.
+func withoutUnit(net *Network, j int) (*mat.Dense, []float64) {
+	m, d := net.W.Dims()
+	W := mat.NewDense(m-1, d, nil)
+	B := make([]float64, 0, m-1)
+	for i, at := 0, 0; i < m; i++ {
+		if i == j {
+			continue
+		}
+		W.SetRow(at, net.W.RawRowView(i))
+		B = append(B, net.B[i])
+		at++
+	}
+	return W, B
+}
+
+// liveUnits counts units with a non-zero row (dropDead's placeholder unit
+// does not count).
+func liveUnits(net *Network) int {
+	c := 0
+	for i := 0; i < net.Hidden(); i++ {
+		if dot(net.W.RawRowView(i), net.W.RawRowView(i)) > 0 {
+			c++
+		}
+	}
+	return c
+}
+
+// dropDead removes zero-row units (the placeholder of an affine-only
+// network) when other units exist.
+func dropDead(net *Network) *Network {
+	live := liveUnits(net)
+	if live == net.Hidden() || live == 0 {
+		return net
+	}
+	m, d := net.W.Dims()
+	p := net.Out()
+	out := &Network{W: mat.NewDense(live, d, nil), B: make([]float64, live), A: mat.NewDense(p, live, nil), C: append([]float64(nil), net.C...)}
+	if net.L != nil {
+		out.L = mat.DenseCopyOf(net.L)
+	}
+	at := 0
+	for i := 0; i < m; i++ {
+		row := net.W.RawRowView(i)
+		if dot(row, row) == 0 {
+			continue
+		}
+		out.W.SetRow(at, row)
+		out.B[at] = net.B[i]
+		out.A.SetCol(at, mat.Col(nil, i, net.A))
+		at++
+	}
+	return out
+}
+
+// affineOnly is the network with no visible unit: one placeholder unit
+// (w = 0, b = 0, a = 0, identically zero) and an affine term by least
+// squares — Algorithm 5 when Algorithm 4 finds nothing (every unit has a
+// large |b_i|, Lemma D.13).
+func affineOnly(ctx context.Context, X, Y *mat.Dense) (*Network, error) {
+	_, d := X.Dims()
+	return FitImproper(ctx, X, Y, mat.NewDense(1, d, nil), []float64{0})
+}
+
+// addUnits returns net with the units appended (their output weights as
+// new columns of A).
+func addUnits(net *Network, units []Unit) *Network {
+	m, d := net.W.Dims()
+	p := net.Out()
+	k := len(units)
+	out := &Network{W: mat.NewDense(m+k, d, nil), B: make([]float64, m+k), A: mat.NewDense(p, m+k, nil), C: append([]float64(nil), net.C...)}
+	if net.L != nil {
+		out.L = mat.DenseCopyOf(net.L)
+	}
+	for i := 0; i < m; i++ {
+		out.W.SetRow(i, net.W.RawRowView(i))
+		out.B[i] = net.B[i]
+		out.A.SetCol(i, mat.Col(nil, i, net.A))
+	}
+	for j, u := range units {
+		out.W.SetRow(m+j, u.W)
+		out.B[m+j] = u.B
+		out.A.SetCol(m+j, u.A)
+	}
+	return out
+}
