@@ -10,7 +10,6 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/hermite"
-	"github.com/relurec/relurec/metrics"
 )
 
 // Fit learns Y ≈ A·ReLU(W·x + B) + C from samples X (n×d, Gaussian inputs)
@@ -226,5 +225,5 @@ func momentNetwork(rec *Recovery, mo *Moments, p int) *Network {
 
 // relResidual is ‖Y − f(X)‖_F/‖Y‖_F.
 func relResidual(X, Y *mat.Dense, net *Network) float64 {
-	return metrics.RelResidual(Y, net.Forward(X))
+	return certify.RelResidual(Y, net.Forward(X))
 }
