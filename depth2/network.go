@@ -421,3 +421,14 @@ func finiteDense(M *mat.Dense) bool {
 	}
 	return true
 }
+
+// normalize scales v to unit norm (a zero v is left as it is).
+func normalize(v []float64) {
+	s := math.Sqrt(dot(v, v))
+	if s == 0 {
+		return
+	}
+	for i := range v {
+		v[i] /= s
+	}
+}

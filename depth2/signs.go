@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -177,4 +178,53 @@ func (pr *problem) dropAffine(ctx context.Context, net *Network, res *Result) (*
 	}
 	res.Warnings = append(res.Warnings, fmt.Sprintf("kept the affine term (‖L‖ = %.3g after the best sign choice): without it the fit is worse than noise allows, so some units are missing (large |b_i|) or the data hold a linear part", rest))
 	return net, nil
+}
+
+// FixSigns is Algorithm 3 (specs/004 §3.3, proof of Theorem 3.1): in the
+// full-rank case it resolves the joint sign of (w_i, b_i) from the
+// first-order moment. With M's column i = vec(ŵ_i·â_iᵀ) (ŵ_i in the
+// moments' coordinates, â_i over the channels), the least-squares solution
+// of M·z = T_1 is z_i = ξ_i·Φ(b_i) in the population case, and Φ > 0, so
+// ξ_i = sign(z_i); the units are flipped in place and marked SignKnown, with
+// SignMargin = |z_i|/Φ(b̂_i). The appendix's system uses T_1 (T_0, a
+// scalar, cannot fix m signs). It needs the w_i linearly independent and no
+// affine term in the network; units must be in the moments' coordinates.
+func FixSigns(units []Unit, mo *Moments) error {
+	if len(units) == 0 {
+		return nil
+	}
+	k, p := mo.Dim(), mo.Channels()
+	if mo.MaxOrder() < 1 {
+		return fmt.Errorf("%w: FixSigns needs the order-1 moment", ErrInput)
+	}
+	m := len(units)
+	if m > k {
+		return fmt.Errorf("%w: FixSigns needs m ≤ d linearly independent units, got m = %d in %d dimensions", ErrInput, m, k)
+	}
+	M := mat.NewDense(k*p, m, nil)
+	rhs := mat.NewDense(k*p, 1, nil)
+	for t := 0; t < p; t++ {
+		for j := 0; j < k; j++ {
+			rhs.Set(t*k+j, 0, mo.T[t][1].Data[j])
+			for i, u := range units {
+				M.Set(t*k+j, i, u.W[j]*u.A[t])
+			}
+		}
+	}
+	z, err := linalg.LstSq(M, rhs)
+	if err != nil {
+		return fmt.Errorf("depth2: FixSigns: %w", err)
+	}
+	for i := range units {
+		zi := z.At(i, 0)
+		if zi < 0 {
+			for j := range units[i].W {
+				units[i].W[j] = -units[i].W[j]
+			}
+			units[i].B = -units[i].B
+		}
+		units[i].SignKnown = true
+		units[i].SignMargin = math.Abs(zi) / hermite.NormCDF(units[i].B)
+	}
+	return nil
 }
