@@ -209,3 +209,32 @@ func FuzzReadCSV(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadNPZ checks that no archive makes the .npz reader panic, that its
+// errors wrap the package's sentinels, and that whatever it accepts is a
+// non-empty matrix. The seeds are archives as numpy.savez (stored) and
+// numpy.savez_compressed (deflated) write them, with one and two members,
+// and one whose member is truncated.
+func FuzzReadNPZ(f *testing.F) {
+	x := makeNPY(f, 1, "<f8", false, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6})
+	y := makeNPY(f, 1, ">f4", true, []int{2, 2}, []float64{1, 2, 3, 4})
+	one := map[string][]byte{"X.npy": x}
+	two := map[string][]byte{"X.npy": x, "Y.npy": y}
+	f.Add(zipOf(f, zip.Store, one, []string{"X.npy"}), "")
+	f.Add(zipOf(f, zip.Deflate, two, []string{"X.npy", "Y.npy"}), "Y")
+	f.Add(zipOf(f, zip.Deflate, two, []string{"X.npy", "Y.npy"}), "")
+	f.Add(zipOf(f, zip.Store, map[string][]byte{"X.npy": x[:len(x)-5]}, []string{"X.npy"}), "X")
+	f.Add([]byte("PK\x05\x06"), "X")
+	f.Fuzz(func(t *testing.T, b []byte, name string) {
+		m, err := decodeNPZBytes(b, name)
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrEmpty) && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("error not wrapping ErrFormat/ErrEmpty/ErrNotFound: %v", err)
+			}
+			return
+		}
+		if r, c := m.Dims(); r <= 0 || c <= 0 {
+			t.Fatalf("accepted a %d×%d matrix", r, c)
+		}
+	})
+}
