@@ -23,8 +23,8 @@ func gaussianX(n, d int, rng *rand.Rand) *mat.Dense {
 	return X
 }
 
-// specs/004 §6 claim 1 (multivariate): the empirical Hermite moments of a
-// network match Lemma 3.5's coefficients within 4 split-half noise levels.
+// [ATV21, Lemma 3.5] (multivariate): the empirical Hermite moments of a
+// network match the lemma's coefficients within 4 split-half noise levels.
 func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	net := randomNet(3, 2, []float64{-0.6, 1.1}, rng)
@@ -246,7 +246,8 @@ func TestClaim11Merge(t *testing.T) {
 
 // Claim 16 (Parseval, Proposition B.1): the partial sums Σ_{k≤K}
 // ‖f_k − g_k‖²/k! increase towards the closed-form E[(f − g)²] and come
-// within 1e-3 of it by K = 60, slowly (specs/004 §2.2 pitfall).
+// within 1e-3 of it by K = 60, slowly (the Parseval series of [ATV21, Proposition B.1]
+// converges only polynomially).
 func TestClaim16Parseval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 1))
 	f := randomNet(3, 2, []float64{0.3, -0.8}, rng)
@@ -340,7 +341,7 @@ func TestClaim17ScalarInversion(t *testing.T) {
 	}
 }
 
-// The residualisation of specs/004 §2.5 (claim 20's mean part): the
+// The residualisation of the outputs (not in [ATV21]; its mean part): the
 // expectation of T̂_k, k ≥ 3, is unchanged (difference within noise) and the
 // error is lower.
 func TestClaim20Residualization(t *testing.T) {

@@ -170,7 +170,8 @@ func stackMatricize(T []*tensor.Symmetric, ell int) *mat.Dense {
 }
 
 // extractDirection returns the unit vector u with v ∝ ±SymEmbed(u, ℓ)
-// (specs/004 §3.0, P5): v itself for ℓ = 1, the eigenvector of the largest
+// (a rank-one term of [ATV21, Alg 4] step 2): v itself for ℓ = 1, the
+// eigenvector of the largest
 // |eigenvalue| of the symmetric matrix v represents for ℓ = 2.
 func extractDirection(v []float64, k, ell int) []float64 {
 	if ell == 1 {

@@ -4,8 +4,8 @@
 //
 // from samples with Gaussian inputs, following the appendix of Awasthi,
 // Tang, Vijayaraghavan, "Efficient algorithms for learning depth-2 neural
-// networks with general ReLU activations" (papers/004), in the practical
-// form of specs/004_tensor_depth2_bias.md.
+// networks with general ReLU activations" [ATV21], in a practical form whose
+// deviations from the paper docs/depth2.md lists and measures.
 //
 // Conventions. The paper writes f(x) = aᵀσ(Wᵀx + b) with W ∈ R^{d×m} (units
 // as columns) and samples as columns; this package stores samples as rows
@@ -17,7 +17,7 @@
 // Identifiability. Units are recovered up to permutation and positive
 // scaling (results use the paper's normalisation ‖w_i‖ = 1,
 // Network.Normalize). The Hermite moments of order ≥ 2 do not change under
-// the joint sign flip (w_i, b_i) → (−w_i, −b_i) (specs/004 §2.4); in the
+// the joint sign flip (w_i, b_i) → (−w_i, −b_i) ([ATV21, Claim 4.7]); in the
 // full-rank case (m ≤ d, ℓ = 1) the first moment fixes the signs
 // (FixSigns), in the overcomplete case (d < m ≤ d(d+1)/2, ℓ = 2) the signs
 // are resolved only through the absence of an affine term (ResolveSigns),

@@ -13,7 +13,8 @@ var ErrInput = errs.ErrInput
 // ErrNoUnits is returned when the moment tensors show no hidden unit above
 // the noise (every singular value of both flattenings under the rank
 // threshold): too few samples, or units whose biases are so large that
-// their nonlinear part is invisible (specs/004 §1, the set G).
+// their nonlinear part is invisible (outside the good set G of [ATV21,
+// Theorem D.1]).
 var ErrNoUnits = errs.New("no hidden unit found above the noise", nil)
 
 // ErrNotExact is returned by Fit with Route "exact" when the refined network

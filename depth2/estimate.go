@@ -17,12 +17,13 @@ type MomentOptions struct {
 	// Default 4.
 	MaxOrder int
 	// Dim is the reduced dimension k: 0 keeps all d input dimensions, k < d
-	// projects on the top-k eigenspace of T̂_2 first (specs/004 §7.2). Use
+	// projects on the top-k eigenspace of T̂_2 first (not in [ATV21]: f_2 has
+	// rank m, so its top-k eigenspace spans the w_i; docs/depth2.md). Use
 	// −1 to infer k from T̂_2's spectrum against its noise (3× the spectral
 	// norm of the split-half difference).
 	Dim int
-	// NoResidualize turns off the variance reduction of specs/004 §2.5 (for
-	// the experiment that measures it).
+	// NoResidualize turns off the variance reduction by residualised outputs
+	// (not in [ATV21]; for the experiment that measures it).
 	NoResidualize bool
 	// Progress, if non-nil, receives (stage, done, total).
 	Progress func(stage string, done, total int)
@@ -37,25 +38,26 @@ func (o MomentOptions) progress(stage string) func(done, total int) {
 
 // EstimateMoments estimates the Hermite moments T_0…T_R of the columns of Y
 // (n×p) under the inputs X (n×d, rows ~ N(0, I_d)), the inputs of
-// Algorithms 4–6 (the estimator of Lemma D.3, specs/004 §2.5), with the
-// practical steps of the spec:
+// Algorithms 4–6 (the estimator of [ATV21, Lemma D.3]), with three
+// practical steps the paper does not have (docs/depth2.md, Deviations):
 //
 //  1. T̂_1 = E[y·x] and T̂_2 = E[y·(xxᵀ − I)] in d dimensions; for T̂_2 the
 //     outputs are first residualised on [1, x] (He_2 is orthogonal to
 //     degree ≤ 1, so the mean is unchanged and the ReLU's linear half leaves
 //     the variance).
-//  2. Dimension reduction through T̂_2 before any higher moment (§7.2): f_2
+//  2. Dimension reduction through T̂_2 before any higher moment: f_2
 //     = Σ a_i·φ(b_i)·w_i w_iᵀ has rank m, so the top-k singular space of
 //     [T̂_2^{(1)} … T̂_2^{(p)}] spans the hidden weights (units with large
 //     |b_i| excepted), and z = Pᵀx ~ N(0, I_k) carries everything. This
 //     turns the d^R cost of T̂_R into k^R.
 //  3. Orders ≥ 3 from tensor.HermiteMoments on z, with the outputs
 //     residualised on the Hermite features of z up to degree 2
-//     (tensor.Residualize; ~2× lower error, §2.5).
+//     (tensor.Residualize; ~2× lower error).
 //
 // Every order is estimated on the two halves of the samples separately:
 // T̂ = (T̂ᵃ + T̂ᵇ)/2, and Moments.HalfDiff = (T̂ᵃ − T̂ᵇ)/2 has the covariance of
-// T̂'s error, which calibrates Algorithm 4's thresholds (§3.4). Y is not
+// T̂'s error, which calibrates Algorithm 4's thresholds (Thresholds). Y is
+// not
 // modified.
 func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*Moments, error) {
 	n, d := X.Dims()

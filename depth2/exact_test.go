@@ -77,7 +77,7 @@ func unitError(t *testing.T, truth *Network, units []Unit, allowFlip bool) float
 	return worst
 }
 
-// Issue acceptance and specs/004 §6 claim 7: ℓ = 1, d = 6, m = 4 with one
+// Issue acceptance and [ATV21, Theorem 4.2] with ℓ = 1: d = 6, m = 4 with one
 // b_i = 0 (invisible in f_3, supplied by f_4): every parameter, signs
 // included, to ≤ 1e-10 from exact population moments.
 func TestExactFullRank(t *testing.T) {

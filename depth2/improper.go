@@ -11,8 +11,8 @@ import (
 	"github.com/relurec/relurec/linalg"
 )
 
-// Improper is the network of Algorithm 5 before merging (specs/004 §3.5,
-// Lemma D.12) for one output:
+// Improper is the network of Algorithm 5 before merging ([ATV21, Alg 5,
+// Lemma D.12]) for one output:
 //
 //	g(x) = Σ_i [Alpha_i·ReLU(w_i·x + b_i) + AlphaPrime_i·ReLU(−w_i·x − b_i)] + V·x + C
 //
@@ -59,8 +59,8 @@ func (g *Improper) Eval(X *mat.Dense) []float64 {
 // with β_i = α_i + α′_i, β_0·w_0 = V − Σ α′_i·w_i (β_0 = its norm, w_0 unit)
 // and β_0·b_0 = C − Σ α′_i·b_i, using ReLU(−z) = ReLU(z) − z. When V − Σ
 // α′_i·w_i = 0 the pair cannot encode the constant; then the pair is
-// dropped and the constant becomes the output bias (specs/004 §3.5 edge
-// case), giving m′ units.
+// dropped and the constant becomes the output bias (an edge case the
+// paper's Claim D.14 leaves open), giving m′ units.
 func (g *Improper) Merge() *Network {
 	m, d := g.W.Dims()
 	v := append([]float64(nil), g.V...)
@@ -106,12 +106,12 @@ func (g *Improper) Merge() *Network {
 	return net
 }
 
-// FitImproper is Algorithm 5's regression step (specs/004 §3.5) for p
+// FitImproper is Algorithm 5's regression step ([ATV21, Alg 5]) for p
 // outputs: given units (w_i, b_i) it fits Y ≈ ReLU(X·Wᵀ + 1·bᵀ)·Aᵀ + X·Lᵀ +
 // 1·Cᵀ by least squares (QR) and returns the network with its affine term
 // L. Deviations from the paper, both harmless: (1) plain least squares
 // instead of projected gradient descent on a truncated loss over a ball
-// (the same convex problem without the truncation, specs/004 §3.5 [ENG]);
+// (the same convex problem without the truncation);
 // (2) one feature per unit, not the pair ReLU(z), ReLU(−z): since ReLU(−z) =
 // ReLU(z) − z the pair is linearly dependent on the affine features, so it
 // spans the same functions (Improper.Merge recovers the paper's form with

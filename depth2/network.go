@@ -12,8 +12,8 @@ import (
 	"github.com/relurec/relurec/tensor"
 )
 
-// Network is the depth-2 ReLU network with biases of Awasthi, Tang,
-// Vijayaraghavan (specs/004 §1), in the multi-output form of a trained MLP's
+// Network is the depth-2 ReLU network with biases of [ATV21], in the
+// multi-output form of a trained MLP's
 // logits:
 //
 //	y = A·ReLU(W·x + B) + C + L·x,  i.e.  Y = ReLU(X·Wᵀ + 1·Bᵀ)·Aᵀ + 1·Cᵀ + X·Lᵀ
@@ -113,8 +113,8 @@ func (n *Network) Forward(X *mat.Dense) *mat.Dense {
 	return Y
 }
 
-// Normalize returns the network in the paper's normalisation (specs/004
-// §1): every hidden row scaled to ‖w_i‖ = 1 (the scale moved into b_i and
+// Normalize returns the network in the paper's normalisation ([ATV21],
+// ‖w_i‖ = 1): every hidden row scaled to ‖w_i‖ = 1 (the scale moved into b_i and
 // A's column i, which leaves the function unchanged because ReLU is
 // positively homogeneous), units sorted by decreasing ‖A_{:,i}‖, ties by
 // the row w_i then b_i lexicographically. A zero row is left as it is (a
@@ -175,7 +175,7 @@ func (n *Network) permute(perm []int) *Network {
 // FlipUnit returns the network with unit i replaced by its sign flip
 // (w_i, b_i) → (−w_i, −b_i) and the affine term adjusted so the function is
 // unchanged: ReLU(z) = ReLU(−z) + z, so A_{:,i}·ReLU(z_i) = A_{:,i}·ReLU(−z_i)
-// + A_{:,i}·(w_i·x + b_i) (specs/004 §2.4). The Hermite moments of order ≥ 2
+// + A_{:,i}·(w_i·x + b_i) ([ATV21, Claim 4.7]). The Hermite moments of order ≥ 2
 // are unchanged by the flip alone; the affine term carries the difference.
 func (n *Network) FlipUnit(i int) *Network {
 	c := n.Clone()
@@ -312,7 +312,7 @@ func FromMLP(m *nn.MLP) (*Network, error) {
 type Moments struct {
 	T [][]*tensor.Symmetric
 	// Noise[r] estimates the Frobenius error of T̂_r summed over channels
-	// (split-half, specs/004 §3.4); zero for population moments.
+	// (split-half; not in [ATV21]); zero for population moments.
 	Noise []float64
 	// HalfDiff[t][r] = (T̂ᵃ − T̂ᵇ)/2 for the estimates T̂ᵃ, T̂ᵇ from the two
 	// halves of the samples: it has the same covariance as the error of
@@ -341,8 +341,8 @@ func (mo *Moments) MaxOrder() int { return len(mo.T[0]) - 1 }
 func (mo *Moments) Channels() int { return len(mo.T) }
 
 // PopulationMoments returns the exact Hermite moments f_r = E[y·He_r(x)],
-// r = 0…maxOrder, of every output of net under x ~ N(0, I_d) (Lemma 3.5,
-// specs/004 §2.3): f_r = Σ_i A_{ti}·c_r(b_i)·w_i^{⊗r} for unit rows (a
+// r = 0…maxOrder, of every output of net under x ~ N(0, I_d) ([ATV21,
+// Lemma 3.5]): f_r = Σ_i A_{ti}·c_r(b_i)·w_i^{⊗r} for unit rows (a
 // general row w contributes ‖w‖·c_r(b/‖w‖)·ŵ^{⊗r}), plus C_t at r = 0 and
 // L's row t at r = 1. They are what Algorithm 1 takes as input.
 func PopulationMoments(net *Network, maxOrder int) (*Moments, error) {

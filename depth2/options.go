@@ -145,8 +145,8 @@ func (o Options) withDefaults() Options {
 // MinSamples is the sample floor of the moment routes for input dimension
 // d, reduced dimension k and order ℓ: max(1000, 20·d, 100·C(k+2ℓ+1, 2ℓ+2)),
 // i.e. at least 100 samples per distinct entry of the order-(2ℓ+2) moment
-// (below that the split-half noise swamps any unit; specs/004 §7.4 (2)
-// budgets 1e5–1e7 in practice).
+// (below that the split-half noise swamps any unit; [ATV21, Lemma D.3]
+// asks for poly(m, d)/η² samples, 1e5–1e7 in practice).
 func MinSamples(d, k, ell int) int {
 	return max(1000, 20*d, 100*tensor.SymLen(k, 2*ell+2))
 }

@@ -27,7 +27,7 @@ type Unit struct {
 	// W is the unit weight vector (input coordinates).
 	W []float64 `json:"w"`
 	// B is the bias. When SignKnown is false the pair (W, B) is determined
-	// only up to the joint flip (W, B) → (−W, −B) (specs/004 §2.4).
+	// only up to the joint flip (W, B) → (−W, −B) ([ATV21, Claim 4.7]).
 	B float64 `json:"b"`
 	// A holds the output weights, one per output channel; it carries no
 	// sign ambiguity.
@@ -43,11 +43,11 @@ type Unit struct {
 	SignKnown bool `json:"sign_known"`
 	// SignMargin is, after FixSigns, |z_i|/Φ(b_i) for the least-squares
 	// solution z of Alg 3 (1 in the population case; near 0 the sign is
-	// unreliable, which happens for very negative b_i, specs/004 §7.4 (9)).
+	// unreliable, which happens for very negative b_i, where Φ(b_i) ≈ 0).
 	SignMargin float64 `json:"sign_margin,omitempty"`
 }
 
-// Thresholds are the parameters η₁, η₂, η₃ of Algorithm 4 (specs/004 §3.4).
+// Thresholds are the parameters η₁, η₂, η₃ of [ATV21, Alg 4].
 // The zero value calibrates them from the moments' noise estimates.
 type Thresholds struct {
 	// Rank is η₁, the absolute singular-value threshold on the flattenings
@@ -57,14 +57,15 @@ type Thresholds struct {
 	// population moments.
 	Rank float64 `json:"rank"`
 	// RankFactor is the multiple of the noise's spectral norm used when Rank
-	// is 0. Default 3 (specs/004 §3.4 "η₁ ≈ 3σ").
+	// is 0. Default 3 (η₁ ≈ 3σ; the paper's η₁ is an unspecified polynomial).
 	RankFactor float64 `json:"rank_factor"`
 	// Prune is η₂, the absolute term norm below which a recovered rank-one
 	// term is dropped. 0 means the same value as the rank threshold of its
 	// tensor.
 	Prune float64 `json:"prune"`
 	// Dedupe is η₃: a candidate within Dedupe of an earlier one up to sign
-	// (min ‖u ∓ v‖) is a duplicate. Default 0.3 (specs/004 §3.4); 1e-6 in
+	// (min ‖u ∓ v‖) is a duplicate. Default 0.3 (a practical value; the
+	// paper's is an unspecified polynomial); 1e-6 in
 	// RecoverExact, where copies agree to rounding.
 	Dedupe float64 `json:"dedupe"`
 	// MaxUnits caps the ranks k′, k″ (use the width m when it is known).
@@ -126,7 +127,7 @@ type JennrichFit struct {
 	MinGap   float64 `json:"min_gap"`
 }
 
-// RecoverExact is Algorithm 1 (specs/004 §3.1, Theorem 4.2): from exact
+// RecoverExact is Algorithm 1 ([ATV21, Alg 1, Theorem 4.2]): from exact
 // population moments f_0…f_{2ℓ+2} it recovers every unit (a_i, ξ_i·b_i,
 // ξ_i·w_i), and for ℓ = 1 also the signs ξ_i (Algorithm 3). It assumes
 // a_i ≠ 0, {w_i^{⊗ℓ}} linearly independent (m ≤ d for ℓ = 1, m ≤ d(d+1)/2
@@ -139,7 +140,7 @@ func RecoverExact(mo *Moments, ell int, seed uint64) (*Recovery, error) {
 	return recoverUnits(mo, RecoverOptions{Ell: ell, Seed: seed}, true, true)
 }
 
-// RecoverRobust is Algorithm 4 (specs/004 §3.4, Theorem D.1): from moment
+// RecoverRobust is Algorithm 4 ([ATV21, Alg 4, Theorem D.1]): from moment
 // estimates T_0…T_{2ℓ+2} it returns units (â_i, ξ_i·b̂_i, ξ_i·ŵ_i) for every
 // unit visible above the noise. Steps: the numerical ranks k′, k″ of
 // flatten(T_{2ℓ+1}, ℓ, ℓ+1) and flatten(T_{2ℓ+2}, ℓ, ℓ+2) at η₁; Jennrich on
@@ -147,19 +148,20 @@ func RecoverExact(mo *Moments, ell int, seed uint64) (*Recovery, error) {
 // singular space, tensor.Jennrich with its retries and joint
 // diagonalisation); terms with norm below η₂ dropped; duplicates up to sign
 // removed at η₃, the better-determined copy kept (Strength decides, not the
-// order, specs/004 §7.4 (3)); then RecoverScalars. Multi-output moments are
+// order: near a root of He_{2ℓ−1} or He_{2ℓ} one order's copy is junk); then
+// RecoverScalars. Multi-output moments are
 // handled by random output combinations per slice and a stacked flattening
 // [M_1 … M_p], whose column span is still span{w_i^{⊗ℓ}}. The flattenings
 // are formed in the symmetric basis (tensor.Matricize): same spectrum, a
 // fraction of the size. Thresholds default to multiples of the split-half
-// noise estimate (specs/004 §3.4 [ENG]); the paper's constants are
-// unspecified polynomials. Signs are not fixed; see FixSigns and
+// noise estimate, a deviation: the paper's constants are unspecified
+// polynomials (docs/depth2.md, Deviations). Signs are not fixed; see FixSigns and
 // LearnFullRank.
 func RecoverRobust(mo *Moments, opt RecoverOptions) (*Recovery, error) {
 	return recoverUnits(mo, opt, false, false)
 }
 
-// LearnFullRank is Algorithm 6 (specs/004 §3.6, Theorem 3.1): Algorithm 4
+// LearnFullRank is Algorithm 6 ([ATV21, Alg 6, Theorem 3.1]): Algorithm 4
 // with ℓ = 1, then FixSigns (Algorithm 3) with T_1, giving (â_i, b̂_i, ŵ_i)
 // with no sign ambiguity. It needs m ≤ d, W of full rank and moments up to
 // order 4 of a network without affine term.

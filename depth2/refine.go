@@ -51,7 +51,7 @@ const refineChunk = 1024
 // Refine minimises ½‖Y − f(X)‖_F² over every parameter of net (W, B, A, C,
 // and L when present or Options.Affine) by Levenberg–Marquardt, started from
 // the given network — typically the moment estimate. It is not in the paper
-// (specs/004 has no local step): the moment estimate is consistent but
+// ([ATV21] has no local step): the moment estimate is consistent but
 // statistically inefficient (its error is ≈ 1e-2 at n = 1e6, d = 10, m = 5),
 // while from a start in the right basin the least-squares fit is exact on
 // noiseless data (the residual is zero at the truth, so Gauss–Newton

@@ -12,8 +12,8 @@ import (
 
 // solveGram solves the normal equations of T_t ≈ Σ_i ζ_{it}·u_i^{⊗j} for
 // every channel t (unit rows u_i of U): G^{(j)}·ζ = r with G^{(j)} =
-// (UUᵀ)^{∘j} and r_{it} = T_t(u_i, …, u_i) (specs/004 §3.2, tensor-free
-// form). It returns ζ (m′×p) and κ(G^{(j)}).
+// (UUᵀ)^{∘j} and r_{it} = T_t(u_i, …, u_i): [ATV21, Alg 2] step 1 in a
+// tensor-free form, since (Ŵ^{⊙j})ᵀŴ^{⊙j} = (ŴŴᵀ)^{∘j}. It returns ζ (m′×p) and κ(G^{(j)}).
 func solveGram(U *mat.Dense, j int, T []*tensor.Symmetric) (*mat.Dense, float64, error) {
 	m, _ := U.Dims()
 	G := tensor.KhatriRaoGram(U, j)
@@ -33,7 +33,7 @@ func solveGram(U *mat.Dense, j int, T []*tensor.Symmetric) (*mat.Dense, float64,
 	if vals[0] > 0 {
 		cond = vals[m-1] / vals[0]
 	}
-	// Pseudo-inverse with a relative cutoff (specs/004 §7.4 (8)): a
+	// Pseudo-inverse with a relative cutoff (not in the paper): a
 	// rank-deficient Gram (parallel units, or m beyond C(k+j−1, j)) gives
 	// the minimum-norm solution instead of garbage.
 	var V mat.Dense
@@ -55,7 +55,7 @@ func solveGram(U *mat.Dense, j int, T []*tensor.Symmetric) (*mat.Dense, float64,
 	return &Z, cond, nil
 }
 
-// RecoverScalars is Algorithm 2 (specs/004 §3.2; Claim 4.6, Lemmas 4.5,
+// RecoverScalars is Algorithm 2 ([ATV21, Alg 2]; Claim 4.6, Lemmas 4.5,
 // D.10, D.11): given the unit directions ŵ_i (rows of W, in the moments'
 // coordinates, each up to sign) it returns b̂_i = ξ_i·b_i and the output
 // weights â_i (p per unit, no sign ambiguity, as columns of A).

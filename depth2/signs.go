@@ -20,7 +20,7 @@ const maxExhaustiveFlips = 20
 // (−w_i, −b_i) makes the affine term of net smallest: it minimises
 // ‖L + Σ_{i∈S} A_{:,i}·w_iᵀ‖_F (flipping unit i adds A_{:,i}·w_iᵀ to L and
 // A_{:,i}·b_i to C, FlipUnit). In the overcomplete case the Hermite moments
-// of order ≥ 2 cannot tell a unit from its flip (specs/004 §2.4); a network
+// of order ≥ 2 cannot tell a unit from its flip ([ATV21, Claim 4.7]); a network
 // fitted with a free affine term represents the truth for any sign choice,
 // and the true signs are the ones that remove the affine term when the
 // truth has none. Up to 20 units all 2^m patterns are enumerated (Gray code,
@@ -180,7 +180,7 @@ func (pr *problem) dropAffine(ctx context.Context, net *Network, res *Result) (*
 	return net, nil
 }
 
-// FixSigns is Algorithm 3 (specs/004 §3.3, proof of Theorem 3.1): in the
+// FixSigns is Algorithm 3 ([ATV21, Alg 3], proof of Theorem 3.1): in the
 // full-rank case it resolves the joint sign of (w_i, b_i) from the
 // first-order moment. With M's column i = vec(ŵ_i·â_iᵀ) (ŵ_i in the
 // moments' coordinates, â_i over the channels), the least-squares solution

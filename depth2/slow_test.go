@@ -84,7 +84,7 @@ func TestOvercompleteFromSamples(t *testing.T) {
 	}
 }
 
-// specs/004 §6 claim 19: the moment estimate's parameter error falls with
+// [ATV21, Theorem 3.1] in practice: the moment estimate's parameter error falls with
 // N (roughly like N^{-1/2} once the ranks are right).
 func TestClaim19Consistency(t *testing.T) {
 	var med []float64

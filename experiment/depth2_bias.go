@@ -134,7 +134,7 @@ var defaultDepth2Bias = depth2BiasParams{
 func init() {
 	Register(Experiment{
 		Name: "depth2-bias",
-		Description: "Units with large |b_i| drop out of the moment recovery while Algorithm 5's improper learner keeps a small L2 error (Theorem 3.2, Lemma D.13; specs/004 §6 claims 21–22): " +
+		Description: "Units with large |b_i| drop out of the moment recovery while Algorithm 5's improper learner keeps a small L2 error ([ATV21, Theorem 3.2, Lemma D.13]): " +
 			"d=8, m=4, biases (+β, −β, +β, −β) for β ∈ {0, 0.5, …, 4, 5}, n=5e5, 3 seeds, noiseless; units found, relative L2 errors (closed form) of the moment estimate, Algorithm 5 and the refined model.",
 		Run: func(ctx context.Context, cfg Config) (*Report, error) {
 			return runDepth2Bias(ctx, cfg, defaultDepth2Bias)

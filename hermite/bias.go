@@ -6,8 +6,7 @@ import (
 )
 
 // ReLUBias returns c_k(b) = E_{z~N(0,1)}[ReLU(z + b)·He_k(z)], the Hermite
-// coefficient of a ReLU unit with bias b (Awasthi, Tang, Vijayaraghavan,
-// Lemma 3.5; specs/004 §2.3):
+// coefficient of a ReLU unit with bias b ([ATV21, Lemma 3.5]):
 //
 //	c_0(b) = b·Φ(b) + φ(b),  c_1(b) = Φ(b),  c_k(b) = (−1)^k·He_{k−2}(b)·φ(b) for k ≥ 2.
 //
@@ -16,7 +15,8 @@ import (
 // Σ a_i·ReLU(w_i·x + b_i) is Σ a_i·c_k(b_i)·w_i^{⊗k}. The bias enters every
 // order through one scalar; c_k(0) = ReLU{}.Coeff(k). For k ≥ 2 it is
 // He_{k−2}(b)·φ(b) up to sign: exponentially small once |b| ≳ 3, which is why
-// units with large biases cannot be recovered from moments (specs/004 §1).
+// units with large biases cannot be recovered from moments ([ATV21,
+// Theorem D.1], the good set G).
 func ReLUBias(k int, b float64) float64 {
 	switch {
 	case k < 0:
@@ -56,7 +56,7 @@ func ReLUMean(b float64) float64 {
 // HeNormalized returns He_n(x)/√(n!), the orthonormal Hermite polynomial,
 // by the stable recurrence h_{n+1} = (x·h_n − √n·h_{n−1})/√(n+1). It stays
 // in range for orders where He_n and n! overflow separately (n ≳ 170), which
-// the Parseval sums of specs/004 §2.2 need.
+// the Parseval sums of [ATV21, Proposition B.1] need.
 func HeNormalized(n int, x float64) float64 {
 	if n < 0 {
 		panic(fmt.Sprintf("hermite: negative order %d", n))

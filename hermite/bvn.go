@@ -11,8 +11,8 @@ import "math"
 // for |ρ| < 0.925 a 6-, 12- or 20-point Gauss–Legendre rule on Plackett's
 // integral over asin ρ; for |ρ| ≥ 0.925 an asymptotic expansion in √(1−ρ²)
 // plus a Gauss–Legendre correction, which stays accurate as ρ → ±1. gonum has
-// no bivariate normal CDF; specs/004 §7.3 needs it for the closed-form L2
-// distance between depth-2 networks. ρ outside [−1, 1] is clamped; NaN in
+// no bivariate normal CDF; the closed-form L2 distance between depth-2
+// networks (metrics.L2Depth2, not in [ATV21]) needs it. ρ outside [−1, 1] is clamped; NaN in
 // gives NaN.
 func BivariateNormalCDF(h, k, rho float64) float64 {
 	if math.IsNaN(h) || math.IsNaN(k) || math.IsNaN(rho) {

@@ -28,7 +28,8 @@ func He(n int, x float64) float64 {
 }
 
 // Activation is a scalar function whose Gaussian Hermite coefficients decide
-// which moment tensor a learner can use (specs/001 §2.4 table).
+// which moment tensor a learner can use ([BJW19, Alg 4]: the order r with
+// c_r ≠ 0).
 type Activation interface {
 	// Name is a short identifier, e.g. "relu".
 	Name() string
@@ -78,7 +79,8 @@ func Coeff(f func(float64) float64, r int) float64 {
 }
 
 // TensorOrder returns argmax over r ∈ {3, 4} of |c_r| (ties to 3) — the
-// moment order the tensor method must use (specs/001 §2.4, §3.3): 4 for the
+// moment order the tensor method must use (an erratum to [BJW19, Alg 4],
+// which prints order 3): 4 for the
 // ReLU (c_3 = 0), 3 for ReLU² (c_4 = 0), for ReLU³ (c_3 = 3 > c_4 = 2.394)
 // and for e^x − 1 (c_3 = 1.786 > c_4 = 1.387), 4 for √ReLU (|c_3| = 0.215 <
 // |c_4| = 0.308). It works for any

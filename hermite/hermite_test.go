@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// Spec 001 §6 claim 14: c = (1/√2π, 1/2, 1/√2π, 0, −1/√2π, 0, 3/√2π) for the ReLU.
+// The ReLU's Hermite coefficients c = (1/√2π, 1/2, 1/√2π, 0, −1/√2π, 0,
+// 3/√2π): c_3 = 0, so [BJW19, Alg 4]'s order-3 tensor vanishes for the ReLU.
 func TestReLUCoefficients(t *testing.T) {
 	want := []float64{InvSqrt2Pi, 0.5, InvSqrt2Pi, 0, -InvSqrt2Pi, 0, 3 * InvSqrt2Pi}
 	relu := ReLU{}
@@ -20,7 +21,8 @@ func TestReLUCoefficients(t *testing.T) {
 	}
 }
 
-// The spec's table for ReLU² and e^x − 1 (values integrated independently).
+// The coefficients of ReLU² and e^x − 1 ([BJW19, App. 9.1]; values integrated
+// independently).
 func TestCoefficientTable(t *testing.T) {
 	relu2 := func(x float64) float64 { return math.Pow(math.Max(x, 0), 2) }
 	expm1 := func(x float64) float64 {

@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// RectPow is the rectified power max(x, 0)^C for a real C > 0 (Bakshi et al.
-// App. 9.1; specs/001 §2.13). C = 2 gives ReLU², whose order-4 coefficient
+// RectPow is the rectified power max(x, 0)^C for a real C > 0 ([BJW19,
+// App. 9.1]). C = 2 gives ReLU², whose order-4 coefficient
 // vanishes, so its tensor order is 3. Its Name matches nn.RectPow(C).
 type RectPow struct{ C float64 }
 
@@ -118,7 +118,8 @@ func halfMoment(p float64) float64 {
 	return math.Exp(p/2*math.Ln2+lg) / (2 * math.Sqrt(math.Pi))
 }
 
-// Coeffs returns c_0 … c_maxOrder of a, the row of the specs/001 §2.4 table.
+// Coeffs returns c_0 … c_maxOrder of a, the Hermite coefficients that decide
+// its tensor order (TensorOrder).
 func Coeffs(a Activation, maxOrder int) []float64 {
 	out := make([]float64, maxOrder+1)
 	for r := range out {

@@ -7,7 +7,7 @@ import (
 )
 
 func TestRectifiedClosedForms(t *testing.T) {
-	// Against the spec's table (§2.4) and against quadrature.
+	// Against values integrated independently and against quadrature.
 	table := map[string][]float64{
 		"relupow2": {0.5, 0.797885, 1.0, 0.797885, 0, -0.797885, 0},
 		"reluexp":  {0.887143, 1.387143, 1.786085, 1.786085, 1.387143, 1.387143, 2.583970},

@@ -16,7 +16,8 @@ import (
 var ErrNotDepth2 = errs.New("metrics: not a depth-2 ReLU network (Linear → ReLU → Linear)", nil)
 
 // ReLUCovariance returns E[ReLU(u·x + b)·ReLU(v·x + c)] for x ~ N(0, I) in
-// closed form (specs/004 §7.3): with ρ the cosine of u and v, X = û·x and
+// closed form (not in [ATV21], which has only the Parseval series of
+// Proposition B.1): with ρ the cosine of u and v, X = û·x and
 // Y = v̂·x standard normal with correlation ρ, h = −b/‖u‖, k = −c/‖v‖,
 // s = √(1−ρ²), L = Φ₂(−h, −k; ρ), A = φ(h)·Φ((ρh − k)/s), B = φ(k)·Φ((ρk − h)/s):
 //
@@ -98,8 +99,8 @@ func depth2Parts(name string, net *nn.MLP) (W *mat.Dense, b []float64, A *mat.De
 // distance between two depth-2 ReLU networks with biases (any widths, the
 // same d and number of outputs), in closed form: a double sum of
 // ReLUCovariance over the units of both networks plus the output biases
-// (specs/004 §7.3). The Hermite (Parseval) series converges too slowly to
-// serve (§2.2: 1e-4 left after 60 terms). It is exact up to rounding, but a
+// (ReLUCovariance). The Hermite (Parseval) series of [ATV21, Proposition
+// B.1] converges too slowly to serve (1e-4 left after 60 terms). It is exact up to rounding, but a
 // difference of large sums: distances below ~1e-8·E‖f‖² (relative, squared
 // ~1e-16) are rounding noise.
 func L2Depth2(f, g *nn.MLP) (float64, error) {
@@ -173,7 +174,7 @@ func dotf(a, b []float64) float64 {
 
 // Depth2Error is the distance between two depth-2 networks with biases up
 // to their symmetries, after both are put in the paper's normalisation
-// (‖w_i‖ = 1, b_i ← b_i/‖w_i‖, a_i ← a_i·‖w_i‖; specs/004 §7.4 (10)).
+// (‖w_i‖ = 1, b_i ← b_i/‖w_i‖, a_i ← a_i·‖w_i‖; [ATV21]).
 type Depth2Error struct {
 	// MaxErrW is max_i ‖ŵ_{π(i)} − w_i‖₂, MaxErrB max_i |b̂ − b|, MaxErrA
 	// max_i ‖â_{:,π(i)} − a_{:,i}‖₂ (absolute), MaxErrC ‖ĉ − c‖_∞ (output
@@ -198,7 +199,7 @@ type Depth2Error struct {
 // CompareDepth2 measures how far est is from truth up to permutation of the
 // hidden units and positive scaling, and, with allowFlip, the joint sign
 // flip (w_i, b_i) → (−w_i, −b_i) that the overcomplete case (ℓ = 2) cannot
-// resolve (specs/004 §2.4). Both must be Linear → ReLU → Linear with the
+// resolve ([ATV21, Claim 4.7]). Both must be Linear → ReLU → Linear with the
 // same d and outputs; widths may differ (units are matched by the
 // assignment minimising Σ ‖w − ŵ‖² + (b − b̂)², Hungarian; unmatched units
 // are counted, not scored). A flip changes the function by an affine term,

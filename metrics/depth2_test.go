@@ -39,7 +39,7 @@ func reluCovQuad(b, c, rho float64) float64 {
 	return gl8(f, -b, math.Max(-b, 0)+14, 2000)
 }
 
-// specs/004 §7.3: the closed form matches a 1-D quadrature to 1e-12 and
+// ReLUCovariance: the closed form matches a 1-D quadrature to 1e-12 and
 // the ρ = ±1 limits are continuous.
 func TestReLUCovarianceClosedForm(t *testing.T) {
 	for _, bc := range [][2]float64{{0, 0}, {0.7, -0.4}, {-1.3, 2.1}, {2.5, 1.5}, {-2, -2.5}, {0.1, 3}} {
@@ -87,7 +87,8 @@ func randomDepth2(d, m, p int, rng *rand.Rand) *nn.MLP {
 	return &nn.MLP{Layers: []nn.Layer{{Weight: W, Bias: b, Act: nn.ReLU}, {Weight: A, Bias: c, Act: nn.Identity}}}
 }
 
-// specs/004 §6 (oracle of claim 16 and §7.3): L2Depth2 agrees with Monte
+// L2Depth2 (the oracle behind the Parseval test of [ATV21, Proposition
+// B.1]) agrees with Monte
 // Carlo within 4 standard errors, is zero for equal networks and symmetric.
 func TestL2Depth2MonteCarlo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))

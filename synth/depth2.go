@@ -12,8 +12,7 @@ import (
 )
 
 // Depth2Config describes a random depth-2 ReLU teacher with biases,
-// y = A·ReLU(W·x + b) (+ c), the model of Awasthi, Tang, Vijayaraghavan
-// (specs/004 §1), in the paper's "B-bounded" normalisation: unit rows w_i,
+// y = A·ReLU(W·x + b) (+ c), the model of [ATV21], in the paper's "B-bounded" normalisation: unit rows w_i,
 // |a_i| ∈ [AMin, AMax], |b_i| ≤ BiasMax.
 type Depth2Config struct {
 	// D is the input dimension d; M the number of hidden units m (M > D is
@@ -35,7 +34,7 @@ type Depth2Config struct {
 	// 1000 redraws.
 	MinSeparation float64
 	// Smoothing τ > 0 perturbs W by N(0, τ²/d) entries before the rows are
-	// normalised: the smoothed-analysis instances of specs/004 §3.8.
+	// normalised: the smoothed-analysis instances of [ATV21, App. E].
 	Smoothing float64
 	// OutputBias draws an output bias c_t ~ N(0, 1) when true (else 0).
 	OutputBias bool

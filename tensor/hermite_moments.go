@@ -25,7 +25,7 @@ const maxMomentGroups = 16
 // HermiteMoments streams once over the rows of Z (n×k) and returns the
 // empirical Hermite moments of every order r = 0…maxOrder for every weight
 // column t of S (n×p), out[t][r] = (1/n)·Σ_q S_qt·He_r(z_q), as symmetric
-// tensors (specs/004 §2.5, the estimator T̂_r of Lemma D.3).
+// tensors (the estimator T̂_r of [ATV21, Lemma D.3]).
 //
 // It never evaluates an order-r entry per sample. Every sample gives the
 // Hermite monomials h_α(z) = Π_j He_{α_j}(z_j) of degree ≤ ⌈R/2⌉ (R =
@@ -282,7 +282,7 @@ func linCoeff(a, b, i int) float64 {
 
 // DirectionalMoment returns (1/n)·Σ_q s_q·He_r(u·z_q) for a unit vector u:
 // the full contraction T̂_r(u, …, u) of the empirical Hermite moment, in
-// O(n·k) time without any tensor (specs/004 §2.2, directional identity;
+// O(n·k) time without any tensor (⟨He_r(z), u^{⊗r}⟩ = He_r(u·z) for unit u;
 // the tensor-free right-hand side of RecoverScalars). It sums fixed chunks
 // in order, so it is deterministic.
 func DirectionalMoment(Z *mat.Dense, s []float64, u []float64, r int) float64 {

@@ -34,10 +34,11 @@ type Decomposition struct {
 
 // JennrichOptions tunes Jennrich; the zero value uses the defaults.
 type JennrichOptions struct {
-	// Tries is the number of random slice pairs (default 10, specs/001 §3.3).
+	// Tries is the number of random slice pairs (default 10; a practical
+	// value, the paper's analysis uses one pair).
 	Tries int
 	// MinGap is the relative eigenvalue gap below which a try is only used
-	// if no try reaches it (default 1e-3, specs/001 §3.3).
+	// if no try reaches it (default 1e-3).
 	MinGap float64
 	// Sweeps bounds the joint-diagonalisation sweeps that refine the best
 	// try over all slices (default 100).
@@ -46,8 +47,8 @@ type JennrichOptions struct {
 
 // Jennrich finds the common components of symmetric slices M_i ≈ W·D_i·Wᵀ
 // (W k×k invertible, D_i diagonal) by simultaneous diagonalisation — the
-// decomposition step of Bakshi, Jayaram, Woodruff Alg 4 in the form of
-// specs/001 §2.4 step 5. Two random combinations M_a, M_b of the slices give
+// decomposition step of [BJW19, Alg 4] (in place of its whitened tensor
+// power method, docs/twolayer.md) and of [ATV21, Alg 4]. Two random combinations M_a, M_b of the slices give
 // M_a·M_b⁻¹ = W·D_a·D_b⁻¹·W⁻¹, whose eigenvectors are the components. The
 // slices come from a sample moment, so several random pairs are tried; pairs
 // with complex eigenvalues are rejected, and among the rest the one whose

@@ -170,7 +170,8 @@ func HermiteSlices(ctx context.Context, Z, S *mat.Dense, cs []Contraction, progr
 // S, for samples of any dimension d (rows of X). Its expectation is
 // Σ_j c_2(f)·u_tj·v_j v_jᵀ, whose column span is the span of the hidden
 // weights: the order-2 step that reduces the dimension to k before any
-// higher moment (specs/001 §2.4 "TensorInit" step 2). Cost 2·n·d²·p flops.
+// higher moment (the span step of the tensor start, docs/twolayer.md; the
+// order-2 moment of [BJW19, Alg 4]'s whitening). Cost 2·n·d²·p flops.
 func HermiteMoment2(ctx context.Context, X, S *mat.Dense, progress func(done, total int)) ([]*mat.SymDense, error) {
 	n, d := X.Dims()
 	ns, p := S.Dims()

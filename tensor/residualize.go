@@ -17,8 +17,8 @@ const MaxResidualFeatures = 400
 // orthogonal under the Gaussian to every polynomial of degree < r, the
 // expectation of an order-r Hermite moment of S is unchanged when degree < r,
 // while its variance drops: the ReLU is half linear, and its even part is
-// mostly quadratic (specs/004 §2.5 measured ~2× lower error, ~4.5× fewer
-// samples for the same accuracy). The features are nearly orthonormal under
+// mostly quadratic (measured: ~2× lower error, ~4.5× fewer samples for the
+// same accuracy; not in [ATV21], docs/depth2.md). The features are nearly orthonormal under
 // the Gaussian, so the normal equations are well conditioned; they are
 // accumulated in fixed chunks (no n×f matrix is formed) and solved by
 // Cholesky. It returns the number of features used.

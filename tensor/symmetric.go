@@ -11,7 +11,7 @@ import (
 
 // Symmetric is a symmetric tensor of order Order on R^Dim that stores only
 // its C(Dim+Order−1, Order) distinct entries — the moment tensors of
-// specs/004 §7.1: an order-6 tensor on R^20 has 177 100 distinct entries
+// [ATV21]: an order-6 tensor on R^20 has 177 100 distinct entries
 // instead of 6.4·10⁷. Entry (i_1, …, i_k) is stored once, at the rank of its
 // sorted multi-index i_1 ≤ … ≤ i_k in lexicographic order; any permutation
 // of the indices addresses the same entry.
@@ -215,7 +215,7 @@ func (t *Symmetric) mustMatch(u *Symmetric) {
 
 // AddOuterPower adds alpha·u^{⊗k} (k = t.Order): entry i_1…i_k gains
 // alpha·u_{i_1}⋯u_{i_k}. Population moments are sums of such terms
-// (specs/004 §2.3).
+// ([ATV21, Lemma 3.5]).
 func (t *Symmetric) AddOuterPower(alpha float64, u []float64) {
 	if len(u) != t.Dim {
 		panic(fmt.Sprintf("tensor: vector of length %d for dimension %d", len(u), t.Dim))
@@ -231,7 +231,7 @@ func (t *Symmetric) AddOuterPower(alpha float64, u []float64) {
 
 // Apply returns the full contraction T(u, …, u) = Σ_{i_1…i_k} T_{i_1…i_k}
 // u_{i_1}⋯u_{i_k}. For a Hermite moment E[y·He_k(x)] and a unit u it equals
-// E[y·He_k(u·x)] (specs/004 §2.2, directional identity).
+// E[y·He_k(u·x)] (⟨He_k(x), u^{⊗k}⟩ = He_k(u·x)).
 func (t *Symmetric) Apply(u []float64) float64 {
 	if len(u) != t.Dim {
 		panic(fmt.Sprintf("tensor: vector of length %d for dimension %d", len(u), t.Dim))
@@ -273,7 +273,7 @@ func (t *Symmetric) Contract(v []float64) *Symmetric {
 
 // ContractSym returns the order-(k−2) tensor T(·, …, ·, G) = Σ_{a,b} G_ab
 // T(…, a, b) for a symmetric matrix G — the contraction of the last mode of
-// flatten(T, ℓ, ℓ, 2) with vec(G) in Jennrich's algorithm (specs/004 §3.4).
+// flatten(T, ℓ, ℓ, 2) with vec(G) in Jennrich's algorithm ([ATV21, Alg 4]).
 func (t *Symmetric) ContractSym(G mat.Symmetric) *Symmetric {
 	if t.Order < 2 || G.SymmetricDim() != t.Dim {
 		panic(fmt.Sprintf("tensor: ContractSym of an order-%d tensor on R^%d with a %d×%d matrix", t.Order, t.Dim, G.SymmetricDim(), G.SymmetricDim()))
@@ -317,7 +317,7 @@ func insertSorted(dst, idx []int, j int) {
 // Matricize returns the flattening of T into modes (t1, k−t1) expressed in
 // orthonormal bases of the symmetric subspaces: a SymLen(Dim, t1) ×
 // SymLen(Dim, k−t1) matrix M with M[α, β] = √(mult(α)·mult(β))·T[α ∪ β].
-// The full d^{t1} × d^{k−t1} flattening of specs/004 §3.0 (P1) equals
+// The full d^{t1} × d^{k−t1} flattening of [ATV21, App. A.2] equals
 // S₁·M·S₂ᵀ with S₁, S₂ having orthonormal columns, so M has the same
 // singular values and Frobenius norm; a rank-one term u^{⊗t1}⊗u^{⊗(k−t1)}
 // becomes SymEmbed(u, t1)·SymEmbed(u, k−t1)ᵀ. It is what rank estimation and
@@ -395,8 +395,8 @@ func SymUnembed2(v []float64, d int) *mat.SymDense {
 	return M
 }
 
-// Flatten returns the full d^{t1} × d^{k−t1} flattening of specs/004 §3.0
-// (P1) with row-major multi-index packing. It forms d^k numbers, so it is
+// Flatten returns the full d^{t1} × d^{k−t1} flattening of [ATV21, App.
+// A.2] with row-major multi-index packing. It forms d^k numbers, so it is
 // meant for small tensors and tests; it fails above 2²⁶ entries.
 func (t *Symmetric) Flatten(t1 int) (*mat.Dense, error) {
 	t2 := t.Order - t1
@@ -440,7 +440,7 @@ func unpack(dst []int, r, d int) {
 }
 
 // HermiteTensor returns the order-k multivariate Hermite tensor He_k(x) of
-// specs/004 §2.2 in product form: entry α is Π_j He_{n_j}(x_j), n_j the
+// [ATV21, Definition A.2] in product form: entry α is Π_j He_{n_j}(x_j), n_j the
 // number of times j occurs in α. Its expectation against y gives the
 // Hermite moment E[y·He_k(x)].
 func HermiteTensor(x []float64, k int) *Symmetric {
@@ -487,7 +487,7 @@ func hermiteTable(x float64, k int, dst []float64) []float64 {
 // KhatriRaoGram returns (W·Wᵀ)^{∘ℓ}, the Gram matrix of the Khatri–Rao power
 // whose i-th column is w_i^{⊗ℓ} for the rows w_i of W (m×d): ⟨w_i^{⊗ℓ},
 // w_j^{⊗ℓ}⟩ = (w_i·w_j)^ℓ, so s_m(W^{⊙ℓ})² = λ_min of it, computed without
-// forming any d^ℓ object (specs/004 §3.0, P2).
+// forming any d^ℓ object.
 func KhatriRaoGram(W mat.Matrix, ell int) *mat.SymDense {
 	m, _ := W.Dims()
 	var g mat.Dense

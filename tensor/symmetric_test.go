@@ -192,7 +192,7 @@ func TestSymmetricContractions(t *testing.T) {
 
 // wickHermite builds He_k(x) as a dense d^k array by the one-mode recursion
 // He_{k+1}(x)_{i,j} = x_j·He_k(x)_i − Σ_r δ_{i_r j}·He_{k−1}(x)_{i∖i_r}, which
-// is the Wick/derivative definition (specs/004 §2.2).
+// is the Wick/derivative definition ([ATV21, Definition A.2]).
 func wickHermite(x []float64, k int) []float64 {
 	d := len(x)
 	prev := []float64{1} // He_0
@@ -230,8 +230,8 @@ func wickHermite(x []float64, k int) []float64 {
 	return cur
 }
 
-// specs/004 §6 claim 3: the product form equals the Wick form for k ≤ 6;
-// claim 2: ⟨He_k(x), u^{⊗k}⟩ = He_k(u·x) for unit u.
+// The product form equals the Wick form for k ≤ 6, and ⟨He_k(x), u^{⊗k}⟩ =
+// He_k(u·x) for unit u.
 func TestHermiteTensorProductForm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for k := 0; k <= 6; k++ {
@@ -321,8 +321,8 @@ func TestHermiteMomentsMatchesDirect(t *testing.T) {
 	}
 }
 
-// specs/004 §6 claim 15: Gram(W^{⊙ℓ}) = (WWᵀ)^{∘ℓ}, and s_m(W^{⊙(ℓ+1)}) ≥
-// s_m(W^{⊙ℓ}) for unit rows.
+// Gram(W^{⊙ℓ}) = (WWᵀ)^{∘ℓ}, and s_m(W^{⊙(ℓ+1)}) ≥ s_m(W^{⊙ℓ}) for unit rows
+// (the Khatri–Rao powers of [ATV21, Claim A.4] only get better conditioned).
 func TestKhatriRaoGram(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for trial := 0; trial < 20; trial++ {

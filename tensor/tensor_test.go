@@ -36,7 +36,7 @@ func kron(a, b int) float64 {
 }
 
 // he4 and he3 are the full Hermite tensors of one sample, written out from
-// their definitions (specs/001 §2.4) to check the streamed slices against.
+// their definitions ([BJW19, Alg 4] step 1) to check the streamed slices against.
 func he4(z []float64, a, b, c, d int) float64 {
 	return z[a]*z[b]*z[c]*z[d] -
 		kron(a, b)*z[c]*z[d] - kron(a, c)*z[b]*z[d] - kron(a, d)*z[b]*z[c] -
@@ -125,7 +125,7 @@ func reluTeacher(n, k int, u []float64, rng *rand.Rand) (Z, S, W *mat.Dense) {
 	return Z, S, W
 }
 
-// Spec 001 §6 claim 14: for s = Σ u_j ReLU(w_j·z) the order-4 slice converges
+// For s = Σ u_j ReLU(w_j·z) the order-4 slice converges
 // to Σ c_4·u_j·(w_j·α)(w_j·β)·w_j w_jᵀ and the order-3 slice to 0 (c_3 = 0:
 // the printed Alg 4 tensor vanishes), with O(n^{-1/2}) sampling error.
 func TestSteinIdentityReLU(t *testing.T) {

@@ -94,9 +94,11 @@ func TestDepth2BadInput(t *testing.T) {
 		{[]string{"learn", "depth2", "--data", small, "--hidden", "3"}, "samples"},
 		{[]string{"learn", "depth2", "--data", bigD, "--hidden", "7", "--order", "2"}, "cannot be identified"},
 		{[]string{"learn", "depth2", "--data", bigD, "--hidden", "4", "--order", "1"}, "m ≤ C(d+ℓ−1, ℓ) = 3"},
-		{[]string{"learn", "depth2", "--data", bigD, "--order", "2"}, "needs the width"},
-		{[]string{"learn", "depth2", "--data", small, "--route", "fast"}, "--route"},
-		{[]string{"learn", "depth2", "--data", small, "--order", "3"}, "--order"},
+		{[]string{"learn", "depth2", "--data", bigD, "--order", "2"}, "needs the width: set --hidden"},
+		{[]string{"learn", "depth2", "--data", small, "--route", "fast"}, "--route must be auto, exact, moments or improper"},
+		{[]string{"learn", "depth2", "--data", small, "--order", "3"}, "--order must be 0"},
+		{[]string{"learn", "depth2", "--data", small, "--hidden", "-1"}, "--hidden must be ≥ 0"},
+		{[]string{"learn", "depth2", "--data", small, "--cert-tol", "-1"}, "--cert-tol must be ≥ 0"},
 		{[]string{"gen", "depth2", "--a-min", "2", "--a-max", "1", "--out", filepath.Join(dir, "x.npz")}, "--a-max"},
 	} {
 		out := filepath.Join(dir, "model.safetensors")
@@ -105,8 +107,12 @@ func TestDepth2BadInput(t *testing.T) {
 			args = tc.args
 		}
 		code, _, errs := cli(t, args...)
-		if code != 2 || !strings.Contains(errs, tc.want) {
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "Options.") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+		// A bad flag value (not data the flags are checked against) points to --help.
+		if strings.Contains(tc.want, " must be ") && !strings.Contains(errs, "--help") {
+			t.Errorf("%v: stderr %q lacks the --help hint", tc.args, errs)
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%v wrote a model", tc.args)
