@@ -2,6 +2,7 @@ package dataio
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -126,8 +127,43 @@ func (d dtype) decode(b []byte) float64 {
 	}
 }
 
-// readNPYFile reads a .npy file from disk.
+// readNPYFile reads a .npy file from disk. A regular file is read in two
+// steps, its header (checked against the file's size, as decodeNPY checks
+// it against the bytes in memory) and then its data, decoded as it streams
+// in, so reading takes the memory of the matrix alone rather than that of
+// the file and the matrix.
 func readNPYFile(path string) (*mat.Dense, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > math.MaxInt {
+		return readNPYWhole(path)
+	}
+	total := int(st.Size())
+	prefix := make([]byte, min(total, npyPrefix))
+	if _, err := io.ReadFull(f, prefix); err != nil {
+		return nil, err
+	}
+	l, err := parseNPYLayout(prefix, total)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := f.Seek(int64(l.offset), io.SeekStart); err != nil {
+		return nil, err
+	}
+	m, err := l.decode(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the data: %w", path, err)
+	}
+	return m, nil
+}
+
+// readNPYWhole reads a .npy file that is not a regular file (a pipe, a
+// device) into memory and decodes it.
+func readNPYWhole(path string) (*mat.Dense, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -139,84 +175,120 @@ func readNPYFile(path string) (*mat.Dense, error) {
 	return m, nil
 }
 
-// decodeNPY parses a complete .npy file held in memory. Working on a byte
-// slice whose length is known lets every size in the header be checked
-// against the bytes actually present before anything is allocated.
+// npyPrefix is the longest a .npy preamble can be: magic, version, a 4-byte
+// header length and a header of at most maxNPYHeader bytes (a version 1.0
+// header is at most 65535).
+const npyPrefix = len(npyMagic) + 2 + 4 + maxNPYHeader
+
+// npyLayout is what a .npy header says about the data that follow it.
+type npyLayout struct {
+	hdr        npyHeader
+	dt         dtype
+	rows, cols int
+	offset     int // where the data start
+}
+
+// decodeNPY parses a complete .npy file held in memory.
 func decodeNPY(b []byte) (*mat.Dense, error) {
-	if len(b) < len(npyMagic)+2 || string(b[:len(npyMagic)]) != npyMagic {
-		return nil, fmt.Errorf("not a .npy file (missing the \\x93NUMPY magic; was it written with numpy.save?): %w", ErrFormat)
+	l, err := parseNPYLayout(b, len(b))
+	if err != nil {
+		return nil, err
+	}
+	return l.decode(bytes.NewReader(b[l.offset:]))
+}
+
+// parseNPYLayout parses the preamble of a .npy file of total bytes, of which
+// b holds at least the first min(total, npyPrefix). Knowing the total lets
+// every size in the header be checked against the bytes actually present
+// before anything is allocated.
+func parseNPYLayout(b []byte, total int) (npyLayout, error) {
+	if total < len(npyMagic)+2 || string(b[:len(npyMagic)]) != npyMagic {
+		return npyLayout{}, fmt.Errorf("not a .npy file (missing the \\x93NUMPY magic; was it written with numpy.save?): %w", ErrFormat)
 	}
 	major, minor := b[6], b[7]
 	rest := b[8:]
+	remain := total - 8 // the bytes after the version, of which rest is a prefix
 	var hlen int
 	switch major {
 	case 1:
-		if len(rest) < 2 {
-			return nil, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
+		if remain < 2 {
+			return npyLayout{}, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
 		}
 		hlen = int(binary.LittleEndian.Uint16(rest))
-		rest = rest[2:]
+		rest, remain = rest[2:], remain-2
 	case 2, 3:
-		if len(rest) < 4 {
-			return nil, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
+		if remain < 4 {
+			return npyLayout{}, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
 		}
 		h := binary.LittleEndian.Uint32(rest)
 		if h > maxNPYHeader {
-			return nil, fmt.Errorf(".npy header claims %d bytes (limit %d): %w", h, maxNPYHeader, ErrFormat)
+			return npyLayout{}, fmt.Errorf(".npy header claims %d bytes (limit %d): %w", h, maxNPYHeader, ErrFormat)
 		}
 		hlen = int(h)
-		rest = rest[4:]
+		rest, remain = rest[4:], remain-4
 	default:
-		return nil, fmt.Errorf(".npy format version %d.%d is not supported (expected 1.0, 2.0 or 3.0): %w", major, minor, ErrFormat)
+		return npyLayout{}, fmt.Errorf(".npy format version %d.%d is not supported (expected 1.0, 2.0 or 3.0): %w", major, minor, ErrFormat)
 	}
-	if hlen > len(rest) {
-		return nil, fmt.Errorf(".npy header claims %d bytes but only %d remain; the file is truncated: %w", hlen, len(rest), ErrFormat)
+	if hlen > remain {
+		return npyLayout{}, fmt.Errorf(".npy header claims %d bytes but only %d remain; the file is truncated: %w", hlen, remain, ErrFormat)
 	}
 	hdr, err := parseNPYHeader(string(rest[:hlen]))
 	if err != nil {
-		return nil, err
+		return npyLayout{}, err
 	}
-	data := rest[hlen:]
-	dt, err := parseDescr(hdr.descr)
-	if err != nil {
-		return nil, err
+	l := npyLayout{hdr: hdr, offset: total - remain + hlen}
+	dataLen := remain - hlen
+	if l.dt, err = parseDescr(hdr.descr); err != nil {
+		return npyLayout{}, err
 	}
-
-	var rows, cols int
 	switch len(hdr.shape) {
 	case 0:
-		rows, cols = 1, 1
+		l.rows, l.cols = 1, 1
 	case 1:
-		rows, cols = hdr.shape[0], 1
+		l.rows, l.cols = hdr.shape[0], 1
 	case 2:
-		rows, cols = hdr.shape[0], hdr.shape[1]
+		l.rows, l.cols = hdr.shape[0], hdr.shape[1]
 	default:
-		return nil, fmt.Errorf("array has shape %v; expected a 2-D array (samples × features) or 1-D: reshape it with arr.reshape(len(arr), -1): %w", hdr.shape, ErrFormat)
+		return npyLayout{}, fmt.Errorf("array has shape %v; expected a 2-D array (samples × features) or 1-D: reshape it with arr.reshape(len(arr), -1): %w", hdr.shape, ErrFormat)
 	}
-	if rows == 0 || cols == 0 {
-		return nil, fmt.Errorf("array has shape %v: %w", hdr.shape, ErrEmpty)
+	if l.rows == 0 || l.cols == 0 {
+		return npyLayout{}, fmt.Errorf("array has shape %v: %w", hdr.shape, ErrEmpty)
 	}
 	// Check the element count against the bytes present, dividing rather
 	// than multiplying so that absurd shapes cannot overflow.
-	avail := len(data) / dt.size
-	if rows > avail || cols > avail/rows {
-		return nil, fmt.Errorf("header announces shape %v of %s (%s bytes) but only %d data bytes follow; the file is truncated: %w",
-			hdr.shape, hdr.descr, mulString(rows, cols, dt.size), len(data), ErrFormat)
+	avail := dataLen / l.dt.size
+	if l.rows > avail || l.cols > avail/l.rows {
+		return npyLayout{}, fmt.Errorf("header announces shape %v of %s (%s bytes) but only %d data bytes follow; the file is truncated: %w",
+			hdr.shape, hdr.descr, mulString(l.rows, l.cols, l.dt.size), dataLen, ErrFormat)
 	}
+	return l, nil
+}
+
+// decode reads the rows·cols elements from r, which holds at least that
+// many (parseNPYLayout checked), in C or Fortran order.
+func (l npyLayout) decode(r io.Reader) (*mat.Dense, error) {
+	rows, cols, size := l.rows, l.cols, l.dt.size
 	n := rows * cols
 	out := make([]float64, n)
-	if hdr.fortran {
-		// Column-major: element (i, j) is item j*rows + i.
-		k := 0
-		for j := 0; j < cols; j++ {
-			for i := 0; i < rows; i++ {
-				out[i*cols+j] = dt.decode(data[k*dt.size:])
-				k++
-			}
+	buf := make([]byte, (1<<16/size)*size)
+	i, j := 0, 0 // the row and column of the next element, for Fortran order
+	for k := 0; k < n; {
+		chunk := min(len(buf)/size, n-k)
+		if _, err := io.ReadFull(r, buf[:chunk*size]); err != nil {
+			return nil, err
 		}
-	} else {
-		for k := range out {
-			out[k] = dt.decode(data[k*dt.size:])
+		for q := 0; q < chunk; q++ {
+			v := l.dt.decode(buf[q*size:])
+			if !l.hdr.fortran {
+				out[k] = v
+			} else {
+				// Column-major: item k is element (k mod rows, k div rows).
+				out[i*cols+j] = v
+				if i++; i == rows {
+					i, j = 0, j+1
+				}
+			}
+			k++
 		}
 	}
 	return mat.NewDense(rows, cols, out), nil
