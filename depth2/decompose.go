@@ -27,7 +27,6 @@ type orderDecomposition struct {
 func decomposeOrder(T, noise []*tensor.Symmetric, ell int, th Thresholds, exact bool, nslices int, rng *rand.Rand) (*orderDecomposition, error) {
 	K := T[0].Order
 	k := T[0].Dim
-	l3 := K - 2*ell
 	// Flattening [M_1 … M_p], D_ℓ × p·D_{K−ℓ}, in the symmetric basis.
 	M := stackMatricize(T, ell)
 	U, s, _, err := linalg.ThinSVD(M)
@@ -72,39 +71,7 @@ func decomposeOrder(T, noise []*tensor.Symmetric, ell int, th Thresholds, exact 
 		if nslices <= 0 {
 			nslices = max(2*rank, 8)
 		}
-		slices := make([]*mat.SymDense, nslices)
-		p := len(T)
-		for i := range slices {
-			Tc := tensor.NewSymmetric(k, K)
-			for t := 0; t < p; t++ {
-				Tc.AddScaled(rng.NormFloat64(), T[t])
-			}
-			var C *tensor.Symmetric
-			if l3 == 1 {
-				g := make([]float64, k)
-				for j := range g {
-					g[j] = rng.NormFloat64()
-				}
-				C = Tc.Contract(g)
-			} else {
-				G := mat.NewSymDense(k, nil)
-				for a := 0; a < k; a++ {
-					for b := a; b < k; b++ {
-						G.SetSym(a, b, rng.NormFloat64())
-					}
-				}
-				C = Tc.ContractSym(G)
-			}
-			var S mat.Dense
-			S.Product(P.T(), C.Matricize(ell), P)
-			sym := mat.NewSymDense(rank, nil)
-			for a := 0; a < rank; a++ {
-				for b := a; b < rank; b++ {
-					sym.SetSym(a, b, (S.At(a, b)+S.At(b, a))/2)
-				}
-			}
-			slices[i] = sym
-		}
+		slices := randomSlices(T, P, ell, nslices, rng)
 		dec, err := tensor.Jennrich(slices, rng, tensor.JennrichOptions{})
 		if err != nil {
 			if errors.Is(err, tensor.ErrNoDecomposition) {
@@ -120,14 +87,25 @@ func decomposeOrder(T, noise []*tensor.Symmetric, ell int, th Thresholds, exact 
 	for j := 0; j < rank; j++ {
 		units[j] = extractDirection(mat.Col(nil, j, comps), k, ell)
 	}
-	// Term weights: least squares of T on {u_j^{⊗K}} per channel.
+	if err := out.keepStrong(units, T, th); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// keepStrong is step 4's pruning: the term weights of the units (least
+// squares of T on {u_j^{⊗K}} per channel), and the units whose weight norm
+// reaches η₂ kept in out with their strength (norm/η₁).
+func (out *orderDecomposition) keepStrong(units [][]float64, T []*tensor.Symmetric, th Thresholds) error {
+	K, k := T[0].Order, T[0].Dim
+	rank := len(units)
 	Uu := mat.NewDense(rank, k, nil)
 	for j, u := range units {
 		Uu.SetRow(j, u)
 	}
 	lam, _, err := solveGram(Uu, K, T)
 	if err != nil {
-		return nil, fmt.Errorf("depth2: order-%d term weights: %w", K, err)
+		return fmt.Errorf("depth2: order-%d term weights: %w", K, err)
 	}
 	prune := th.Prune
 	if prune <= 0 {
@@ -142,7 +120,7 @@ func decomposeOrder(T, noise []*tensor.Symmetric, ell int, th Thresholds, exact 
 		out.units = append(out.units, u)
 		out.strength = append(out.strength, norm/out.eta1)
 	}
-	return out, nil
+	return nil
 }
 
 // SymLenEll is the dimension C(k+ℓ−1, ℓ) of the symmetric subspace holding
@@ -198,4 +176,47 @@ func extractDirection(v []float64, k, ell int) []float64 {
 	u := mat.Col(nil, best, &vecs)
 	normalize(u)
 	return u
+}
+
+// randomSlices returns nslices projected slices of the order-K tensors T
+// (Jennrich's input, [ATV21, Alg 4] steps 2–3): a random combination of the
+// channels, contracted in its last K − 2ℓ modes with a random vector (ℓ₃ = 1)
+// or symmetric matrix (ℓ₃ = 2), flattened to D_ℓ × D_ℓ and projected on the
+// top singular space P (D_ℓ × rank), symmetrised.
+func randomSlices(T []*tensor.Symmetric, P *mat.Dense, ell, nslices int, rng *rand.Rand) []*mat.SymDense {
+	K, k := T[0].Order, T[0].Dim
+	_, rank := P.Dims()
+	slices := make([]*mat.SymDense, nslices)
+	for i := range slices {
+		Tc := tensor.NewSymmetric(k, K)
+		for t := range T {
+			Tc.AddScaled(rng.NormFloat64(), T[t])
+		}
+		var C *tensor.Symmetric
+		if K-2*ell == 1 {
+			g := make([]float64, k)
+			for j := range g {
+				g[j] = rng.NormFloat64()
+			}
+			C = Tc.Contract(g)
+		} else {
+			G := mat.NewSymDense(k, nil)
+			for a := 0; a < k; a++ {
+				for b := a; b < k; b++ {
+					G.SetSym(a, b, rng.NormFloat64())
+				}
+			}
+			C = Tc.ContractSym(G)
+		}
+		var S mat.Dense
+		S.Product(P.T(), C.Matricize(ell), P)
+		sym := mat.NewSymDense(rank, nil)
+		for a := 0; a < rank; a++ {
+			for b := a; b < rank; b++ {
+				sym.SetSym(a, b, (S.At(a, b)+S.At(b, a))/2)
+			}
+		}
+		slices[i] = sym
+	}
+	return slices
 }

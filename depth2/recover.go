@@ -1,6 +1,7 @@
 package depth2
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -203,13 +204,45 @@ func recoverUnits(mo *Moments, opt RecoverOptions, exact, fixSigns bool) (*Recov
 	th := opt.Thresholds.withDefaults()
 	rng := rand.New(rand.NewPCG(opt.Seed, 0xdee9_2b1a5))
 	rec := &Recovery{Ell: ell}
-	k := mo.Dim()
-	type cand struct {
-		u        []float64
-		order    int
-		strength float64
+	cands, err := decomposeOrders(mo, rec, th, exact, opt.Slices, rng)
+	if err != nil {
+		return nil, err
 	}
-	var cands []cand
+	if len(cands) == 0 {
+		return rec, fmt.Errorf("%w: both flattenings have every singular value below the rank threshold (%.3g, %.3g)", ErrNoUnits, rec.RankThresholds[0], rec.RankThresholds[1])
+	}
+	kept := dedupe(cands, th, rec)
+	if err := addScalars(rec, kept, mo); err != nil {
+		if errors.Is(err, ErrNoUnits) {
+			return rec, err
+		}
+		return nil, err
+	}
+	if ell == 1 && fixSigns {
+		fixUnitSigns(rec, mo)
+	}
+	for _, c := range rec.ScalarCond {
+		if c > 1e8 {
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("the scalar systems are ill-conditioned (κ = %.1e): units nearly parallel, or m close to the limit C(d+ℓ−1, ℓ)", c))
+			break
+		}
+	}
+	liftUnits(rec, mo)
+	return rec, nil
+}
+
+// candidate is a unit direction found by Jennrich in one order.
+type candidate struct {
+	u        []float64
+	order    int
+	strength float64
+}
+
+// decomposeOrders is steps 1–4 of Algorithm 4 on the orders 2ℓ+1 and 2ℓ+2:
+// the candidates of both, with the ranks, spectra and fits recorded in rec.
+func decomposeOrders(mo *Moments, rec *Recovery, th Thresholds, exact bool, slices int, rng *rand.Rand) ([]candidate, error) {
+	ell := rec.Ell
+	var cands []candidate
 	for which, order := range []int{2*ell + 1, 2*ell + 2} {
 		T := make([]*tensor.Symmetric, mo.Channels())
 		for t := range T {
@@ -222,7 +255,7 @@ func recoverUnits(mo *Moments, opt RecoverOptions, exact, fixSigns bool) (*Recov
 				noise[t] = mo.HalfDiff[t][order]
 			}
 		}
-		dec, err := decomposeOrder(T, noise, ell, th, exact, opt.Slices, rng)
+		dec, err := decomposeOrder(T, noise, ell, th, exact, slices, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -232,15 +265,18 @@ func recoverUnits(mo *Moments, opt RecoverOptions, exact, fixSigns bool) (*Recov
 		rec.Jennrich[which] = dec.fit
 		rec.Pruned += dec.pruned
 		for i, u := range dec.units {
-			cands = append(cands, cand{u: u, order: order, strength: dec.strength[i]})
+			cands = append(cands, candidate{u: u, order: order, strength: dec.strength[i]})
 		}
 	}
-	if len(cands) == 0 {
-		return rec, fmt.Errorf("%w: both flattenings have every singular value below the rank threshold (%.3g, %.3g)", ErrNoUnits, rec.RankThresholds[0], rec.RankThresholds[1])
-	}
-	// P6: dedupe up to sign, stronger candidates first.
+	return cands, nil
+}
+
+// dedupe is P6 of Algorithm 4: candidates up to sign within η₃ of a
+// stronger one are dropped (counted in rec.Duplicates), and at most
+// th.MaxUnits kept.
+func dedupe(cands []candidate, th Thresholds, rec *Recovery) []candidate {
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].strength > cands[b].strength })
-	var kept []cand
+	var kept []candidate
 	for _, c := range cands {
 		dup := false
 		for _, h := range kept {
@@ -259,13 +295,19 @@ func recoverUnits(mo *Moments, opt RecoverOptions, exact, fixSigns bool) (*Recov
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d distinct components found; kept the %d strongest (the width cap)", len(kept), th.MaxUnits))
 		kept = kept[:th.MaxUnits]
 	}
-	U := mat.NewDense(len(kept), k, nil)
+	return kept
+}
+
+// addScalars is step 5 of Algorithm 4: RecoverScalars on the kept
+// directions, and the units whose scalars are plausible appended to rec.
+func addScalars(rec *Recovery, kept []candidate, mo *Moments) error {
+	U := mat.NewDense(len(kept), mo.Dim(), nil)
 	for i, c := range kept {
 		U.SetRow(i, c.u)
 	}
-	B, A, cond, err := RecoverScalars(ell, U, mo)
+	B, A, cond, err := RecoverScalars(rec.Ell, U, mo)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rec.ScalarCond = cond
 	for i, c := range kept {
@@ -280,36 +322,38 @@ func recoverUnits(mo *Moments, opt RecoverOptions, exact, fixSigns bool) (*Recov
 		rec.Units = append(rec.Units, Unit{W: c.u, B: B[i], A: a, Order: c.order, Strength: c.strength})
 	}
 	if len(rec.Units) == 0 {
-		return rec, fmt.Errorf("%w: every component's scalars were implausible", ErrNoUnits)
+		return fmt.Errorf("%w: every component's scalars were implausible", ErrNoUnits)
 	}
-	if ell == 1 && fixSigns {
-		if err := FixSigns(rec.Units, mo); err != nil {
-			rec.Warnings = append(rec.Warnings, fmt.Sprintf("signs not fixed: %v", err))
-		} else {
-			rec.SignsFixed = true
-			for _, u := range rec.Units {
-				if u.SignMargin < 0.5 {
-					rec.Warnings = append(rec.Warnings, fmt.Sprintf("unit with b = %.3g has an unreliable sign (FixSigns margin %.2f)", u.B, u.SignMargin))
-				}
-			}
+	return nil
+}
+
+// fixUnitSigns runs FixSigns on rec's units and warns of unreliable signs.
+func fixUnitSigns(rec *Recovery, mo *Moments) {
+	if err := FixSigns(rec.Units, mo); err != nil {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("signs not fixed: %v", err))
+		return
+	}
+	rec.SignsFixed = true
+	for _, u := range rec.Units {
+		if u.SignMargin < 0.5 {
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("unit with b = %.3g has an unreliable sign (FixSigns margin %.2f)", u.B, u.SignMargin))
 		}
 	}
-	for _, c := range cond {
-		if c > 1e8 {
-			rec.Warnings = append(rec.Warnings, fmt.Sprintf("the scalar systems are ill-conditioned (κ = %.1e): units nearly parallel, or m close to the limit C(d+ℓ−1, ℓ)", c))
-			break
-		}
+}
+
+// liftUnits maps rec's unit directions from the moments' reduced
+// coordinates back to input coordinates (unit norm).
+func liftUnits(rec *Recovery, mo *Moments) {
+	if mo.Basis == nil {
+		return
 	}
-	// Lift to input coordinates.
-	if mo.Basis != nil {
-		for i := range rec.Units {
-			w := make([]float64, mo.Basis.RawMatrix().Rows)
-			mat.NewVecDense(len(w), w).MulVec(mo.Basis, mat.NewVecDense(k, rec.Units[i].W))
-			normalize(w)
-			rec.Units[i].W = w
-		}
+	k := mo.Dim()
+	for i := range rec.Units {
+		w := make([]float64, mo.Basis.RawMatrix().Rows)
+		mat.NewVecDense(len(w), w).MulVec(mo.Basis, mat.NewVecDense(k, rec.Units[i].W))
+		normalize(w)
+		rec.Units[i].W = w
 	}
-	return rec, nil
 }
 
 // signDistance is min(‖u − v‖, ‖u + v‖).
