@@ -57,8 +57,7 @@ func (o MomentOptions) progress(stage string) func(done, total int) {
 // Every order is estimated on the two halves of the samples separately:
 // T̂ = (T̂ᵃ + T̂ᵇ)/2, and Moments.HalfDiff = (T̂ᵃ − T̂ᵇ)/2 has the covariance of
 // T̂'s error, which calibrates Algorithm 4's thresholds (Thresholds). Y is
-// not
-// modified.
+// not modified.
 func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*Moments, error) {
 	n, d := X.Dims()
 	ny, p := Y.Dims()
@@ -76,9 +75,66 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 		return nil, fmt.Errorf("%w: %d samples", ErrInput, n)
 	}
 	half := n / 2
-	halves := [2][2]int{{0, half}, {half, n}}
+	mp := &momentParts{halves: [2][2]int{{0, half}, {half, n}}}
+	mp.m0 = [2][]float64{halfMean(Y, mp.halves[0]), halfMean(Y, mp.halves[1])}
+	S := centred(Y)
 
-	// Channel means (T_0) and centred channels.
+	// 1. Orders 1 and 2 in d dimensions.
+	if err := mp.lowOrders(ctx, X, S, opt); err != nil {
+		return nil, err
+	}
+	// 2. Dimension reduction.
+	mo := &Moments{N: n}
+	k := d
+	if opt.Dim != 0 {
+		var err error
+		if k, err = mp.reduce(mo, d, p, opt.Dim); err != nil {
+			return nil, err
+		}
+	}
+	Z := X
+	if mo.Basis != nil {
+		Z = mat.NewDense(n, k, nil)
+		Z.Mul(X, mo.Basis)
+	}
+	// 3. Orders ≥ 3 in k dimensions.
+	if err := mp.highOrders(ctx, Z, S, R, opt); err != nil {
+		return nil, err
+	}
+	mp.assemble(mo, d, k, p, R)
+	return mo, nil
+}
+
+// momentParts are the two halves' estimates of EstimateMoments before they
+// are projected and combined: the means, T̂_1 (d×p), T̂_2 (d×d per channel)
+// and the orders ≥ 3 in the reduced dimension.
+type momentParts struct {
+	halves [2][2]int
+	m0     [2][]float64
+	T1     [2]*mat.Dense
+	T2     [2][]*mat.SymDense
+	high   [2][][]*tensor.Symmetric
+}
+
+// halfMean is the mean of Y's rows in [rows[0], rows[1]).
+func halfMean(Y *mat.Dense, rows [2]int) []float64 {
+	_, p := Y.Dims()
+	out := make([]float64, p)
+	lo, hi := rows[0], rows[1]
+	for i := lo; i < hi; i++ {
+		for t, v := range Y.RawRowView(i) {
+			out[t] += v
+		}
+	}
+	for t := range out {
+		out[t] /= float64(hi - lo)
+	}
+	return out
+}
+
+// centred returns Y with each column's mean (over all rows) subtracted.
+func centred(Y *mat.Dense) *mat.Dense {
+	n, p := Y.Dims()
 	S := mat.DenseCopyOf(Y)
 	mean := make([]float64, p)
 	for t := 0; t < p; t++ {
@@ -90,141 +146,109 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 			row[t] -= mean[t]
 		}
 	}
-	halfMean := func(h int) []float64 {
-		out := make([]float64, p)
-		lo, hi := halves[h][0], halves[h][1]
-		for i := lo; i < hi; i++ {
-			for t, v := range Y.RawRowView(i) {
-				out[t] += v
-			}
-		}
-		for t := range out {
-			out[t] /= float64(hi - lo)
-		}
-		return out
-	}
+	return S
+}
 
-	// 1. Orders 1 and 2 in d dimensions.
-	T1 := [2]*mat.Dense{}
+// lowOrders estimates T̂_1 and, from the outputs residualised on [1, x],
+// T̂_2 on each half, in d dimensions.
+func (mp *momentParts) lowOrders(ctx context.Context, X, S *mat.Dense, opt MomentOptions) error {
+	_, d := X.Dims()
+	_, p := S.Dims()
 	for h := 0; h < 2; h++ {
-		lo, hi := halves[h][0], halves[h][1]
-		T1[h] = mat.NewDense(d, p, nil)
-		T1[h].Mul(X.Slice(lo, hi, 0, d).T(), S.Slice(lo, hi, 0, p))
-		T1[h].Scale(1/float64(hi-lo), T1[h])
+		lo, hi := mp.halves[h][0], mp.halves[h][1]
+		mp.T1[h] = mat.NewDense(d, p, nil)
+		mp.T1[h].Mul(X.Slice(lo, hi, 0, d).T(), S.Slice(lo, hi, 0, p))
+		mp.T1[h].Scale(1/float64(hi-lo), mp.T1[h])
 	}
 	S1 := mat.DenseCopyOf(S)
 	if !opt.NoResidualize {
 		if _, err := tensor.Residualize(ctx, X, S1, 1); err != nil {
-			return nil, fmt.Errorf("depth2: residualising for T_2: %w", err)
+			return fmt.Errorf("depth2: residualising for T_2: %w", err)
 		}
 	}
-	var T2 [2][]*mat.SymDense
 	for h := 0; h < 2; h++ {
-		lo, hi := halves[h][0], halves[h][1]
+		lo, hi := mp.halves[h][0], mp.halves[h][1]
 		m2, err := tensor.HermiteMoment2(ctx, X.Slice(lo, hi, 0, d).(*mat.Dense), S1.Slice(lo, hi, 0, p).(*mat.Dense), opt.progress(fmt.Sprintf("order-2 moment (half %d)", h+1)))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		T2[h] = m2
+		mp.T2[h] = m2
 	}
+	return nil
+}
 
-	// 2. Dimension reduction.
-	mo := &Moments{N: n}
-	k := d
-	if opt.Dim != 0 {
-		stack := mat.NewDense(d, d*p, nil)
-		noise := mat.NewDense(d, d*p, nil)
-		for t := 0; t < p; t++ {
-			for a := 0; a < d; a++ {
-				for b := 0; b < d; b++ {
-					x, y := T2[0][t].At(a, b), T2[1][t].At(a, b)
-					stack.Set(a, t*d+b, (x+y)/2)
-					noise.Set(a, t*d+b, (x-y)/2)
-				}
+// reduce chooses the reduced dimension k from the spectrum of [T̂_2^{(1)} …
+// T̂_2^{(p)}] (dim k, or inferred against the split-half noise when dim < 0)
+// and sets mo's Spectrum2, Noise2 and, when k < d, Basis.
+func (mp *momentParts) reduce(mo *Moments, d, p, dim int) (int, error) {
+	stack := mat.NewDense(d, d*p, nil)
+	noise := mat.NewDense(d, d*p, nil)
+	for t := 0; t < p; t++ {
+		for a := 0; a < d; a++ {
+			for b := 0; b < d; b++ {
+				x, y := mp.T2[0][t].At(a, b), mp.T2[1][t].At(a, b)
+				stack.Set(a, t*d+b, (x+y)/2)
+				noise.Set(a, t*d+b, (x-y)/2)
 			}
 		}
-		U, s, _, err := linalg.ThinSVD(stack)
-		if err != nil {
-			return nil, fmt.Errorf("depth2: SVD of T_2: %w", err)
-		}
-		_, sn, _, err := linalg.ThinSVD(noise)
-		if err != nil {
-			return nil, fmt.Errorf("depth2: SVD of T_2's noise: %w", err)
-		}
-		mo.Spectrum2, mo.Noise2 = s, sn[0]
-		k = opt.Dim
-		if k < 0 {
-			k = 0
-			for _, v := range s {
-				if v > 3*sn[0] && v > 1e-10*s[0] {
-					k++
-				}
+	}
+	U, s, _, err := linalg.ThinSVD(stack)
+	if err != nil {
+		return 0, fmt.Errorf("depth2: SVD of T_2: %w", err)
+	}
+	_, sn, _, err := linalg.ThinSVD(noise)
+	if err != nil {
+		return 0, fmt.Errorf("depth2: SVD of T_2's noise: %w", err)
+	}
+	mo.Spectrum2, mo.Noise2 = s, sn[0]
+	k := dim
+	if k < 0 {
+		k = 0
+		for _, v := range s {
+			if v > 3*sn[0] && v > 1e-10*s[0] {
+				k++
 			}
-			k = max(k, 1)
 		}
-		k = min(k, d)
-		if k < d {
-			mo.Basis = mat.DenseCopyOf(U.Slice(0, d, 0, k))
-		}
+		k = max(k, 1)
 	}
-	Z := X
-	if mo.Basis != nil {
-		Z = mat.NewDense(n, k, nil)
-		Z.Mul(X, mo.Basis)
+	k = min(k, d)
+	if k < d {
+		mo.Basis = mat.DenseCopyOf(U.Slice(0, d, 0, k))
 	}
+	return k, nil
+}
 
-	// 3. Orders ≥ 3 in k dimensions.
+// highOrders estimates the orders 3…R on each half from Z (n×k) and the
+// outputs residualised on the Hermite features of z up to degree 2.
+func (mp *momentParts) highOrders(ctx context.Context, Z, S *mat.Dense, R int, opt MomentOptions) error {
+	_, k := Z.Dims()
+	_, p := S.Dims()
 	S2 := mat.DenseCopyOf(S)
 	if !opt.NoResidualize {
 		if _, err := tensor.Residualize(ctx, Z, S2, 2); err != nil {
-			return nil, fmt.Errorf("depth2: residualising for orders ≥ 3: %w", err)
+			return fmt.Errorf("depth2: residualising for orders ≥ 3: %w", err)
 		}
 	}
-	var high [2][][]*tensor.Symmetric
-	if R >= 3 {
-		for h := 0; h < 2; h++ {
-			lo, hi := halves[h][0], halves[h][1]
-			mh, err := tensor.HermiteMoments(ctx, Z.Slice(lo, hi, 0, k).(*mat.Dense), S2.Slice(lo, hi, 0, p).(*mat.Dense), R, opt.progress(fmt.Sprintf("order-%d moments (half %d)", R, h+1)))
-			if err != nil {
-				return nil, err
-			}
-			high[h] = mh
-		}
+	if R < 3 {
+		return nil
 	}
+	for h := 0; h < 2; h++ {
+		lo, hi := mp.halves[h][0], mp.halves[h][1]
+		mh, err := tensor.HermiteMoments(ctx, Z.Slice(lo, hi, 0, k).(*mat.Dense), S2.Slice(lo, hi, 0, p).(*mat.Dense), R, opt.progress(fmt.Sprintf("order-%d moments (half %d)", R, h+1)))
+		if err != nil {
+			return err
+		}
+		mp.high[h] = mh
+	}
+	return nil
+}
 
-	// Assemble T and HalfDiff in k dimensions.
+// assemble sets mo.T (the mean of the halves), mo.HalfDiff (half their
+// difference) and mo.Noise in the k reduced dimensions.
+func (mp *momentParts) assemble(mo *Moments, d, k, p, R int) {
 	mo.T = make([][]*tensor.Symmetric, p)
 	mo.HalfDiff = make([][]*tensor.Symmetric, p)
 	mo.Noise = make([]float64, R+1)
-	project1 := func(T *mat.Dense, t int) *tensor.Symmetric {
-		v := tensor.NewSymmetric(k, 1)
-		for j := 0; j < k; j++ {
-			s := 0.0
-			for a := 0; a < d; a++ {
-				b := 1.0
-				if mo.Basis != nil {
-					b = mo.Basis.At(a, j)
-				} else if a != j {
-					continue
-				}
-				s += b * T.At(a, t)
-			}
-			v.Data[j] = s
-		}
-		return v
-	}
-	project2 := func(M *mat.SymDense) *tensor.Symmetric {
-		v := tensor.NewSymmetric(k, 2)
-		var PM mat.Dense
-		if mo.Basis != nil {
-			PM.Product(mo.Basis.T(), M, mo.Basis)
-		} else {
-			PM.CloneFrom(M)
-		}
-		v.ForEach(func(pos int, idx []int) { v.Data[pos] = PM.At(idx[0], idx[1]) })
-		return v
-	}
-	m0 := [2][]float64{halfMean(0), halfMean(1)}
 	for t := 0; t < p; t++ {
 		mo.T[t] = make([]*tensor.Symmetric, R+1)
 		mo.HalfDiff[t] = make([]*tensor.Symmetric, R+1)
@@ -233,13 +257,13 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 			switch r {
 			case 0:
 				a, b = tensor.NewSymmetric(k, 0), tensor.NewSymmetric(k, 0)
-				a.Data[0], b.Data[0] = m0[0][t], m0[1][t]
+				a.Data[0], b.Data[0] = mp.m0[0][t], mp.m0[1][t]
 			case 1:
-				a, b = project1(T1[0], t), project1(T1[1], t)
+				a, b = project1(mo.Basis, mp.T1[0], t, d, k), project1(mo.Basis, mp.T1[1], t, d, k)
 			case 2:
-				a, b = project2(T2[0][t]), project2(T2[1][t])
+				a, b = project2(mo.Basis, mp.T2[0][t], k), project2(mo.Basis, mp.T2[1][t], k)
 			default:
-				a, b = high[0][t][r], high[1][t][r]
+				a, b = mp.high[0][t][r], mp.high[1][t][r]
 			}
 			sum := a.Clone()
 			sum.AddScaled(1, b)
@@ -252,5 +276,37 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 			mo.Noise[r] = math.Hypot(mo.Noise[r], nd)
 		}
 	}
-	return mo, nil
+}
+
+// project1 is column t of T (d×p) in the basis (d×k; nil: the identity).
+func project1(basis, T *mat.Dense, t, d, k int) *tensor.Symmetric {
+	v := tensor.NewSymmetric(k, 1)
+	for j := 0; j < k; j++ {
+		s := 0.0
+		for a := 0; a < d; a++ {
+			b := 1.0
+			if basis != nil {
+				b = basis.At(a, j)
+			} else if a != j {
+				continue
+			}
+			s += b * T.At(a, t)
+		}
+		v.Data[j] = s
+	}
+	return v
+}
+
+// project2 is Basisᵀ·M·Basis (M itself for a nil basis) as a symmetric
+// tensor.
+func project2(basis *mat.Dense, M *mat.SymDense, k int) *tensor.Symmetric {
+	v := tensor.NewSymmetric(k, 2)
+	var PM mat.Dense
+	if basis != nil {
+		PM.Product(basis.T(), M, basis)
+	} else {
+		PM.CloneFrom(M)
+	}
+	v.ForEach(func(pos int, idx []int) { v.Data[pos] = PM.At(idx[0], idx[1]) })
+	return v
 }
