@@ -27,11 +27,12 @@
 // read, 2 cores):
 //
 //   - Speed and memory, a 1 000 000 × 50 float64 .npy (400 MB): ReadMatrix
-//     1.6 s, 402 MB allocated, 398 MB peak RSS; npyio.Read into a mat.Dense
-//     through a bufio.Reader 1.6 s, 400 MB, 396 MB; npyio.Read on the bare
-//     *os.File, as its documentation shows, 93 s (one system call per
-//     element). Before the reader streamed regular files it took 3.8 s and
-//     800 MB (the file and the matrix).
+//     1.4–1.8 s, 402 MB allocated, 398 MB peak RSS; npyio.Read into a
+//     mat.Dense through a bufio.Reader 1.6–2.2 s, 400 MB, 396 MB (a 2-core
+//     machine with other work on it); npyio.Read on the bare *os.File, as
+//     its documentation shows, 93–114 s (one system call per element).
+//     Before our reader streamed regular files it took 3.8 s and 800 MB
+//     (the file and the matrix).
 //   - Dtypes: both read big-endian, Fortran-order and .npz files right;
 //     npyio refuses a float32 file read into a mat.Dense ("types don't
 //     match") where ReadMatrix converts every float, int, uint and bool

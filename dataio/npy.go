@@ -154,7 +154,7 @@ func readNPYFile(path string) (*mat.Dense, error) {
 	if _, err := f.Seek(int64(l.offset), io.SeekStart); err != nil {
 		return nil, err
 	}
-	m, err := l.decode(bufio.NewReaderSize(f, 1<<20))
+	m, err := l.decode(bufio.NewReaderSize(f, min(1<<20, total-l.offset)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the data: %w", path, err)
 	}
