@@ -30,14 +30,35 @@ const maxExhaustiveFlips = 20
 // the network is genuinely non-identifiable (Claim 4.8); any of them is
 // returned, and ties reports their number.
 func ResolveSigns(net *Network) (out *Network, flipped []int, rest float64, ties int) {
-	m, d := net.W.Dims()
-	p := net.Out()
 	if net.L == nil {
 		return net.Clone(), nil, 0, 1
 	}
-	// Terms u_i = vec(A_{:,i}·w_iᵀ), target −vec(L).
+	U, cur := flipTerms(net)
+	var best uint64
+	var bestVal float64
+	if len(U) <= maxExhaustiveFlips {
+		best, bestVal, ties = exhaustiveFlips(U, cur)
+	} else {
+		best, bestVal = relaxedFlips(U, cur)
+		ties = 1
+	}
+	out = net.Clone()
+	for i := range U {
+		if best&(1<<uint(i)) != 0 {
+			out = out.FlipUnit(i)
+			flipped = append(flipped, i)
+		}
+	}
+	return out, flipped, math.Sqrt(bestVal), ties
+}
+
+// flipTerms returns the terms u_i = vec(A_{:,i}·w_iᵀ) that flipping unit i
+// adds to vec(L), and vec(L) itself (the rows of L, concatenated).
+func flipTerms(net *Network) (U [][]float64, cur []float64) {
+	m, d := net.W.Dims()
+	p := net.Out()
 	D := p * d
-	U := make([][]float64, m)
+	U = make([][]float64, m)
 	for i := 0; i < m; i++ {
 		u := make([]float64, D)
 		w := net.W.RawRowView(i)
@@ -49,104 +70,106 @@ func ResolveSigns(net *Network) (out *Network, flipped []int, rest float64, ties
 		}
 		U[i] = u
 	}
-	cur := make([]float64, D)
+	cur = make([]float64, D)
 	for t := 0; t < p; t++ {
 		copy(cur[t*d:], net.L.RawRowView(t))
 	}
-	norm2 := func(v []float64) float64 { return dot(v, v) }
-	var best uint64
-	bestVal := norm2(cur)
+	return U, cur
+}
+
+// exhaustiveFlips visits every sign pattern of the terms U in Gray-code
+// order (one flip per step, cur updated in place) and returns the pattern
+// with the smallest ‖vec(L) + Σ_{flipped} u_i‖², that value, and how many
+// patterns bring it to rounding level.
+func exhaustiveFlips(U [][]float64, cur []float64) (best uint64, bestVal float64, ties int) {
+	bestVal = dot(cur, cur)
 	scale := bestVal
 	for _, u := range U {
-		scale = math.Max(scale, norm2(u))
+		scale = math.Max(scale, dot(u, u))
 	}
-	if m <= maxExhaustiveFlips {
-		// A pattern "removes" L when what is left is below 1e-10 of the
-		// scale of the terms (in norm): rounding level for exact networks.
-		zeroTol := 1e-20 * scale
-		count := 0
-		if bestVal <= zeroTol {
+	// A pattern "removes" L when what is left is below 1e-10 of the
+	// scale of the terms (in norm): rounding level for exact networks.
+	zeroTol := 1e-20 * scale
+	count := 0
+	if bestVal <= zeroTol {
+		count++
+	}
+	state := uint64(0)
+	for g := uint64(1); g < 1<<uint(len(U)); g++ {
+		i := bits.TrailingZeros64(g)
+		state ^= 1 << uint(i)
+		sign := 1.0
+		if state&(1<<uint(i)) == 0 {
+			sign = -1
+		}
+		for j, v := range U[i] {
+			cur[j] += sign * v
+		}
+		val := dot(cur, cur)
+		if val <= zeroTol {
 			count++
 		}
-		state := uint64(0)
-		for g := uint64(1); g < 1<<uint(m); g++ {
-			i := bits.TrailingZeros64(g)
-			state ^= 1 << uint(i)
+		if val < bestVal {
+			best, bestVal = state, val
+		}
+	}
+	return best, bestVal, max(count, 1)
+}
+
+// relaxedFlips is the search for many units: min_s ‖vec(L) + Σ s_i u_i‖
+// over real s, rounded to {0, 1}, then single flips while they lower the
+// norm. It returns the pattern and its squared norm; cur is updated in
+// place.
+func relaxedFlips(U [][]float64, cur []float64) (best uint64, bestVal float64) {
+	m, D := len(U), len(cur)
+	M := mat.NewDense(D, m, nil)
+	rhs := mat.NewDense(D, 1, nil)
+	for i, u := range U {
+		M.SetCol(i, u)
+	}
+	for j, v := range cur {
+		rhs.Set(j, 0, -v)
+	}
+	pinv, err := linalg.Pinv(M, 1e-10)
+	var s []float64
+	if err == nil {
+		var sol mat.Dense
+		sol.Mul(pinv, rhs)
+		s = mat.Col(nil, 0, &sol)
+	} else {
+		s = make([]float64, m)
+	}
+	for i, v := range s {
+		if v > 0.5 {
+			best |= 1 << uint(i)
+			for j, x := range U[i] {
+				cur[j] += x
+			}
+		}
+	}
+	bestVal = dot(cur, cur)
+	for improved := true; improved; {
+		improved = false
+		for i := 0; i < m; i++ {
 			sign := 1.0
-			if state&(1<<uint(i)) == 0 {
+			if best&(1<<uint(i)) != 0 {
 				sign = -1
 			}
-			for j, v := range U[i] {
-				cur[j] += sign * v
+			for j, x := range U[i] {
+				cur[j] += sign * x
 			}
-			val := norm2(cur)
-			if val <= zeroTol {
-				count++
-			}
-			if val < bestVal {
-				best, bestVal = state, val
-			}
-		}
-		ties = max(count, 1)
-	} else {
-		// Relaxation: min_s ‖vec(L) + Σ s_i u_i‖ over real s, rounded.
-		M := mat.NewDense(D, m, nil)
-		rhs := mat.NewDense(D, 1, nil)
-		for i, u := range U {
-			M.SetCol(i, u)
-		}
-		for j, v := range cur {
-			rhs.Set(j, 0, -v)
-		}
-		pinv, err := linalg.Pinv(M, 1e-10)
-		var s []float64
-		if err == nil {
-			var sol mat.Dense
-			sol.Mul(pinv, rhs)
-			s = mat.Col(nil, 0, &sol)
-		} else {
-			s = make([]float64, m)
-		}
-		for i, v := range s {
-			if v > 0.5 {
-				best |= 1 << uint(i)
+			if v := dot(cur, cur); v < bestVal {
+				bestVal = v
+				best ^= 1 << uint(i)
+				improved = true
+			} else {
 				for j, x := range U[i] {
-					cur[j] += x
+					cur[j] -= sign * x
 				}
 			}
-		}
-		bestVal = norm2(cur)
-		for improved := true; improved; {
-			improved = false
-			for i := 0; i < m; i++ {
-				sign := 1.0
-				if best&(1<<uint(i)) != 0 {
-					sign = -1
-				}
-				for j, x := range U[i] {
-					cur[j] += sign * x
-				}
-				if v := norm2(cur); v < bestVal {
-					bestVal = v
-					best ^= 1 << uint(i)
-					improved = true
-				} else {
-					for j, x := range U[i] {
-						cur[j] -= sign * x
-					}
-				}
-			}
-		}
-		ties = 1
-	}
-	out = net.Clone()
-	for i := 0; i < m; i++ {
-		if best&(1<<uint(i)) != 0 {
-			out = out.FlipUnit(i)
-			flipped = append(flipped, i)
 		}
 	}
-	return out, flipped, math.Sqrt(bestVal), ties
+	return best, bestVal
 }
 
 // dropAffine resolves the units' signs to remove the affine term and keeps
