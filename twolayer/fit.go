@@ -42,24 +42,29 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
+	// The data are checked once here; every route below reads the same
+	// resolved problem (and the same SVD of Y).
+	p, err := newProblem(X, Y)
+	if err != nil {
+		return nil, err
+	}
 	var res *Result
-	var err error
 	switch opt.Route {
 	case "worstcase":
-		res, err = WorstCase(ctx, X, Y, opt.worstCase())
+		res, _, err = worstCase(ctx, p, opt.worstCase())
 	case "ica":
-		res, err = FitICA(ctx, X, Y, opt.ica())
+		res, err = fitICA(ctx, p, opt.ica())
 	case "fpt":
-		res, err = FitFPT(ctx, X, Y, opt.fpt())
+		res, err = fitFPT(ctx, p, opt.fpt())
 	case "sparse":
 		var sr *SparseResult
-		if sr, err = FitSparse(ctx, X, Y, SparseOptions{Options: opt}); err == nil {
+		if sr, err = fitSparse(ctx, p, SparseOptions{Options: opt}); err == nil {
 			res = &sr.Result
 		}
 	case "exact", "noisy":
-		res, err = fitTensor(ctx, X, Y, opt, nil)
+		res, err = fitTensor(ctx, p, opt, nil)
 	default:
-		res, err = fitAuto(ctx, X, Y, opt)
+		res, err = fitAuto(ctx, p, opt)
 	}
 	if err != nil {
 		return nil, err
@@ -83,9 +88,10 @@ func (o Options) fpt() FPTOptions {
 
 // fitTensor runs the Gaussian tensor routes: exact (Alg 4 + 5) when Y is
 // exactly rank k, else noisy (Alg 4 + 6 + Lemma 20), as Options.Route allows.
-func fitTensor(ctx context.Context, X, Y *mat.Dense, opt Options, sel *Selection) (*Result, error) {
+func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*Result, error) {
 	began := time.Now()
-	st, err := TensorStart(ctx, X, Y, opt)
+	X, Y := p.X, p.Y
+	st, err := tensorStart(ctx, p, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -332,19 +332,25 @@ const classFitTol = 1e-8
 // those two units active lie on the same line, 2^{-k} of the samples), so
 // such a pair of classes is solved jointly by fitPair.
 func FitFPT(ctx context.Context, X, Y *mat.Dense, opt FPTOptions) (*Result, error) {
-	began := time.Now()
-	n, d, m, err := checkData(X, Y)
+	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
 	}
+	return fitFPT(ctx, p, opt)
+}
+
+// fitFPT is FitFPT on a resolved problem.
+func fitFPT(ctx context.Context, p *problem, opt FPTOptions) (*Result, error) {
+	began := time.Now()
+	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
 	if opt.CollinearTol <= 0 {
 		opt.CollinearTol = 1e-9
 	}
 	if opt.CertTol <= 0 {
 		opt.CertTol = 1e-10
 	}
-	if opt.Hidden < 0 {
-		return nil, fmt.Errorf("%w: hidden width %d is negative", ErrInput, opt.Hidden)
+	if err := checkHidden(opt.Hidden); err != nil {
+		return nil, err
 	}
 	res := &Result{Route: RouteFPT}
 	if k := opt.Hidden; k > 0 {

@@ -100,14 +100,20 @@ type ICAEstimate struct {
 // error is ~n^{-1/2}, so here Ẑ only gives a start for the margin-based
 // exact polish (FitICA), as the spec recommends.
 func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimate, error) {
-	n, d, m, err := checkData(X, Y)
+	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
 	}
-	if opt.Hidden < 0 {
-		return nil, fmt.Errorf("%w: hidden width %d is negative", ErrInput, opt.Hidden)
+	return icaStart(ctx, p, opt)
+}
+
+// icaStart is ICAStart on a resolved problem.
+func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, error) {
+	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
+	if err := checkHidden(opt.Hidden); err != nil {
+		return nil, err
 	}
-	red0, err := reduceOutputs(Y, d, opt.Hidden, "the ICA route")
+	red0, err := reduceOutputs(p, opt.Hidden, "the ICA route")
 	if err != nil {
 		return nil, err
 	}
@@ -199,11 +205,21 @@ func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimat
 // makes FastICA's sources independent. A certified answer whose V is not
 // orthonormal carries a warning (the route worked outside its assumption).
 func FitICA(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*Result, error) {
+	p, err := newProblem(X, Y)
+	if err != nil {
+		return nil, err
+	}
+	return fitICA(ctx, p, opt)
+}
+
+// fitICA is FitICA on a resolved problem.
+func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 	began := time.Now()
+	X, Y := p.X, p.Y
 	if opt.CertTol <= 0 {
 		opt.CertTol = 1e-10
 	}
-	est, err := ICAStart(ctx, X, Y, opt)
+	est, err := icaStart(ctx, p, opt)
 	if err != nil {
 		return nil, err
 	}

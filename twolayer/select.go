@@ -52,6 +52,7 @@ const icaScreenRows = 20000
 // and records in sel.Considered why it passed.
 type selector struct {
 	ctx      context.Context
+	p        *problem
 	X, Y     *mat.Dense
 	opt      Options
 	n, d, m  int
@@ -80,16 +81,14 @@ func recoverable(err error) bool {
 }
 
 // fitAuto is Fit's route selection (see Fit for the order and the reasons).
-func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
-	n, d, m, err := checkData(X, Y)
-	if err != nil {
-		return nil, err
-	}
-	s := &selector{ctx: ctx, X: X, Y: Y, opt: opt, n: n, d: d, m: m, sel: &Selection{}}
-	_, sv, _, err := linalg.ThinSVD(Y)
+func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
+	n, d, m := p.n, p.d, p.m
+	s := &selector{ctx: ctx, p: p, X: p.X, Y: p.Y, opt: opt, n: n, d: d, m: m, sel: &Selection{}}
+	svd, err := p.svdY()
 	if err != nil {
 		return nil, fmt.Errorf("%w: the SVD of Y failed: %v", ErrInput, err)
 	}
+	sv := svd.S
 	s.sel.Rank = linalg.NumericalRank(sv, exactRankTol)
 	s.k = opt.Hidden
 	if s.k == 0 {
@@ -103,7 +102,7 @@ func fitAuto(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error)
 			return res, err
 		}
 	}
-	res, err := fitTensor(ctx, X, Y, opt, s.sel)
+	res, err := fitTensor(ctx, p, opt, s.sel)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +140,7 @@ func (s *selector) worstCase() (*Result, error) {
 	case work > defaultMaxWork && !s.opt.Force:
 		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force, --force)", why, work, defaultMaxWork)
 	default:
-		res, err := WorstCase(s.ctx, s.X, s.Y, s.opt.worstCase())
+		res, _, err := worstCase(s.ctx, s.p, s.opt.worstCase())
 		if err == nil {
 			// The worst-case route makes no assumption on X, so the
 			// non-Gaussian warning does not apply to its answer.
@@ -180,7 +179,7 @@ func (s *selector) fpt() (*Result, error) {
 		why = fmt.Sprintf("k = %d hidden units exceed rank(Y) = %d", s.opt.Hidden, s.sel.Rank)
 	}
 	why += ": U* lacks full column rank, the setting of Alg 7"
-	res, err := FitFPT(s.ctx, s.X, s.Y, s.opt.fpt())
+	res, err := fitFPT(s.ctx, s.p, s.opt.fpt())
 	if err != nil {
 		// No other route handles this setting: the error is the answer.
 		return nil, fmt.Errorf("%s, and that route failed: %w", why, err)
@@ -195,7 +194,13 @@ func (s *selector) ica() (*Result, error) {
 		return nil, nil
 	}
 	rows := min(s.n, max(minSamples(s.d, s.k), icaScreenRows))
-	est, err := ICAStart(s.ctx, s.X.Slice(0, rows, 0, s.d).(*mat.Dense), s.Y.Slice(0, rows, 0, s.m).(*mat.Dense), s.opt.ica())
+	// The screen reads a block of rows; on data no larger than the block
+	// it is the whole problem, and the SVD of Y is shared with the routes.
+	sub, err := s.p.head(rows)
+	var est *ICAEstimate
+	if err == nil {
+		est, err = icaStart(s.ctx, sub, s.opt.ica())
+	}
 	switch {
 	case err != nil && !errors.Is(err, ErrInput):
 		return nil, err
@@ -209,7 +214,7 @@ func (s *selector) ica() (*Result, error) {
 		return nil, nil
 	}
 	why := fmt.Sprintf("FastICA's sources give nearly orthogonal rows (max |cos| = %.2g < %.2g): V* looks orthonormal, the setting of Alg 3", s.sel.Orthogonality, icaOrthogonality)
-	res, err := FitICA(s.ctx, s.X, s.Y, s.opt.ica())
+	res, err := fitICA(s.ctx, s.p, s.opt.ica())
 	if err != nil {
 		if !recoverable(err) {
 			return nil, err
@@ -236,7 +241,7 @@ func (s *selector) sparse() (*Result, error) {
 		return nil, nil
 	}
 	why := fmt.Sprintf("Y is not exactly rank %d, and %.2g%% of the entries outside its top-%d span lie beyond %d robust standard deviations, carrying most of the residual: sparse corruption (§8)", s.k, 100*rc.OutlierFraction, s.k, sparseOutlierZ)
-	sr, err := FitSparse(s.ctx, s.X, s.Y, SparseOptions{Options: s.opt})
+	sr, err := fitSparse(s.ctx, s.p, SparseOptions{Options: s.opt})
 	if err != nil {
 		if !recoverable(err) {
 			return nil, err

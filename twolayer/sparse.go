@@ -97,16 +97,24 @@ type SparseResult struct {
 // final certificate, the uncertified result is returned alongside the error
 // for inspection. Inputs are not modified.
 func FitSparse(ctx context.Context, X, Y *mat.Dense, opt SparseOptions) (*SparseResult, error) {
-	began := time.Now()
 	o := opt.Options.withDefaults()
 	o.Route = "auto"
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	n, _, m, err := checkData(X, Y)
+	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
 	}
+	return fitSparse(ctx, p, opt)
+}
+
+// fitSparse is FitSparse on a resolved problem.
+func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResult, error) {
+	began := time.Now()
+	o := opt.Options.withDefaults()
+	o.Route = "auto"
+	X, Y, n, m := p.X, p.Y, p.n, p.m
 	if opt.MaxCorrupted < 0 || opt.MaxCorrupted >= 1 || math.IsNaN(opt.MaxCorrupted) {
 		return nil, fmt.Errorf("%w: MaxCorrupted %v must be in [0, 1) (0 means 0.25)", ErrInput, opt.MaxCorrupted)
 	}

@@ -78,16 +78,23 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
-	n, d, m, err := checkData(X, Y)
+	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
 	}
+	return tensorStart(ctx, p, opt)
+}
+
+// tensorStart is TensorStart on a resolved problem; opt has its defaults and
+// was validated.
+func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
+	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
 	act := hermiteActivation(opt.Activation)
 	st := &Start{}
 
 	// 1. Rank and output reduction.
-	red0, err := reduceOutputs(Y, d, opt.Hidden, "the tensor start")
+	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
 	if err != nil {
 		return nil, err
 	}
@@ -406,12 +413,13 @@ type outputReduction struct {
 // reduceOutputs computes the SVD of Y, takes k from hidden or infers it from
 // the singular values, and checks what route (named in messages) needs:
 // k ≤ min(d, m), n above the sample floor, and rank(Y) ≥ k.
-func reduceOutputs(Y *mat.Dense, d, hidden int, route string) (*outputReduction, error) {
-	n, m := Y.Dims()
-	uY, sY, vY, err := linalg.ThinSVD(Y)
+func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, error) {
+	n, d, m := p.n, p.d, p.m
+	svd, err := p.svdY()
 	if err != nil {
 		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
 	}
+	uY, sY, vY := svd.U, svd.S, svd.V
 	r := &outputReduction{U: uY, V: vY, S: sY, K: hidden}
 	if r.K == 0 {
 		r.K, r.Warnings = inferHidden(sY, d, n)
@@ -425,7 +433,7 @@ func reduceOutputs(Y *mat.Dense, d, hidden int, route string) (*outputReduction,
 		return nil, fmt.Errorf("%w: %s needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, route, need, d, k, n)
 	}
 	if rk := linalg.NumericalRank(sY, exactRankTol); rk < k {
-		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; use --hidden %d, or the FPT route for rank-deficient U*", ErrInput, rk, k, route, rk)
+		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; set Options.Hidden = %d, or use the FPT route for rank-deficient U*", ErrInput, rk, k, route, rk)
 	}
 	r.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
 	return r, nil

@@ -18,6 +18,9 @@ func minSamples(d, k int) int {
 	return max(20*d, 200*k*k, 1000)
 }
 
+// errYZero is the error for outputs that are all zero.
+var errYZero = fmt.Errorf("%w: Y is identically zero; there is nothing to learn", ErrInput)
+
 // checkData validates X and Y and returns n, d, m.
 func checkData(X, Y *mat.Dense) (n, d, m int, err error) {
 	if X == nil || Y == nil {
@@ -37,7 +40,7 @@ func checkData(X, Y *mat.Dense) (n, d, m int, err error) {
 		}
 	}
 	if mat.Norm(Y, math.Inf(1)) == 0 {
-		return 0, 0, 0, fmt.Errorf("%w: Y is identically zero; there is nothing to learn", ErrInput)
+		return 0, 0, 0, errYZero
 	}
 	return n, d, m, nil
 }
@@ -72,8 +75,14 @@ func (o Options) check() error {
 	if err := checkActivation(o.Activation); err != nil {
 		return err
 	}
-	if o.Hidden < 0 {
-		return fmt.Errorf("%w: hidden width %d is negative", ErrInput, o.Hidden)
+	return checkHidden(o.Hidden)
+}
+
+// checkHidden is the one check of a hidden width option (Options.Hidden and
+// the route options' Hidden): 0 infers it, a negative width is an error.
+func checkHidden(hidden int) error {
+	if hidden < 0 {
+		return fmt.Errorf("%w: hidden width %d is negative", ErrInput, hidden)
 	}
 	return nil
 }

@@ -148,19 +148,26 @@ func WorstCase(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOptions) (*Res
 // WorstCaseWithReport is WorstCase, also returning what the route did. The
 // report is non-nil whenever the enumeration started, even on error.
 func WorstCaseWithReport(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOptions) (*Result, *WorstCaseReport, error) {
-	began := time.Now()
-	opt = opt.withDefaults()
-	n, _, m, err := checkData(X, Y)
+	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, nil, err
 	}
-	if opt.Hidden < 0 {
-		return nil, nil, fmt.Errorf("%w: hidden width %d is negative", ErrInput, opt.Hidden)
+	return worstCase(ctx, p, opt)
+}
+
+// worstCase is WorstCaseWithReport on a resolved problem.
+func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, *WorstCaseReport, error) {
+	began := time.Now()
+	opt = opt.withDefaults()
+	X, Y, n, m := p.X, p.Y, p.n, p.m
+	if err := checkHidden(opt.Hidden); err != nil {
+		return nil, nil, err
 	}
-	u, s, _, err := linalg.ThinSVD(Y)
+	svd, err := p.svdY()
 	if err != nil {
 		return nil, nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
 	}
+	u, s := svd.U, svd.S
 	rank := linalg.NumericalRank(s, opt.RankTol)
 	k := opt.Hidden
 	if k == 0 {
