@@ -182,7 +182,7 @@ func runRoutes(ctx context.Context, cfg Config) (*Report, error) {
 func routeOne(ctx context.Context, instance, route string, seed uint64, teacher *nn.MLP, X, Y *mat.Dense) RouteRun {
 	run := RouteRun{Instance: instance, Seed: seed, Route: route, WeightErr: math.Inf(1), Residual: math.Inf(1)}
 	began := time.Now()
-	res, err := twolayer.Fit(ctx, X, Y, twolayer.Options{Route: route, Seed: seed, Refine: true})
+	res, err := twolayer.Fit(ctx, X, Y, twolayer.Options{Route: twolayer.Route(route), Seed: seed, Refine: true})
 	run.Seconds = time.Since(began).Seconds()
 	if err != nil {
 		run.Outcome, run.Error = "failed", err.Error()

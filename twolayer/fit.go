@@ -39,7 +39,7 @@ import (
 func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	began := time.Now()
 	opt = opt.withDefaults()
-	if err := opt.check(); err != nil {
+	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	// The data are checked once here; every route below reads the same

@@ -167,7 +167,7 @@ func TestICABadInput(t *testing.T) {
 		{"too few samples", small.X, small.Y, ICAOptions{}, ErrInput, "needs n ≥"},
 		{"NaN", nan, in.Y, ICAOptions{}, ErrInput, "NaN"},
 		{"shapes", in.X, small.Y, ICAOptions{}, ErrInput, "rows"},
-		{"negative k", in.X, in.Y, ICAOptions{Hidden: -1}, ErrInput, "negative"},
+		{"negative k", in.X, in.Y, ICAOptions{Hidden: -1}, ErrInput, "Hidden must be ≥ 0"},
 		{"noisy", noisy.X, noisy.Y, ICAOptions{Hidden: 4}, ErrNotExact, "noise"},
 	} {
 		_, err := FitICA(ctx, tc.X, tc.Y, tc.opt)

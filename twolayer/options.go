@@ -17,37 +17,62 @@ const (
 	RouteNoisy = "tensor+signs+lsq"
 )
 
+// Route is a value of Options.Route: the route Fit runs. (Result.Route
+// reports the route that produced the answer, e.g. RouteExact.)
+type Route string
+
+// The values of Options.Route.
+const (
+	UseAuto      Route = "auto"      // choose from the data (Fit's doc)
+	UseExact     Route = "exact"     // tensor start + exact polish, or ErrNotExact
+	UseNoisy     Route = "noisy"     // tensor start + sign recovery + least squares
+	UseWorstCase Route = "worstcase" // Alg 1–2, any X
+	UseICA       Route = "ica"       // Alg 3, orthonormal V*
+	UseFPT       Route = "fpt"       // Alg 7, U* without full column rank
+	UseSparse    Route = "sparse"    // robust PCA, then the exact route (§8)
+)
+
 // Routes lists the values Options.Route accepts.
-var Routes = []string{"auto", "exact", "noisy", "worstcase", "ica", "fpt", "sparse"}
+var Routes = []Route{UseAuto, UseExact, UseNoisy, UseWorstCase, UseICA, UseFPT, UseSparse}
+
+// Whiten is a value of Options.Whiten.
+type Whiten string
+
+// The values of Options.Whiten.
+const (
+	WhitenAuto   Whiten = "auto"   // whiten when the sample covariance differs from I beyond sampling error
+	WhitenAlways Whiten = "always" // always whiten
+	WhitenNever  Whiten = "never"  // never whiten
+)
 
 // Options controls Fit. The zero value works.
 type Options struct {
 	// Hidden is the number of hidden units k. 0 infers it from the numerical
 	// rank of Y (needs U* of full column rank, so k ≤ m).
-	Hidden int
+	Hidden int `json:"hidden"`
 	// Route forces a route: "" or "auto" (default) chooses from the data
 	// (see Fit); "exact" runs the tensor start and polish and fails unless
 	// the residual certificate is met; "noisy" skips the exact polish;
 	// "worstcase" runs Alg 1–2 for arbitrary X (exponential in k); "ica" runs
 	// Alg 3 (orthonormal V*); "fpt" runs Alg 7 (U* without full column rank);
 	// "sparse" runs robust PCA before the exact route (§8, sparse noise).
-	Route string
+	Route Route `json:"route"`
 	// Force lets the worst-case route run above its work limit
 	// (WorstCaseOptions.MaxWork).
-	Force bool
+	Force bool `json:"force,omitempty"`
 	// Seed seeds every random choice (contraction vectors, retries). Default 0
 	// is a valid seed; the same seed gives the same result at any GOMAXPROCS.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 	// Whiten controls the non-identity covariance handling of Remark 3:
 	// "auto" (default) whitens when the sample covariance differs from I by
 	// more than sampling error, "always", or "never".
-	Whiten string
+	Whiten Whiten `json:"whiten"`
 	// Refine runs a local refinement of ‖Y − ReLU(XVᵀ)Uᵀ‖² on the noisy route,
 	// started from the moment estimate. The unrefined error is reported too.
-	Refine bool
+	Refine bool `json:"refine"`
 	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which a
 	// solution counts as exact. Default 1e-10.
-	CertTol float64
+	CertTol float64 `json:"cert_tol,omitempty"`
 	// Activation is the hidden nonlinearity φ of Y = φ(X·Vᵀ)·Uᵀ: "" or
 	// nn.ReLU (default), or another rectified activation of Bakshi et al.
 	// App. 9.1 — nn.RectPow(c) (max(x,0)^c, c > 0) or nn.RectExp
@@ -55,10 +80,10 @@ type Options struct {
 	// normalisations (Hermite coefficients of φ), how the exact polish
 	// inverts φ, and the activations of SolveU, RecoverSigns and Refine.
 	// With nn.RectExp the rows of V keep their norms (no scaling symmetry).
-	Activation nn.Activation
+	Activation nn.Activation `json:"activation"`
 	// Progress, if non-nil, is called as stages advance (stage name, units
 	// done, units total). It must be cheap and safe to call from one goroutine.
-	Progress func(stage string, done, total int)
+	Progress func(stage string, done, total int) `json:"-"`
 }
 
 // Certificate is the evidence behind an exact answer: the relative residual

@@ -99,7 +99,7 @@ type SparseResult struct {
 func FitSparse(ctx context.Context, X, Y *mat.Dense, opt SparseOptions) (*SparseResult, error) {
 	o := opt.Options.withDefaults()
 	o.Route = "auto"
-	if err := o.check(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	p, err := newProblem(X, Y)

@@ -75,7 +75,7 @@ type Start struct {
 // slices (2·n·k²·(2k+3)) and small k×k work.
 func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, error) {
 	opt = opt.withDefaults()
-	if err := opt.check(); err != nil {
+	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	p, err := newProblem(X, Y)
@@ -294,7 +294,7 @@ func inferHidden(s []float64, d, n int) (int, []string) {
 // whiten returns X·Σ̂^{-1/2} and Σ̂^{-1/2} when mode asks for it (or, in
 // "auto", when the sample covariance differs from I by more than three times
 // its expected sampling error 2√(d/n) + d/n in spectral norm); otherwise X and nil.
-func whiten(X *mat.Dense, mode string, st *Start) (*mat.Dense, *mat.Dense, error) {
+func whiten(X *mat.Dense, mode Whiten, st *Start) (*mat.Dense, *mat.Dense, error) {
 	n, d := X.Dims()
 	if mode == "never" {
 		return X, nil, nil

@@ -3,6 +3,7 @@ package twolayer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -61,16 +62,22 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) check() error {
-	switch o.Route {
-	case "auto", "exact", "noisy", "worstcase", "ica", "fpt", "sparse":
-	default:
-		return fmt.Errorf("%w: unknown route %q (want %s)", ErrInput, o.Route, strings.Join(Routes, ", "))
+// Validate returns an error wrapping ErrInput that names the option and the
+// values it allows when Fit cannot run with o; the zero value is valid. Fit
+// (and TensorStart, FitSparse) call it once on entry; the CLI calls it before
+// reading any data.
+func (o Options) Validate() error {
+	if o.CertTol < 0 || math.IsNaN(o.CertTol) || math.IsInf(o.CertTol, 0) {
+		return fmt.Errorf("%w: Options.CertTol must be ≥ 0 (0 means 1e-10), got %g", ErrInput, o.CertTol)
+	}
+	o = o.withDefaults()
+	if !slices.Contains(Routes, o.Route) {
+		return fmt.Errorf("%w: Options.Route must be one of %s, got %q", ErrInput, routeList(), o.Route)
 	}
 	switch o.Whiten {
-	case "auto", "always", "never":
+	case WhitenAuto, WhitenAlways, WhitenNever:
 	default:
-		return fmt.Errorf("%w: unknown whitening mode %q (want auto, always or never)", ErrInput, o.Whiten)
+		return fmt.Errorf("%w: Options.Whiten must be auto, always or never, got %q", ErrInput, o.Whiten)
 	}
 	if err := checkActivation(o.Activation); err != nil {
 		return err
@@ -78,11 +85,20 @@ func (o Options) check() error {
 	return checkHidden(o.Hidden)
 }
 
+// routeList is Routes as "auto, exact, …", for messages.
+func routeList() string {
+	names := make([]string, len(Routes))
+	for i, r := range Routes {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
 // checkHidden is the one check of a hidden width option (Options.Hidden and
 // the route options' Hidden): 0 infers it, a negative width is an error.
 func checkHidden(hidden int) error {
 	if hidden < 0 {
-		return fmt.Errorf("%w: hidden width %d is negative", ErrInput, hidden)
+		return fmt.Errorf("%w: Options.Hidden must be ≥ 0 (0 infers k from the rank of Y), got %d", ErrInput, hidden)
 	}
 	return nil
 }

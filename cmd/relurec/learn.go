@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/jsonsafe"
 
@@ -23,24 +24,16 @@ func newLearnCmd(a *app) *cobra.Command {
 }
 
 // learnTwoLayerOptions are the flags of learn twolayer, as recorded in the
-// manifest.
+// manifest: the data flags, the learner's options and the output.
 type learnTwoLayerOptions struct {
-	X       string  `json:"x,omitempty"`
-	Y       string  `json:"y,omitempty"`
-	Data    string  `json:"data,omitempty"`
-	XName   string  `json:"x_name,omitempty"`
-	YName   string  `json:"y_name,omitempty"`
-	Hidden  int     `json:"hidden"`
-	Route   string  `json:"route"`
-	Refine  bool    `json:"refine"`
-	Force   bool    `json:"force,omitempty"`
-	Whiten  string  `json:"whiten"`
-	CertTol float64 `json:"cert_tol,omitempty"`
-	Seed    uint64  `json:"seed"`
-	Out     string  `json:"out"`
-	DType   string  `json:"dtype"`
-	// Activation is the hidden activation (--activation).
-	Activation string `json:"activation"`
+	X     string `json:"x,omitempty"`
+	Y     string `json:"y,omitempty"`
+	Data  string `json:"data,omitempty"`
+	XName string `json:"x_name,omitempty"`
+	YName string `json:"y_name,omitempty"`
+	twolayer.Options
+	Out   string `json:"out"`
+	DType string `json:"dtype"`
 }
 
 // learnResult is what learn twolayer prints and stores in the manifest.
@@ -62,13 +55,7 @@ type learnResult struct {
 	Manifest    string               `json:"manifest"`
 }
 
-func newLearnTwoLayerCmd(a *app) *cobra.Command {
-	var df dataFlags
-	opt := learnTwoLayerOptions{Route: "auto", Whiten: "auto", DType: "f64"}
-	c := &cobra.Command{
-		Use:   "twolayer",
-		Short: "Learn V and U of Y = ReLU(X·Vᵀ)·Uᵀ from samples (exact when noiseless)",
-		Long: `Learn a two-layer ReLU network Y ≈ ReLU(X·Vᵀ)·Uᵀ (V k×d, U m×k, no biases)
+const learnTwoLayerLong = `Learn a two-layer ReLU network Y ≈ ReLU(X·Vᵀ)·Uᵀ (V k×d, U m×k, no biases)
 from samples X (n×d) and Y (n×m) with the algorithms of Bakshi, Jayaram and
 Woodruff. Exact routes only return a network whose residual certificate
 ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol holds.
@@ -94,8 +81,9 @@ Routes (--route):
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
 certificate, seed, version) in the metadata, plus <out>.manifest.json. On any
-error nothing is written.`,
-		Example: `  # Learn from one .npz holding X and Y; k is inferred from the rank of Y
+error nothing is written.`
+
+const learnTwoLayerExample = `  # Learn from one .npz holding X and Y; k is inferred from the rank of Y
   relurec learn twolayer --data data.npz --out model.safetensors
 
   # Separate files, known k, noisy data with refinement, float32 weights
@@ -106,177 +94,195 @@ error nothing is written.`,
 
   # Load in PyTorch:
   #   net = torch.nn.Sequential(torch.nn.Linear(20, 5, bias=False), torch.nn.ReLU(), torch.nn.Linear(5, 8, bias=False))
-  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))`,
-		Args: cobra.NoArgs,
+  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))`
+
+func newLearnTwoLayerCmd(a *app) *cobra.Command {
+	var df dataFlags
+	opt := learnTwoLayerOptions{Options: twolayer.Options{Route: twolayer.UseAuto, Whiten: twolayer.WhitenAuto}, DType: "f64"}
+	c := &cobra.Command{
+		Use:     "twolayer",
+		Short:   "Learn V and U of Y = ReLU(X·Vᵀ)·Uᵀ from samples (exact when noiseless)",
+		Long:    learnTwoLayerLong,
+		Example: learnTwoLayerExample,
+		Args:    cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			if err := df.validate(); err != nil {
-				return err
-			}
-			opt.X, opt.Y, opt.Data, opt.XName, opt.YName = df.x, df.y, df.data, df.xName, df.yName
-			if opt.Hidden < 0 {
-				return usageErrorf("--hidden must be ≥ 0 (0 infers k from the rank of Y), got %d", opt.Hidden)
-			}
-			if !slices.Contains(twolayer.Routes, opt.Route) {
-				return usageErrorf("--route must be one of %s, got %q", strings.Join(twolayer.Routes, ", "), opt.Route)
-			}
-			switch opt.Whiten {
-			case "auto", "always", "never":
-			default:
-				return usageErrorf("--whiten must be auto, always or never, got %q", opt.Whiten)
-			}
-			opt.DType = strings.ToLower(opt.DType)
-			if opt.DType != "f64" && opt.DType != "f32" {
-				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
-			}
-			act, err := parseActivationFlag(opt.Activation)
-			if err != nil {
-				return err
-			}
-			opt.Activation = string(act)
-			if opt.CertTol < 0 {
-				return usageErrorf("--cert-tol must be ≥ 0, got %g", opt.CertTol)
-			}
-			if err := checkOutPath("out", opt.Out); err != nil {
-				return err
-			}
-			if err := dataio.CheckOutputNotInput(opt.Out, df.paths()...); err != nil {
-				return err
-			}
-			if err := dataio.CheckOutputNotInput(dataio.ManifestPath(opt.Out), df.paths()...); err != nil {
-				return err
-			}
-
-			man := dataio.NewManifest("learn twolayer", a.args)
-			man.Version = relurecVersion()
-			man.Seed = opt.Seed
-			man.Options = opt
-			for _, p := range df.paths() {
-				if err := man.AddInput(p); err != nil {
-					return fmt.Errorf("reading input: %w", err)
-				}
-			}
-			x, y, err := df.read()
-			if err != nil {
-				return err
-			}
-			readTime := time.Since(start)
-
-			progress, clear := a.progress()
-			fitStart := time.Now()
-			res, err := twolayer.Fit(cmd.Context(), x, y, twolayer.Options{
-				Hidden:   opt.Hidden,
-				Route:    opt.Route,
-				Seed:     opt.Seed,
-				Whiten:   opt.Whiten,
-				Refine:   opt.Refine,
-				Force:    opt.Force,
-				CertTol:  opt.CertTol,
-				Progress: progress,
-				// The hidden activation (--activation).
-				Activation: act,
-			})
-			clear()
-			if err != nil {
-				return err
-			}
-			fitTime := time.Since(fitStart)
-
-			n, d := x.Dims()
-			_, m := y.Dims()
-			out := learnResult{
-				Command: "learn twolayer", Out: opt.Out, Samples: n, D: d, M: m,
-				Hidden: res.Diagnostics.Hidden, Route: res.Route, Reason: res.Reason,
-				Certificate: res.Certificate, Diagnostics: res.Diagnostics,
-				Warnings: append([]string{}, res.Warnings...), Options: opt,
-				Manifest: dataio.ManifestPath(opt.Out),
-			}
-			if out.Hidden == 0 && res.Model != nil && len(res.Model.Layers) > 0 {
-				out.Hidden = res.Model.Layers[0].Out()
-			}
-			meta := map[string]string{
-				"producer":             "relurec learn twolayer",
-				"relurec_version":      relurecVersion(),
-				"route":                res.Route,
-				"reason":               res.Reason,
-				"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
-				"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
-				"certificate_met":      strconv.FormatBool(res.Certificate.Met),
-				"seed":                 strconv.FormatUint(opt.Seed, 10),
-				"hidden":               strconv.Itoa(out.Hidden),
-				"samples":              strconv.Itoa(n),
-			}
-			out.Timings = map[string]float64{
-				"read": readTime.Seconds(),
-				"fit":  fitTime.Seconds(),
-			}
-			man.Timings = out.Timings
-			man.Results = jsonsafe.Finite(map[string]any{
-				"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
-				"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
-			})
-			if err := writeModel(man, opt.Out, res.Model, meta, opt.DType, out.Timings); err != nil {
-				return err
-			}
-			out.Seconds = time.Since(start).Seconds()
-
-			return a.emit(out, func(w io.Writer) {
-				cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
-				if res.Certificate.Met {
-					cert = fmt.Sprintf("%.3g ≤ %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
-				}
-				k := strconv.Itoa(out.Hidden)
-				if res.Diagnostics.HiddenInferred {
-					k += " (inferred from the data; see the reason)"
-				}
-				rows := [][2]string{
-					{"data", fmt.Sprintf("n=%d, d=%d, m=%d", n, d, m)},
-					{"route", res.Route},
-					{"reason", res.Reason},
-					{"hidden units k", k},
-					{"certificate", cert},
-				}
-				if sel := res.Diagnostics.Selection; sel != nil {
-					for i, c := range sel.Considered {
-						label := ""
-						if i == 0 {
-							label = "routes considered"
-						}
-						rows = append(rows, [2]string{label, c})
-					}
-				}
-				if res.Diagnostics.Whitened {
-					rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})
-				}
-				if len(res.Warnings) == 0 {
-					rows = append(rows, [2]string{"warnings", "none"})
-				}
-				for i, wmsg := range res.Warnings {
-					label := ""
-					if i == 0 {
-						label = "warnings"
-					}
-					rows = append(rows, [2]string{label, wmsg})
-				}
-				rows = append(rows,
-					[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
-					[2]string{"model", fmt.Sprintf("%s (%s)", opt.Out, opt.DType)},
-					[2]string{"manifest", out.Manifest})
-				table(w, rows)
-			})
+			return a.runLearnTwoLayer(cmd, &df, opt)
 		}),
 	}
 	df.register(c)
 	f := c.Flags()
 	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units k (0 = infer from the numerical rank of Y; needs k ≤ m)")
-	f.StringVar(&opt.Route, "route", opt.Route, strings.Join(twolayer.Routes, ", ")+" (see above)")
+	f.StringVar((*string)(&opt.Route), "route", string(opt.Route), routeFlagList()+" (see above)")
 	f.BoolVar(&opt.Force, "force", false, "let the worstcase route run above its work limit")
 	f.BoolVar(&opt.Refine, "refine", false, "refine the noisy-route estimate by local least squares")
-	f.StringVar(&opt.Whiten, "whiten", opt.Whiten, "whiten non-identity input covariance: auto, always or never")
+	f.StringVar((*string)(&opt.Whiten), "whiten", string(opt.Whiten), "whiten non-identity input covariance: auto, always or never")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
-	f.StringVar(&opt.Activation, "activation", "relu", activationHelp)
+	f.StringVar((*string)(&opt.Activation), "activation", "relu", activationHelp)
 	return c
+}
+
+// routeFlagList is twolayer.Routes as "auto, exact, …" for --help.
+func routeFlagList() string {
+	names := make([]string, len(twolayer.Routes))
+	for i, r := range twolayer.Routes {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// runLearnTwoLayer is learn twolayer: validate the flags, read the data, fit,
+// write the model and its manifest, print.
+func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLayerOptions) error {
+	start := time.Now()
+	if err := opt.validate(df); err != nil {
+		return err
+	}
+	man := dataio.NewManifest("learn twolayer", a.args)
+	man.Version = relurecVersion()
+	man.Seed = opt.Seed
+	man.Options = opt
+	for _, p := range df.paths() {
+		if err := man.AddInput(p); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	x, y, err := df.read()
+	if err != nil {
+		return err
+	}
+	readTime := time.Since(start)
+	progress, clear := a.progress()
+	fitStart := time.Now()
+	fopt := opt.Options
+	fopt.Progress = progress
+	res, err := twolayer.Fit(cmd.Context(), x, y, fopt)
+	clear()
+	if err != nil {
+		return err
+	}
+	fitTime := time.Since(fitStart)
+	out := newLearnResult(opt, res, x, y)
+	out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds()}
+	man.Timings = out.Timings
+	man.Results = jsonsafe.Finite(map[string]any{
+		"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
+		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
+	})
+	if err := writeModel(man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
+		return err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, fitTime)) })
+}
+
+// validate checks the flags of learn twolayer before any input is read: the
+// data flags, the learner's options (twolayer.Options.Validate, reported as a
+// usage error), the dtype and the output path.
+func (opt *learnTwoLayerOptions) validate(df *dataFlags) error {
+	if err := df.validate(); err != nil {
+		return err
+	}
+	opt.X, opt.Y, opt.Data, opt.XName, opt.YName = df.x, df.y, df.data, df.xName, df.yName
+	act, err := parseActivationFlag(string(opt.Activation))
+	if err != nil {
+		return err
+	}
+	opt.Activation = act
+	if err := opt.Options.Validate(); err != nil {
+		return optionsUsageError(err)
+	}
+	opt.DType = strings.ToLower(opt.DType)
+	if opt.DType != "f64" && opt.DType != "f32" {
+		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+	}
+	if err := checkOutPath("out", opt.Out); err != nil {
+		return err
+	}
+	for _, o := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
+		if err := dataio.CheckOutputNotInput(o, df.paths()...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newLearnResult is learn twolayer's result before timings.
+func newLearnResult(opt learnTwoLayerOptions, res *twolayer.Result, x, y *mat.Dense) learnResult {
+	n, d := x.Dims()
+	_, m := y.Dims()
+	out := learnResult{
+		Command: "learn twolayer", Out: opt.Out, Samples: n, D: d, M: m,
+		Hidden: res.Diagnostics.Hidden, Route: res.Route, Reason: res.Reason,
+		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
+		Warnings: append([]string{}, res.Warnings...), Options: opt,
+		Manifest: dataio.ManifestPath(opt.Out),
+	}
+	if out.Hidden == 0 && res.Model != nil && len(res.Model.Layers) > 0 {
+		out.Hidden = res.Model.Layers[0].Out()
+	}
+	return out
+}
+
+// metadata is the model file's provenance.
+func (out *learnResult) metadata(res *twolayer.Result) map[string]string {
+	return map[string]string{
+		"producer":             "relurec learn twolayer",
+		"relurec_version":      relurecVersion(),
+		"route":                res.Route,
+		"reason":               res.Reason,
+		"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
+		"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
+		"certificate_met":      strconv.FormatBool(res.Certificate.Met),
+		"seed":                 strconv.FormatUint(out.Options.Seed, 10),
+		"hidden":               strconv.Itoa(out.Hidden),
+		"samples":              strconv.Itoa(out.Samples),
+	}
+}
+
+// rows is learn twolayer's human table.
+func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]string {
+	cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
+	if res.Certificate.Met {
+		cert = fmt.Sprintf("%.3g ≤ %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
+	}
+	k := strconv.Itoa(out.Hidden)
+	if res.Diagnostics.HiddenInferred {
+		k += " (inferred from the data; see the reason)"
+	}
+	rows := [][2]string{
+		{"data", fmt.Sprintf("n=%d, d=%d, m=%d", out.Samples, out.D, out.M)},
+		{"route", res.Route},
+		{"reason", res.Reason},
+		{"hidden units k", k},
+		{"certificate", cert},
+	}
+	if sel := res.Diagnostics.Selection; sel != nil {
+		rows = append(rows, labelled("routes considered", sel.Considered)...)
+	}
+	if res.Diagnostics.Whitened {
+		rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})
+	}
+	if len(res.Warnings) == 0 {
+		rows = append(rows, [2]string{"warnings", "none"})
+	}
+	rows = append(rows, labelled("warnings", res.Warnings)...)
+	return append(rows,
+		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
+		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
+		[2]string{"manifest", out.Manifest})
+}
+
+// labelled returns one table row per line, the label on the first only.
+func labelled(label string, lines []string) [][2]string {
+	rows := make([][2]string, len(lines))
+	for i, l := range lines {
+		rows[i] = [2]string{"", l}
+	}
+	if len(rows) > 0 {
+		rows[0][0] = label
+	}
+	return rows
 }
