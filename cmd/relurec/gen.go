@@ -384,11 +384,6 @@ type genResult struct {
 	Seconds    float64        `json:"seconds"`
 }
 
-func dims(m *mat.Dense) [2]int {
-	r, c := m.Dims()
-	return [2]int{r, c}
-}
-
 // genFiles says where gen writes X and Y (equal paths: one .npz).
 type genFiles struct {
 	x, y string
@@ -425,12 +420,4 @@ func genOutputs(out, xOut, yOut string) (genFiles, error) {
 		return genFiles{}, usageErrorf("--out %s: expected a .npz file or a directory ending in /; for separate .npy files use --x and --y", out)
 	}
 	return genFiles{x: out, y: out}, nil
-}
-
-func manifestList(files []string) string {
-	var ms []string
-	for _, f := range files {
-		ms = append(ms, dataio.ManifestPath(f))
-	}
-	return strings.Join(ms, ", ")
 }

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/relurec/relurec/internal/jsonsafe"
@@ -17,110 +14,8 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/density"
 	"github.com/relurec/relurec/generative"
-	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
-
-// outFile is one output of a command: its path and how to write it.
-type outFile struct {
-	path  string
-	write func(path string) error
-}
-
-// writeAll writes every output and one manifest next to each, all or
-// nothing: on any failure what was written is removed.
-func writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
-	var written []string
-	ok := false
-	defer func() {
-		if !ok {
-			for _, p := range written {
-				os.Remove(p)
-			}
-		}
-	}()
-	for _, o := range outs {
-		if err := o.write(o.path); err != nil {
-			return nil, err
-		}
-		written = append(written, o.path)
-	}
-	for _, o := range outs {
-		if err := man.AddOutput(o.path); err != nil {
-			return nil, err
-		}
-	}
-	man.Finish()
-	files := append([]string(nil), written...)
-	for _, p := range files {
-		mp := dataio.ManifestPath(p)
-		if err := man.Write(mp); err != nil {
-			return nil, err
-		}
-		written = append(written, mp)
-	}
-	ok = true
-	return files, nil
-}
-
-// writeModel writes one model file (safetensors, dtype "f32" or "f64") and
-// its manifest, all or nothing, and records the write time as
-// timings["write"] (pass the map the manifest carries, so it shows there).
-func writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]string, dtype string, timings map[string]float64) error {
-	_, err := writeAll(man, []outFile{{path: path, write: func(p string) error {
-		t := time.Now()
-		if err := nn.SaveModel(p, net, meta, strings.ToUpper(dtype)); err != nil {
-			return fmt.Errorf("writing the model: %w", err)
-		}
-		timings["write"] = time.Since(t).Seconds()
-		return nil
-	}}})
-	return err
-}
-
-// checkOutputs validates output paths: writable, distinct, not an input,
-// with the expected extension.
-func checkOutputs(inputs []string, outs ...[3]string) error {
-	var seen []string
-	for _, o := range outs {
-		flag, path, ext := o[0], o[1], o[2]
-		if path == "" {
-			continue
-		}
-		if ext != "" && !strings.EqualFold(filepath.Ext(path), ext) {
-			return usageErrorf("--%s %s: expected a %s file", flag, path, ext)
-		}
-		if err := checkOutPath(flag, path); err != nil {
-			return err
-		}
-		for _, s := range seen {
-			if dataio.CheckOutputNotInput(path, s) != nil {
-				return usageErrorf("two outputs are the same file: %s", path)
-			}
-		}
-		seen = append(seen, path)
-		if err := dataio.CheckOutputNotInput(path, inputs...); err != nil {
-			return err
-		}
-		if err := dataio.CheckOutputNotInput(dataio.ManifestPath(path), inputs...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readInput reads a finite matrix from an .npy/.npz/.csv with a name for
-// .npz members.
-func readInput(label, path, name string) (*mat.Dense, error) {
-	m, err := dataio.ReadMatrix(path, name)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", label, err)
-	}
-	if err := dataio.CheckFinite(label, m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
 
 // parseBias reads --bias (empty means none).
 func parseBias(s string) (density.Density, error) {
@@ -133,8 +28,6 @@ func parseBias(s string) (density.Density, error) {
 	}
 	return p, nil
 }
-
-func rowMatrix(x []float64) *mat.Dense { return mat.NewDense(1, len(x), append([]float64(nil), x...)) }
 
 // ------------------------------------------------------------ gen generative
 

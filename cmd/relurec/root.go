@@ -1,22 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"text/tabwriter"
-	"time"
 
-	"github.com/relurec/relurec/internal/jsonsafe"
-
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
@@ -125,90 +115,6 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 	}
 }
 
-// emit prints the result: obj as one JSON object with --json, else the human
-// form written by human.
-func (a *app) emit(obj any, human func(w io.Writer)) error {
-	if a.jsonOut {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(jsonsafe.Finite(obj))
-	}
-	human(a.stdout)
-	return nil
-}
-
-// notef prints a note on stderr unless --quiet or --json.
-func (a *app) notef(format string, args ...any) {
-	if a.quiet || a.jsonOut {
-		return
-	}
-	fmt.Fprintf(a.stderr, format, args...)
-}
-
-// stderrIsTerminal reports whether stderr is an interactive terminal.
-func (a *app) stderrIsTerminal() bool {
-	f, ok := a.stderr.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// progress returns a callback for Options.Progress that drives a progress bar
-// on stderr, one bar per stage, and a function that clears it. Both are
-// no-ops (the callback is nil) unless stderr is a terminal and neither
-// --quiet nor --json is set.
-func (a *app) progress() (func(stage string, done, total int), func()) {
-	if a.quiet || a.jsonOut || !a.stderrIsTerminal() {
-		return nil, func() {}
-	}
-	var (
-		mu    sync.Mutex
-		bar   *progressbar.ProgressBar
-		stage string
-		max   int
-	)
-	finish := func() {
-		if bar != nil {
-			_ = bar.Clear()
-			bar = nil
-		}
-	}
-	update := func(s string, done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if total <= 0 {
-			total = -1 // unknown: a spinner
-		}
-		if bar == nil || s != stage || total != max {
-			finish()
-			stage, max = s, total
-			bar = progressbar.NewOptions(total,
-				progressbar.OptionSetWriter(a.stderr),
-				progressbar.OptionSetDescription(s),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionClearOnFinish(),
-				progressbar.OptionSpinnerType(14),
-			)
-		}
-		_ = bar.Set(done)
-	}
-	return update, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		finish()
-	}
-}
-
-// table writes aligned "key  value" rows.
-func table(w io.Writer, rows [][2]string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
-	}
-	tw.Flush()
-}
-
 // dataFlags are the flags that name a data set: --x/--y or --data.
 type dataFlags struct {
 	x, y, data   string
@@ -274,26 +180,6 @@ func (d *dataFlags) read() (x, y *mat.Dense, err error) {
 	return x, y, nil
 }
 
-// checkOutPath fails early, before any long computation, when out cannot be
-// written: its directory is missing, or it names a directory.
-func checkOutPath(flag, out string) error {
-	if out == "" {
-		return usageErrorf("--%s is required", flag)
-	}
-	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		return usageErrorf("--%s %s is a directory; give a file path", flag, out)
-	}
-	dir := filepath.Dir(out)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return inputErrorf("--%s %s: directory %s does not exist", flag, out, dir)
-	}
-	if !st.IsDir() {
-		return inputErrorf("--%s %s: %s is not a directory", flag, out, dir)
-	}
-	return nil
-}
-
 // twoLayerShape returns (d, k, m) of a bias-free two-layer ReLU network, or a
 // bad-input error naming what is wrong.
 func twoLayerShape(name string, m *nn.MLP) (d, k, o int, err error) {
@@ -315,9 +201,4 @@ func twoLayerShape(name string, m *nn.MLP) (d, k, o int, err error) {
 		return 0, 0, 0, inputErrorf("%s: layer 2 takes %d inputs but layer 1 gives %d", name, l1.In(), l0.Out())
 	}
 	return l0.In(), l0.Out(), l1.Out(), nil
-}
-
-// seconds formats a duration for tables.
-func seconds(d time.Duration) string {
-	return fmt.Sprintf("%.2f s", d.Seconds())
 }
