@@ -3,6 +3,7 @@ package twolayer
 import (
 	"time"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -87,17 +88,10 @@ type Options struct {
 }
 
 // Certificate is the evidence behind an exact answer: the relative residual
-// of the returned network on the data it was fitted to.
-type Certificate struct {
-	// Residual is ‖Y − ReLU(XVᵀ)Uᵀ‖_F / ‖Y‖_F over all n samples.
-	Residual float64 `json:"residual"`
-	// Tol is the threshold it was checked against.
-	Tol float64 `json:"tol"`
-	// Samples is the number of samples the residual was computed on.
-	Samples int `json:"samples"`
-	// Met reports Residual ≤ Tol.
-	Met bool `json:"met"`
-}
+// ‖Y − φ(XVᵀ)Uᵀ‖_F/‖Y‖_F of the returned network on the data it was fitted
+// to, and the tolerance it was checked against (certify.Certificate, shared
+// with depth2).
+type Certificate = certify.Certificate
 
 // Diagnostics reports what the learner met on the way.
 type Diagnostics struct {

@@ -8,7 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -24,21 +24,8 @@ var errYZero = fmt.Errorf("%w: Y is identically zero; there is nothing to learn"
 
 // checkData validates X and Y and returns n, d, m.
 func checkData(X, Y *mat.Dense) (n, d, m int, err error) {
-	if X == nil || Y == nil {
-		return 0, 0, 0, fmt.Errorf("%w: X and Y are required", ErrInput)
-	}
-	n, d = X.Dims()
-	ny, m := Y.Dims()
-	if n != ny {
-		return 0, 0, 0, fmt.Errorf("%w: X has %d rows but Y has %d; both need one row per sample", ErrInput, n, ny)
-	}
-	if n == 0 || d == 0 || m == 0 {
-		return 0, 0, 0, fmt.Errorf("%w: empty data (X is %d×%d, Y is %d×%d)", ErrInput, n, d, ny, m)
-	}
-	for _, e := range []error{dataio.CheckFinite("X", X), dataio.CheckFinite("Y", Y)} {
-		if e != nil {
-			return 0, 0, 0, fmt.Errorf("%w: %v; remove or impute non-finite values", ErrInput, e)
-		}
+	if n, d, m, err = certify.CheckXY(X, Y); err != nil {
+		return 0, 0, 0, err
 	}
 	if mat.Norm(Y, math.Inf(1)) == 0 {
 		return 0, 0, 0, errYZero

@@ -225,10 +225,7 @@ func (out *learnDepth2Result) metadata(res *depth2.Result) map[string]string {
 
 // rows is learn depth2's human table.
 func (out *learnDepth2Result) rows(res *depth2.Result, fitTime time.Duration) [][2]string {
-	cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
-	if res.Certificate.Met {
-		cert = fmt.Sprintf("%.3g ≤ %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
-	}
+	cert := certificateText(res.Certificate)
 	units := strconv.Itoa(out.Hidden)
 	if res.Diagnostics.HiddenInferred {
 		units += " (inferred from the order-2 moment)"
@@ -245,16 +242,7 @@ func (out *learnDepth2Result) rows(res *depth2.Result, fitTime time.Duration) []
 		{"moment estimate", fmt.Sprintf("relative residual %.3g", res.Diagnostics.MomentResidual)},
 		{"certificate", cert},
 	}
-	if len(res.Warnings) == 0 {
-		rows = append(rows, [2]string{"warnings", "none"})
-	}
-	for i, wmsg := range res.Warnings {
-		label := ""
-		if i == 0 {
-			label = "warnings"
-		}
-		rows = append(rows, [2]string{label, wmsg})
-	}
+	rows = append(rows, warningRows(res.Warnings)...)
 	return append(rows,
 		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
 		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/jsonsafe"
 
 	"github.com/spf13/cobra"
@@ -244,10 +245,7 @@ func (out *learnResult) metadata(res *twolayer.Result) map[string]string {
 
 // rows is learn twolayer's human table.
 func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]string {
-	cert := fmt.Sprintf("%.3g (tol %.0e, not met)", res.Certificate.Residual, res.Certificate.Tol)
-	if res.Certificate.Met {
-		cert = fmt.Sprintf("%.3g ≤ %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
-	}
+	cert := certificateText(res.Certificate)
 	k := strconv.Itoa(out.Hidden)
 	if res.Diagnostics.HiddenInferred {
 		k += " (inferred from the data; see the reason)"
@@ -265,14 +263,28 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 	if res.Diagnostics.Whitened {
 		rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})
 	}
-	if len(res.Warnings) == 0 {
-		rows = append(rows, [2]string{"warnings", "none"})
-	}
-	rows = append(rows, labelled("warnings", res.Warnings)...)
+	rows = append(rows, warningRows(res.Warnings)...)
 	return append(rows,
 		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
 		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
 		[2]string{"manifest", out.Manifest})
+}
+
+// warningRows is the warnings part of a learner's table: "none", or one row
+// per warning.
+func warningRows(warnings []string) [][2]string {
+	if len(warnings) == 0 {
+		return [][2]string{{"warnings", "none"}}
+	}
+	return labelled("warnings", warnings)
+}
+
+// certificateText is a certificate as a learner's table shows it.
+func certificateText(c certify.Certificate) string {
+	if c.Met {
+		return fmt.Sprintf("%.3g ≤ %.0e: exact", c.Residual, c.Tol)
+	}
+	return fmt.Sprintf("%.3g (tol %.0e, not met)", c.Residual, c.Tol)
 }
 
 // labelled returns one table row per line, the label on the first only.
