@@ -169,14 +169,7 @@ func newGenCmd(a *app) *cobra.Command {
 		newGenTwoLayerCmd(a), newGenGenerativeCmd(a), newGenRobustCmd(a), newGenDepth2Cmd(a))
 }
 
-func newGenTwoLayerCmd(a *app) *cobra.Command {
-	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1,
-		Special: &instanceGen{Instance: "random", A: 0.1, Vars: 8, Clauses: 6}}
-	var out, xOut, yOut, modelOut string
-	c := &cobra.Command{
-		Use:   "twolayer",
-		Short: "Generate data from a random two-layer ReLU network Y = ReLU(X·Vᵀ)·Uᵀ (+ noise)",
-		Long: `Generate a random two-layer teacher (V k×d with unit rows, U m×k, condition
+const genTwoLayerLong = `Generate a random two-layer teacher (V k×d with unit rows, U m×k, condition
 numbers set by --cond-v/--cond-u), Gaussian inputs X (n×d, identity covariance
 or a random one with condition number --cov-cond) and outputs Y (n×m), with
 optional noise whose standard deviation is --noise times the RMS of the clean
@@ -193,8 +186,9 @@ the lower-bound pair of Bakshi et al. Lemma 16 (or the second with --second);
 the two agree on every sample with |x1| > 2a|x2|. --instance sat6 writes the
 instance of their NP-hardness reduction (Thm 2) for a random reversible 6-SAT
 formula with a planted solution; the teacher is the witness network
-ReLU(X·Vᵀ)·[1,1]ᵀ that fits it exactly (rank(Y) = 1 < k = 2).`,
-		Example: `  # 100 000 noiseless samples of a d=20, k=5, m=8 network, plus the teacher
+ReLU(X·Vᵀ)·[1,1]ᵀ that fits it exactly (rank(Y) = 1 < k = 2).`
+
+const genTwoLayerExample = `  # 100 000 noiseless samples of a d=20, k=5, m=8 network, plus the teacher
   relurec gen twolayer --d 20 --k 5 --m 8 --n 100000 --seed 1 --out data.npz --model-out teacher.safetensors
 
   # Noisy data (σ = 10% of the output RMS), X.npy and Y.npy in a directory
@@ -207,170 +201,186 @@ ReLU(X·Vᵀ)·[1,1]ᵀ that fits it exactly (rank(Y) = 1 < k = 2).`,
   relurec gen twolayer --instance lemma16 --a 0.05 --n 200 --out lemma16.npz
 
   # The NP-hardness reduction of a planted reversible 6-SAT formula
-  relurec gen twolayer --instance sat6 --vars 10 --clauses 8 --out sat6.npz --model-out witness.safetensors`,
-		Args: cobra.NoArgs,
+  relurec gen twolayer --instance sat6 --vars 10 --clauses 8 --out sat6.npz --model-out witness.safetensors`
+
+// genTwoLayerFlags are the output flags of gen twolayer.
+type genTwoLayerFlags struct {
+	out, xOut, yOut, modelOut string
+}
+
+func newGenTwoLayerCmd(a *app) *cobra.Command {
+	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1,
+		Special: &instanceGen{Instance: "random", A: 0.1, Vars: 8, Clauses: 6}}
+	var fl genTwoLayerFlags
+	c := &cobra.Command{
+		Use:     "twolayer",
+		Short:   "Generate data from a random two-layer ReLU network Y = ReLU(X·Vᵀ)·Uᵀ (+ noise)",
+		Long:    genTwoLayerLong,
+		Example: genTwoLayerExample,
+		Args:    cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			if err := g.Special.validate(cmd); err != nil {
-				return err
-			}
-			if err := g.validate(); err != nil {
-				return err
-			}
-			files, err := genOutputs(out, xOut, yOut)
-			if err != nil {
-				return err
-			}
-			type output struct{ flag, path string }
-			var outputs []output
-			switch {
-			case files.dir != "":
-				// The directory is created if missing.
-			case files.x == files.y:
-				outputs = append(outputs, output{"out", files.x})
-			default:
-				outputs = append(outputs, output{"x", files.x}, output{"y", files.y})
-			}
-			if modelOut != "" {
-				outputs = append(outputs, output{"model-out", modelOut})
-			}
-			all := []string{files.x, files.y, modelOut}
-			for _, o := range outputs {
-				if err := checkOutPath(o.flag, o.path); err != nil {
-					return err
-				}
-			}
-			for i := range all {
-				for j := 0; j < i; j++ {
-					if all[i] != "" && all[j] != "" && !(i == 1 && j == 0 && files.x == files.y) &&
-						dataio.CheckOutputNotInput(all[i], all[j]) != nil {
-						return usageErrorf("two outputs are the same file: %s", all[i])
-					}
-				}
-			}
-
-			var gen *generated
-			var extra map[string]any
-			if g.Special.active() {
-				gen, extra, err = g.Special.generate(&g)
-			} else {
-				gen, err = g.generate()
-			}
-			if err != nil {
-				return err
-			}
-			genTime := time.Since(start)
-
-			// Write everything or nothing: remove what was written if a
-			// later step fails.
-			var written []string
-			ok := false
-			defer func() {
-				if !ok {
-					for _, p := range written {
-						os.Remove(p)
-					}
-				}
-			}()
-			if files.dir != "" {
-				if err := os.MkdirAll(files.dir, 0o755); err != nil {
-					return fmt.Errorf("creating %s: %w", files.dir, err)
-				}
-			}
-			if files.x == files.y {
-				if err := dataio.WriteNPZ(files.x, map[string]*mat.Dense{"X": gen.x, "Y": gen.y}); err != nil {
-					return err
-				}
-				written = append(written, files.x)
-			} else {
-				if err := dataio.WriteNPY(files.x, gen.x); err != nil {
-					return err
-				}
-				written = append(written, files.x)
-				if err := dataio.WriteNPY(files.y, gen.y); err != nil {
-					return err
-				}
-				written = append(written, files.y)
-			}
-			if modelOut != "" {
-				if err := nn.SaveModel(modelOut, gen.teacher, g.metadata(), ""); err != nil {
-					return err
-				}
-				written = append(written, modelOut)
-			}
-
-			man := dataio.NewManifest("gen twolayer", a.args)
-			man.Version = relurecVersion()
-			man.Options = g
-			man.Seed = g.Seed
-			man.Timings["generate"] = genTime.Seconds()
-			man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
-			results := map[string]any{"noise_sigma": gen.sigma}
-			if extra != nil {
-				results["instance"] = extra
-			}
-			man.Results = results
-			for _, p := range written {
-				if err := man.AddOutput(p); err != nil {
-					return err
-				}
-			}
-			man.Finish()
-			dataFiles := append([]string(nil), written...)
-			for _, p := range dataFiles {
-				mp := dataio.ManifestPath(p)
-				if err := man.Write(mp); err != nil {
-					return err
-				}
-				written = append(written, mp)
-			}
-			ok = true
-
-			res := genResult{
-				Command: "gen twolayer", Options: g, Outputs: dataFiles,
-				XShape: dims(gen.x), YShape: dims(gen.y), NoiseSigma: gen.sigma,
-				Instance: extra, Seconds: time.Since(start).Seconds(),
-			}
-			return a.emit(res, func(w io.Writer) {
-				rows := [][2]string{}
-				if files.x == files.y {
-					rows = append(rows, [2]string{"data", fmt.Sprintf("%s  (X %d×%d, Y %d×%d)", files.x, res.XShape[0], res.XShape[1], res.YShape[0], res.YShape[1])})
-				} else {
-					rows = append(rows,
-						[2]string{"X", fmt.Sprintf("%s  (%d×%d)", files.x, res.XShape[0], res.XShape[1])},
-						[2]string{"Y", fmt.Sprintf("%s  (%d×%d)", files.y, res.YShape[0], res.YShape[1])})
-				}
-				if modelOut != "" {
-					rows = append(rows, [2]string{"teacher", fmt.Sprintf("%s  (V %d×%d, U %d×%d)", modelOut, g.K, g.D, g.M, g.K)})
-				}
-				if g.Special.Instance == "lemma16" {
-					rows = append(rows, [2]string{"instance", fmt.Sprintf("lemma16, a = %g (κ = %g); %d of %d samples distinguish the pair (expected %.3g)",
-						extra["network_a"], extra["cond_v"], extra["distinguishing_samples"], g.N, float64(g.N)*extra["distinguish_prob"].(float64))})
-				} else if g.Special.Instance == "sat6" {
-					rows = append(rows, [2]string{"instance", fmt.Sprintf("sat6, %d variables, %d clauses (closed under complementation), %d clause rows", g.Special.Vars, 2*g.Special.Clauses, extra["clause_rows"])})
-				}
-				noise := "none"
-				if g.Noise > 0 {
-					noise = fmt.Sprintf("%s, level %g (σ = %.3g)", g.NoiseKind, g.Noise, gen.sigma)
-				}
-				rows = append(rows,
-					[2]string{"noise", noise},
-					[2]string{"seed", strconv.FormatUint(g.Seed, 10)},
-					[2]string{"manifests", manifestList(dataFiles)},
-					[2]string{"time", fmt.Sprintf("%.2f s", res.Seconds)})
-				table(w, rows)
-			})
+			return a.runGenTwoLayer(cmd, &g, fl)
 		}),
 	}
 	g.register(c, true)
 	g.Special.register(c)
 	f := c.Flags()
-	f.StringVar(&out, "out", "", "output .npz (X and Y), or a directory ending in / for X.npy and Y.npy")
-	f.StringVar(&xOut, "x", "", "write X to this .npy (with --y, instead of --out)")
-	f.StringVar(&yOut, "y", "", "write Y to this .npy (with --x, instead of --out)")
-	f.StringVar(&modelOut, "model-out", "", "also write the teacher network to this .safetensors file")
+	f.StringVar(&fl.out, "out", "", "output .npz (X and Y), or a directory ending in / for X.npy and Y.npy")
+	f.StringVar(&fl.xOut, "x", "", "write X to this .npy (with --y, instead of --out)")
+	f.StringVar(&fl.yOut, "y", "", "write Y to this .npy (with --x, instead of --out)")
+	f.StringVar(&fl.modelOut, "model-out", "", "also write the teacher network to this .safetensors file")
 	f.StringVar(&g.Activation, "activation", "relu", "teacher's "+activationHelp)
 	return c
+}
+
+// runGenTwoLayer is gen twolayer: validate, check the outputs, generate,
+// write all or nothing, print.
+func (a *app) runGenTwoLayer(cmd *cobra.Command, g *twoLayerGen, fl genTwoLayerFlags) error {
+	start := time.Now()
+	if err := g.Special.validate(cmd); err != nil {
+		return err
+	}
+	if err := g.validate(); err != nil {
+		return err
+	}
+	files, err := checkGenTwoLayerOutputs(fl)
+	if err != nil {
+		return err
+	}
+	var gen *generated
+	var extra map[string]any
+	if g.Special.active() {
+		gen, extra, err = g.Special.generate(g)
+	} else {
+		gen, err = g.generate()
+	}
+	if err != nil {
+		return err
+	}
+	genTime := time.Since(start)
+	dataFiles, err := a.writeGenTwoLayer(g, files, fl.modelOut, gen, extra, start, genTime)
+	if err != nil {
+		return err
+	}
+	res := genResult{
+		Command: "gen twolayer", Options: *g, Outputs: dataFiles,
+		XShape: dims(gen.x), YShape: dims(gen.y), NoiseSigma: gen.sigma,
+		Instance: extra, Seconds: time.Since(start).Seconds(),
+	}
+	return a.emit(res, func(w io.Writer) { printGenTwoLayer(w, g, files, fl.modelOut, gen, res) })
+}
+
+// checkGenTwoLayerOutputs resolves and checks the output paths before any
+// work: writable, and no two the same file.
+func checkGenTwoLayerOutputs(fl genTwoLayerFlags) (genFiles, error) {
+	files, err := genOutputs(fl.out, fl.xOut, fl.yOut)
+	if err != nil {
+		return files, err
+	}
+	type output struct{ flag, path string }
+	var outputs []output
+	switch {
+	case files.dir != "":
+		// The directory is created if missing.
+	case files.x == files.y:
+		outputs = append(outputs, output{"out", files.x})
+	default:
+		outputs = append(outputs, output{"x", files.x}, output{"y", files.y})
+	}
+	if fl.modelOut != "" {
+		outputs = append(outputs, output{"model-out", fl.modelOut})
+	}
+	for _, o := range outputs {
+		if err := checkOutPath(o.flag, o.path); err != nil {
+			return files, err
+		}
+	}
+	all := []string{files.x, files.y, fl.modelOut}
+	for i := range all {
+		for j := 0; j < i; j++ {
+			if all[i] != "" && all[j] != "" && !(i == 1 && j == 0 && files.x == files.y) &&
+				dataio.CheckOutputNotInput(all[i], all[j]) != nil {
+				return files, usageErrorf("two outputs are the same file: %s", all[i])
+			}
+		}
+	}
+	return files, nil
+}
+
+// writeGenTwoLayer writes X, Y (one .npz or two .npy), the teacher with
+// --model-out, and their manifests, all or nothing; it returns the data
+// files written.
+func (a *app) writeGenTwoLayer(g *twoLayerGen, files genFiles, modelOut string, gen *generated, extra map[string]any, start time.Time, genTime time.Duration) ([]string, error) {
+	if files.dir != "" {
+		if err := os.MkdirAll(files.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", files.dir, err)
+		}
+	}
+	man := dataio.NewManifest("gen twolayer", a.args)
+	man.Version = relurecVersion()
+	man.Options = *g
+	man.Seed = g.Seed
+	man.Timings["generate"] = genTime.Seconds()
+	results := map[string]any{"noise_sigma": gen.sigma}
+	if extra != nil {
+		results["instance"] = extra
+	}
+	man.Results = results
+	var outs []outFile
+	if files.x == files.y {
+		outs = append(outs, outFile{files.x, func(p string) error {
+			return dataio.WriteNPZ(p, map[string]*mat.Dense{"X": gen.x, "Y": gen.y})
+		}})
+	} else {
+		outs = append(outs,
+			outFile{files.x, func(p string) error { return dataio.WriteNPY(p, gen.x) }},
+			outFile{files.y, func(p string) error { return dataio.WriteNPY(p, gen.y) }})
+	}
+	if modelOut != "" {
+		outs = append(outs, outFile{modelOut, func(p string) error { return nn.SaveModel(p, gen.teacher, g.metadata(), "") }})
+	}
+	// The write time covers the data and model files, not the manifests.
+	last := outs[len(outs)-1].write
+	outs[len(outs)-1].write = func(p string) error {
+		if err := last(p); err != nil {
+			return err
+		}
+		man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
+		return nil
+	}
+	return writeAll(man, outs)
+}
+
+// printGenTwoLayer writes the human table of gen twolayer.
+func printGenTwoLayer(w io.Writer, g *twoLayerGen, files genFiles, modelOut string, gen *generated, res genResult) {
+	extra := res.Instance
+	rows := [][2]string{}
+	if files.x == files.y {
+		rows = append(rows, [2]string{"data", fmt.Sprintf("%s  (X %d×%d, Y %d×%d)", files.x, res.XShape[0], res.XShape[1], res.YShape[0], res.YShape[1])})
+	} else {
+		rows = append(rows,
+			[2]string{"X", fmt.Sprintf("%s  (%d×%d)", files.x, res.XShape[0], res.XShape[1])},
+			[2]string{"Y", fmt.Sprintf("%s  (%d×%d)", files.y, res.YShape[0], res.YShape[1])})
+	}
+	if modelOut != "" {
+		rows = append(rows, [2]string{"teacher", fmt.Sprintf("%s  (V %d×%d, U %d×%d)", modelOut, g.K, g.D, g.M, g.K)})
+	}
+	if g.Special.Instance == "lemma16" {
+		rows = append(rows, [2]string{"instance", fmt.Sprintf("lemma16, a = %g (κ = %g); %d of %d samples distinguish the pair (expected %.3g)",
+			extra["network_a"], extra["cond_v"], extra["distinguishing_samples"], g.N, float64(g.N)*extra["distinguish_prob"].(float64))})
+	} else if g.Special.Instance == "sat6" {
+		rows = append(rows, [2]string{"instance", fmt.Sprintf("sat6, %d variables, %d clauses (closed under complementation), %d clause rows", g.Special.Vars, 2*g.Special.Clauses, extra["clause_rows"])})
+	}
+	noise := "none"
+	if g.Noise > 0 {
+		noise = fmt.Sprintf("%s, level %g (σ = %.3g)", g.NoiseKind, g.Noise, gen.sigma)
+	}
+	rows = append(rows,
+		[2]string{"noise", noise},
+		[2]string{"seed", strconv.FormatUint(g.Seed, 10)},
+		[2]string{"manifests", manifestList(res.Outputs)},
+		[2]string{"time", fmt.Sprintf("%.2f s", res.Seconds)})
+	table(w, rows)
 }
 
 type genResult struct {
