@@ -25,7 +25,7 @@ type rowInfo struct {
 // rowInfos computes the per-row constants and feasible intervals, and
 // returns an error wrapping ErrInfeasible naming the first row whose
 // interval is empty.
-func rowInfos(p *problem, bias density.Density, gamma, nu, nuc float64, off string) ([]rowInfo, error) {
+func rowInfos(p *problem, bias density.Density, gamma, nu, nuc float64, off OffSupport) ([]rowInfo, error) {
 	sLo, sHi := bias.Support()
 	rows := make([]rowInfo, p.d)
 	for i := range rows {
@@ -56,7 +56,7 @@ func rowInfos(p *problem, bias density.Density, gamma, nu, nuc float64, off stri
 		}
 		r.lo, r.hi = math.Max(r.lo, sLo), math.Min(r.hi, sHi)
 		if !(r.lo <= r.hi) {
-			return nil, fmt.Errorf("%w: unit %d (column %d of Y) has positive entries in [%.4g, %.4g], so its bias must lie in [%.4g, %.4g] (∩ the support [%g, %g] of %s), which is empty: increase γ = %.4g (--gamma)",
+			return nil, fmt.Errorf("%w: unit %d (column %d of Y) has positive entries in [%.4g, %.4g], so its bias must lie in [%.4g, %.4g] (∩ the support [%g, %g] of %s), which is empty: increase γ = %.4g (Options.Gamma)",
 				ErrInfeasible, i, i, r.ymin, r.ymax, r.ymax-gamma, math.Min(r.ymin+gamma, r.kappa+gamma), sLo, sHi, bias.Name(), gamma)
 		}
 	}

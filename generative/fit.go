@@ -23,7 +23,7 @@ func Fit(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 		return nil, err
 	}
 	switch opt.Solver {
-	case RouteADMM:
+	case SolverADMM:
 		res, err := FitADMM(ctx, Y, opt)
 		if err != nil {
 			return nil, err
@@ -40,38 +40,63 @@ func Fit(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 }
 
-func (o *Options) check() error {
+// Validate checks the options without data: Rank ≥ 1, known Solver,
+// OffSupport and Constraint values, finite non-negative numbers, a valid
+// Bias density, and Bias given when Solver A runs. Errors wrap ErrInput.
+func (o Options) Validate() error {
 	if o.Rank < 1 {
-		return fmt.Errorf("%w: the rank k must be ≥ 1, got %d", ErrInput, o.Rank)
+		return fmt.Errorf("%w: Options.Rank (the rank k) must be ≥ 1, got %d", ErrInput, o.Rank)
 	}
 	switch o.Solver {
-	case "":
-		o.Solver = RouteALS
-	case RouteALS, RouteADMM:
+	case "", SolverALS, SolverADMM:
 	default:
-		return fmt.Errorf("%w: unknown solver %q (want %s or %s)", ErrInput, o.Solver, RouteALS, RouteADMM)
+		return fmt.Errorf("%w: Options.Solver must be %s or %s, got %q", ErrInput, SolverALS, SolverADMM, o.Solver)
 	}
 	switch o.OffSupport {
-	case "":
-		o.OffSupport = OffConsistent
-	case OffConsistent, OffPaper, OffBoth:
+	case "", OffConsistent, OffPaper, OffBoth:
 	default:
-		return fmt.Errorf("%w: unknown off-support constraint %q (want %s, %s or %s)", ErrInput, o.OffSupport, OffConsistent, OffPaper, OffBoth)
+		return fmt.Errorf("%w: Options.OffSupport must be %s, %s or %s, got %q", ErrInput, OffConsistent, OffPaper, OffBoth, o.OffSupport)
 	}
 	switch o.Constraint {
-	case "":
-		o.Constraint = ConstraintRank
-	case ConstraintRank, ConstraintNuclear:
+	case "", ConstraintRank, ConstraintNuclear:
 	default:
-		return fmt.Errorf("%w: unknown constraint %q (want %s or %s)", ErrInput, o.Constraint, ConstraintRank, ConstraintNuclear)
+		return fmt.Errorf("%w: Options.Constraint must be %s or %s, got %q", ErrInput, ConstraintRank, ConstraintNuclear, o.Constraint)
 	}
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"gamma", o.Gamma}, {"nu", o.Nu}, {"nu_c", o.NuC}, {"tau", o.Tau}, {"rho", o.Rho}, {"tol", o.Tol}, {"pos_tol", o.PosTol}, {"cert_tol", o.CertTol}} {
+	}{{"Gamma", o.Gamma}, {"Nu", o.Nu}, {"NuC", o.NuC}, {"Tau", o.Tau}, {"Rho", o.Rho}, {"Tol", o.Tol}, {"PosTol", o.PosTol}, {"CertTol", o.CertTol}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Errorf("%w: %s = %v must be finite and ≥ 0", ErrInput, f.name, f.v)
+			return fmt.Errorf("%w: Options.%s = %v must be finite and ≥ 0", ErrInput, f.name, f.v)
 		}
+	}
+	if o.MaxIter < 0 {
+		return fmt.Errorf("%w: Options.MaxIter = %d must be ≥ 0", ErrInput, o.MaxIter)
+	}
+	if o.Bias != nil {
+		if err := density.Validate(o.Bias); err != nil {
+			return fmt.Errorf("%w: %w", ErrInput, err)
+		}
+	}
+	if o.Solver == SolverADMM && o.Bias == nil {
+		return fmt.Errorf("%w: Options.Solver = admm (maximum likelihood) needs Options.Bias, the bias density", ErrInput)
+	}
+	return nil
+}
+
+// check validates o and fills in the defaults.
+func (o *Options) check() error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.Solver == "" {
+		o.Solver = SolverALS
+	}
+	if o.OffSupport == "" {
+		o.OffSupport = OffConsistent
+	}
+	if o.Constraint == "" {
+		o.Constraint = ConstraintRank
 	}
 	if o.Nu == 0 {
 		o.Nu = 0.1
@@ -81,17 +106,6 @@ func (o *Options) check() error {
 	}
 	if o.CertTol == 0 {
 		o.CertTol = 1e-6
-	}
-	if o.MaxIter < 0 {
-		return fmt.Errorf("%w: max iterations %d must be ≥ 0", ErrInput, o.MaxIter)
-	}
-	if o.Bias != nil {
-		if err := density.Validate(o.Bias); err != nil {
-			return fmt.Errorf("%w: %w", ErrInput, err)
-		}
-	}
-	if o.Solver == RouteADMM && o.Bias == nil {
-		return fmt.Errorf("%w: Solver A (maximum likelihood) needs the bias density (Options.Bias, --bias)", ErrInput)
 	}
 	return nil
 }

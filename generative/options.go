@@ -8,79 +8,94 @@ import (
 	"github.com/relurec/relurec/density"
 )
 
-// Routes (Options.Solver, Result.Route).
+// Solver is the solver Fit runs (Options.Solver).
+type Solver string
+
+// Solvers (Options.Solver). Result.Route holds the same strings.
 const (
 	// RouteALS is Solver B, censored alternating least squares (default).
 	RouteALS = "als"
 	// RouteADMM is Solver A, maximum likelihood by ADMM with a rank or
 	// nuclear-norm constraint.
 	RouteADMM = "admm"
+
+	SolverALS  Solver = RouteALS
+	SolverADMM Solver = RouteADMM
 )
 
-// Off-support constraint of the ML program (Options.OffSupport, spec §1.2).
+// OffSupport is the off-support constraint of the ML program
+// (Options.OffSupport) [MR18, §3.2, (26) and (29)].
+type OffSupport string
+
+// Off-support constraints (Options.OffSupport).
 const (
 	// OffConsistent is X_ij ≤ −β_i − ν_c: the physical condition (26). Default.
-	OffConsistent = "consistent"
+	OffConsistent OffSupport = "consistent"
 	// OffPaper is the paper's (29): X_ij ≤ min_{Ω} X_i − ν, which the truth
 	// satisfies only when every row's order-statistic gaps are ≥ ν.
-	OffPaper = "paper"
+	OffPaper OffSupport = "paper"
 	// OffBoth imposes both.
-	OffBoth = "both"
+	OffBoth OffSupport = "both"
 )
 
-// Low-rank constraints of Solver A (Options.Constraint, spec §1.4).
+// Constraint is the low-rank constraint of Solver A (Options.Constraint).
+// The paper's program (34) has none and is then under-determined; one is
+// added here (docs/generative.md).
+type Constraint string
+
+// Low-rank constraints (Options.Constraint).
 const (
-	ConstraintRank    = "rank"    // rank(X) ≤ k (truncated SVD projection); default
-	ConstraintNuclear = "nuclear" // ‖X‖_* ≤ τ (convex; Davenport et al.)
+	ConstraintRank    Constraint = "rank"    // rank(X) ≤ k (truncated SVD projection); default
+	ConstraintNuclear Constraint = "nuclear" // ‖X‖_* ≤ τ (convex; Davenport et al.)
 )
 
 // Options controls Fit, FitALS and FitADMM. Only Rank is required; the zero
-// value of everything else works.
+// value of everything else works. The json keys are those of run manifests.
 type Options struct {
 	// Rank is the latent dimension k (columns of A). Required, 1 ≤ k <
 	// min(n, d).
-	Rank int
-	// Solver is RouteALS (default) or RouteADMM.
-	Solver string
+	Rank int `json:"rank"`
+	// Solver is SolverALS (default) or SolverADMM.
+	Solver Solver `json:"solver"`
 	// Bias is the density of the bias coordinates. Solver A needs it (the
 	// likelihood); with Solver B it is optional and used only to pick the
 	// gauge of M and estimate b (Result.M, Result.Bias) and for the Theorem 3
 	// bound in the diagnostics.
-	Bias density.Density
+	Bias density.Density `json:"-"`
 	// Gamma is the bound γ ≥ ‖M‖_∞ of the ML program. 0 means
 	// max(Y) + the larger |quantile| of the bias at 1e-3 and 1 − 1e-3.
-	Gamma float64
+	Gamma float64 `json:"gamma,omitempty"`
 	// Nu is the paper's margin ν (OffPaper and the Theorem 3 bound).
 	// Default 0.1.
-	Nu float64
+	Nu float64 `json:"nu,omitempty"`
 	// NuC is the censoring margin ν_c ≥ 0 of the consistent constraint and
 	// of Solver B's hinge (Z ≤ −ν_c on zeros). Default 0.
-	NuC float64
+	NuC float64 `json:"nu_c,omitempty"`
 	// OffSupport is OffConsistent (default), OffPaper or OffBoth (Solver A).
-	OffSupport string
+	OffSupport OffSupport `json:"off_support,omitempty"`
 	// Constraint is ConstraintRank (default) or ConstraintNuclear (Solver A).
-	Constraint string
+	Constraint Constraint `json:"constraint,omitempty"`
 	// Tau is the nuclear-ball radius; 0 means γ·√(k·d·n), a radius the truth
-	// always satisfies (spec §1.4).
-	Tau float64
+	// always satisfies.
+	Tau float64 `json:"tau,omitempty"`
 	// Rho is ADMM's initial penalty. Default 1.
-	Rho float64
+	Rho float64 `json:"rho,omitempty"`
 	// MaxIter bounds sweeps (ALS, default 500) or iterations (ADMM,
 	// default 2000).
-	MaxIter int
+	MaxIter int `json:"max_iter,omitempty"`
 	// Tol stops ALS when its data misfit (J without the tiny ridge) falls by
 	// less than Tol·(its value after the first sweep) over 10 sweeps, or is
-	// at rounding level; it stops ADMM by the residual tests of spec §1.7.1
-	// with ε_rel = Tol. Default 1e-10 (ALS), 1e-5 (ADMM).
-	Tol float64
+	// at rounding level; it stops ADMM by the primal and dual residual tests
+	// of Boyd et al. with ε_rel = Tol. Default 1e-10 (ALS), 1e-5 (ADMM).
+	Tol float64 `json:"tol,omitempty"`
 	// PosTol: entries Y_ij > PosTol count as active (positive). Default 0;
 	// raise it for real data with near-zero noise.
-	PosTol float64
+	PosTol float64 `json:"pos_tol,omitempty"`
 	// CertTol is the tolerance of the data-consistency certificate.
 	// Default 1e-6.
-	CertTol float64
+	CertTol float64 `json:"cert_tol,omitempty"`
 	// Progress, if non-nil, is called as sweeps complete.
-	Progress func(stage string, done, total int)
+	Progress func(stage string, done, total int) `json:"-"`
 }
 
 // Certificate is the evidence that the fitted model explains the data: the

@@ -58,7 +58,7 @@ func (o *Options) check(d int) error {
 	case RuleMAD:
 	case RulePlugin:
 		if o.Tau == 0 && o.Lambda == 0 && o.Bias == nil {
-			return fmt.Errorf("%w: the plug-in threshold needs the bias density (Options.Bias, --bias)", ErrInput)
+			return fmt.Errorf("%w: the plug-in threshold needs the bias density (Options.Bias)", ErrInput)
 		}
 	case RuleOracle:
 		if o.Tau == 0 && o.Lambda == 0 && len(o.OracleZW) != d {

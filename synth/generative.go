@@ -214,3 +214,15 @@ func RobustData(cfg RobustConfig, rng *rand.Rand) (*RobustInstance, error) {
 	}
 	return in, nil
 }
+
+// FractionPositive is the fraction of the entries of Y that are > 0.
+func (in *GenerativeInstance) FractionPositive() float64 {
+	n, d := in.Y.Dims()
+	pos := 0
+	for _, v := range in.Y.RawMatrix().Data {
+		if v > 0 {
+			pos++
+		}
+	}
+	return float64(pos) / float64(n*d)
+}

@@ -41,77 +41,28 @@ type genGenerativeOptions struct {
 	Out   string  `json:"out"`
 }
 
-func newGenGenerativeCmd(a *app) *cobra.Command {
-	o := genGenerativeOptions{D: 100, K: 3, N: 800, Bias: "gaussian:0,1", Seed: 1}
-	c := &cobra.Command{
-		Use:   "generative",
-		Short: "Generate observations Y = ReLU(C·Aᵀ + 1·bᵀ) of a random ReLU generator",
-		Long: `Generate an instance of the ReLU generative model of Mazumdar and Rawat:
+const genGenerativeLong = `Generate an instance of the ReLU generative model of Mazumdar and Rawat:
 A (d×k) with iid N(0,1) entries, codes C (n×k) with iid N(0, 1/k) entries,
 one bias b (length d) with iid coordinates from --bias, and the observations
 Y = ReLU(C·Aᵀ + 1·bᵀ) (n×d, one observation per row), optionally with
 Gaussian noise of standard deviation --noise on the pre-activations.
 
 The .npz given by --out holds Y, A, C, M = C·Aᵀ and b (1×d); a manifest is
-written next to it.`,
-		Example: `  # The issue's instance: d=100, k=3, n=800, bias N(0,1)
+written next to it.`
+
+const genGenerativeExample = `  # The issue's instance: d=100, k=3, n=800, bias N(0,1)
   relurec gen generative --d 100 --k 3 --n 800 --bias gaussian:0,1 --seed 1 --out gen.npz
-  relurec learn generative --y gen.npz --rank 3 --truth gen.npz --out A.npy`,
-		Args: cobra.NoArgs,
-		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			bias, err := parseBias(o.Bias)
-			if err != nil {
-				return err
-			}
-			if o.K < 1 || o.D <= o.K || o.N <= o.K {
-				return usageErrorf("need 1 ≤ --k < min(--d, --n), got d=%d, k=%d, n=%d", o.D, o.K, o.N)
-			}
-			if math.IsNaN(o.Noise) || math.IsInf(o.Noise, 0) || o.Noise < 0 {
-				return usageErrorf("--noise must be finite and ≥ 0, got %g", o.Noise)
-			}
-			if float64(o.N)*float64(o.D) > 5e8 {
-				return usageErrorf("--n %d × --d %d is too large (%.1f GB)", o.N, o.D, float64(o.N)*float64(o.D)*8*3/1e9)
-			}
-			if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
-				return err
-			}
-			if o.Out == "" {
-				return usageErrorf("--out is required")
-			}
-			in, err := synth.GenerativeData(synth.GenerativeConfig{D: o.D, K: o.K, N: o.N, Bias: bias, Noise: o.Noise}, synth.NewRand(o.Seed))
-			if err != nil {
-				return err
-			}
-			man := dataio.NewManifest("gen generative", a.args)
-			man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
-			pos := 0
-			for _, v := range in.Y.RawMatrix().Data {
-				if v > 0 {
-					pos++
-				}
-			}
-			frac := float64(pos) / float64(o.N*o.D)
-			man.Results = map[string]any{"fraction_positive": frac}
-			files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
-				return dataio.WriteNPZ(p, map[string]*mat.Dense{"Y": in.Y, "A": in.A, "C": in.C, "M": in.M, "b": rowMatrix(in.B)})
-			}}})
-			if err != nil {
-				return err
-			}
-			res := map[string]any{"command": "gen generative", "options": o, "outputs": files, "fraction_positive": frac,
-				"y_shape": dims(in.Y), "a_shape": dims(in.A), "seconds": time.Since(start).Seconds()}
-			return a.emit(res, func(w io.Writer) {
-				table(w, [][2]string{
-					{"data", fmt.Sprintf("%s  (Y %d×%d, A %d×%d, C %d×%d, M, b)", o.Out, o.N, o.D, o.D, o.K, o.N, o.K)},
-					{"bias", bias.Name()},
-					{"positive entries", fmt.Sprintf("%.1f%%", 100*frac)},
-					{"seed", fmt.Sprint(o.Seed)},
-					{"manifest", manifestList(files)},
-					{"time", seconds(time.Since(start))},
-				})
-			})
-		}),
+  relurec learn generative --y gen.npz --rank 3 --truth gen.npz --out A.npy`
+
+func newGenGenerativeCmd(a *app) *cobra.Command {
+	o := genGenerativeOptions{D: 100, K: 3, N: 800, Bias: "gaussian:0,1", Seed: 1}
+	c := &cobra.Command{
+		Use:     "generative",
+		Short:   "Generate observations Y = ReLU(C·Aᵀ + 1·bᵀ) of a random ReLU generator",
+		Long:    genGenerativeLong,
+		Example: genGenerativeExample,
+		Args:    cobra.NoArgs,
+		RunE:    a.leaf(func(cmd *cobra.Command, _ []string) error { return a.runGenGenerative(o) }),
 	}
 	f := c.Flags()
 	f.IntVar(&o.D, "d", o.D, "observed dimension d (units, columns of Y)")
@@ -124,21 +75,79 @@ written next to it.`,
 	return c
 }
 
+// validate checks the flags of gen generative and parses the bias density.
+func (o *genGenerativeOptions) validate() (density.Density, error) {
+	bias, err := parseBias(o.Bias)
+	if err != nil {
+		return nil, err
+	}
+	if o.K < 1 || o.D <= o.K || o.N <= o.K {
+		return nil, usageErrorf("need 1 ≤ --k < min(--d, --n), got d=%d, k=%d, n=%d", o.D, o.K, o.N)
+	}
+	if math.IsNaN(o.Noise) || math.IsInf(o.Noise, 0) || o.Noise < 0 {
+		return nil, usageErrorf("--noise must be finite and ≥ 0, got %g", o.Noise)
+	}
+	if float64(o.N)*float64(o.D) > 5e8 {
+		return nil, usageErrorf("--n %d × --d %d is too large (%.1f GB)", o.N, o.D, float64(o.N)*float64(o.D)*8*3/1e9)
+	}
+	if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
+		return nil, err
+	}
+	if o.Out == "" {
+		return nil, usageErrorf("--out is required")
+	}
+	return bias, nil
+}
+
+// runGenGenerative is gen generative: validate, draw, write, print.
+func (a *app) runGenGenerative(o genGenerativeOptions) error {
+	start := time.Now()
+	bias, err := o.validate()
+	if err != nil {
+		return err
+	}
+	in, err := synth.GenerativeData(synth.GenerativeConfig{D: o.D, K: o.K, N: o.N, Bias: bias, Noise: o.Noise}, synth.NewRand(o.Seed))
+	if err != nil {
+		return err
+	}
+	man := dataio.NewManifest("gen generative", a.args)
+	man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
+	frac := in.FractionPositive()
+	man.Results = map[string]any{"fraction_positive": frac}
+	files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
+		return dataio.WriteNPZ(p, map[string]*mat.Dense{"Y": in.Y, "A": in.A, "C": in.C, "M": in.M, "b": rowMatrix(in.B)})
+	}}})
+	if err != nil {
+		return err
+	}
+	res := map[string]any{"command": "gen generative", "options": o, "outputs": files, "fraction_positive": frac,
+		"y_shape": dims(in.Y), "a_shape": dims(in.A), "seconds": time.Since(start).Seconds()}
+	return a.emit(res, func(w io.Writer) {
+		table(w, [][2]string{
+			{"data", fmt.Sprintf("%s  (Y %d×%d, A %d×%d, C %d×%d, M, b)", o.Out, o.N, o.D, o.D, o.K, o.N, o.K)},
+			{"bias", bias.Name()},
+			{"positive entries", fmt.Sprintf("%.1f%%", 100*frac)},
+			{"seed", fmt.Sprint(o.Seed)},
+			{"manifest", manifestList(files)},
+			{"time", seconds(time.Since(start))},
+		})
+	})
+}
+
 // ------------------------------------------------------------ learn generative
 
+// learnGenerativeOptions are the flags of learn generative, as recorded in
+// the manifest: the files, and generative.Options (whose Bias density is
+// given here as its --bias string).
 type learnGenerativeOptions struct {
-	Y         string  `json:"y"`
-	YName     string  `json:"y_name"`
-	Rank      int     `json:"rank"`
-	Bias      string  `json:"bias,omitempty"`
-	Solver    string  `json:"solver"`
-	Gamma     float64 `json:"gamma,omitempty"`
-	MaxIter   int     `json:"max_iter,omitempty"`
-	PosTol    float64 `json:"pos_tol,omitempty"`
-	Truth     string  `json:"truth,omitempty"`
-	TruthName string  `json:"truth_name,omitempty"`
-	Out       string  `json:"out"`
-	MOut      string  `json:"m_out,omitempty"`
+	Y     string `json:"y"`
+	YName string `json:"y_name"`
+	generative.Options
+	Bias      string `json:"bias,omitempty"`
+	Truth     string `json:"truth,omitempty"`
+	TruthName string `json:"truth_name,omitempty"`
+	Out       string `json:"out"`
+	MOut      string `json:"m_out,omitempty"`
 }
 
 type learnGenerativeResult struct {
@@ -160,12 +169,7 @@ type learnGenerativeResult struct {
 	Options            learnGenerativeOptions `json:"options"`
 }
 
-func newLearnGenerativeCmd(a *app) *cobra.Command {
-	o := learnGenerativeOptions{YName: "Y", Solver: "als", TruthName: "A"}
-	c := &cobra.Command{
-		Use:   "generative",
-		Short: "Learn col(A) from Y = ReLU(C·Aᵀ + 1·bᵀ) (observations as rows)",
-		Long: `Learn the column space of the generator A (d×k) and the centred M = C·Aᵀ from
+const learnGenerativeLong = `Learn the column space of the generator A (d×k) and the centred M = C·Aᵀ from
 observations Y (n×d, one per row, all entries ≥ 0), following Mazumdar and
 Rawat's ReLU generative model.
 
@@ -179,141 +183,30 @@ receives MCentred (n×d), Offset (1×d), Factor (d×k), Codes (n×k) and, with
 --bias, M and b. --truth (an .npy, or an .npz with the array named by
 --truth-name, e.g. the output of relurec gen generative) reports ‖sinΘ‖_F.
 Units active on at most k observations cannot be identified; the result
-says how many there are.`,
-		Example: `  relurec gen generative --d 100 --k 3 --n 800 --seed 1 --out gen.npz
+says how many there are.`
+
+const learnGenerativeExample = `  relurec gen generative --d 100 --k 3 --n 800 --seed 1 --out gen.npz
   relurec learn generative --y gen.npz --rank 3 --truth gen.npz --out A.npy
 
   # Maximum likelihood with a known Laplace bias, and the fitted M
-  relurec learn generative --y Y.npy --rank 3 --solver admm --bias laplace:0,1 --out A.npy --m-out fit.npz`,
-		Args: cobra.NoArgs,
-		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			if o.Y == "" {
-				return usageErrorf("--y is required (Y.npy, or an .npz holding Y)")
-			}
-			if o.Rank < 1 {
-				return usageErrorf("--rank must be ≥ 1, got %d", o.Rank)
-			}
-			if o.Solver != "als" && o.Solver != "admm" {
-				return usageErrorf("--solver must be als or admm, got %q", o.Solver)
-			}
-			bias, err := parseBias(o.Bias)
-			if err != nil {
-				return err
-			}
-			if o.Solver == "admm" && bias == nil {
-				return usageErrorf("--solver admm (maximum likelihood) needs --bias")
-			}
-			if o.Out == "" {
-				return usageErrorf("--out is required")
-			}
-			inputs := []string{o.Y}
-			if o.Truth != "" {
-				inputs = append(inputs, o.Truth)
-			}
-			if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"m-out", o.MOut, ".npz"}); err != nil {
-				return err
-			}
-			man := dataio.NewManifest("learn generative", a.args)
-			man.Version, man.Options = relurecVersion(), o
-			for _, p := range uniq(inputs) {
-				if err := man.AddInput(p); err != nil {
-					return fmt.Errorf("reading input: %w", err)
-				}
-			}
-			Y, err := readInput("Y", o.Y, o.YName)
-			if err != nil {
-				return err
-			}
-			var truth *mat.Dense
-			if o.Truth != "" {
-				if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
-					return err
-				}
-				if r, c := truth.Dims(); r != Y.RawMatrix().Cols || c != o.Rank {
-					return inputErrorf("--truth is %d×%d but col(A) is %d×%d (d×k)", r, c, Y.RawMatrix().Cols, o.Rank)
-				}
-			}
-			progress, clear := a.progress()
-			res, err := generative.Fit(cmd.Context(), Y, generative.Options{Rank: o.Rank, Solver: o.Solver, Bias: bias, Gamma: o.Gamma, MaxIter: o.MaxIter, PosTol: o.PosTol, Progress: progress})
-			clear()
-			if err != nil {
-				return err
-			}
-			n, d := Y.Dims()
-			out := learnGenerativeResult{Command: "learn generative", Out: o.Out, MOut: o.MOut, N: n, D: d, Rank: o.Rank,
-				Route: res.Route, Reason: res.Reason, Certificate: res.Certificate, Diagnostics: res.Diagnostics,
-				Warnings: append([]string{}, res.Warnings...), Options: o}
-			if truth != nil {
-				if s, err := generative.SinTheta(truth, res.Basis); err == nil {
-					out.SinTheta = &s
-				}
-				if rows := generative.WellObservedRows(Y, o.Rank+2, o.PosTol); len(rows) > 0 {
-					if s, err := generative.SinThetaRows(truth, res.Basis, rows); err == nil {
-						out.SinThetaRestricted = &s
-					}
-				}
-			}
-			outs := []outFile{{o.Out, func(p string) error { return dataio.WriteNPY(p, res.Basis) }}}
-			if o.MOut != "" {
-				outs = append(outs, outFile{o.MOut, func(p string) error {
-					arr := map[string]*mat.Dense{"MCentred": res.MCentred, "Offset": rowMatrix(res.Offset), "Factor": res.Factor, "Codes": res.Codes}
-					if res.M != nil {
-						arr["M"] = res.M
-						arr["b"] = rowMatrix(res.Bias)
-					}
-					return dataio.WriteNPZ(p, arr)
-				}})
-			}
-			out.Seconds = time.Since(start).Seconds()
-			man.Results = jsonsafe.Finite(out)
-			if _, err := writeAll(man, outs); err != nil {
-				return err
-			}
-			return a.emit(out, func(w io.Writer) {
-				cert := fmt.Sprintf("equality residual %.2g, censoring violation %.2g (tol %.0e): ", res.Certificate.EqualityResidual, res.Certificate.CensorViolation, res.Certificate.Tol)
-				if res.Certificate.Met {
-					cert += "Y is explained exactly"
-				} else {
-					cert += "not met"
-				}
-				dg := res.Diagnostics
-				rows := [][2]string{
-					{"data", fmt.Sprintf("n=%d observations, d=%d units, k=%d", n, d, o.Rank)},
-					{"route", res.Route},
-					{"reason", res.Reason},
-					{"units", fmt.Sprintf("%d well observed (≥ k+2 positives), %d rarely active (≤ k), %d dead; %.1f%% entries positive", dg.WellObserved, dg.RarelyActive, dg.DeadRows, 100*dg.FractionPositive)},
-					{"iterations", fmt.Sprintf("%d (converged: %v)", dg.Iterations, dg.Converged)},
-					{"certificate", cert},
-				}
-				if out.SinTheta != nil {
-					r := "n/a"
-					if out.SinThetaRestricted != nil {
-						r = fmt.Sprintf("%.3g", *out.SinThetaRestricted)
-					}
-					rows = append(rows, [2]string{"‖sinΘ‖_F vs truth", fmt.Sprintf("%.3g overall, %s on well-observed units", *out.SinTheta, r)})
-				}
-				for i, wmsg := range res.Warnings {
-					label := ""
-					if i == 0 {
-						label = "warnings"
-					}
-					rows = append(rows, [2]string{label, wmsg})
-				}
-				rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)}, [2]string{"basis", o.Out})
-				if o.MOut != "" {
-					rows = append(rows, [2]string{"fit", o.MOut})
-				}
-				table(w, rows)
-			})
-		}),
+  relurec learn generative --y Y.npy --rank 3 --solver admm --bias laplace:0,1 --out A.npy --m-out fit.npz`
+
+func newLearnGenerativeCmd(a *app) *cobra.Command {
+	o := learnGenerativeOptions{YName: "Y", Options: generative.Options{Solver: generative.SolverALS}, TruthName: "A"}
+	c := &cobra.Command{
+		Use:     "generative",
+		Short:   "Learn col(A) from Y = ReLU(C·Aᵀ + 1·bᵀ) (observations as rows)",
+		Long:    learnGenerativeLong,
+		Example: learnGenerativeExample,
+		Args:    cobra.NoArgs,
+		RunE:    a.leaf(func(cmd *cobra.Command, _ []string) error { return a.runLearnGenerative(cmd, &o) }),
 	}
 	f := c.Flags()
 	f.StringVar(&o.Y, "y", "", "observations Y, n×d, one per row (.npy, .csv, or .npz with --y-name)")
 	f.StringVar(&o.YName, "y-name", o.YName, "name of the Y array inside an .npz")
 	f.IntVar(&o.Rank, "rank", 0, "latent dimension k; required")
 	f.StringVar(&o.Bias, "bias", "", "bias density (gaussian:MEAN,STD, laplace:LOC,SCALE, logistic:…, exp:SHIFT,RATE, uniform:LO,HI); needed by --solver admm")
-	f.StringVar(&o.Solver, "solver", o.Solver, "als (censored ALS, default) or admm (maximum likelihood)")
+	f.StringVar((*string)(&o.Solver), "solver", string(o.Solver), "als (censored ALS, default) or admm (maximum likelihood)")
 	f.Float64Var(&o.Gamma, "gamma", 0, "bound γ ≥ ‖M‖_∞ for admm (0 = max(Y) + a bias quantile)")
 	f.IntVar(&o.MaxIter, "max-iter", 0, "maximum sweeps/iterations (0 = 500 for als, 2000 for admm)")
 	f.Float64Var(&o.PosTol, "pos-tol", 0, "entries above this count as active (raise for noisy zeros)")
@@ -322,4 +215,150 @@ says how many there are.`,
 	f.StringVar(&o.Out, "out", "", "output .npy for the d×k orthonormal basis of col(A); required")
 	f.StringVar(&o.MOut, "m-out", "", "optional .npz for the fitted M (centred), offset, factors, and M, b with --bias")
 	return c
+}
+
+// validate checks the flags of learn generative (generative.Options by its
+// Validate) and the output paths; it returns the input files.
+func (o *learnGenerativeOptions) validate() ([]string, error) {
+	if o.Y == "" {
+		return nil, usageErrorf("--y is required (Y.npy, or an .npz holding Y)")
+	}
+	bias, err := parseBias(o.Bias)
+	if err != nil {
+		return nil, err
+	}
+	o.Options.Bias = bias
+	if err := o.Options.Validate(); err != nil {
+		return nil, optionsError(err)
+	}
+	if o.Out == "" {
+		return nil, usageErrorf("--out is required")
+	}
+	inputs := []string{o.Y}
+	if o.Truth != "" {
+		inputs = append(inputs, o.Truth)
+	}
+	if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"m-out", o.MOut, ".npz"}); err != nil {
+		return nil, err
+	}
+	return inputs, nil
+}
+
+// read reads Y and, with --truth, the true A (d×k).
+func (o *learnGenerativeOptions) read() (Y, truth *mat.Dense, err error) {
+	if Y, err = readInput("Y", o.Y, o.YName); err != nil {
+		return nil, nil, err
+	}
+	if o.Truth != "" {
+		if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
+			return nil, nil, err
+		}
+		if r, c := truth.Dims(); r != Y.RawMatrix().Cols || c != o.Rank {
+			return nil, nil, inputErrorf("--truth is %d×%d but col(A) is %d×%d (d×k)", r, c, Y.RawMatrix().Cols, o.Rank)
+		}
+	}
+	return Y, truth, nil
+}
+
+// runLearnGenerative is learn generative: validate, read, fit, score, write,
+// print.
+func (a *app) runLearnGenerative(cmd *cobra.Command, o *learnGenerativeOptions) error {
+	start := time.Now()
+	inputs, err := o.validate()
+	if err != nil {
+		return err
+	}
+	man := dataio.NewManifest("learn generative", a.args)
+	man.Version, man.Options = relurecVersion(), *o
+	for _, p := range uniq(inputs) {
+		if err := man.AddInput(p); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	Y, truth, err := o.read()
+	if err != nil {
+		return err
+	}
+	progress, clear := a.progress()
+	opt := o.Options
+	opt.Progress = progress
+	res, err := generative.Fit(cmd.Context(), Y, opt)
+	clear()
+	if err != nil {
+		return err
+	}
+	n, d := Y.Dims()
+	out := learnGenerativeResult{Command: "learn generative", Out: o.Out, MOut: o.MOut, N: n, D: d, Rank: o.Rank,
+		Route: res.Route, Reason: res.Reason, Certificate: res.Certificate, Diagnostics: res.Diagnostics,
+		Warnings: append([]string{}, res.Warnings...), Options: *o}
+	if truth != nil {
+		out.SinTheta, out.SinThetaRestricted = scoreColSpace(Y, truth, res.Basis, o.Rank, o.PosTol)
+	}
+	outs := []outFile{{o.Out, func(p string) error { return dataio.WriteNPY(p, res.Basis) }}}
+	if o.MOut != "" {
+		outs = append(outs, outFile{o.MOut, func(p string) error { return dataio.WriteNPZ(p, fitArrays(res)) }})
+	}
+	out.Seconds = time.Since(start).Seconds()
+	man.Results = jsonsafe.Finite(out)
+	if _, err := writeAll(man, outs); err != nil {
+		return err
+	}
+	return a.emit(out, func(w io.Writer) { printLearnGenerative(w, o, res, out) })
+}
+
+// scoreColSpace returns ‖sinΘ‖_F between the true A and the learnt basis,
+// overall and on the units with ≥ k+2 positive observations (nil where it
+// cannot be computed).
+func scoreColSpace(Y, truth, basis *mat.Dense, k int, posTol float64) (all, restricted *float64) {
+	if s, err := generative.SinTheta(truth, basis); err == nil {
+		all = &s
+	}
+	if rows := generative.WellObservedRows(Y, k+2, posTol); len(rows) > 0 {
+		if s, err := generative.SinThetaRows(truth, basis, rows); err == nil {
+			restricted = &s
+		}
+	}
+	return all, restricted
+}
+
+// fitArrays are the arrays of --m-out.
+func fitArrays(res *generative.Result) map[string]*mat.Dense {
+	arr := map[string]*mat.Dense{"MCentred": res.MCentred, "Offset": rowMatrix(res.Offset), "Factor": res.Factor, "Codes": res.Codes}
+	if res.M != nil {
+		arr["M"] = res.M
+		arr["b"] = rowMatrix(res.Bias)
+	}
+	return arr
+}
+
+// printLearnGenerative writes the human table of learn generative.
+func printLearnGenerative(w io.Writer, o *learnGenerativeOptions, res *generative.Result, out learnGenerativeResult) {
+	cert := fmt.Sprintf("equality residual %.2g, censoring violation %.2g (tol %.0e): ", res.Certificate.EqualityResidual, res.Certificate.CensorViolation, res.Certificate.Tol)
+	if res.Certificate.Met {
+		cert += "Y is explained exactly"
+	} else {
+		cert += "not met"
+	}
+	dg := res.Diagnostics
+	rows := [][2]string{
+		{"data", fmt.Sprintf("n=%d observations, d=%d units, k=%d", out.N, out.D, o.Rank)},
+		{"route", res.Route},
+		{"reason", res.Reason},
+		{"units", fmt.Sprintf("%d well observed (≥ k+2 positives), %d rarely active (≤ k), %d dead; %.1f%% entries positive", dg.WellObserved, dg.RarelyActive, dg.DeadRows, 100*dg.FractionPositive)},
+		{"iterations", fmt.Sprintf("%d (converged: %v)", dg.Iterations, dg.Converged)},
+		{"certificate", cert},
+	}
+	if out.SinTheta != nil {
+		r := "n/a"
+		if out.SinThetaRestricted != nil {
+			r = fmt.Sprintf("%.3g", *out.SinThetaRestricted)
+		}
+		rows = append(rows, [2]string{"‖sinΘ‖_F vs truth", fmt.Sprintf("%.3g overall, %s on well-observed units", *out.SinTheta, r)})
+	}
+	rows = append(rows, warningList(res.Warnings)...)
+	rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)}, [2]string{"basis", o.Out})
+	if o.MOut != "" {
+		rows = append(rows, [2]string{"fit", o.MOut})
+	}
+	table(w, rows)
 }

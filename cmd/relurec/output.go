@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 	"github.com/relurec/relurec/nn"
 )
@@ -249,4 +250,25 @@ func manifestList(files []string) string {
 		ms = append(ms, dataio.ManifestPath(f))
 	}
 	return strings.Join(ms, ", ")
+}
+
+// optionsError turns a library options' Validate error into a usage error
+// (exit 2 with the --help hint), without the "bad input: " prefix; main
+// translates the option names in it into flags.
+func optionsError(err error) error {
+	return usageErrorf("%s", strings.TrimPrefix(err.Error(), errs.ErrInput.Error()+": "))
+}
+
+// warningList is table rows listing warnings, the first labelled "warnings"
+// (none when there are none).
+func warningList(warnings []string) [][2]string {
+	var rows [][2]string
+	for i, w := range warnings {
+		label := ""
+		if i == 0 {
+			label = "warnings"
+		}
+		rows = append(rows, [2]string{label, w})
+	}
+	return rows
 }
