@@ -101,3 +101,27 @@ func RecoverAll(ctx context.Context, A, V *mat.Dense, opt Options, progress func
 	out.Elapsed = time.Since(began)
 	return out, nil
 }
+
+// MeanCodeErrors scores recovered codes C (n×k, one per row) against the
+// true codes (n×k): the mean over rows of ‖ĉ − scale·c*‖ (scale = μ when C
+// estimates μ·c*, 1 when it estimates c*) and of the direction error
+// ‖ĉ/‖ĉ‖ − c*/‖c*‖‖.
+func MeanCodeErrors(C, truth *mat.Dense, scale float64) (meanErr, meanDir float64) {
+	n := C.RawMatrix().Rows
+	for i := 0; i < n; i++ {
+		ch, cs := C.RawRowView(i), truth.RawRowView(i)
+		var e, dn, cn, chn float64
+		for j := range ch {
+			e += (ch[j] - scale*cs[j]) * (ch[j] - scale*cs[j])
+			cn += cs[j] * cs[j]
+			chn += ch[j] * ch[j]
+		}
+		for j := range ch {
+			x := ch[j]/math.Sqrt(chn) - cs[j]/math.Sqrt(cn)
+			dn += x * x
+		}
+		meanErr += math.Sqrt(e) / float64(n)
+		meanDir += math.Sqrt(dn) / float64(n)
+	}
+	return meanErr, meanDir
+}

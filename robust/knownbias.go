@@ -361,3 +361,16 @@ func RecoverKnownBiasAll(ctx context.Context, A, V *mat.Dense, b []float64, opt 
 	}
 	return out, nil
 }
+
+// Batch reports b in the shape of RecoverAll's result, so callers handle
+// both variants alike: Rule "known-bias", Mu NaN (with b known ĉ estimates
+// c* itself), the Gauss–Newton convergence as the certificate and the
+// worst relative gradient as the stationarity.
+func (b *KnownBiasBatch) Batch() *BatchResult {
+	br := &BatchResult{C: b.C, E: b.E, AllCertified: b.AllConverged, MaxStationarity: b.MaxGradient}
+	for _, pr := range b.PerRow {
+		br.PerRow = append(br.PerRow, &Result{Tau: pr.Tau, Rule: "known-bias", Mu: math.NaN(), Outliers: pr.Outliers,
+			Iterations: pr.Iterations, Converged: pr.Converged, Warnings: pr.Warnings})
+	}
+	return br
+}

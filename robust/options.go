@@ -6,73 +6,81 @@ import (
 	"github.com/relurec/relurec/density"
 )
 
-// Threshold rules (Options.Rule), spec §2.6.
+// Rule is a threshold rule (Options.Rule).
+type Rule string
+
+// Threshold rules (Options.Rule).
 const (
 	// RuleMAD is τ = 2·√(2 log d)·σ̂ with σ̂ = 1.4826·MAD of the residuals of
 	// an initial Huber fit. It needs nothing but the data.
-	RuleMAD = "mad"
+	RuleMAD Rule = "mad"
 	// RulePlugin is τ = 2(max(μ, 1−μ)·√(2 log(2d/α)) + q_{|B|}(1 − α/(2d)) + δ),
 	// a high-probability bound on 2‖z + w‖_∞ for ‖c*‖ = 1. It needs the bias
 	// density (Options.Bias) and the noise bound δ (Options.Delta).
-	RulePlugin = "plugin"
+	RulePlugin Rule = "plugin"
 	// RuleOracle is τ = 2‖z + w‖_∞, the smallest threshold Theorem 4 allows.
 	// It needs the truth (Options.OracleZW) and exists for tests.
-	RuleOracle = "oracle"
+	RuleOracle Rule = "oracle"
 )
+
+// SolverName is a solver of (47) (Options.Solver).
+type SolverName string
 
 // Solvers (Options.Solver).
 const (
 	// SolverSSN is semismooth Newton on the Huber form (the default).
-	SolverSSN = "ssn"
+	SolverSSN SolverName = "ssn"
 	// SolverBCD alternates c ← A⁺(v − e), e ← S_τ(v − Ac): ISTA with step d
 	// on the e-LASSO (spec §2.5 item 2). A cross-check.
-	SolverBCD = "bcd"
+	SolverBCD SolverName = "bcd"
 	// SolverFISTA is FISTA with adaptive restart on the e-LASSO. A cross-check.
-	SolverFISTA = "fista"
+	SolverFISTA SolverName = "fista"
 )
 
 // Options controls Recover. The zero value works: the MAD threshold rule,
-// the semismooth Newton solver, no intercept, no sparsity penalty.
+// the semismooth Newton solver, no intercept, no sparsity penalty. The json
+// keys are those of run manifests.
 type Options struct {
 	// Tau is the Huber threshold τ = λ·d (same unit as v). > 0 fixes it;
 	// +Inf gives least squares (the s = 0 generalized LASSO). 0 means: use
 	// Lambda, else Rule.
-	Tau float64
+	Tau float64 `json:"tau,omitempty"`
 	// Lambda is the λ of (47); when Tau is 0 and Lambda > 0, τ = λ·d.
-	Lambda float64
+	Lambda float64 `json:"lambda,omitempty"`
 	// Rule picks τ when neither Tau nor Lambda is set: RuleMAD (default),
 	// RulePlugin or RuleOracle.
-	Rule string
+	Rule Rule `json:"rule"`
 	// Bias is the bias density, if known. It gives μ (Result.Mu and the
 	// rescaled code Result.CScaled) and is required by RulePlugin.
-	Bias density.Density
+	Bias density.Density `json:"-"`
 	// Delta is the bound δ ≥ 0 on the dense noise ‖w‖_∞ used by RulePlugin.
-	Delta float64
+	Delta float64 `json:"delta,omitempty"`
 	// Alpha is the failure probability of RulePlugin. Default 0.05.
-	Alpha float64
+	Alpha float64 `json:"alpha,omitempty"`
 	// OracleZW is z + w = v − e* − μAc* (length d), required by RuleOracle.
-	OracleZW []float64
+	OracleZW []float64 `json:"-"`
 	// Solver is SolverSSN (default), SolverBCD or SolverFISTA.
-	Solver string
-	// Intercept adds an unpenalised column of ones to A (spec §2.7): it
-	// absorbs E[ReLU(g + b)] and lowers the effective noise without changing
-	// the target μc*. The fitted value is Result.Intercept.
-	Intercept bool
+	Solver SolverName `json:"solver"`
+	// Intercept adds an unpenalised column of ones to A: it absorbs
+	// E[ReLU(g + b)] and lowers the effective noise without changing the
+	// target μc* (our addition, not in [MR18]; docs/robust.md). The fitted
+	// value is Result.Intercept.
+	Intercept bool `json:"intercept,omitempty"`
+	// Linear declares the linear model v = Ac + e + w (no ReLU): μ = 1.
+	Linear bool `json:"linear,omitempty"`
 	// SparseC is λ_c ≥ 0: the penalty λ_c·‖c‖₁ is added to (47) for sparse
 	// codes (paper footnote 6; Nguyen–Tran). 0 means none.
-	SparseC float64
+	SparseC float64 `json:"sparse_c,omitempty"`
 	// KnownSupport lists outlier positions known in advance (an oracle
 	// baseline, not in the paper): c is then least squares on the other rows
 	// and ê is the residual on the listed ones. τ is not used.
-	KnownSupport []int
-	// Linear declares the linear model v = Ac + e + w (no ReLU): μ = 1.
-	Linear bool
+	KnownSupport []int `json:"known_support,omitempty"`
 	// MaxIter bounds the iterations: default 100 for SSN, 50 000 for BCD and
 	// FISTA.
-	MaxIter int
+	MaxIter int `json:"max_iter,omitempty"`
 	// KKTTol is the tolerance of the KKT certificate (relative, see KKT).
 	// Default 1e-9.
-	KKTTol float64
+	KKTTol float64 `json:"kkt_tol,omitempty"`
 }
 
 // KKT is the optimality certificate of a solution (ĉ, ê) of (47) with

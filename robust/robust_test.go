@@ -64,7 +64,7 @@ func TestSolversAgree(t *testing.T) {
 	in, v, _ := instance(t, 1, 600, 8, 30, 20)
 	for _, tau := range []float64{0.5, 2, 8, 1e6} {
 		var ref []float64
-		for _, solver := range []string{SolverSSN, SolverBCD, SolverFISTA} {
+		for _, solver := range []SolverName{SolverSSN, SolverBCD, SolverFISTA} {
 			r, err := Recover(in.A, v, Options{Tau: tau, Solver: solver})
 			if err != nil {
 				t.Fatal(err)
@@ -349,7 +349,7 @@ func TestCodeNorm(t *testing.T) {
 func TestAcceptanceSizeCrossCheck(t *testing.T) {
 	in, v, _ := instance(t, 11, 20000, 50, 1000, 50)
 	var ref []float64
-	for _, solver := range []string{SolverSSN, SolverBCD, SolverFISTA} {
+	for _, solver := range []SolverName{SolverSSN, SolverBCD, SolverFISTA} {
 		r, err := Recover(in.A, v, Options{Tau: 2, Solver: solver})
 		if err != nil {
 			t.Fatal(err)

@@ -26,51 +26,64 @@ func (o Options) kktTol() float64 {
 	return 1e-9
 }
 
-func (o *Options) check(d int) error {
+// Validate checks the options without data: finite non-negative numbers,
+// Alpha in (0, 1), known Rule and Solver values, a valid Bias density, and
+// Bias given when RulePlugin picks τ. Errors wrap ErrInput. (RuleOracle's
+// OracleZW is checked against d by Recover.)
+func (o Options) Validate() error {
 	if math.IsNaN(o.Tau) || o.Tau < 0 {
-		return fmt.Errorf("%w: τ = %v must be > 0 (or 0 to use λ or a rule, +Inf for least squares)", ErrInput, o.Tau)
+		return fmt.Errorf("%w: Options.Tau = %v (the threshold τ) must be > 0 (or 0 to use λ or a rule, +Inf for least squares)", ErrInput, o.Tau)
 	}
 	if math.IsNaN(o.Lambda) || math.IsInf(o.Lambda, 0) || o.Lambda < 0 {
-		return fmt.Errorf("%w: λ = %v must be finite and ≥ 0", ErrInput, o.Lambda)
+		return fmt.Errorf("%w: Options.Lambda = %v (λ) must be finite and ≥ 0", ErrInput, o.Lambda)
 	}
 	if math.IsNaN(o.SparseC) || math.IsInf(o.SparseC, 0) || o.SparseC < 0 {
-		return fmt.Errorf("%w: the sparsity penalty λ_c = %v must be finite and ≥ 0", ErrInput, o.SparseC)
+		return fmt.Errorf("%w: Options.SparseC = %v (the sparsity penalty λ_c) must be finite and ≥ 0", ErrInput, o.SparseC)
 	}
 	if math.IsNaN(o.Delta) || math.IsInf(o.Delta, 0) || o.Delta < 0 {
-		return fmt.Errorf("%w: the noise bound δ = %v must be finite and ≥ 0", ErrInput, o.Delta)
+		return fmt.Errorf("%w: Options.Delta = %v (the noise bound δ) must be finite and ≥ 0", ErrInput, o.Delta)
 	}
-	if o.Alpha == 0 {
-		o.Alpha = 0.05
-	}
-	if !(o.Alpha > 0 && o.Alpha < 1) {
-		return fmt.Errorf("%w: α = %v must be in (0, 1)", ErrInput, o.Alpha)
+	if o.Alpha != 0 && !(o.Alpha > 0 && o.Alpha < 1) {
+		return fmt.Errorf("%w: Options.Alpha = %v (α) must be in (0, 1)", ErrInput, o.Alpha)
 	}
 	switch o.Solver {
-	case "":
-		o.Solver = SolverSSN
-	case SolverSSN, SolverBCD, SolverFISTA:
+	case "", SolverSSN, SolverBCD, SolverFISTA:
 	default:
-		return fmt.Errorf("%w: unknown solver %q (want %s, %s or %s)", ErrInput, o.Solver, SolverSSN, SolverBCD, SolverFISTA)
+		return fmt.Errorf("%w: Options.Solver must be %s, %s or %s, got %q", ErrInput, SolverSSN, SolverBCD, SolverFISTA, o.Solver)
 	}
 	switch o.Rule {
-	case "":
-		o.Rule = RuleMAD
-	case RuleMAD:
+	case "", RuleMAD, RuleOracle:
 	case RulePlugin:
 		if o.Tau == 0 && o.Lambda == 0 && o.Bias == nil {
-			return fmt.Errorf("%w: the plug-in threshold needs the bias density (Options.Bias)", ErrInput)
-		}
-	case RuleOracle:
-		if o.Tau == 0 && o.Lambda == 0 && len(o.OracleZW) != d {
-			return fmt.Errorf("%w: the oracle threshold needs z + w of length %d, got %d", ErrInput, d, len(o.OracleZW))
+			return fmt.Errorf("%w: Options.Rule = plugin needs Options.Bias, the bias density", ErrInput)
 		}
 	default:
-		return fmt.Errorf("%w: unknown threshold rule %q (want %s, %s or %s)", ErrInput, o.Rule, RuleMAD, RulePlugin, RuleOracle)
+		return fmt.Errorf("%w: Options.Rule must be %s, %s or %s, got %q", ErrInput, RuleMAD, RulePlugin, RuleOracle, o.Rule)
 	}
 	if o.Bias != nil {
 		if err := density.Validate(o.Bias); err != nil {
 			return fmt.Errorf("%w: %w", ErrInput, err)
 		}
+	}
+	return nil
+}
+
+// check validates o for observations of length d and fills in the defaults.
+func (o *Options) check(d int) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.Rule == RuleOracle && o.Tau == 0 && o.Lambda == 0 && len(o.OracleZW) != d {
+		return fmt.Errorf("%w: the oracle threshold needs Options.OracleZW = z + w of length %d, got %d", ErrInput, d, len(o.OracleZW))
+	}
+	if o.Alpha == 0 {
+		o.Alpha = 0.05
+	}
+	if o.Solver == "" {
+		o.Solver = SolverSSN
+	}
+	if o.Rule == "" {
+		o.Rule = RuleMAD
 	}
 	return nil
 }
@@ -90,12 +103,12 @@ func (s *Solver) threshold(v, oracle []float64) (float64, string, []float64, err
 		if len(oracle) != s.d {
 			return 0, "", nil, fmt.Errorf("%w: the oracle threshold needs z + w of length %d, got %d", ErrInput, s.d, len(oracle))
 		}
-		return math.Max(2*maxAbs(oracle), 1e-300), RuleOracle, nil, nil
+		return math.Max(2*maxAbs(oracle), 1e-300), string(RuleOracle), nil, nil
 	case RulePlugin:
-		return PluginTau(o.Bias, s.d, o.Delta, o.Alpha), RulePlugin, nil, nil
+		return PluginTau(o.Bias, s.d, o.Delta, o.Alpha), string(RulePlugin), nil, nil
 	}
 	tau, c := s.madTau(v)
-	return tau, RuleMAD, c, nil
+	return tau, string(RuleMAD), c, nil
 }
 
 // madTau is the MAD rule: τ = 2·√(2 log d)·σ̂, σ̂ = 1.4826·MAD of the

@@ -115,7 +115,7 @@ func (s *Solver) solve(v, oracle []float64) (*Result, error) {
 		}
 	}
 	o := s.opt
-	res := &Result{Solver: o.Solver, Mu: math.NaN()}
+	res := &Result{Solver: string(o.Solver), Mu: math.NaN()}
 	var c []float64
 	switch {
 	case len(o.KnownSupport) > 0:

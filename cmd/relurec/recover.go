@@ -121,24 +121,22 @@ The .npz given by --out holds A, V, C, E, W and b (1×d).`,
 
 // ------------------------------------------------------------ recover latent
 
+// recoverOptions are the flags of recover latent, as recorded in the
+// manifest: the files, --lambda (auto or a number), and robust.Options (whose
+// Bias density is given here as its --bias string).
 type recoverOptions struct {
-	A         string  `json:"a"`
-	AName     string  `json:"a_name"`
-	V         string  `json:"v"`
-	VName     string  `json:"v_name"`
-	Lambda    string  `json:"lambda"`
-	Rule      string  `json:"rule"`
-	Bias      string  `json:"bias,omitempty"`
-	Delta     float64 `json:"delta,omitempty"`
-	Solver    string  `json:"solver"`
-	Intercept bool    `json:"intercept,omitempty"`
-	Linear    bool    `json:"linear,omitempty"`
-	SparseC   float64 `json:"sparse_c,omitempty"`
-	Rescale   bool    `json:"rescale,omitempty"`
-	Truth     string  `json:"truth,omitempty"`
-	TruthName string  `json:"truth_name,omitempty"`
-	Out       string  `json:"out"`
-	EOut      string  `json:"e_out,omitempty"`
+	A      string `json:"a"`
+	AName  string `json:"a_name"`
+	V      string `json:"v"`
+	VName  string `json:"v_name"`
+	Lambda string `json:"lambda"`
+	robust.Options
+	Bias      string `json:"bias,omitempty"`
+	Rescale   bool   `json:"rescale,omitempty"`
+	Truth     string `json:"truth,omitempty"`
+	TruthName string `json:"truth_name,omitempty"`
+	Out       string `json:"out"`
+	EOut      string `json:"e_out,omitempty"`
 	// KnownBias is the file holding the bias vector b (length d) when it is
 	// known: the nonlinear known-bias variant runs instead of (47).
 	KnownBias     string `json:"known_bias,omitempty"`
@@ -170,12 +168,7 @@ type recoverResult struct {
 	Options            recoverOptions `json:"options"`
 }
 
-func newRecoverLatentCmd(a *app) *cobra.Command {
-	o := recoverOptions{AName: "A", VName: "V", Lambda: "auto", Rule: "mad", Solver: "ssn", TruthName: "C", KnownBiasName: "b"}
-	c := &cobra.Command{
-		Use:   "latent",
-		Short: "Recover codes c from v = ReLU(A·c + b) + outliers + noise (generalized LASSO)",
-		Long: `Recover, for every row v of V (n×d), the code c (length k) and the sparse
+const recoverLatentLong = `Recover, for every row v of V (n×d), the code c (length k) and the sparse
 outliers e from v = ReLU(A·c + b) + e + w with A (d×k) known, by the
 generalized LASSO (47) of Mazumdar and Rawat,
 
@@ -193,8 +186,9 @@ plugin (needs --bias and the noise bound --delta). --lambda VALUE fixes λ
 variant (not in the paper): the nonlinear Huber problem
 Σ H_τ(vᵢ − ReLU(aᵢ·c + bᵢ)) solved by Gauss–Newton with an inlier refit.
 It estimates c* itself (no μ) and is exact on noiseless data with sparse
-outliers; it is not convex, so its certificate is a stationarity check.`,
-		Example: `  relurec gen robust --d 4000 --k 10 --n 10 --seed 1 --out rob.npz
+outliers; it is not convex, so its certificate is a stationarity check.`
+
+const recoverLatentExample = `  relurec gen robust --d 4000 --k 10 --n 10 --seed 1 --out rob.npz
   relurec recover latent --a rob.npz --v rob.npz --out C.npy
 
   # Known bias: rescale to c*, score against the true codes
@@ -205,227 +199,33 @@ outliers; it is not convex, so its certificate is a stationarity check.`,
 
   # Fixed λ = 5e-4 (τ = λ·d) and the plug-in rule
   relurec recover latent --a A.npy --v V.npy --lambda 5e-4 --out C.npy
-  relurec recover latent --a A.npy --v V.npy --rule plugin --bias gaussian:0,0.5 --delta 0.1 --out C.npy`,
-		Args: cobra.NoArgs,
-		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			if o.A == "" || o.V == "" {
-				return usageErrorf("--a and --v are required")
-			}
-			if o.Out == "" {
-				return usageErrorf("--out is required")
-			}
-			bias, err := parseBias(o.Bias)
-			if err != nil {
-				return err
-			}
-			opt := robust.Options{Bias: bias, Delta: o.Delta, Solver: o.Solver, Intercept: o.Intercept, Linear: o.Linear, SparseC: o.SparseC}
-			switch o.Rule {
-			case "mad", "plugin":
-				opt.Rule = o.Rule
-			default:
-				return usageErrorf("--rule must be mad or plugin, got %q", o.Rule)
-			}
-			if o.Rule == "plugin" && bias == nil {
-				return usageErrorf("--rule plugin needs --bias")
-			}
-			if o.KnownBias != "" && (o.Rule == "plugin" || o.Rescale || o.Solver != "ssn" || o.Intercept || o.Linear || o.SparseC != 0) {
-				return usageErrorf("--known-bias cannot be combined with --rule plugin, --rescale, --solver, --intercept, --linear or --sparse-c (it estimates c* itself by its own solver)")
-			}
-			if o.Rescale && bias == nil && !o.Linear {
-				return usageErrorf("--rescale needs --bias (μ depends on the bias density)")
-			}
-			switch o.Solver {
-			case "ssn", "bcd", "fista":
-			default:
-				return usageErrorf("--solver must be ssn, bcd or fista, got %q", o.Solver)
-			}
-			if math.IsNaN(o.Delta) || o.Delta < 0 || math.IsNaN(o.SparseC) || o.SparseC < 0 {
-				return usageErrorf("--delta and --sparse-c must be ≥ 0")
-			}
-			if !strings.EqualFold(o.Lambda, "auto") {
-				lam, err := strconv.ParseFloat(o.Lambda, 64)
-				if err != nil || !(lam > 0) || math.IsInf(lam, 0) {
-					return usageErrorf("--lambda must be auto or a positive number, got %q", o.Lambda)
-				}
-				opt.Lambda = lam
-			}
-			inputs := []string{o.A, o.V}
-			if o.Truth != "" {
-				inputs = append(inputs, o.Truth)
-			}
-			if o.KnownBias != "" {
-				inputs = append(inputs, o.KnownBias)
-			}
-			if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"e-out", o.EOut, ".npy"}); err != nil {
-				return err
-			}
-			man := dataio.NewManifest("recover latent", a.args)
-			man.Version, man.Options = relurecVersion(), o
-			for _, p := range uniq(inputs) {
-				if err := man.AddInput(p); err != nil {
-					return fmt.Errorf("reading input: %w", err)
-				}
-			}
-			A, err := readInput("A", o.A, o.AName)
-			if err != nil {
-				return err
-			}
-			V, err := readInput("V", o.V, o.VName)
-			if err != nil {
-				return err
-			}
-			d, k := A.Dims()
-			if _, vc := V.Dims(); vc != d {
-				return inputErrorf("V has %d columns but A has %d rows: V holds one observation (length d = %d) per row", vc, d, d)
-			}
-			var truth *mat.Dense
-			if o.Truth != "" {
-				if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
-					return err
-				}
-				if r, c := truth.Dims(); r != V.RawMatrix().Rows || c != k {
-					return inputErrorf("--truth is %d×%d, want %d×%d (one true code per row of V)", r, c, V.RawMatrix().Rows, k)
-				}
-			}
-			progress, clear := a.progress()
-			var cb func(done, total int)
-			if progress != nil {
-				cb = func(done, total int) { progress("recovering codes", done, total) }
-			}
-			solveStart := time.Now()
-			var br *robust.BatchResult
-			if o.KnownBias != "" {
-				br, err = recoverKnownBias(cmd.Context(), A, V, o, opt.Lambda, cb)
-			} else {
-				br, err = robust.RecoverAll(cmd.Context(), A, V, opt, cb)
-			}
-			clear()
-			if err != nil {
-				return err
-			}
-			solveTime := time.Since(solveStart)
-			n := V.RawMatrix().Rows
-			out := recoverResult{Command: "recover latent", Out: o.Out, EOut: o.EOut, N: n, D: d, K: k,
-				AllCertified: br.AllCertified, MaxStationarity: br.MaxStationarity, Options: o, Mu: math.NaN(),
-				SecondsPerSolve: solveTime.Seconds() / float64(n), Warnings: []string{}}
-			taus := make([]float64, n)
-			seen := map[string]bool{}
-			for i, r := range br.PerRow {
-				taus[i] = r.Tau
-				out.Rule = r.Rule
-				out.Mu = r.Mu
-				out.MeanOutliers += float64(r.Outliers) / float64(n)
-				out.MeanIterations += float64(r.Iterations) / float64(n)
-				for _, w := range r.Warnings {
-					if !seen[w] {
-						seen[w] = true
-						out.Warnings = append(out.Warnings, fmt.Sprintf("row %d: %s", i, w))
-					}
-				}
-			}
-			out.TauMedian = medianOf(taus)
-			C := br.C
-			if o.Rescale {
-				C = mat.DenseCopyOf(br.C)
-				C.Scale(1/out.Mu, C)
-				out.Rescaled = true
-			}
-			if truth != nil {
-				var me, md float64
-				for i := 0; i < n; i++ {
-					ch, cs := C.RawRowView(i), truth.RawRowView(i)
-					scale := 1.0
-					if !o.Rescale && !math.IsNaN(out.Mu) {
-						scale = out.Mu
-					}
-					var e, dn, cn, chn float64
-					for j := range ch {
-						e += (ch[j] - scale*cs[j]) * (ch[j] - scale*cs[j])
-						cn += cs[j] * cs[j]
-						chn += ch[j] * ch[j]
-					}
-					for j := range ch {
-						x := ch[j]/math.Sqrt(chn) - cs[j]/math.Sqrt(cn)
-						dn += x * x
-					}
-					me += math.Sqrt(e) / float64(n)
-					md += math.Sqrt(dn) / float64(n)
-				}
-				out.MeanDirectionError = &md
-				if o.Rescale || !math.IsNaN(out.Mu) || o.KnownBias != "" {
-					out.MeanError = &me
-				}
-			}
-			outs := []outFile{{o.Out, func(p string) error { return dataio.WriteNPY(p, C) }}}
-			if o.EOut != "" {
-				outs = append(outs, outFile{o.EOut, func(p string) error { return dataio.WriteNPY(p, br.E) }})
-			}
-			out.Seconds = time.Since(start).Seconds()
-			man.Timings = map[string]float64{"solve": solveTime.Seconds()}
-			man.Results = jsonsafe.Finite(out)
-			if _, err := writeAll(man, outs); err != nil {
-				return err
-			}
-			return a.emit(out, func(w io.Writer) {
-				cert := fmt.Sprintf("all %d solutions meet their KKT conditions (worst stationarity %.1e)", n, out.MaxStationarity)
-				if !out.AllCertified {
-					cert = fmt.Sprintf("NOT all solutions meet their KKT conditions (worst stationarity %.1e); see warnings", out.MaxStationarity)
-				}
-				if o.KnownBias != "" {
-					cert = fmt.Sprintf("all %d fits converged to stationary points (worst relative gradient %.1e; the problem is not convex, so this is a local certificate)", n, out.MaxStationarity)
-					if !out.AllCertified {
-						cert = fmt.Sprintf("NOT all fits converged (worst relative gradient %.1e); see warnings", out.MaxStationarity)
-					}
-				}
-				mu := "unknown (give --bias)"
-				if !math.IsNaN(out.Mu) {
-					mu = fmt.Sprintf("%.4g", out.Mu)
-				}
-				if o.KnownBias != "" {
-					mu = "not used: with b known, ĉ estimates c* itself"
-				}
-				rows := [][2]string{
-					{"data", fmt.Sprintf("n=%d observations, d=%d, k=%d", n, d, k)},
-					{"threshold", fmt.Sprintf("rule %s, median τ = %.4g (λ = τ/d = %.3g)", out.Rule, out.TauMedian, out.TauMedian/float64(d))},
-					{"scale μ", mu},
-					{"certificate", cert},
-					{"outliers flagged", fmt.Sprintf("%.1f per observation on average", out.MeanOutliers)},
-					{"solve time", fmt.Sprintf("%.3g s per observation (%d Newton iterations on average)", out.SecondsPerSolve, int(math.Round(out.MeanIterations)))},
-				}
-				if out.MeanDirectionError != nil {
-					s := fmt.Sprintf("mean direction error %.3g", *out.MeanDirectionError)
-					if out.MeanError != nil {
-						target := "μ·c*"
-						if o.Rescale || o.KnownBias != "" {
-							target = "c*"
-						}
-						s += fmt.Sprintf(", mean ‖ĉ − %s‖ = %.3g", target, *out.MeanError)
-					}
-					rows = append(rows, [2]string{"vs truth", s})
-				}
-				for i, wmsg := range out.Warnings {
-					label := ""
-					if i == 0 {
-						label = "warnings"
-					}
-					rows = append(rows, [2]string{label, wmsg})
-				}
-				rows = append(rows, [2]string{"codes", o.Out})
-				table(w, rows)
-			})
-		}),
+  relurec recover latent --a A.npy --v V.npy --rule plugin --bias gaussian:0,0.5 --delta 0.1 --out C.npy`
+
+func newRecoverLatentCmd(a *app) *cobra.Command {
+	o := recoverOptions{AName: "A", VName: "V", Lambda: "auto", Options: robust.Options{Rule: robust.RuleMAD, Solver: robust.SolverSSN}, TruthName: "C", KnownBiasName: "b"}
+	c := &cobra.Command{
+		Use:     "latent",
+		Short:   "Recover codes c from v = ReLU(A·c + b) + outliers + noise (generalized LASSO)",
+		Long:    recoverLatentLong,
+		Example: recoverLatentExample,
+		Args:    cobra.NoArgs,
+		RunE:    a.leaf(func(cmd *cobra.Command, _ []string) error { return a.runRecoverLatent(cmd, &o) }),
 	}
+	o.register(c)
+	return c
+}
+
+func (o *recoverOptions) register(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.A, "a", "", "known A, d×k (.npy, .csv, or .npz with --a-name); required")
 	f.StringVar(&o.AName, "a-name", o.AName, "name of A inside an .npz")
 	f.StringVar(&o.V, "v", "", "observations V, n×d, one per row (.npy, .csv, or .npz with --v-name); required")
 	f.StringVar(&o.VName, "v-name", o.VName, "name of V inside an .npz")
 	f.StringVar(&o.Lambda, "lambda", o.Lambda, "auto (use --rule) or λ > 0 of (47) (τ = λ·d)")
-	f.StringVar(&o.Rule, "rule", o.Rule, "threshold rule for --lambda auto: mad or plugin")
+	f.StringVar((*string)(&o.Rule), "rule", string(o.Rule), "threshold rule for --lambda auto: mad or plugin")
 	f.StringVar(&o.Bias, "bias", "", "bias density, for μ, --rescale and --rule plugin (e.g. gaussian:0,0.5)")
 	f.Float64Var(&o.Delta, "delta", 0, "bound on the dense noise ‖w‖_∞ (--rule plugin)")
-	f.StringVar(&o.Solver, "solver", o.Solver, "ssn (semismooth Newton, default), bcd or fista (cross-checks)")
+	f.StringVar((*string)(&o.Solver), "solver", string(o.Solver), "ssn (semismooth Newton, default), bcd or fista (cross-checks)")
 	f.BoolVar(&o.Intercept, "intercept", false, "fit an unpenalised intercept")
 	f.BoolVar(&o.Linear, "linear", false, "linear model v = A·c + e + w (μ = 1)")
 	f.Float64Var(&o.SparseC, "sparse-c", 0, "λ_c > 0 adds λ_c·‖c‖₁ for sparse codes")
@@ -436,7 +236,245 @@ outliers; it is not convex, so its certificate is a stationarity check.`,
 	f.StringVar(&o.EOut, "e-out", "", "optional output .npy for the outliers (n×d)")
 	f.StringVar(&o.KnownBias, "known-bias", "", "the known bias vector b, length d (.npy, or .npz with --known-bias-name): estimate c* by the known-bias variant")
 	f.StringVar(&o.KnownBiasName, "known-bias-name", o.KnownBiasName, "name of b inside an .npz")
-	return c
+}
+
+// validate checks the flags of recover latent (robust.Options by its
+// Validate), sets Options.Bias and Options.Lambda, checks the outputs, and
+// returns the input files.
+func (o *recoverOptions) validate() ([]string, error) {
+	if o.A == "" || o.V == "" {
+		return nil, usageErrorf("--a and --v are required")
+	}
+	if o.Out == "" {
+		return nil, usageErrorf("--out is required")
+	}
+	bias, err := parseBias(o.Bias)
+	if err != nil {
+		return nil, err
+	}
+	o.Options.Bias = bias
+	if o.Rule != robust.RuleMAD && o.Rule != robust.RulePlugin {
+		return nil, usageErrorf("--rule must be mad or plugin, got %q", o.Rule)
+	}
+	// Validated before --lambda is set: --rule plugin needs --bias even
+	// with a fixed λ.
+	if err := o.Options.Validate(); err != nil {
+		return nil, optionsError(err)
+	}
+	if o.KnownBias != "" && (o.Rule == robust.RulePlugin || o.Rescale || o.Solver != robust.SolverSSN || o.Intercept || o.Linear || o.SparseC != 0) {
+		return nil, usageErrorf("--known-bias cannot be combined with --rule plugin, --rescale, --solver, --intercept, --linear or --sparse-c (it estimates c* itself by its own solver)")
+	}
+	if o.Rescale && bias == nil && !o.Linear {
+		return nil, usageErrorf("--rescale needs --bias (μ depends on the bias density)")
+	}
+	if !strings.EqualFold(o.Lambda, "auto") {
+		lam, err := strconv.ParseFloat(o.Lambda, 64)
+		if err != nil || !(lam > 0) || math.IsInf(lam, 0) {
+			return nil, usageErrorf("--lambda must be auto or a positive number, got %q", o.Lambda)
+		}
+		o.Options.Lambda = lam
+	}
+	inputs := []string{o.A, o.V}
+	if o.Truth != "" {
+		inputs = append(inputs, o.Truth)
+	}
+	if o.KnownBias != "" {
+		inputs = append(inputs, o.KnownBias)
+	}
+	if err := checkOutputs(inputs, [3]string{"out", o.Out, ".npy"}, [3]string{"e-out", o.EOut, ".npy"}); err != nil {
+		return nil, err
+	}
+	return inputs, nil
+}
+
+// read reads A, V and, with --truth, the true codes, and checks their shapes.
+func (o *recoverOptions) read() (A, V, truth *mat.Dense, err error) {
+	if A, err = readInput("A", o.A, o.AName); err != nil {
+		return nil, nil, nil, err
+	}
+	if V, err = readInput("V", o.V, o.VName); err != nil {
+		return nil, nil, nil, err
+	}
+	d, k := A.Dims()
+	if _, vc := V.Dims(); vc != d {
+		return nil, nil, nil, inputErrorf("V has %d columns but A has %d rows: V holds one observation (length d = %d) per row", vc, d, d)
+	}
+	if o.Truth != "" {
+		if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
+			return nil, nil, nil, err
+		}
+		if r, c := truth.Dims(); r != V.RawMatrix().Rows || c != k {
+			return nil, nil, nil, inputErrorf("--truth is %d×%d, want %d×%d (one true code per row of V)", r, c, V.RawMatrix().Rows, k)
+		}
+	}
+	return A, V, truth, nil
+}
+
+// runRecoverLatent is recover latent: validate, read, solve, score, write,
+// print.
+func (a *app) runRecoverLatent(cmd *cobra.Command, o *recoverOptions) error {
+	start := time.Now()
+	inputs, err := o.validate()
+	if err != nil {
+		return err
+	}
+	man := dataio.NewManifest("recover latent", a.args)
+	man.Version, man.Options = relurecVersion(), *o
+	for _, p := range uniq(inputs) {
+		if err := man.AddInput(p); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	A, V, truth, err := o.read()
+	if err != nil {
+		return err
+	}
+	solveStart := time.Now()
+	br, err := a.solveLatent(cmd.Context(), A, V, o)
+	if err != nil {
+		return err
+	}
+	solveTime := time.Since(solveStart)
+	out, C := summariseLatent(br, A, o, solveTime)
+	if truth != nil {
+		scale := 1.0
+		if !o.Rescale && !math.IsNaN(out.Mu) {
+			scale = out.Mu
+		}
+		me, md := robust.MeanCodeErrors(C, truth, scale)
+		out.MeanDirectionError = &md
+		if o.Rescale || !math.IsNaN(out.Mu) || o.KnownBias != "" {
+			out.MeanError = &me
+		}
+	}
+	outs := []outFile{{o.Out, func(p string) error { return dataio.WriteNPY(p, C) }}}
+	if o.EOut != "" {
+		outs = append(outs, outFile{o.EOut, func(p string) error { return dataio.WriteNPY(p, br.E) }})
+	}
+	out.Seconds = time.Since(start).Seconds()
+	man.Timings = map[string]float64{"solve": solveTime.Seconds()}
+	man.Results = jsonsafe.Finite(out)
+	if _, err := writeAll(man, outs); err != nil {
+		return err
+	}
+	return a.emit(out, func(w io.Writer) { printRecoverLatent(w, o, out) })
+}
+
+// solveLatent recovers every row's code by (47), or by the known-bias
+// variant with --known-bias, with a progress bar.
+func (a *app) solveLatent(ctx context.Context, A, V *mat.Dense, o *recoverOptions) (*robust.BatchResult, error) {
+	progress, clear := a.progress()
+	defer clear()
+	var cb func(done, total int)
+	if progress != nil {
+		cb = func(done, total int) { progress("recovering codes", done, total) }
+	}
+	if o.KnownBias == "" {
+		return robust.RecoverAll(ctx, A, V, o.Options, cb)
+	}
+	d, _ := A.Dims()
+	b, err := readKnownBias(o, d)
+	if err != nil {
+		return nil, err
+	}
+	kb, err := robust.RecoverKnownBiasAll(ctx, A, V, b, robust.KnownBiasOptions{Tau: o.Options.Lambda * float64(d)}, cb)
+	if err != nil {
+		return nil, err
+	}
+	return kb.Batch(), nil
+}
+
+// readKnownBias reads --known-bias: a vector of length d (a row or a column).
+func readKnownBias(o *recoverOptions, d int) ([]float64, error) {
+	B, err := readInput("known bias", o.KnownBias, o.KnownBiasName)
+	if err != nil {
+		return nil, err
+	}
+	r, c := B.Dims()
+	if r*c != d || (r != 1 && c != 1) {
+		return nil, inputErrorf("--known-bias is %d×%d, want a vector of length d = %d (one bias per row of A)", r, c, d)
+	}
+	if c == 1 {
+		return mat.Col(nil, 0, B), nil
+	}
+	return append([]float64(nil), B.RawMatrix().Data[:d]...), nil
+}
+
+// summariseLatent gathers the per-row results into the command's result and
+// returns the codes to write (ĉ/μ with --rescale).
+func summariseLatent(br *robust.BatchResult, A *mat.Dense, o *recoverOptions, solveTime time.Duration) (recoverResult, *mat.Dense) {
+	d, k := A.Dims()
+	n := br.C.RawMatrix().Rows
+	out := recoverResult{Command: "recover latent", Out: o.Out, EOut: o.EOut, N: n, D: d, K: k,
+		AllCertified: br.AllCertified, MaxStationarity: br.MaxStationarity, Options: *o, Mu: math.NaN(),
+		SecondsPerSolve: solveTime.Seconds() / float64(n), Warnings: []string{}}
+	taus := make([]float64, n)
+	seen := map[string]bool{}
+	for i, r := range br.PerRow {
+		taus[i] = r.Tau
+		out.Rule = r.Rule
+		out.Mu = r.Mu
+		out.MeanOutliers += float64(r.Outliers) / float64(n)
+		out.MeanIterations += float64(r.Iterations) / float64(n)
+		for _, w := range r.Warnings {
+			if !seen[w] {
+				seen[w] = true
+				out.Warnings = append(out.Warnings, fmt.Sprintf("row %d: %s", i, w))
+			}
+		}
+	}
+	out.TauMedian = medianOf(taus)
+	C := br.C
+	if o.Rescale {
+		C = mat.DenseCopyOf(br.C)
+		C.Scale(1/out.Mu, C)
+		out.Rescaled = true
+	}
+	return out, C
+}
+
+// printRecoverLatent writes the human table of recover latent.
+func printRecoverLatent(w io.Writer, o *recoverOptions, out recoverResult) {
+	n, d, k := out.N, out.D, out.K
+	cert := fmt.Sprintf("all %d solutions meet their KKT conditions (worst stationarity %.1e)", n, out.MaxStationarity)
+	if !out.AllCertified {
+		cert = fmt.Sprintf("NOT all solutions meet their KKT conditions (worst stationarity %.1e); see warnings", out.MaxStationarity)
+	}
+	if o.KnownBias != "" {
+		cert = fmt.Sprintf("all %d fits converged to stationary points (worst relative gradient %.1e; the problem is not convex, so this is a local certificate)", n, out.MaxStationarity)
+		if !out.AllCertified {
+			cert = fmt.Sprintf("NOT all fits converged (worst relative gradient %.1e); see warnings", out.MaxStationarity)
+		}
+	}
+	mu := "unknown (give --bias)"
+	if !math.IsNaN(out.Mu) {
+		mu = fmt.Sprintf("%.4g", out.Mu)
+	}
+	if o.KnownBias != "" {
+		mu = "not used: with b known, ĉ estimates c* itself"
+	}
+	rows := [][2]string{
+		{"data", fmt.Sprintf("n=%d observations, d=%d, k=%d", n, d, k)},
+		{"threshold", fmt.Sprintf("rule %s, median τ = %.4g (λ = τ/d = %.3g)", out.Rule, out.TauMedian, out.TauMedian/float64(d))},
+		{"scale μ", mu},
+		{"certificate", cert},
+		{"outliers flagged", fmt.Sprintf("%.1f per observation on average", out.MeanOutliers)},
+		{"solve time", fmt.Sprintf("%.3g s per observation (%d Newton iterations on average)", out.SecondsPerSolve, int(math.Round(out.MeanIterations)))},
+	}
+	if out.MeanDirectionError != nil {
+		s := fmt.Sprintf("mean direction error %.3g", *out.MeanDirectionError)
+		if out.MeanError != nil {
+			target := "μ·c*"
+			if o.Rescale || o.KnownBias != "" {
+				target = "c*"
+			}
+			s += fmt.Sprintf(", mean ‖ĉ − %s‖ = %.3g", target, *out.MeanError)
+		}
+		rows = append(rows, [2]string{"vs truth", s})
+	}
+	rows = append(rows, warningList(out.Warnings)...)
+	rows = append(rows, [2]string{"codes", o.Out})
+	table(w, rows)
 }
 
 func uniq(xs []string) []string {
@@ -465,33 +503,4 @@ func medianOf(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// recoverKnownBias runs the known-bias variant (robust.RecoverKnownBiasAll)
-// and reports it in the shape of robust.RecoverAll's result, so the rest of
-// recover latent (scoring, output, table) is shared.
-func recoverKnownBias(ctx context.Context, A, V *mat.Dense, o recoverOptions, lambda float64, cb func(done, total int)) (*robust.BatchResult, error) {
-	d, _ := A.Dims()
-	B, err := readInput("known bias", o.KnownBias, o.KnownBiasName)
-	if err != nil {
-		return nil, err
-	}
-	r, c := B.Dims()
-	if r*c != d || (r != 1 && c != 1) {
-		return nil, inputErrorf("--known-bias is %d×%d, want a vector of length d = %d (one bias per row of A)", r, c, d)
-	}
-	b := append([]float64(nil), B.RawMatrix().Data[:d]...)
-	if c == 1 {
-		b = mat.Col(nil, 0, B)
-	}
-	kb, err := robust.RecoverKnownBiasAll(ctx, A, V, b, robust.KnownBiasOptions{Tau: lambda * float64(d)}, cb)
-	if err != nil {
-		return nil, err
-	}
-	br := &robust.BatchResult{C: kb.C, E: kb.E, AllCertified: kb.AllConverged, MaxStationarity: kb.MaxGradient}
-	for _, pr := range kb.PerRow {
-		br.PerRow = append(br.PerRow, &robust.Result{Tau: pr.Tau, Rule: "known-bias", Mu: math.NaN(), Outliers: pr.Outliers,
-			Iterations: pr.Iterations, Converged: pr.Converged, Warnings: pr.Warnings})
-	}
-	return br, nil
 }
