@@ -239,25 +239,35 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// fill applies defaults and validates the options.
-func (o *Options) fill(n, m int) error {
+// Validate checks the options without data: finite non-negative numbers
+// (0 means the default), MaxIter and Rank ≥ 0, and Rho ≥ 1 when set. Errors
+// wrap ErrInput. (Rank < min(n, m) is checked by PCP against the data.)
+func (o Options) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"Lambda", o.Lambda}, {"Mu0", o.Mu0}, {"Rho", o.Rho}, {"MuMax", o.MuMax}, {"Tol", o.Tol}, {"RankTol", o.RankTol}, {"FlagTol", o.FlagTol}} {
 		name, v := f.name, f.v
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: option %s = %v must be finite and ≥ 0 (0 means the default)", ErrInput, name, v)
+			return fmt.Errorf("%w: Options.%s = %v must be finite and ≥ 0 (0 means the default)", ErrInput, name, v)
 		}
 	}
 	if o.MaxIter < 0 || o.Rank < 0 {
-		return fmt.Errorf("%w: MaxIter (%d) and Rank (%d) must be ≥ 0 (0 means the default)", ErrInput, o.MaxIter, o.Rank)
-	}
-	if o.Rank >= min(n, m) {
-		return fmt.Errorf("%w: Rank %d must be below min(n, m) = %d for a low-rank part", ErrInput, o.Rank, min(n, m))
+		return fmt.Errorf("%w: Options.MaxIter (%d) and Options.Rank (%d) must be ≥ 0 (0 means the default)", ErrInput, o.MaxIter, o.Rank)
 	}
 	if o.Rho != 0 && o.Rho < 1 {
-		return fmt.Errorf("%w: Rho %v must be ≥ 1 (μ must not shrink)", ErrInput, o.Rho)
+		return fmt.Errorf("%w: Options.Rho = %v must be ≥ 1 (μ must not shrink)", ErrInput, o.Rho)
+	}
+	return nil
+}
+
+// fill validates the options for an n×m matrix and applies the defaults.
+func (o *Options) fill(n, m int) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.Rank >= min(n, m) {
+		return fmt.Errorf("%w: Options.Rank = %d must be below min(n, m) = %d for a low-rank part", ErrInput, o.Rank, min(n, m))
 	}
 	if o.Lambda == 0 {
 		o.Lambda = 1 / math.Sqrt(float64(max(n, m)))
