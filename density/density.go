@@ -130,7 +130,7 @@ func (g Gaussian) Support() (float64, float64) { return math.Inf(-1), math.Inf(1
 
 // BetaClosed is 0 when |m| ≤ γ (the mode, a stationary point, lies in
 // [−γ, γ]); otherwise min over x = ±γ of z²φ(z)/(4s³), since z²φ(z) is
-// unimodal in |z| (spec §1.6).
+// unimodal in |z|.
 func (g Gaussian) BetaClosed(gamma float64) (float64, bool) {
 	if math.Abs(g.Mean) <= gamma {
 		return 0, true

@@ -77,7 +77,7 @@ func TestBetaZeroAndInfiniteBound(t *testing.T) {
 	}
 }
 
-// The worked examples of spec §1.6.
+// Worked examples (closed forms).
 func TestSpecExamples(t *testing.T) {
 	cases := []struct {
 		p             Density

@@ -1,7 +1,7 @@
 // Package density describes the bias distribution B of the ReLU generative
 // model Y = ReLU(A·C + b·1ᵀ) and of robust recovery v = ReLU(A·c + b) + e + w
 // (Mazumdar, Rawat, "Representation learning and recovery in the ReLU model",
-// papers/000; specs/000_mazumdar_rawat_relu.md §1.6 and §1.7).
+// [MR18, (7), (8) and Theorem 3]).
 //
 // A Density gives everything the solvers need: log p, the score (log p)′,
 // the CDF and its logarithm, the reverse hazard p/F, the quantile (hence
@@ -12,7 +12,7 @@
 //
 // The paper's constants of Theorem 3 — the flatness β_γ(p), the Lipschitz
 // constant L_γ(p) and the interval mass ω_{p,γ,ν} — have closed forms for the
-// built-in densities (the spec's table) and a numeric fallback (grid plus
+// built-in densities and a numeric fallback (grid plus
 // golden-section polish) for any density; Theorem3Bound combines them and is
 // +Inf, not a division by zero, whenever β_γ = 0 (a Gaussian or logistic bias
 // whose mode lies in [−γ, γ], any uniform bias).

@@ -7,7 +7,7 @@ import (
 )
 
 // Beta returns the flatness β_γ(p) = inf_{|x|≤γ} p′(x)²/(4p(x)) of
-// Mazumdar–Rawat (000 eq. (7), 003 eq. (10); the printed β_Y is β_γ, spec §0
+// Mazumdar–Rawat (000 eq. (7), 003 eq. (10); the printed β_Y is β_γ, an erratum
 // item 2): in closed form when p implements ClosedForms, else numerically
 // (BetaNumeric). It is 0 whenever p has a stationary point in [−γ, γ].
 func Beta(p Density, gamma float64) float64 {
@@ -20,7 +20,7 @@ func Beta(p Density, gamma float64) float64 {
 }
 
 // Lip returns L_γ(p) = max{sup_{|x|≤γ} p(x)/F(x), sup_{|x|≤γ} |p′(x)|/p(x)}
-// (000 eq. (8) with the absolute log-derivative the proof needs, spec §1.6),
+// (000 eq. (8) with the absolute log-derivative the proof needs),
 // in closed form when available, else numerically (LipNumeric).
 func Lip(p Density, gamma float64) float64 {
 	if c, ok := p.(ClosedForms); ok {
@@ -48,7 +48,7 @@ func Omega(p Density, gamma, nu float64) float64 {
 }
 
 // BetaNumeric is β_γ(p) from a 4001-point grid over [−γ, γ] polished by a
-// golden-section search around the best grid point (spec §1.6 fallback).
+// golden-section search around the best grid point (a fallback).
 func BetaNumeric(p Density, gamma float64) float64 {
 	f := func(x float64) float64 {
 		lp := p.LogPDF(x)
@@ -118,15 +118,14 @@ func gridMin(f func(float64) float64, a, b float64) float64 {
 
 // DefaultC0 is the constant of Theorem 3 obtained by following its proof
 // literally, with the printed "C₀ ≥ 4/e" corrected to 4e and the factor 2 of
-// (39): C₀ = 8e ≈ 21.7 (spec §0 item 3).
+// (39): C₀ = 8e ≈ 21.7 (the proof's "C₀ ≥ 4/e" should read 4e).
 const DefaultC0 = 8 * math.E
 
 // Theorem3Bound returns the right side of Theorem 3 (000 eq. (35), 003
 // eq. (12)), C₀·L_γ(p)·γ·d/(β_γ(p)·ω_{p,γ,ν}), a high-probability bound on
 // ‖M − M̂‖_F² for the maximum-likelihood estimate. c0 ≤ 0 means DefaultC0.
 // It is +Inf (the theorem says nothing) when β_γ = 0 or ω = 0, and NaN for
-// a ν outside (0, 2γ]. Because of the gauge freedom M → M − Aw1ᵀ (spec
-// §1.5) the bound is only meaningful for the row-centred error.
+// a ν outside (0, 2γ]. Because of the gauge freedom M → M − Aw1ᵀ the bound is only meaningful for the row-centred error.
 func Theorem3Bound(p Density, gamma, nu float64, d int, c0 float64) float64 {
 	if c0 <= 0 {
 		c0 = DefaultC0

@@ -34,7 +34,7 @@ func forward(net *nn.MLP, x *mat.Dense) *mat.Dense {
 
 // symmetric returns (U*·D·Πᵀ, Π·D⁻¹·V*): hidden unit j of the result is unit
 // sigma[j] of the input, with V's row divided by dscale[sigma[j]] and U's
-// column multiplied by it (specs/001 §6 claim 24).
+// column multiplied by it ([BJW19, §1.2]).
 func symmetric(v, u *mat.Dense, sigma []int, dscale []float64) (*mat.Dense, *mat.Dense) {
 	k, d := v.Dims()
 	m, _ := u.Dims()

@@ -11,7 +11,7 @@ import (
 )
 
 // OLS returns the least-squares code argmin ‖v − Ac‖ (the generalized LASSO
-// without outliers, Plan–Vershynin; spec §2.7 "no outliers", §2.8 baseline):
+// without outliers, Plan–Vershynin, which [MR18, §4] cites; a baseline):
 // the τ = +Inf limit of (47).
 func (s *Solver) OLS(v []float64) ([]float64, error) {
 	if len(v) != s.d {
@@ -22,7 +22,7 @@ func (s *Solver) OLS(v []float64) ([]float64, error) {
 }
 
 // LAD returns the least-absolute-deviations code argmin ‖v − Ac‖₁ (the
-// Candès–Tao decoder, the τ → 0 limit of (47); spec §2.8 baseline), by
+// Candès–Tao decoder, the τ → 0 limit of [MR18, (47)]; a baseline), by
 // linalg.L1Regress (iteratively reweighted least squares with an exact refit
 // on the exactly fitted rows) with at most iters IRLS rounds (0 means 100).
 func (s *Solver) LAD(v []float64, iters int) ([]float64, error) {
@@ -38,8 +38,8 @@ func (s *Solver) LAD(v []float64, iters int) ([]float64, error) {
 }
 
 // Torrent returns the code of TORRENT-FC (Bhatia, Jain, Kar 2015, "Robust
-// regression via hard thresholding"; the hard-thresholding baseline the paper
-// cites, spec §2.8): it alternates least squares on an active set with
+// regression via hard thresholding"; the hard-thresholding baseline [MR18]
+// cites): it alternates least squares on an active set with
 // re-selecting as active the ⌈(1−β)·d⌉ rows of smallest residual, until the
 // set stops changing (at most iters rounds; 0 means 100). β is the assumed
 // upper bound on the outlier fraction; it must exceed the true fraction, and

@@ -8,7 +8,7 @@ import (
 
 // bcd is block-coordinate descent on (47): c ← A⁺(v − e), e ← S_τ(v − Ac).
 // It is exactly ISTA with step d on the e-LASSO min_e (1/2d)‖P(v − e)‖² +
-// λ‖e‖₁, P = I − AA⁺ (spec §2.5 item 2), so it converges (linearly once the
+// λ‖e‖₁, P = I − AA⁺ (eliminating c from (47)), so it converges (linearly once the
 // outlier support settles). A cross-check of huberSSN, not the default.
 func (s *Solver) bcd(v []float64, tau float64, maxIter int) ([]float64, int, bool) {
 	l := append([]float64(nil), s.gram...)

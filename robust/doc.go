@@ -2,7 +2,7 @@
 // observation v = ReLU(A·c + b) + e + w, with A (d×k) known, b a random bias,
 // e sparse outliers and w small dense noise, by the generalized LASSO (47) of
 // Mazumdar and Rawat, "Representation learning and recovery in the ReLU
-// model" (papers/000 §4, Theorem 4; specs/000_mazumdar_rawat_relu.md §2):
+// model" ([MR18, §4, (47) and Theorem 4]):
 //
 //	(ĉ, ê) = argmin_{c,e} (1/2d)·‖v − A·c − e‖² + λ·‖e‖₁.
 //
@@ -11,7 +11,7 @@
 // (ScaleMoments), not c* itself.
 //
 // How it is solved. Eliminating e turns (47) into Huber regression with
-// threshold τ = λ·d (spec §2.5): ĉ = argmin_c Σᵢ H_τ(vᵢ − aᵢᵀc) and
+// threshold τ = λ·d (an exact reformulation, not in the paper): ĉ = argmin_c Σᵢ H_τ(vᵢ − aᵢᵀc) and
 // ê = S_τ(v − Aĉ). The primary solver is a semismooth Newton method on that
 // k-dimensional problem, started from least squares, whose k×k systems reuse
 // the Gram matrix AᵀA (only the outlier rows are subtracted), so a solve at
@@ -27,8 +27,8 @@
 //
 // The threshold: an explicit τ or λ, or a rule (Options.Rule): "mad"
 // (default; needs nothing), "plugin" (needs the bias density and the noise
-// bound δ), or "oracle" (needs z + w, for tests of the theorem). Variants of
-// spec §2.7: no outliers (τ = +Inf, least squares), the linear model
+// bound δ), or "oracle" (needs z + w, for tests of the theorem). Variants (docs/robust.md;
+// all but the linear model and the sparse code are not in the paper): no outliers (τ = +Inf, least squares), the linear model
 // (μ = 1), a sparse code (an extra ℓ1 penalty on c), an unpenalised
 // intercept, and a known outlier support (least squares on the other rows).
 package robust

@@ -50,12 +50,12 @@ type KnownBiasResult struct {
 }
 
 // RecoverKnownBias recovers c* from v = ReLU(A·c* + b) + e + w when the bias
-// vector b is known — the "known bias" variant of specs/000 §2.7, not in the
+// vector b is known — a variant not in the
 // paper (Mazumdar–Rawat treat b as unknown noise and estimate μ·c*):
 //
 //	ĉ = argmin_c (1/2d)·‖v − ReLU(A·c + b) − e‖² + λ‖e‖₁,
 //
-// which, after eliminating e (as in the linear case, spec §2.5), is the
+// which, after eliminating e (as in the linear case), is the
 // nonlinear Huber regression Σᵢ H_τ(vᵢ − ReLU(aᵢ·c + bᵢ)), τ = λ·d. The
 // problem is not convex. It starts from the rows with vᵢ > 0, where the model
 // is linear (vᵢ − bᵢ = aᵢ·c + eᵢ + wᵢ once the unit is on), fitted by the
@@ -63,8 +63,8 @@ type KnownBiasResult struct {
 // with an Armijo line search (the semismooth Newton of the linear case, with
 // the ReLU's active set added). On noiseless data with sparse outliers it
 // returns c* to rounding after a least-squares refit on the rows the Huber fit
-// kept as inliers (our addition; Options.NoRefit skips it). The spec suggests alternating soft-thresholding with
-// gradient steps; Gauss–Newton converges in a few steps instead of hundreds.
+// kept as inliers (our addition; Options.NoRefit skips it). Alternating soft-thresholding with gradient steps would also
+// do; Gauss–Newton converges in a few steps instead of hundreds.
 func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*KnownBiasResult, error) {
 	began := time.Now()
 	if A == nil || A.IsEmpty() {

@@ -9,7 +9,7 @@ import (
 // Rule is a threshold rule (Options.Rule).
 type Rule string
 
-// Threshold rules (Options.Rule).
+// Threshold rules (Options.Rule); [MR18, Theorem 4] asks for τ ≥ 2‖z + w‖_∞.
 const (
 	// RuleMAD is τ = 2·√(2 log d)·σ̂ with σ̂ = 1.4826·MAD of the residuals of
 	// an initial Huber fit. It needs nothing but the data.
@@ -31,7 +31,7 @@ const (
 	// SolverSSN is semismooth Newton on the Huber form (the default).
 	SolverSSN SolverName = "ssn"
 	// SolverBCD alternates c ← A⁺(v − e), e ← S_τ(v − Ac): ISTA with step d
-	// on the e-LASSO (spec §2.5 item 2). A cross-check.
+	// on the e-LASSO (c eliminated from (47)). A cross-check.
 	SolverBCD SolverName = "bcd"
 	// SolverFISTA is FISTA with adaptive restart on the e-LASSO. A cross-check.
 	SolverFISTA SolverName = "fista"
@@ -84,7 +84,7 @@ type Options struct {
 }
 
 // KKT is the optimality certificate of a solution (ĉ, ê) of (47) with
-// residual r = v − Aĉ − ê (spec §2.5 item 3). The three numbers are relative
+// residual r = v − Aĉ − ê. The three numbers are relative
 // to the scale of the data, so that rounding-level residuals (an exact fit)
 // count as zero; Met reports that each is ≤ Tol.
 type KKT struct {

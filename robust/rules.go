@@ -148,7 +148,8 @@ func medianInPlace(s []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// PluginTau is the plug-in threshold of spec §2.6 for d observations, noise
+// PluginTau is the plug-in threshold (ours, from the bound of
+// [MR18, Theorem 4]) for d observations, noise
 // bound δ and failure probability α: a union bound on |z_i| ≤
 // max(μ, 1−μ)|g_i| + |b_i| with ‖c*‖ = 1 gives
 // τ = 2(max(μ, 1−μ)·√(2 log(2d/α)) + q_{|B|}(1 − α/(2d)) + δ).
@@ -173,8 +174,8 @@ func OracleTau(ac, b, w []float64, mu float64) float64 {
 	return 2 * m
 }
 
-// Moments are the constants of Theorem 4 for a bias distribution (spec
-// §2.4): μ = E[g·ReLU(g + b)] = E_b Φ(b) (the scale ĉ estimates μc* at),
+// Moments are the constants of [MR18, Theorem 4] for a bias distribution (closed
+// forms of ours): μ = E[g·ReLU(g + b)] = E_b Φ(b) (the scale ĉ estimates μc* at),
 // σ² = E[(ReLU(g + b) − μg)²] and η² = E[g²(ReLU(g + b) − μg)²] (eq. (58)),
 // with g ~ N(0, 1) independent of b.
 type Moments struct {
@@ -220,7 +221,7 @@ func ScaleMoments(p density.Density) Moments {
 
 // CodeNorm returns the r > 0 with r·E_b Φ(b/r) = norm: for a code of
 // unknown length, E[g·ReLU(r·g + b)] = r·E_bΦ(b/r) is the length ĉ tends to,
-// and it increases strictly with r (spec §2.6), so ĉ·r/‖ĉ‖ estimates c*. It
+// and it increases strictly with r, so ĉ·r/‖ĉ‖ estimates c*. It
 // returns NaN for norm ≤ 0 or when no such r exists below 1e12.
 func CodeNorm(p density.Density, norm float64) float64 {
 	if !(norm > 0) {

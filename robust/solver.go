@@ -220,7 +220,7 @@ func (s *Solver) ols(v []float64) []float64 {
 	return c
 }
 
-// huberSSN minimises Σ H_τ(v − Ac) by semismooth Newton (spec §2.6): the
+// huberSSN minimises Σ H_τ(v − Ac) by semismooth Newton (our solver of (47)): the
 // generalized Hessian is A_Iᵀ A_I over the rows with |r_i| ≤ τ, assembled as
 // AᵀA minus the outlier rows (or directly when those are the majority), a
 // ridge ε = 1e-10·tr/p keeps it invertible when |I| < p, and an Armijo line
@@ -437,7 +437,7 @@ func (s *Solver) knownSupport(v []float64, supp []int) ([]float64, error) {
 }
 
 // Certify returns the KKT certificate of (c, e) for (47) with threshold τ
-// (spec §2.5 item 3): Aᵀr = 0, r_i = τ·sign(e_i) where e_i ≠ 0, |r_i| ≤ τ
+// [MR18, (47)]: Aᵀr = 0, r_i = τ·sign(e_i) where e_i ≠ 0, |r_i| ≤ τ
 // where e_i = 0, for r = v − Ac − e. It is how tests and callers check a
 // solution from any solver. c has length k (k + 1 with Options.Intercept).
 func (s *Solver) Certify(v, c, e []float64, tau float64) KKT {

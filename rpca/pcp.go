@@ -20,11 +20,11 @@ import (
 // returned the error.
 var ErrInput = errs.ErrInput
 
-// Options controls PCP. The zero value works; every default is the one of
-// specs/001 §3.3 ("RPCA" row).
+// Options controls PCP. The zero value works; the defaults are those of
+// Candès–Li–Ma–Wright 2011 and the inexact ALM of Lin–Chen–Ma 2010.
 type Options struct {
 	// Lambda is the weight of ‖S‖₁. Default 1/√max(n, m) (Candès, Li, Ma,
-	// Wright 2011; the paper omits λ, specs/001 erratum §8.13).
+	// Wright 2011; [BJW19, §8] omits λ).
 	Lambda float64
 	// Mu0 is the initial penalty μ of the augmented Lagrangian. Default
 	// 1.25/‖A‖₂ (Lin, Chen, Ma 2010).
@@ -86,7 +86,7 @@ type Result struct {
 // PCP decomposes A (n×m) into a low-rank L plus a sparse S by principal
 // component pursuit, min ‖L‖_* + λ‖S‖₁ subject to L + S = A (Candès, Li, Ma,
 // Wright 2011), which is step 1 of Bakshi et al.'s sparse-noise algorithm
-// (§8, Theorem 14; specs/001 §2.12 P4). It is solved by the inexact augmented
+// [BJW19, §8, Theorem 14]. It is solved by the inexact augmented
 // Lagrangian method (Lin, Chen, Ma 2010):
 //
 //	L ← SVT_{1/μ}(A − S + Λ/μ),  S ← soft_{λ/μ}(A − L + Λ/μ),
@@ -98,8 +98,7 @@ type Result struct {
 // 4·n·m·r flops for the rank-r result — never an SVD of the n×m matrix.
 //
 // Deviation from the paper: the paper solves the program by an interior-point
-// method; the augmented Lagrangian is the practical solver (spec §2.12
-// [impl]). Our addition: unless NoDebias, the PCP answer is then made exact
+// method; the augmented Lagrangian is the practical solver. Our addition: unless NoDebias, the PCP answer is then made exact
 // by Debias (refit of a rank-r L on the entries not flagged as corrupted),
 // because PCP alone is accurate only to about Tol.
 //

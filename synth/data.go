@@ -19,7 +19,7 @@ const (
 	NoiseSubGaussian = "subgaussian" // i.i.d. Rademacher ±σ: bounded, same variance
 )
 
-// Noise is additive label noise E in A = U*·f(V*·X) + E (specs/001 §5).
+// Noise is additive label noise E in A = U*·f(V*·X) + E ([BJW19, §5]).
 type Noise struct {
 	// Kind is NoiseNone ("none" or ""), NoiseGaussian ("gaussian") or
 	// NoiseSubGaussian ("subgaussian", Rademacher ±σ: the bounded case of

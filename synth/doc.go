@@ -1,6 +1,6 @@
 // Package synth generates seeded synthetic problems: teacher networks with a
 // controlled conditioning, Gaussian inputs, and noisy labels, following the
-// instance generator of specs/001 §6.
+// instance generators the tests of [BJW19] and [MR18] need.
 //
 // Every function takes its randomness from an explicit *rand.Rand
 // (math/rand/v2); NewRand(seed) is the project's way to make one, and each

@@ -11,7 +11,7 @@ import (
 )
 
 // GenerativeConfig describes an instance of the ReLU generative model of
-// Mazumdar and Rawat (specs/000 §1.1), Y = ReLU(A·C + b·1ᵀ) in the paper's
+// Mazumdar and Rawat [MR18, §3], Y = ReLU(A·C + b·1ᵀ) in the paper's
 // columns, stored here with observations as rows: Y = ReLU(C·Aᵀ + 1·bᵀ).
 type GenerativeConfig struct {
 	// D is the observed dimension d (neurons), K the latent dimension k,
@@ -20,7 +20,7 @@ type GenerativeConfig struct {
 	// Bias is the density of the iid bias coordinates b_i. Default N(0, 1).
 	Bias density.Density
 	// CodeStd is the standard deviation of the iid Gaussian codes C.
-	// Default 1/√k, so that M = C·Aᵀ has entries ≈ N(0, 1) (spec §4.2).
+	// Default 1/√k, so that M = C·Aᵀ has entries ≈ N(0, 1).
 	CodeStd float64
 	// Noise is the standard deviation of iid Gaussian noise added to the
 	// pre-activations before the ReLU (0 = noiseless, the paper's model).
@@ -90,7 +90,7 @@ func GenerativeData(cfg GenerativeConfig, rng *rand.Rand) (*GenerativeInstance, 
 	return in, nil
 }
 
-// RobustConfig describes observations for robust recovery (specs/000 §2.1):
+// RobustConfig describes observations for robust recovery [MR18, §4, (46)]:
 // v = ReLU(A·c* + b) + e* + w for n codes c* (unit norm) through one Gaussian
 // A (d×k) and one bias b.
 type RobustConfig struct {
@@ -100,12 +100,12 @@ type RobustConfig struct {
 	Bias density.Density
 	// S is the number of outliers per observation (0 ≤ S ≤ D), placed
 	// uniformly at random, each of magnitude Magnitude·U[0.5, 1.5] with a
-	// random sign (spec §4.2).
+	// random sign.
 	S         int
 	Magnitude float64
 	// Delta bounds the dense noise: w_i ~ U[−δ, δ] independent of A, or,
 	// with AlignedNoise, w = δ·sign(A·u) for one fixed random unit u (the
-	// adversarial case of spec §2.3, whose error does not vanish with d).
+	// adversarial case [MR18, §4] leaves open, whose error does not vanish with d).
 	Delta        float64
 	AlignedNoise bool
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // This file holds the two "negative" instance generators of Bakshi et al.
-// (specs/001 §2.14, P6 and P7; §5): the Lemma 16 pair that no algorithm can
+// ([BJW19, Lemma 16 and Thm 2]): the Lemma 16 pair that no algorithm can
 // tell apart from few Gaussian samples, and the NP-hardness reduction of
 // Thm 2 from reversible 6-SAT. Row convention as everywhere: samples are the
 // rows of X, and the paper's column X_{*,q} is row q here.
@@ -26,9 +26,9 @@ import (
 // while κ(V¹) = 1/a: exact recovery needs n = Ω(κ) samples.
 //
 // The paper's second V has first row (1, a)/√(1+4a²), which is not a unit
-// vector; the row meant is (1, 2a)/√(1+4a²) (specs/001 §8.12). Both networks
+// vector; the row meant is (1, 2a)/√(1+4a²) (an erratum of [BJW19, Lemma 16]). Both networks
 // have m = 1 output and k = 2 units, so U (1×2) has rank 1 < k — outside the
-// full-column-rank setting of the exact routes, as the spec notes.
+// full-column-rank setting of the exact routes, as is to be expected.
 func Lemma16Pair(a float64) (first, second *nn.MLP, err error) {
 	if !(a > 0 && a <= 1) || math.IsInf(a, 0) {
 		return nil, nil, fmt.Errorf("%w: Lemma 16 needs a in (0, 1], got %v", ErrConfig, a)
@@ -104,7 +104,7 @@ func (f Formula) Complement() Formula {
 // ClosedUnderComplement reports whether the complement of every clause is
 // also a clause (as a set of literals). Such a formula is reversible in the
 // sense of Bakshi et al. Def 4, and it is the only kind for which their
-// reduction is sound as written (specs/001 §8.14).
+// reduction is sound as written (checked here).
 func (f Formula) ClosedUnderComplement() bool {
 	set := map[string]bool{}
 	for _, c := range f.Clauses {
@@ -227,8 +227,8 @@ type HardnessInstance struct {
 	VariableAlpha bool
 }
 
-// SATReduction builds the instance of Bakshi et al. Prop 2 / Thm 2 (specs/001
-// §5) from a formula with 6-literal clauses, closed under complementation.
+// SATReduction builds the instance of Bakshi et al. Prop 2 / Thm 2 ([BJW19,
+// §3]) from a formula with 6-literal clauses, closed under complementation.
 // With d = Vars + 2, in row convention:
 //
 //   - for each clause with literal signs s on its variables, the point with
@@ -303,7 +303,7 @@ func SATReduction(f Formula, variableAlpha bool) (*HardnessInstance, error) {
 
 // Witness returns the network nn.NewTwoLayer(V, [1, 1]) that the reduction
 // maps a truth assignment to: V = [x; y] with x = (ξ, 1, −1/2) and
-// y = (−ξ, −1/2, 1), ξ_i = ±1 (specs/001 §6 claim 23), and with
+// y = (−ξ, −1/2, 1), ξ_i = ±1 ([BJW19, Prop 2]), and with
 // VariableAlpha a last column (1, −1). It reproduces Y exactly (all values
 // are small dyadic numbers, so exactly in floating point too) iff the
 // assignment satisfies the formula.

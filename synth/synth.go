@@ -66,7 +66,7 @@ func logSpaced(n int, c float64) []float64 {
 // RandomCovariance returns a d×d symmetric positive definite matrix
 // Q·diag(λ)·Qᵀ with eigenvalues λ log-spaced in [1, cond] (so κ = cond) and Q
 // = linalg.RandomOrthogonal(d, rng) (Haar). It is the input covariance of the
-// whitening tests (specs/001 §1.5, Remark 3). For d = 1 the single eigenvalue
+// whitening tests ([BJW19, Remark 3]). For d = 1 the single eigenvalue
 // is 1. It returns nil for d < 1, cond < 1 or non-finite, or a nil rng.
 func RandomCovariance(d int, cond float64, rng *rand.Rand) *mat.SymDense {
 	if d < 1 || rng == nil || !(cond >= 1) || math.IsInf(cond, 0) {

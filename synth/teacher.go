@@ -12,7 +12,7 @@ import (
 )
 
 // TwoLayerConfig describes a random bias-free two-layer ReLU teacher
-// Y = ReLU(X·V*ᵀ)·U*ᵀ (specs/001 §6, "Instance generator").
+// Y = ReLU(X·V*ᵀ)·U*ᵀ (the instances of [BJW19]'s guarantees).
 type TwoLayerConfig struct {
 	// D is the input dimension d (columns of X and of V*); ≥ 1.
 	D int
@@ -43,7 +43,7 @@ type TwoLayerConfig struct {
 // Q2 (D×D) from linalg.RandomOrthogonal and s_i = c^{i/(K−1)}. Row
 // normalisation changes the condition number (it usually lowers it), so the
 // spread c is found by bisection on log c until κ(V*) is within 0.1% of
-// CondV; the spec's recipe of log-spacing s to the target directly would
+// CondV; a recipe of log-spacing s to the target directly would
 // miss it.
 //
 // Draw order from rng: V* first (Q1 then Q2, or the K·D Gaussian entries row

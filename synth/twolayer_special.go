@@ -28,8 +28,8 @@ func OrthonormalRows(k, d int, rng *rand.Rand) (*mat.Dense, error) {
 
 // PlanarOutputWeights returns the 2×k output layer U* whose column i is
 // norms[i]·(cos θ_i, sin θ_i) with θ_i = angles[i] (radians). norms nil means
-// all 1. It builds the rank-deficient U* of the FPT setting (Bakshi et al.
-// §6, Alg 7; specs/001 §6 claim 5): with m = 2 any k > 2 columns are linearly
+// all 1. It builds the rank-deficient U* of the FPT setting ([BJW19, §6,
+// Alg 7]): with m = 2 any k > 2 columns are linearly
 // dependent, and Alg 7 needs only that no two are positive multiples of each
 // other (distinct angles modulo 2π; θ and θ+π, i.e. u and −u, are allowed).
 func PlanarOutputWeights(angles, norms []float64) (*mat.Dense, error) {
