@@ -14,7 +14,7 @@ import (
 	"github.com/relurec/relurec/linalg"
 )
 
-// rowInfo is the per-neuron data of the ML program in index form (spec §1.2).
+// rowInfo is the per-neuron data of the ML program in index form ([MR18, (24)–(29)]).
 type rowInfo struct {
 	s          int
 	ymin, ymax float64
@@ -63,7 +63,7 @@ func rowInfos(p *problem, bias density.Density, gamma, nu, nuc float64, off OffS
 	return rows, nil
 }
 
-// LogLikelihood is the simplified log-likelihood of spec §1.3 in index form,
+// LogLikelihood is the log-likelihood of [MR18, (34)], simplified, in index form,
 // L(X, β) = Σ_{i: s_i ≥ 1} log p(β_i) + Σ_{i: s_i = 0} log F_B(−max_j X_ji),
 // for X (n×d in this package's layout) on the feasible set, where β_i is
 // the implied bias of neuron i. Constants (L_Y(0)) are dropped.
@@ -88,11 +88,11 @@ func LogLikelihood(Y, X *mat.Dense, beta []float64, bias density.Density, posTol
 }
 
 // LogLikelihoodSorted is the literal (33) with order statistics and the
-// corrected index of spec §0 item 1: for a neuron with s_i ≥ 1 positive
+// corrected index of [MR18, (29)] (the printed X_{i,(2)} should be X_{i,(1)}): for a neuron with s_i ≥ 1 positive
 // entries it is log p(Y_(s_i) − X_(s_i)) (on the feasible set the shift
 // Y_(s) − X_(s) is the same for every s ≤ s_i: the implied bias), and for a
 // dead neuron log F(∞, X*) = log F_B(−max X). It sorts every row and exists
-// to check LogLikelihood (spec T2).
+// to check LogLikelihood.
 func LogLikelihoodSorted(Y, X *mat.Dense, bias density.Density, posTol float64) float64 {
 	n, d := Y.Dims()
 	sum := 0.0
@@ -128,7 +128,7 @@ func LogLikelihoodSorted(Y, X *mat.Dense, bias density.Density, posTol float64) 
 	return sum
 }
 
-// Feasibility is how far (X, β) is from the constraint set of spec §1.2
+// Feasibility is how far (X, β) is from the constraint set [MR18, (29)]
 // (n×d layout): the largest violation of each constraint.
 type Feasibility struct {
 	Equality   float64 `json:"equality"`   // max |X_ji − (Y_ji − β_i)| on positives
@@ -138,7 +138,7 @@ type Feasibility struct {
 }
 
 // CheckFeasible measures (X, β) against (E), (K) with margin ν_c, (P) with
-// margin ν, and (B) with bound γ (spec §1.2; T1: the truth (M, b) has zero
+// margin ν, and (B) with bound γ ([MR18, (29)]; the truth (M, b) has zero
 // Equality, Consistent and Box violations, and zero PaperGap iff every row's
 // gaps are ≥ ν).
 func CheckFeasible(Y, X *mat.Dense, beta []float64, gamma, nu, nuc, posTol float64) Feasibility {
@@ -168,7 +168,7 @@ func CheckFeasible(Y, X *mat.Dense, beta []float64, gamma, nu, nuc, posTol float
 	return f
 }
 
-// FitADMM is Solver A (spec §1.7.1): the maximum-likelihood program (34) of
+// FitADMM is Solver A: the maximum-likelihood program (34) of
 // Mazumdar–Rawat in the simplified index form
 //
 //	maximise Σ_{s_i ≥ 1} log p(β_i) + Σ_{s_i = 0} log F_B(−max_j X_ij)
@@ -178,7 +178,7 @@ func CheckFeasible(Y, X *mat.Dense, beta []float64, gamma, nu, nuc, posTol float
 // monotone derivative of a 1-D convex function per neuron), a projection of
 // Z onto the low-rank set, and residual balancing of ρ. Differs from the
 // paper: (34) as printed has no rank or nuclear constraint and is then
-// under-determined (spec §1.4); the constraint is added here.
+// under-determined; the constraint is added here.
 func FitADMM(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	began := time.Now()
 	if err := opt.check(); err != nil {
@@ -219,7 +219,7 @@ func FitADMM(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	beta := make([]float64, d)
 	rho := opt.Rho
 	// Start: Z₀ = the rank-k part of the row-centred Y plus each row's mean
-	// (the SVD(YP⊥) initialisation of spec §7), in the paper's d×n layout.
+	// (the SVD(YP⊥) initialisation), in the paper's d×n layout.
 	{
 		yc := mat.NewDense(d, n, append([]float64(nil), p.yT...))
 		mean := make([]float64, d)
@@ -373,7 +373,7 @@ func FitADMM(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// admmRow is the (X, β)-step for one neuron (spec §1.7.1, "Row update"):
+// admmRow is the (X, β)-step for one neuron:
 // given the target row t, the optimal x for a fixed β is explicit, and β
 // minimises a 1-D convex function whose derivative is bisected.
 func admmRow(p *problem, r *rowInfo, bias density.Density, gamma, rho float64, t, x []float64, beta *float64, i int) {
@@ -448,7 +448,7 @@ func bisect(g func(float64) float64, lo, hi float64) float64 {
 // ProjectNuclearBall returns the Euclidean projection of W onto
 // {Z : ‖Z‖_* ≤ τ}: the singular values are projected onto
 // {σ ≥ 0, Σσ ≤ τ} by the sort-based simplex projection (Duchi et al. 2008)
-// and the singular vectors kept (spec §1.7.1, Z-update; T5).
+// and the singular vectors kept (the Z-update).
 func ProjectNuclearBall(W *mat.Dense, tau float64) (*mat.Dense, error) {
 	if W == nil || W.IsEmpty() || !(tau >= 0) {
 		return nil, fmt.Errorf("%w: nil or empty matrix, or radius %v < 0", ErrInput, tau)

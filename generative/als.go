@@ -66,7 +66,7 @@ type alsState struct {
 	obj   float64
 }
 
-// runALS is Solver B (spec §1.7.2): alternating exact minimisation of
+// runALS is Solver B (ours, not in [MR18]): alternating exact minimisation of
 //
 //	J = ½Σ_Ω (U_i·V_j + o_i − Y_ji)² + ½Σ_{Ωᶜ} [U_i·V_j + o_i + ν_c]_+² + (η/2)(‖U‖² + ‖V‖²)
 //

@@ -9,7 +9,7 @@ import (
 	"github.com/relurec/relurec/linalg"
 )
 
-// BaselineSVD is N1 of spec §1.8: the top-k right singular vectors of Y
+// BaselineSVD is baseline N1 (ours): the top-k right singular vectors of Y
 // (n×d), i.e. the paper's top-k left singular vectors of Y. It ignores both
 // the truncation and the bias.
 func BaselineSVD(Y *mat.Dense, k int) (*mat.Dense, error) {
@@ -25,7 +25,7 @@ func BaselineSVD(Y *mat.Dense, k int) (*mat.Dense, error) {
 
 // BaselineCentredSVD is N2: the SVD of Y with every column centred (the
 // paper's Y·P⊥). It is exact without truncation, since then Y·P⊥ = M·P⊥; the
-// ReLU's distortion is not removed by centring (spec S10).
+// ReLU's distortion is not removed by centring.
 func BaselineCentredSVD(Y *mat.Dense, k int) (*mat.Dense, error) {
 	if _, _, err := checkY(Y, k); err != nil {
 		return nil, err

@@ -132,7 +132,7 @@ func checkY(Y *mat.Dense, k int) (n, d int, err error) {
 	return n, d, nil
 }
 
-// FitALS runs Solver B, censored alternating least squares (spec §1.7.2): a
+// FitALS runs Solver B, censored alternating least squares (ours): a
 // "Tobit" relaxation of the rank-constrained ML program in the centred gauge,
 // Z = V·Uᵀ + 1·oᵀ with Σ_j V_j = 0. Paper: the estimator of 000 §3.2 is the
 // ML program (34); this replaces its likelihood by squared penalties with
@@ -270,7 +270,7 @@ func defaultGamma(p *problem, bias density.Density) float64 {
 	return p.maxY + q
 }
 
-// gaugeFix picks w maximising Σ_i log p(ô_i − (Ûw)_i) (spec §1.5: the ML
+// gaugeFix picks w maximising Σ_i log p(ô_i − (Ûw)_i) (the ML
 // chooses the gauge through the prior) and sets Bias = ô − Ûw and
 // M = M̂c + 1·(Ûw)ᵀ. Rows the factor does not touch only add constants.
 func gaugeFix(res *Result, bias density.Density) {

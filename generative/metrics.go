@@ -10,7 +10,7 @@ import (
 )
 
 // SinTheta returns ‖sin Θ(col A, col B)‖_F = √(Σ sin²θ_i) over the principal
-// angles between the column spans of A and B (d×k each; spec §1.7.3). It is
+// angles between the column spans of A and B (d×k each; [MR18, §3] estimates col(A) as that of M̂). It is
 // 0 for equal spans and √k for orthogonal ones; it does not depend on the
 // bases chosen, so it compares col(A) with an estimate up to GL(k).
 func SinTheta(A, B *mat.Dense) (float64, error) {
@@ -31,7 +31,7 @@ func SinTheta(A, B *mat.Dense) (float64, error) {
 }
 
 // SinThetaRows is SinTheta restricted to the given rows of A and B: the
-// column-space error on the neurons the data can identify (spec §4.2 uses
+// column-space error on the neurons the data can identify (our checks use
 // rows with at least k + 2 positive entries; see WellObservedRows).
 func SinThetaRows(A, B *mat.Dense, rows []int) (float64, error) {
 	if len(rows) == 0 {
@@ -69,8 +69,7 @@ func WellObservedRows(Y *mat.Dense, minPos int, posTol float64) []int {
 	return rows
 }
 
-// MError is the error of an estimate of M = C·Aᵀ (n×d), in the three forms
-// of spec §1.7.3.
+// MError is the error of an estimate of M = C·Aᵀ (n×d), in three forms.
 type MError struct {
 	// Raw is ‖M̂ − M‖_F, which includes the unidentifiable gauge 1·(Aw)ᵀ.
 	Raw float64 `json:"raw"`

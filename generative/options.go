@@ -139,7 +139,7 @@ type Diagnostics struct {
 	Rho   float64 `json:"rho,omitempty"`
 	// Theorem3Bound is C₀·L_γ·γ·d/(β_γ·ω) for the bias density (+Inf when
 	// β_γ = 0), a bound on ‖(M̂ − M)P⊥‖_F² the paper proves for the ML
-	// estimate (spec §5; checked in tests for Laplace bias).
+	// estimate ([MR18, Theorem 3]; checked in tests for Laplace bias).
 	Theorem3Bound float64 `json:"theorem3_bound,omitempty"`
 }
 

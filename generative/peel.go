@@ -19,7 +19,7 @@ type PeelOptions struct {
 	// NMFIter is the number of semi-NMF sweeps per layer. Default 300.
 	NMFIter int
 	// Threshold zeroes entries of Ĥ below Threshold·max(Ĥ) before the next
-	// layer (spec §3 step 5). Default 1e-6.
+	// layer. Default 1e-6.
 	Threshold float64
 }
 
@@ -42,7 +42,7 @@ type PeelLayer struct {
 
 // PeelDecode is the EXPERIMENTAL multi-layer "peeling" decoder proposed in
 // the future-directions section of papers/003 (no algorithm or guarantee
-// there; the concrete design is spec §3): for each layer from the top,
+// there; the concrete design is ours): for each layer from the top,
 // Solver B estimates the pre-activations Ẑ = M̂ + 1ôᵀ of rank r, a
 // semi-nonnegative factorisation Ẑ ≈ H·Aᵀ + 1cᵀ with H ≥ 0 (alternating least
 // squares for (A, c) and HALS for H) proposes the hidden layer, the gauge is
