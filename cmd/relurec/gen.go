@@ -113,31 +113,22 @@ type generated struct {
 	sigma   float64 // absolute noise standard deviation
 }
 
-// generate draws the teacher, the input covariance, X and Y from one seeded
-// stream, in that order, so demo and gen give the same problem for the same
-// flags.
+// generate draws the problem (synth.DrawTwoLayerProblem: teacher, input
+// covariance, X and Y from one seeded stream), so demo and gen give the same
+// problem for the same flags.
 func (g *twoLayerGen) generate() (*generated, error) {
-	rng := synth.NewRand(g.Seed)
-	teacher, err := synth.TwoLayerTeacher(synth.TwoLayerConfig{D: g.D, K: g.K, M: g.M, CondV: g.CondV, CondU: g.CondU}, rng)
+	act, err := parseActivationFlag(g.Activation)
 	if err != nil {
-		return nil, fmt.Errorf("generating the teacher: %w", err)
-	}
-	if teacher.Layers[0].Act, err = parseActivationFlag(g.Activation); err != nil {
 		return nil, err
 	}
-	var cov *mat.SymDense
-	if g.CovCond > 1 {
-		cov = synth.RandomCovariance(g.D, g.CovCond, rng)
-	}
-	x, err := synth.GaussianInputs(g.N, g.D, cov, rng)
+	p, err := synth.DrawTwoLayerProblem(synth.TwoLayerProblemConfig{
+		Teacher:    synth.TwoLayerConfig{D: g.D, K: g.K, M: g.M, CondV: g.CondV, CondU: g.CondU},
+		Activation: act, N: g.N, CovCond: g.CovCond, Noise: g.noise(),
+	}, g.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("generating inputs: %w", err)
+		return nil, err
 	}
-	y, sigma, err := synth.TwoLayerData(teacher, x, g.noise(), rng)
-	if err != nil {
-		return nil, fmt.Errorf("generating outputs: %w", err)
-	}
-	return &generated{teacher: teacher, x: x, y: y, sigma: sigma}, nil
+	return &generated{teacher: p.Teacher, x: p.X, y: p.Y, sigma: p.Sigma}, nil
 }
 
 func (g *twoLayerGen) metadata() map[string]string {

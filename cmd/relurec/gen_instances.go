@@ -11,7 +11,7 @@ import (
 
 // Special instances of `gen twolayer --instance`: the lower-bound pair of
 // Bakshi et al. Lemma 16 and the NP-hardness reduction of their Thm 2
-// (specs/001 §2.14, §5). They fix d, k and m themselves.
+// ([BJW19, Lemma 16, Thm 2]). They fix d, k and m themselves.
 
 // instanceGen holds the --instance flags.
 type instanceGen struct {
@@ -89,57 +89,30 @@ func (ig *instanceGen) validate(c *cobra.Command) error {
 // generate draws the instance and fills g's shape fields with the instance's
 // actual d, k, m and n. The extra map goes into the manifest and --json.
 func (ig *instanceGen) generate(g *twoLayerGen) (*generated, map[string]any, error) {
-	rng := synth.NewRand(g.Seed)
 	switch ig.Instance {
 	case "lemma16":
-		n1, n2, err := synth.Lemma16Pair(ig.A)
+		p, err := synth.DrawLemma16Problem(ig.A, ig.Second, g.N, g.Seed)
 		if err != nil {
 			return nil, nil, err
-		}
-		teacher, a := n1, ig.A
-		if ig.Second {
-			teacher, a = n2, 2*ig.A
-		}
-		x, err := synth.GaussianInputs(g.N, 2, nil, rng)
-		if err != nil {
-			return nil, nil, err
-		}
-		y, _, err := synth.TwoLayerData(teacher, x, synth.Noise{}, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		distinct := 0
-		for q := 0; q < g.N; q++ {
-			if synth.Lemma16Distinguishes(x.At(q, 0), x.At(q, 1), ig.A) {
-				distinct++
-			}
 		}
 		g.D, g.K, g.M = 2, 2, 1
-		return &generated{teacher: teacher, x: x, y: y}, map[string]any{
-			"network_a":              a,
-			"cond_v":                 1 / a,
-			"distinguishing_samples": distinct,
+		return &generated{teacher: p.Teacher, x: p.X, y: p.Y}, map[string]any{
+			"network_a":              p.A,
+			"cond_v":                 1 / p.A,
+			"distinguishing_samples": p.Distinguishing,
 			"distinguish_prob":       synth.Lemma16DistinguishProb(ig.A),
 		}, nil
 	case "sat6":
-		f, plant, err := synth.PlantedReversible6SAT(ig.Vars, ig.Clauses, rng)
+		p, err := synth.DrawSAT6Problem(ig.Vars, ig.Clauses, ig.VariableAlpha, g.Seed)
 		if err != nil {
 			return nil, nil, err
 		}
-		h, err := synth.SATReduction(f, ig.VariableAlpha)
-		if err != nil {
-			return nil, nil, err
-		}
-		teacher, err := h.Witness(plant)
-		if err != nil {
-			return nil, nil, err
-		}
-		g.N, g.D = h.X.Dims()
+		g.N, g.D = p.X.Dims()
 		g.K, g.M = 2, 1
-		return &generated{teacher: teacher, x: h.X, y: h.Y}, map[string]any{
-			"clause_rows": h.NumP,
-			"clauses":     f.Clauses,
-			"planted":     plant,
+		return &generated{teacher: p.Teacher, x: p.X, y: p.Y}, map[string]any{
+			"clause_rows": p.Instance.NumP,
+			"clauses":     p.Formula.Clauses,
+			"planted":     p.Planted,
 		}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown instance %q", ig.Instance)
