@@ -30,21 +30,16 @@ type demoResult struct {
 	SecondsFit  float64               `json:"seconds_fit"`
 }
 
-func newDemoCmd(a *app) *cobra.Command {
-	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1}
-	var refine bool
-	c := &cobra.Command{
-		Use:   "demo",
-		Short: "Learn a random two-layer ReLU network from its samples and compare with the truth",
-		Long: `Generate a random two-layer ReLU network Y = ReLU(X·Vᵀ)·Uᵀ (V k×d with unit
+const demoLong = `Generate a random two-layer ReLU network Y = ReLU(X·Vᵀ)·Uᵀ (V k×d with unit
 rows, U m×k), draw n Gaussian inputs, learn V and U back from (X, Y) alone
 with twolayer.Fit, and show the truth next to the recovered weights. With
 --noise 0 the recovery is exact up to float64 rounding (the residual
 certificate says so); with noise it is approximate. Nothing is written.
 
 This is "relurec gen twolayer" + "relurec learn twolayer" + "relurec eval"
-in one step; the same --seed gives the same network there.`,
-		Example: `  # The default: d=20, k=5, m=8, 100 000 noiseless samples
+in one step; the same --seed gives the same network there.`
+
+const demoExample = `  # The default: d=20, k=5, m=8, 100 000 noiseless samples
   relurec demo
 
   # Noisy outputs (σ = 10% of the output RMS): approximate recovery
@@ -54,75 +49,87 @@ in one step; the same --seed gives the same network there.`,
   relurec demo --noise 0.1 --refine
 
   # Machine-readable
-  relurec demo --json`,
-		Args: cobra.NoArgs,
+  relurec demo --json`
+
+func newDemoCmd(a *app) *cobra.Command {
+	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1}
+	var refine bool
+	c := &cobra.Command{
+		Use:     "demo",
+		Short:   "Learn a random two-layer ReLU network from its samples and compare with the truth",
+		Long:    demoLong,
+		Example: demoExample,
+		Args:    cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			if err := g.validate(); err != nil {
-				return err
-			}
-			start := time.Now()
-			gen, err := g.generate()
-			if err != nil {
-				return err
-			}
-			genTime := time.Since(start)
-			progress, clear := a.progress()
-			fitStart := time.Now()
-			res, err := twolayer.Fit(cmd.Context(), gen.x, gen.y, twolayer.Options{Hidden: g.K, Seed: g.Seed, Refine: refine, Progress: progress})
-			clear()
-			if err != nil {
-				return err
-			}
-			fitTime := time.Since(fitStart)
-			e, err := metrics.CompareTwoLayer(gen.teacher, res.Model)
-			if err != nil {
-				return err
-			}
-			out := demoResult{
-				Command: "demo", Problem: g, NoiseSigma: gen.sigma,
-				Route: res.Route, Reason: res.Reason, Certificate: res.Certificate,
-				Errors: e, Warnings: append([]string{}, res.Warnings...),
-				SecondsGen: genTime.Seconds(), SecondsFit: fitTime.Seconds(),
-			}
-			return a.emit(out, func(w io.Writer) {
-				noise := "noiseless"
-				if g.Noise > 0 {
-					noise = fmt.Sprintf("noise σ = %g × output RMS", g.Noise)
-				}
-				fmt.Fprintf(w, "Learn Y = ReLU(X·Vᵀ)·Uᵀ from %d samples: d=%d inputs, k=%d hidden units, m=%d outputs, %s, seed %d.\n\n",
-					g.N, g.D, g.K, g.M, noise, g.Seed)
-				demoUnits(w, gen.teacher, res.Model, e.Perm)
-				fmt.Fprintf(w, "(first entries; rows of V scaled to unit length, U's columns scaled to match, units matched up to order)\n\n")
-				cert := fmt.Sprintf("residual %.3g > tol %.0e: approximate", res.Certificate.Residual, res.Certificate.Tol)
-				if res.Certificate.Met {
-					cert = fmt.Sprintf("residual %.3g ≤ tol %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
-				} else if g.Noise > 0 {
-					cert = fmt.Sprintf("residual %.3g (the noise alone gives ≈ %.3g): approximate", res.Certificate.Residual, g.Noise/math.Sqrt(1+g.Noise*g.Noise))
-				}
-				rows := [][2]string{
-					{"route", res.Route},
-					{"reason", res.Reason},
-					{"max relative weight error", fmt.Sprintf("%.3g", e.MaxRelErr)},
-					{"certificate", cert},
-				}
-				for i, wmsg := range res.Warnings {
-					label := ""
-					if i == 0 {
-						label = "warnings"
-					}
-					rows = append(rows, [2]string{label, wmsg})
-				}
-				rows = append(rows, [2]string{"time", fmt.Sprintf("generate %.2f s, fit %.2f s", genTime.Seconds(), fitTime.Seconds())})
-				table(w, rows)
-				if g.Noise == 0 {
-					fmt.Fprintf(w, "\nNext: relurec demo --noise 0.1 (noisy outputs), relurec gen/learn/eval --help (your own files).\n")
-				}
-			})
+			return a.runDemo(cmd, g, refine)
 		}),
 	}
 	g.register(c, false)
 	c.Flags().BoolVar(&refine, "refine", false, "refine the noisy-route estimate by local least squares")
 	return c
+}
+
+// runDemo is demo: generate a problem, learn it back, compare, print.
+func (a *app) runDemo(cmd *cobra.Command, g twoLayerGen, refine bool) error {
+	if err := g.validate(); err != nil {
+		return err
+	}
+	start := time.Now()
+	gen, err := g.generate()
+	if err != nil {
+		return err
+	}
+	genTime := time.Since(start)
+	progress, clear := a.progress()
+	fitStart := time.Now()
+	res, err := twolayer.Fit(cmd.Context(), gen.x, gen.y, twolayer.Options{Hidden: g.K, Seed: g.Seed, Refine: refine, Progress: progress})
+	clear()
+	if err != nil {
+		return err
+	}
+	fitTime := time.Since(fitStart)
+	e, err := metrics.CompareTwoLayer(gen.teacher, res.Model)
+	if err != nil {
+		return err
+	}
+	out := demoResult{
+		Command: "demo", Problem: g, NoiseSigma: gen.sigma,
+		Route: res.Route, Reason: res.Reason, Certificate: res.Certificate,
+		Errors: e, Warnings: append([]string{}, res.Warnings...),
+		SecondsGen: genTime.Seconds(), SecondsFit: fitTime.Seconds(),
+	}
+	return a.emit(out, func(w io.Writer) {
+		noise := "noiseless"
+		if g.Noise > 0 {
+			noise = fmt.Sprintf("noise σ = %g × output RMS", g.Noise)
+		}
+		fmt.Fprintf(w, "Learn Y = ReLU(X·Vᵀ)·Uᵀ from %d samples: d=%d inputs, k=%d hidden units, m=%d outputs, %s, seed %d.\n\n",
+			g.N, g.D, g.K, g.M, noise, g.Seed)
+		demoUnits(w, gen.teacher, res.Model, e.Perm)
+		fmt.Fprintf(w, "(first entries; rows of V scaled to unit length, U's columns scaled to match, units matched up to order)\n\n")
+		table(w, out.rows(g, res, genTime, fitTime))
+		if g.Noise == 0 {
+			fmt.Fprintf(w, "\nNext: relurec demo --noise 0.1 (noisy outputs), relurec gen/learn/eval --help (your own files).\n")
+		}
+	})
+}
+
+// rows is demo's human table.
+func (out *demoResult) rows(g twoLayerGen, res *twolayer.Result, genTime, fitTime time.Duration) [][2]string {
+	cert := fmt.Sprintf("residual %.3g > tol %.0e: approximate", res.Certificate.Residual, res.Certificate.Tol)
+	if res.Certificate.Met {
+		cert = fmt.Sprintf("residual %.3g ≤ tol %.0e: exact", res.Certificate.Residual, res.Certificate.Tol)
+	} else if g.Noise > 0 {
+		cert = fmt.Sprintf("residual %.3g (the noise alone gives ≈ %.3g): approximate", res.Certificate.Residual, g.Noise/math.Sqrt(1+g.Noise*g.Noise))
+	}
+	rows := [][2]string{
+		{"route", res.Route},
+		{"reason", res.Reason},
+		{"max relative weight error", fmt.Sprintf("%.3g", out.Errors.MaxRelErr)},
+		{"certificate", cert},
+	}
+	rows = append(rows, labelled("warnings", res.Warnings)...)
+	return append(rows, [2]string{"time", fmt.Sprintf("generate %.2f s, fit %.2f s", genTime.Seconds(), fitTime.Seconds())})
 }
 
 // demoUnits prints, per hidden unit, the first entries of the true and the
