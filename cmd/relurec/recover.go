@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/density"
 	"github.com/relurec/relurec/internal/jsonsafe"
 
 	"github.com/spf13/cobra"
@@ -39,72 +40,26 @@ type genRobustOptions struct {
 	Out       string  `json:"out"`
 }
 
-func newGenRobustCmd(a *app) *cobra.Command {
-	o := genRobustOptions{D: 4000, K: 10, N: 10, S: 40, Magnitude: 50, Delta: 0.1, Bias: "gaussian:0,0.5", Seed: 1}
-	c := &cobra.Command{
-		Use:   "robust",
-		Short: "Generate corrupted observations v = ReLU(A·c + b) + e + w for robust recovery",
-		Long: `Generate a robust-recovery problem (Mazumdar and Rawat, Theorem 4): a Gaussian
+const genRobustLong = `Generate a robust-recovery problem (Mazumdar and Rawat, Theorem 4): a Gaussian
 A (d×k), one bias b from --bias, n unit-norm codes (rows of C, n×k), and for
 each code an observation v = ReLU(A·c + b) + e + w (rows of V, n×d) with s
 outliers of magnitude --magnitude·U[0.5, 1.5] and random sign (rows of E) and
 dense noise w ~ U[−δ, δ] (rows of W).
 
-The .npz given by --out holds A, V, C, E, W and b (1×d).`,
-		Example: `  relurec gen robust --d 4000 --k 10 --n 10 --s 40 --magnitude 50 --seed 1 --out rob.npz
-  relurec recover latent --a rob.npz --v rob.npz --truth rob.npz --bias gaussian:0,0.5 --out C.npy`,
-		Args: cobra.NoArgs,
-		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			bias, err := parseBias(o.Bias)
-			if err != nil {
-				return err
-			}
-			if o.K < 1 || o.D <= o.K || o.N < 1 || o.S < 0 || o.S > o.D {
-				return usageErrorf("need 1 ≤ --k < --d, --n ≥ 1 and 0 ≤ --s ≤ --d; got d=%d, k=%d, n=%d, s=%d", o.D, o.K, o.N, o.S)
-			}
-			for _, v := range []struct {
-				name string
-				x    float64
-			}{{"magnitude", o.Magnitude}, {"delta", o.Delta}} {
-				if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 {
-					return usageErrorf("--%s must be finite and ≥ 0, got %g", v.name, v.x)
-				}
-			}
-			if float64(o.N)*float64(o.D) > 2e8 {
-				return usageErrorf("--n %d × --d %d is too large", o.N, o.D)
-			}
-			if o.Out == "" {
-				return usageErrorf("--out is required")
-			}
-			if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
-				return err
-			}
-			in, err := synth.RobustData(synth.RobustConfig{D: o.D, K: o.K, N: o.N, Bias: bias, S: o.S, Magnitude: o.Magnitude, Delta: o.Delta}, synth.NewRand(o.Seed))
-			if err != nil {
-				return err
-			}
-			man := dataio.NewManifest("gen robust", a.args)
-			man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
-			files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
-				return dataio.WriteNPZ(p, map[string]*mat.Dense{"A": in.A, "V": in.V, "C": in.C, "E": in.E, "W": in.W, "b": rowMatrix(in.B)})
-			}}})
-			if err != nil {
-				return err
-			}
-			mu := robust.ScaleMoments(bias).Mu
-			res := map[string]any{"command": "gen robust", "options": o, "outputs": files, "mu": mu, "seconds": time.Since(start).Seconds()}
-			return a.emit(res, func(w io.Writer) {
-				table(w, [][2]string{
-					{"data", fmt.Sprintf("%s  (A %d×%d, V %d×%d, C %d×%d, E, W, b)", o.Out, o.D, o.K, o.N, o.D, o.N, o.K)},
-					{"bias", fmt.Sprintf("%s (μ = E_bΦ(b) = %.4g)", bias.Name(), mu)},
-					{"outliers", fmt.Sprintf("%d per observation, magnitude %g·U[0.5,1.5]", o.S, o.Magnitude)},
-					{"dense noise", fmt.Sprintf("U[−%g, %g]", o.Delta, o.Delta)},
-					{"manifest", manifestList(files)},
-					{"time", seconds(time.Since(start))},
-				})
-			})
-		}),
+The .npz given by --out holds A, V, C, E, W and b (1×d).`
+
+const genRobustExample = `  relurec gen robust --d 4000 --k 10 --n 10 --s 40 --magnitude 50 --seed 1 --out rob.npz
+  relurec recover latent --a rob.npz --v rob.npz --truth rob.npz --bias gaussian:0,0.5 --out C.npy`
+
+func newGenRobustCmd(a *app) *cobra.Command {
+	o := genRobustOptions{D: 4000, K: 10, N: 10, S: 40, Magnitude: 50, Delta: 0.1, Bias: "gaussian:0,0.5", Seed: 1}
+	c := &cobra.Command{
+		Use:     "robust",
+		Short:   "Generate corrupted observations v = ReLU(A·c + b) + e + w for robust recovery",
+		Long:    genRobustLong,
+		Example: genRobustExample,
+		Args:    cobra.NoArgs,
+		RunE:    a.leaf(func(cmd *cobra.Command, _ []string) error { return a.runGenRobust(o) }),
 	}
 	f := c.Flags()
 	f.IntVar(&o.D, "d", o.D, "observed dimension d (rows of A, columns of V)")
@@ -117,6 +72,68 @@ The .npz given by --out holds A, V, C, E, W and b (1×d).`,
 	f.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
 	f.StringVar(&o.Out, "out", "", "output .npz (A, V, C, E, W, b); required")
 	return c
+}
+
+// validate checks the flags of gen robust and parses the bias density.
+func (o *genRobustOptions) validate() (density.Density, error) {
+	bias, err := parseBias(o.Bias)
+	if err != nil {
+		return nil, err
+	}
+	if o.K < 1 || o.D <= o.K || o.N < 1 || o.S < 0 || o.S > o.D {
+		return nil, usageErrorf("need 1 ≤ --k < --d, --n ≥ 1 and 0 ≤ --s ≤ --d; got d=%d, k=%d, n=%d, s=%d", o.D, o.K, o.N, o.S)
+	}
+	for _, v := range []struct {
+		name string
+		x    float64
+	}{{"magnitude", o.Magnitude}, {"delta", o.Delta}} {
+		if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 {
+			return nil, usageErrorf("--%s must be finite and ≥ 0, got %g", v.name, v.x)
+		}
+	}
+	if float64(o.N)*float64(o.D) > 2e8 {
+		return nil, usageErrorf("--n %d × --d %d is too large", o.N, o.D)
+	}
+	if o.Out == "" {
+		return nil, usageErrorf("--out is required")
+	}
+	if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
+		return nil, err
+	}
+	return bias, nil
+}
+
+// runGenRobust is gen robust: validate, draw, write, print.
+func (a *app) runGenRobust(o genRobustOptions) error {
+	start := time.Now()
+	bias, err := o.validate()
+	if err != nil {
+		return err
+	}
+	in, err := synth.RobustData(synth.RobustConfig{D: o.D, K: o.K, N: o.N, Bias: bias, S: o.S, Magnitude: o.Magnitude, Delta: o.Delta}, synth.NewRand(o.Seed))
+	if err != nil {
+		return err
+	}
+	man := dataio.NewManifest("gen robust", a.args)
+	man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
+	files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
+		return dataio.WriteNPZ(p, map[string]*mat.Dense{"A": in.A, "V": in.V, "C": in.C, "E": in.E, "W": in.W, "b": rowMatrix(in.B)})
+	}}})
+	if err != nil {
+		return err
+	}
+	mu := robust.ScaleMoments(bias).Mu
+	res := map[string]any{"command": "gen robust", "options": o, "outputs": files, "mu": mu, "seconds": time.Since(start).Seconds()}
+	return a.emit(res, func(w io.Writer) {
+		table(w, [][2]string{
+			{"data", fmt.Sprintf("%s  (A %d×%d, V %d×%d, C %d×%d, E, W, b)", o.Out, o.D, o.K, o.N, o.D, o.N, o.K)},
+			{"bias", fmt.Sprintf("%s (μ = E_bΦ(b) = %.4g)", bias.Name(), mu)},
+			{"outliers", fmt.Sprintf("%d per observation, magnitude %g·U[0.5,1.5]", o.S, o.Magnitude)},
+			{"dense noise", fmt.Sprintf("U[−%g, %g]", o.Delta, o.Delta)},
+			{"manifest", manifestList(files)},
+			{"time", seconds(time.Since(start))},
+		})
+	})
 }
 
 // ------------------------------------------------------------ recover latent
