@@ -67,15 +67,61 @@ type KnownBiasResult struct {
 // do; Gauss–Newton converges in a few steps instead of hundreds.
 func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*KnownBiasResult, error) {
 	began := time.Now()
-	if A == nil || A.IsEmpty() {
-		return nil, fmt.Errorf("%w: A is nil or empty", ErrInput)
+	if err := checkKnownBias(A, v, b); err != nil {
+		return nil, err
+	}
+	if opt.MaxIter <= 0 {
+		opt.MaxIter = 100
+	}
+	if opt.Tol <= 0 {
+		opt.Tol = 1e-12
+	}
+	start, err := knownBiasStart(A, v, b, opt.Tau)
+	if err != nil {
+		return nil, err
+	}
+	res := &KnownBiasResult{Tau: opt.Tau}
+	if res.Tau <= 0 {
+		res.Tau = start.Tau
 	}
 	d, k := A.Dims()
+	p := &kbProblem{A: A, v: v, b: b, d: d, k: k, tau: res.Tau, z: make([]float64, d)}
+	c := append([]float64(nil), start.C...)
+	c, r, f := p.gaussNewton(c, opt, res)
+	if !opt.NoRefit {
+		c, r = p.refit(c, r, opt, res)
+		f = p.objective(r)
+	}
+	res.C, res.Objective = c, f
+	res.E = make([]float64, d)
+	for i, t := range r {
+		res.E[i] = softThreshold(t, p.tau)
+		if res.E[i] != 0 {
+			res.Outliers++
+		}
+	}
+	res.Gradient = p.stationarity(r, res.E, opt.NoRefit)
+	if !res.Converged {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("Gauss–Newton stopped after %d iterations without converging", res.Iterations))
+	}
+	if res.Outliers > d/2 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d entries were flagged as outliers: τ = %.3g is probably too small, or the start was poor", res.Outliers, d, p.tau))
+	}
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// checkKnownBias checks the shapes and finiteness of A, v and b.
+func checkKnownBias(A *mat.Dense, v, b []float64) error {
+	if A == nil || A.IsEmpty() {
+		return fmt.Errorf("%w: A is nil or empty", ErrInput)
+	}
+	d, _ := A.Dims()
 	if len(v) != d || len(b) != d {
-		return nil, fmt.Errorf("%w: A has %d rows but v has length %d and b has length %d; all three need one entry per observed coordinate", ErrInput, d, len(v), len(b))
+		return fmt.Errorf("%w: A has %d rows but v has length %d and b has length %d; all three need one entry per observed coordinate", ErrInput, d, len(v), len(b))
 	}
 	if err := checkFiniteMat("A", A); err != nil {
-		return nil, err
+		return err
 	}
 	for _, nx := range []struct {
 		name string
@@ -84,18 +130,17 @@ func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*Know
 		name, x := nx.name, nx.x
 		for i, t := range x {
 			if math.IsNaN(t) || math.IsInf(t, 0) {
-				return nil, fmt.Errorf("%w: %s[%d] = %v; remove or impute non-finite values", ErrInput, name, i, t)
+				return fmt.Errorf("%w: %s[%d] = %v; remove or impute non-finite values", ErrInput, name, i, t)
 			}
 		}
 	}
-	if opt.MaxIter <= 0 {
-		opt.MaxIter = 100
-	}
-	if opt.Tol <= 0 {
-		opt.Tol = 1e-12
-	}
+	return nil
+}
 
-	// Start: the linear model on the rows where the unit fired.
+// knownBiasStart fits the linear model on the rows where the unit fired
+// (vᵢ > 0, so vᵢ − bᵢ = aᵢ·c + eᵢ + wᵢ) by the convex Huber solver.
+func knownBiasStart(A *mat.Dense, v, b []float64, tau float64) (*Result, error) {
+	d, k := A.Dims()
 	var on []int
 	for i, t := range v {
 		if t > 0 {
@@ -111,78 +156,101 @@ func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*Know
 		Aon.SetRow(r, A.RawRowView(i))
 		von[r] = v[i] - b[i]
 	}
-	start, err := Recover(Aon, von, Options{Tau: opt.Tau, Linear: true})
+	start, err := Recover(Aon, von, Options{Tau: tau, Linear: true})
 	if err != nil {
 		return nil, fmt.Errorf("the starting fit on the %d positive coordinates failed: %w", len(on), err)
 	}
-	res := &KnownBiasResult{Tau: opt.Tau}
-	if res.Tau <= 0 {
-		res.Tau = start.Tau
-	}
-	tau := res.Tau
-	c := append([]float64(nil), start.C...)
+	return start, nil
+}
 
-	z := make([]float64, d)
-	residual := func(c []float64) []float64 {
-		zv := mat.NewVecDense(d, z)
-		zv.MulVec(A, mat.NewVecDense(k, c))
-		r := make([]float64, d)
-		for i := range r {
-			r[i] = v[i] - math.Max(z[i]+b[i], 0)
-		}
-		return r
-	}
-	objective := func(r []float64) float64 {
-		f := 0.0
-		for _, t := range r {
-			if a := math.Abs(t); a <= tau {
-				f += t * t / 2
-			} else {
-				f += tau*a - tau*tau/2
-			}
-		}
-		return f
-	}
-	gradient := func(r []float64) []float64 {
-		g := make([]float64, k)
-		for i, t := range r {
-			if z[i]+b[i] <= 0 {
-				continue
-			}
-			psi := math.Max(-tau, math.Min(tau, t))
-			for j, a := range A.RawRowView(i) {
-				g[j] -= psi * a
-			}
-		}
-		return g
-	}
+// kbProblem is the known-bias Huber problem Σ H_τ(vᵢ − ReLU(aᵢ·c + bᵢ)). z
+// holds A·c for the c of the last residual call; the gradient, Hessian and
+// stationarity read it.
+type kbProblem struct {
+	A       *mat.Dense
+	v, b, z []float64
+	d, k    int
+	tau     float64
+}
 
-	r := residual(c)
-	f := objective(r)
+// residual returns v − ReLU(A·c + b) and sets z = A·c.
+func (p *kbProblem) residual(c []float64) []float64 {
+	zv := mat.NewVecDense(p.d, p.z)
+	zv.MulVec(p.A, mat.NewVecDense(p.k, c))
+	r := make([]float64, p.d)
+	for i := range r {
+		r[i] = p.v[i] - math.Max(p.z[i]+p.b[i], 0)
+	}
+	return r
+}
+
+// objective is Σ H_τ(rᵢ).
+func (p *kbProblem) objective(r []float64) float64 {
+	tau := p.tau
+	f := 0.0
+	for _, t := range r {
+		if a := math.Abs(t); a <= tau {
+			f += t * t / 2
+		} else {
+			f += tau*a - tau*tau/2
+		}
+	}
+	return f
+}
+
+// gradient is the gradient of the objective at the c of the last residual.
+func (p *kbProblem) gradient(r []float64) []float64 {
+	g := make([]float64, p.k)
+	for i, t := range r {
+		if p.z[i]+p.b[i] <= 0 {
+			continue
+		}
+		psi := math.Max(-p.tau, math.Min(p.tau, t))
+		for j, a := range p.A.RawRowView(i) {
+			g[j] -= psi * a
+		}
+	}
+	return g
+}
+
+// hessian is the generalized Hessian (k×k, row-major): the active rows
+// whose residual is inside the Huber band, plus a tiny ridge that keeps it
+// invertible when few are.
+func (p *kbProblem) hessian(r []float64) []float64 {
+	k := p.k
+	h := make([]float64, k*k)
+	trace := 0.0
+	for i, t := range r {
+		if p.z[i]+p.b[i] <= 0 || math.Abs(t) > p.tau {
+			continue
+		}
+		row := p.A.RawRowView(i)
+		for a := 0; a < k; a++ {
+			for q := 0; q <= a; q++ {
+				h[a*k+q] += row[a] * row[q]
+			}
+			trace += row[a] * row[a]
+		}
+	}
+	for a := 0; a < k; a++ {
+		h[a*k+a] += 1e-12*trace/float64(k) + 1e-300
+		for q := 0; q < a; q++ {
+			h[q*k+a] = h[a*k+q]
+		}
+	}
+	return h
+}
+
+// gaussNewton runs Gauss–Newton steps with an Armijo line search from c,
+// recording the iterations and convergence in res; it returns c, its
+// residual and objective.
+func (p *kbProblem) gaussNewton(c []float64, opt KnownBiasOptions, res *KnownBiasResult) ([]float64, []float64, float64) {
+	k := p.k
+	r := p.residual(c)
+	f := p.objective(r)
 	for res.Iterations = 1; res.Iterations <= opt.MaxIter; res.Iterations++ {
-		g := gradient(r)
-		// Generalized Hessian: active rows whose residual is inside the
-		// Huber band; a tiny ridge keeps it invertible when few are.
-		h := make([]float64, k*k)
-		trace := 0.0
-		for i, t := range r {
-			if z[i]+b[i] <= 0 || math.Abs(t) > tau {
-				continue
-			}
-			row := A.RawRowView(i)
-			for p := 0; p < k; p++ {
-				for q := 0; q <= p; q++ {
-					h[p*k+q] += row[p] * row[q]
-				}
-				trace += row[p] * row[p]
-			}
-		}
-		for p := 0; p < k; p++ {
-			h[p*k+p] += 1e-12*trace/float64(k) + 1e-300
-			for q := 0; q < p; q++ {
-				h[q*k+p] = h[p*k+q]
-			}
-		}
+		g := p.gradient(r)
+		h := p.hessian(r)
 		step := make([]float64, k)
 		for j := range step {
 			step[j] = -g[j]
@@ -201,15 +269,15 @@ func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*Know
 			for j := range trial {
 				trial[j] = c[j] + t*step[j]
 			}
-			rt := residual(trial)
-			if ft := objective(rt); ft <= f+1e-4*t*slope || ft < f {
+			rt := p.residual(trial)
+			if ft := p.objective(rt); ft <= f+1e-4*t*slope || ft < f {
 				c, r, f, moved = trial, rt, ft, true
 				break
 			}
 			t /= 2
 		}
 		if !moved {
-			residual(c) // restore z for c
+			p.residual(c) // restore z for c
 			res.Converged = true
 			break
 		}
@@ -223,102 +291,94 @@ func RecoverKnownBias(A *mat.Dense, v, b []float64, opt KnownBiasOptions) (*Know
 		}
 	}
 	res.Iterations = min(res.Iterations, opt.MaxIter)
-	// The Huber minimiser is biased by the clipped pull of the outliers
-	// (O(τ·s/d), as in (47)); a least-squares refit on the rows it kept as
-	// inliers removes that bias — exact on noiseless data, the efficient
-	// estimator under dense noise. Repeat while the inlier set changes.
-	if !opt.NoRefit {
-		for round := 0; round < 20; round++ {
-			keep := make([]bool, d)
-			for i, t := range r {
-				keep[i] = math.Abs(t) <= tau
-			}
-			for it := 0; it < 50; it++ {
-				var rows []int
-				for i := range r {
-					if keep[i] && z[i]+b[i] > 0 {
-						rows = append(rows, i)
-					}
-				}
-				if len(rows) <= k {
-					break
-				}
-				J := mat.NewDense(len(rows), k, nil)
-				rr := mat.NewDense(len(rows), 1, nil)
-				for q, i := range rows {
-					J.SetRow(q, A.RawRowView(i))
-					rr.Set(q, 0, r[i])
-				}
-				step, err := linalg.LstSq(J, rr)
-				if err != nil {
-					break
-				}
-				size := 0.0
-				for j := range c {
-					c[j] += step.At(j, 0)
-					size = math.Max(size, math.Abs(step.At(j, 0)))
-				}
-				r = residual(c)
-				res.RefitSteps++
-				if size <= opt.Tol*math.Max(1, maxAbs(c)) {
-					break
+	return c, r, f
+}
+
+// refit removes the bias of the Huber minimiser, the clipped pull of the
+// outliers (O(τ·s/d), as in (47)), by a least-squares refit on the rows it
+// kept as inliers — exact on noiseless data, the efficient estimator under
+// dense noise — repeated while the inlier set changes. It counts its steps
+// in res.RefitSteps and returns c and its residual.
+func (p *kbProblem) refit(c, r []float64, opt KnownBiasOptions, res *KnownBiasResult) ([]float64, []float64) {
+	d, k, tau := p.d, p.k, p.tau
+	for round := 0; round < 20; round++ {
+		keep := make([]bool, d)
+		for i, t := range r {
+			keep[i] = math.Abs(t) <= tau
+		}
+		for it := 0; it < 50; it++ {
+			var rows []int
+			for i := range r {
+				if keep[i] && p.z[i]+p.b[i] > 0 {
+					rows = append(rows, i)
 				}
 			}
-			same := true
-			for i, t := range r {
-				if keep[i] != (math.Abs(t) <= tau) {
-					same = false
-					break
-				}
+			if len(rows) <= k {
+				break
 			}
-			if same {
+			J := mat.NewDense(len(rows), k, nil)
+			rr := mat.NewDense(len(rows), 1, nil)
+			for q, i := range rows {
+				J.SetRow(q, p.A.RawRowView(i))
+				rr.Set(q, 0, r[i])
+			}
+			step, err := linalg.LstSq(J, rr)
+			if err != nil {
+				break
+			}
+			size := 0.0
+			for j := range c {
+				c[j] += step.At(j, 0)
+				size = math.Max(size, math.Abs(step.At(j, 0)))
+			}
+			r = p.residual(c)
+			res.RefitSteps++
+			if size <= opt.Tol*math.Max(1, maxAbs(c)) {
 				break
 			}
 		}
-		f = objective(r)
-	}
-	res.C, res.Objective = c, f
-	res.E = make([]float64, d)
-	for i, t := range r {
-		res.E[i] = softThreshold(t, tau)
-		if res.E[i] != 0 {
-			res.Outliers++
+		same := true
+		for i, t := range r {
+			if keep[i] != (math.Abs(t) <= tau) {
+				same = false
+				break
+			}
+		}
+		if same {
+			break
 		}
 	}
-	// Stationarity of the problem ĉ solves: the Huber objective, or with the
-	// refit the least squares on the kept rows (weight ψ(r)/r = 1 on them, 0
-	// on the outliers), relative to max‖aᵢ‖·‖v‖₁.
-	g := make([]float64, k)
+	return c, r
+}
+
+// stationarity is the largest gradient entry of the problem ĉ solves — the
+// Huber objective, or with the refit the least squares on the kept rows
+// (weight ψ(r)/r = 1 on them, 0 on the outliers) — relative to
+// max‖aᵢ‖·‖v‖₁.
+func (p *kbProblem) stationarity(r, e []float64, noRefit bool) float64 {
+	g := make([]float64, p.k)
 	scale := 0.0
 	for i, t := range r {
-		scale += math.Abs(v[i])
-		if z[i]+b[i] <= 0 {
+		scale += math.Abs(p.v[i])
+		if p.z[i]+p.b[i] <= 0 {
 			continue
 		}
-		w := math.Max(-tau, math.Min(tau, t))
-		if !opt.NoRefit {
+		w := math.Max(-p.tau, math.Min(p.tau, t))
+		if !noRefit {
 			w = 0
-			if res.E[i] == 0 {
+			if e[i] == 0 {
 				w = t
 			}
 		}
-		for j, a := range A.RawRowView(i) {
+		for j, a := range p.A.RawRowView(i) {
 			g[j] += w * a
 		}
 	}
 	rowNorm := 0.0
-	for i := 0; i < d; i++ {
-		rowNorm = math.Max(rowNorm, mat.Norm(A.RowView(i), 2))
+	for i := 0; i < p.d; i++ {
+		rowNorm = math.Max(rowNorm, mat.Norm(p.A.RowView(i), 2))
 	}
-	res.Gradient = maxAbs(g) / math.Max(rowNorm*scale, 1e-300)
-	if !res.Converged {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("Gauss–Newton stopped after %d iterations without converging", res.Iterations))
-	}
-	if res.Outliers > d/2 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d entries were flagged as outliers: τ = %.3g is probably too small, or the start was poor", res.Outliers, d, tau))
-	}
-	res.Elapsed = time.Since(began)
-	return res, nil
+	return maxAbs(g) / math.Max(rowNorm*scale, 1e-300)
 }
 
 // KnownBiasBatch is RecoverKnownBiasAll's answer for n observations.
