@@ -91,10 +91,16 @@ func checkFinite(F *mat.Dense, act nn.Activation) error {
 	return nil
 }
 
-// SolveUAct is SolveU for the activation act: the least-squares U (m×k) of
+// SolveU returns the least-squares output weights U (m×k) of
+// Y ≈ ReLU(X·Vᵀ)·Uᵀ — the regression of Lemma 20 (and steps 6–7 of Alg 4),
+// solved by QR of the n×k activation matrix, never the normal equations —
+// together with κ(ReLU(X·Vᵀ)).
+//
+// For the activation act: the least-squares U (m×k) of
 // Y ≈ φ(X·Vᵀ)·Uᵀ and κ(φ(X·Vᵀ)). It fails with an error wrapping ErrInput
 // if φ overflows.
-func SolveUAct(X, Y, V *mat.Dense, act nn.Activation) (*mat.Dense, float64, error) {
+// act "" means nn.ReLU.
+func SolveU(X, Y, V *mat.Dense, act nn.Activation) (*mat.Dense, float64, error) {
 	if err := checkActivation(act); err != nil {
 		return nil, math.Inf(1), err
 	}

@@ -192,17 +192,17 @@ func TestActivationBadInput(t *testing.T) {
 		if _, err := Fit(context.Background(), in.X, in.Y, Options{Activation: act}); !errors.Is(err, ErrInput) {
 			t.Errorf("activation %q: err %v, want ErrInput", act, err)
 		}
-		if _, _, err := SolveUAct(in.X, in.Y, in.V, act); !errors.Is(err, ErrInput) {
-			t.Errorf("SolveUAct %q: err %v, want ErrInput", act, err)
+		if _, _, err := SolveU(in.X, in.Y, in.V, act); !errors.Is(err, ErrInput) {
+			t.Errorf("SolveU %q: err %v, want ErrInput", act, err)
 		}
 	}
 	// e^x − 1 overflow: a row of norm 1000 overflows on most samples.
 	big := mat.DenseCopyOf(in.V)
 	big.Scale(1000, big)
-	if _, _, err := SolveUAct(in.X, in.Y, big, nn.RectExp); !errors.Is(err, ErrInput) {
+	if _, _, err := SolveU(in.X, in.Y, big, nn.RectExp); !errors.Is(err, ErrInput) {
 		t.Errorf("overflowing e^x − 1: err %v, want ErrInput", err)
 	}
-	if _, err := RefineAct(context.Background(), in.X, in.Y, big, in.U, nn.RectExp, 5, nil); !errors.Is(err, ErrInput) {
+	if _, err := Refine(context.Background(), in.X, in.Y, big, in.U, nn.RectExp, 5, nil); !errors.Is(err, ErrInput) {
 		t.Errorf("overflowing e^x − 1 in Refine: err %v, want ErrInput", err)
 	}
 }

@@ -227,7 +227,7 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 		if !ok {
 			continue
 		}
-		U, _, err := SolveU(X, Y, V)
+		U, _, err := SolveU(X, Y, V, nn.ReLU)
 		if err != nil {
 			continue // e.g. two identical rows of V: a degenerate candidate
 		}

@@ -165,7 +165,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	k := st.K
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		Vp, reps, err := ExactPolishAct(ctx, X, st.Basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
+		Vp, reps, err := ExactPolish(ctx, X, st.Basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
 		if err != nil {
 			return nil, err
 		}
@@ -206,15 +206,15 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		// Last resort: a least-squares refinement moves a rough start into
 		// the polish's margin.
 		before := len(found.rows)
-		Vs, _, err := RecoverSignsAct(ctx, X, Y, st.V, opt.Activation)
+		Vs, _, err := RecoverSigns(ctx, X, Y, st.V, opt.Activation)
 		if err != nil {
 			return nil, nil, "", false, err
 		}
-		Us, _, err := SolveUAct(X, Y, Vs, opt.Activation)
+		Us, _, err := SolveU(X, Y, Vs, opt.Activation)
 		if err != nil {
 			return nil, nil, "", false, err
 		}
-		ref, err := RefineAct(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
+		ref, err := Refine(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
 		if err != nil {
 			return nil, nil, "", false, err
 		}
@@ -232,7 +232,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, _, err = SolveUAct(X, Y, V, opt.Activation)
+	U, _, err = SolveU(X, Y, V, opt.Activation)
 	if err != nil {
 		return nil, nil, "", false, err
 	}
@@ -271,11 +271,11 @@ func (c *certifiedRows) add(V *mat.Dense, reps []UnitPolish) {
 
 // noisyRoute is Alg 6 + Lemma 20, optionally refined.
 func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *Result) (V, U *mat.Dense, err error) {
-	V, _, err = RecoverSignsAct(ctx, X, Y, Vstart, opt.Activation)
+	V, _, err = RecoverSigns(ctx, X, Y, Vstart, opt.Activation)
 	if err != nil {
 		return nil, nil, err
 	}
-	U, _, err = SolveUAct(X, Y, V, opt.Activation)
+	U, _, err = SolveU(X, Y, V, opt.Activation)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -289,7 +289,7 @@ func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *
 		res.Warnings = append(res.Warnings, "this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (Options.Refine, --refine) usually lowers the weight error 10–100× on noisy data")
 		return V, U, nil
 	}
-	ref, err := RefineAct(ctx, X, Y, V, U, opt.Activation, 0, func(done, total int) { opt.progress("refine", done, total) })
+	ref, err := Refine(ctx, X, Y, V, U, opt.Activation, 0, func(done, total int) { opt.progress("refine", done, total) })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -233,7 +233,7 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) error {
-		Vp, reps, err := ExactPolish(ctx, X, est.Basis, start, func(done, total int) { opt.progress(stage, done, total) })
+		Vp, reps, err := ExactPolish(ctx, X, est.Basis, start, nn.ReLU, func(done, total int) { opt.progress(stage, done, total) })
 		if err != nil {
 			return err
 		}
@@ -255,11 +255,11 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 	how := "every unit was polished to an exact row"
 	if len(found.rows) < k {
 		before := len(found.rows)
-		U0, _, err := SolveU(X, Y, est.V)
+		U0, _, err := SolveU(X, Y, est.V, nn.ReLU)
 		if err != nil {
 			return nil, err
 		}
-		ref, err := Refine(ctx, X, Y, est.V, U0, 0, func(done, total int) { opt.progress("refine start", done, total) })
+		ref, err := Refine(ctx, X, Y, est.V, U0, nn.ReLU, 0, func(done, total int) { opt.progress("refine start", done, total) })
 		if err != nil {
 			return nil, err
 		}

@@ -62,11 +62,8 @@ type UnitPolish struct {
 //
 // It returns V with unit rows (rows of failed units are the start's rows) and
 // a report per unit.
-func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
-	return ExactPolishAct(ctx, X, B, Vhat, nn.ReLU, progress)
-}
-
-// ExactPolishAct is ExactPolish for a rectified activation φ (Bakshi et al.
+//
+// For a rectified activation φ (Bakshi et al.
 // App. 9.1, specs/001 §2.13): the zero-pattern step is unchanged, and the
 // final linear system inverts φ on the active samples. For φ = max(x,0)^c
 // it solves X_P·z = r_P^{1/c} (the unknown positive scale of r passes
@@ -79,7 +76,8 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, progress func(done,
 // clearly inactive (repolish): heavy-tailed φ makes the first few confident
 // zeros too ill-conditioned for a 1e-10 certificate (x³: 1e-9 → 1e-13).
 // Rows are unit except for e^x − 1, whose rows carry their norms.
-func ExactPolishAct(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
+// act "" means nn.ReLU.
+func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
 	if act == "" {
 		act = nn.ReLU
 	}
@@ -315,7 +313,7 @@ func rowFromNull(X, B *mat.Dense, w []float64, act nn.Activation) (z []float64, 
 	}
 	// Active samples, taken in index order until the system is comfortably
 	// overdetermined; entries within 1e-7·max of zero (1e-4 for φ ≠ ReLU,
-	// see ExactPolishAct) are left out so that no inactive sample is
+	// see ExactPolish) are left out so that no inactive sample is
 	// imposed as active.
 	need := max(5*d, 200)
 	thr := 1e-7

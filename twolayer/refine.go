@@ -30,16 +30,14 @@ type RefineResult struct {
 // The loss is piecewise smooth in V; L-BFGS copes because the kinks have
 // measure zero. Each iteration costs ~4·n·k·(d+m) flops. The returned V has
 // unit rows and U is re-solved by least squares for it.
-func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, maxIter int, progress func(done, total int)) (*RefineResult, error) {
-	return RefineAct(ctx, X, Y, V0, U0, nn.ReLU, maxIter, progress)
-}
-
-// RefineAct is Refine for a rectified activation act, with the gradient
+//
+// For a rectified activation act, with the gradient
 // through φ′ (nn.Activation.Deriv). Rows of V are normalised at the end only
 // for positively homogeneous φ; for e^x − 1 the norms are fitted parameters.
 // If φ overflows at the start it returns an error wrapping ErrInput; an
 // overflowing trial point during the line search counts as an infinite loss.
-func RefineAct(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, maxIter int, progress func(done, total int)) (*RefineResult, error) {
+// act "" means nn.ReLU.
+func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, maxIter int, progress func(done, total int)) (*RefineResult, error) {
 	if act == "" {
 		act = nn.ReLU
 	}
@@ -142,7 +140,7 @@ func RefineAct(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, 
 	if homogeneous(act) {
 		normalizeRows(V)
 	}
-	U, _, uerr := SolveUAct(X, Y, V, act)
+	U, _, uerr := SolveU(X, Y, V, act)
 	if uerr != nil {
 		return nil, uerr
 	}

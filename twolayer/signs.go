@@ -24,15 +24,13 @@ const signRows = 50000
 //
 // It returns V with the signs applied and the per-unit margins
 // (a⁻ − a⁺)/(a⁻ + a⁺), positive when the kept sign won clearly.
-func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense) (*mat.Dense, []float64, error) {
-	return RecoverSignsAct(ctx, X, Y, Vhat, nn.ReLU)
-}
-
-// RecoverSignsAct is RecoverSigns with the candidate activations φ(±X̄v̂_j)
+//
+// With the candidate activations φ(±X̄v̂_j)
 // of a rectified activation act (Bakshi et al. App. 9.1: the sign gap of
 // Cor 6 holds for any rectified φ). For e^x − 1 the rows' norms matter:
 // pass rows at their estimated scale (unit rows give an approximate test).
-func RecoverSignsAct(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation) (*mat.Dense, []float64, error) {
+// act "" means nn.ReLU.
+func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation) (*mat.Dense, []float64, error) {
 	if act == "" {
 		act = nn.ReLU
 	}
@@ -131,14 +129,6 @@ func RecoverSignsAct(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activati
 		}
 	}
 	return V, margins, nil
-}
-
-// SolveU returns the least-squares output weights U (m×k) of
-// Y ≈ ReLU(X·Vᵀ)·Uᵀ — the regression of Lemma 20 (and steps 6–7 of Alg 4),
-// solved by QR of the n×k activation matrix, never the normal equations —
-// together with κ(ReLU(X·Vᵀ)).
-func SolveU(X, Y, V *mat.Dense) (*mat.Dense, float64, error) {
-	return SolveUAct(X, Y, V, nn.ReLU)
 }
 
 // activations returns ReLU(X·Vᵀ) (n×k).

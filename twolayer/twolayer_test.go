@@ -91,7 +91,7 @@ func TestPolishIndependentOfStart(t *testing.T) {
 			}
 		}
 		normalizeRows(start)
-		V, reps, err := ExactPolish(context.Background(), in.X, B, start, nil)
+		V, reps, err := ExactPolish(context.Background(), in.X, B, start, nn.ReLU, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestRecoverSignsUnderNoise(t *testing.T) {
 		}
 	}
 	normalizeRows(start)
-	V, margins, err := RecoverSigns(context.Background(), in.X, in.Y, start)
+	V, margins, err := RecoverSigns(context.Background(), in.X, in.Y, start, nn.ReLU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestResampleAndMerge(t *testing.T) {
 	}
 	found := &certifiedRows{}
 	for _, start := range []*mat.Dense{st.V, V2} {
-		V, reps, err := ExactPolish(context.Background(), in.X, st.Basis, start, nil)
+		V, reps, err := ExactPolish(context.Background(), in.X, st.Basis, start, nn.ReLU, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -474,7 +474,7 @@ func TestResampleAndMerge(t *testing.T) {
 	for i, r := range found.rows {
 		V.SetRow(i, r)
 	}
-	U, _, err := SolveU(in.X, in.Y, V)
+	U, _, err := SolveU(in.X, in.Y, V, nn.ReLU)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -261,7 +261,7 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	}
 	opt.progress("units", k, k)
 
-	U, condF, err := SolveU(X, Y, W)
+	U, condF, err := SolveU(X, Y, W, nn.ReLU)
 	if err != nil {
 		return nil, rep, fmt.Errorf("%w: %w", ErrNotExact, err)
 	}
