@@ -11,7 +11,6 @@ import (
 
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
-	"github.com/relurec/relurec/synth"
 )
 
 // This file holds the practical pieces of Bakshi et al. Alg 8 ("Neural net
@@ -209,7 +208,7 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 			return nil, err
 		}
 		out.Residuals[ci] = math.Inf(1)
-		rng := synth.NewRand(opt.Seed ^ (uint64(ci)+1)*0x9E3779B97F4A7C15)
+		rng := rand.New(rand.NewPCG(opt.Seed^(uint64(ci)+1)*0x9E3779B97F4A7C15, 0x9E3779B97F4A7C15))
 		labels, err := Alg8Labels(Y, M, S, opt.Eta, rng)
 		if err != nil {
 			return nil, fmt.Errorf("candidate %d: %w", ci, err)
