@@ -191,180 +191,36 @@ func FitADMM(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := opt.Rank
-	p := newProblem(Y, opt.PosTol)
-	gamma := opt.Gamma
-	if gamma == 0 {
-		gamma = defaultGamma(p, opt.Bias)
-	}
-	rows, err := rowInfos(p, opt.Bias, gamma, opt.Nu, opt.NuC, opt.OffSupport)
+	s, err := newADMMRun(Y, opt, n, d)
 	if err != nil {
 		return nil, err
 	}
-	maxIter := opt.MaxIter
-	if maxIter == 0 {
-		maxIter = 2000
-	}
-	epsRel := opt.Tol
-	if epsRel == 0 {
-		epsRel = 1e-5
-	}
-	const epsAbs = 1e-7
-	tau := opt.Tau
-	if tau == 0 {
-		tau = gamma * math.Sqrt(float64(k*d*n))
-	}
-	N := d * n
-	X, Z, U, Zp, T := make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
-	beta := make([]float64, d)
-	rho := opt.Rho
-	// Start: Z₀ = the rank-k part of the row-centred Y plus each row's mean
-	// (the SVD(YP⊥) initialisation), in the paper's d×n layout.
-	{
-		yc := mat.NewDense(d, n, append([]float64(nil), p.yT...))
-		mean := make([]float64, d)
-		for i := 0; i < d; i++ {
-			row := yc.RawRowView(i)
-			for _, v := range row {
-				mean[i] += v / float64(n)
-			}
-			for j := range row {
-				row[j] -= mean[i]
-			}
-		}
-		uk, sk, vk, err := linalg.TopK(yc, k)
-		if err != nil {
-			return nil, fmt.Errorf("initial SVD: %w", err)
-		}
-		for i := 0; i < d; i++ {
-			for j := 0; j < n; j++ {
-				v := 0.0
-				for l := 0; l < k; l++ {
-					v += uk.At(i, l) * sk[l] * vk.At(j, l)
-				}
-				Z[i*n+j] = v
-			}
-		}
-	}
-	q := mat.NewDense(d, k, nil) // warm start of the rank-k projection
-	qInit := false
 	iters, converged := 0, false
 	var rPri, rDual float64
-	for it := 1; it <= maxIter; it++ {
+	for it := 1; it <= s.maxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for l := range T {
-			T[l] = Z[l] - U[l]
+		s.rowStep()
+		if err := s.project(); err != nil {
+			return nil, err
 		}
-		parallel.For(d, func(_, i int) {
-			admmRow(p, &rows[i], opt.Bias, gamma, rho, T[i*n:(i+1)*n], X[i*n:(i+1)*n], &beta[i], i)
-		})
-		copy(Zp, Z)
-		W := make([]float64, N)
-		for l := range W {
-			W[l] = X[l] + U[l]
-		}
-		wm := mat.NewDense(d, n, W)
-		if opt.Constraint == ConstraintNuclear {
-			zm, err := projectNuclear(wm, tau)
-			if err != nil {
-				return nil, err
-			}
-			copy(Z, zm.RawMatrix().Data)
-		} else {
-			if !qInit {
-				uk, _, _, err := linalg.TopK(wm, k)
-				if err != nil {
-					return nil, err
-				}
-				q.Copy(uk)
-				qInit = true
-			} else {
-				for pw := 0; pw < 2; pw++ {
-					var t1 mat.Dense
-					t1.Mul(wm.T(), q)
-					var t2 mat.Dense
-					t2.Mul(wm, &t1)
-					var qr mat.QR
-					qr.Factorize(&t2)
-					var qq mat.Dense
-					qr.QTo(&qq)
-					q.Copy(qq.Slice(0, d, 0, k))
-				}
-			}
-			var c mat.Dense
-			c.Mul(q.T(), wm)
-			zm := mat.NewDense(d, n, Z)
-			zm.Mul(q, &c)
-		}
-		var nx, nz, nu2, dd, dz float64
-		for l := range X {
-			U[l] += X[l] - Z[l]
-			dd += (X[l] - Z[l]) * (X[l] - Z[l])
-			dz += (Z[l] - Zp[l]) * (Z[l] - Zp[l])
-			nx += X[l] * X[l]
-			nz += Z[l] * Z[l]
-			nu2 += U[l] * U[l]
-		}
-		rPri, rDual = math.Sqrt(dd), rho*math.Sqrt(dz)
-		epsPri := epsAbs*math.Sqrt(float64(N)) + epsRel*math.Max(math.Sqrt(nx), math.Sqrt(nz))
-		epsDual := epsAbs*math.Sqrt(float64(N)) + epsRel*rho*math.Sqrt(nu2)
+		var epsPri, epsDual float64
+		rPri, rDual, epsPri, epsDual = s.dualStep()
 		iters = it
 		if opt.Progress != nil && it%10 == 0 {
-			opt.Progress("maximum likelihood (ADMM)", it, maxIter)
+			opt.Progress("maximum likelihood (ADMM)", it, s.maxIter)
 		}
 		if it > 1 && rPri <= epsPri && rDual <= epsDual {
 			converged = true
 			break
 		}
 		if it%10 == 0 {
-			switch {
-			case rPri > 10*rDual:
-				rho *= 2
-				for l := range U {
-					U[l] /= 2
-				}
-			case rDual > 10*rPri:
-				rho /= 2
-				for l := range U {
-					U[l] *= 2
-				}
-			}
+			s.balance(rPri, rDual)
 		}
 	}
-	// M̂ = Z (low rank), transposed to n×d; β̂ from the last row step.
-	Mhat := mat.NewDense(n, d, nil)
-	for i := 0; i < d; i++ {
-		for j := 0; j < n; j++ {
-			Mhat.Set(j, i, Z[i*n+j])
-		}
-	}
-	mc := mat.DenseCopyOf(Mhat)
-	centreColumns(mc)
-	offset := make([]float64, d)
-	for i := 0; i < d; i++ {
-		for j := 0; j < n; j++ {
-			offset[i] += Z[i*n+j] / float64(n)
-		}
-		offset[i] += beta[i]
-	}
-	res := &Result{MCentred: mc, Offset: offset, M: Mhat, Bias: beta, Route: RouteADMM}
-	res.Diagnostics.Gamma, res.Diagnostics.Rho = gamma, rho
-	res.Diagnostics.Iterations, res.Diagnostics.Converged = iters, converged
-	obj := 0.0
-	for i := 0; i < d; i++ {
-		if rows[i].s > 0 {
-			obj += opt.Bias.LogPDF(beta[i])
-		} else {
-			mx := math.Inf(-1)
-			for j := 0; j < n; j++ {
-				mx = math.Max(mx, Z[i*n+j])
-			}
-			obj += opt.Bias.LogCDF(-mx)
-		}
-	}
-	res.Diagnostics.Objective = obj
+	res := s.result(iters, converged)
+	p := s.p
 	if !converged {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("ADMM stopped after %d iterations without converging (primal residual %.2e, dual %.2e)", iters, rPri, rDual))
 	}
@@ -489,4 +345,220 @@ func projectNuclear(W *mat.Dense, tau float64) (*mat.Dense, error) {
 	}
 	out.Mul(us, v.T())
 	return out, nil
+}
+
+// admmRun is the state of one FitADMM run, in the paper's d×n layout: the
+// iterates X, Z, the scaled dual U, the previous Z and a scratch T (all d·n,
+// row i = neuron i), the biases β, the penalty ρ and the warm start q of the
+// rank-k projection.
+type admmRun struct {
+	p                *problem
+	rows             []rowInfo
+	opt              Options
+	n, d, k, maxIter int
+	gamma, tau, rho  float64
+	epsRel           float64
+	X, Z, U, Zp, T   []float64
+	beta             []float64
+	q                *mat.Dense
+	qInit            bool
+}
+
+// admmEpsAbs is the absolute tolerance of ADMM's residual tests.
+const admmEpsAbs = 1e-7
+
+// newADMMRun resolves the defaults (γ, iterations, tolerance, τ), builds the
+// per-neuron data and the start Z₀.
+func newADMMRun(Y *mat.Dense, opt Options, n, d int) (*admmRun, error) {
+	k := opt.Rank
+	p := newProblem(Y, opt.PosTol)
+	gamma := opt.Gamma
+	if gamma == 0 {
+		gamma = defaultGamma(p, opt.Bias)
+	}
+	rows, err := rowInfos(p, opt.Bias, gamma, opt.Nu, opt.NuC, opt.OffSupport)
+	if err != nil {
+		return nil, err
+	}
+	s := &admmRun{p: p, rows: rows, opt: opt, n: n, d: d, k: k, maxIter: opt.MaxIter, gamma: gamma, tau: opt.Tau, rho: opt.Rho, epsRel: opt.Tol}
+	if s.maxIter == 0 {
+		s.maxIter = 2000
+	}
+	if s.epsRel == 0 {
+		s.epsRel = 1e-5
+	}
+	if s.tau == 0 {
+		s.tau = gamma * math.Sqrt(float64(k*d*n))
+	}
+	N := d * n
+	s.X, s.Z, s.U, s.Zp, s.T = make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
+	s.beta = make([]float64, d)
+	s.q = mat.NewDense(d, k, nil)
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start sets Z₀ = the rank-k part of the row-centred Y plus each row's mean
+// (the SVD(YP⊥) initialisation).
+func (s *admmRun) start() error {
+	d, n, k := s.d, s.n, s.k
+	yc := mat.NewDense(d, n, append([]float64(nil), s.p.yT...))
+	mean := make([]float64, d)
+	for i := 0; i < d; i++ {
+		row := yc.RawRowView(i)
+		for _, v := range row {
+			mean[i] += v / float64(n)
+		}
+		for j := range row {
+			row[j] -= mean[i]
+		}
+	}
+	uk, sk, vk, err := linalg.TopK(yc, k)
+	if err != nil {
+		return fmt.Errorf("initial SVD: %w", err)
+	}
+	for i := 0; i < d; i++ {
+		for j := 0; j < n; j++ {
+			v := 0.0
+			for l := 0; l < k; l++ {
+				v += uk.At(i, l) * sk[l] * vk.At(j, l)
+			}
+			s.Z[i*n+j] = v
+		}
+	}
+	return nil
+}
+
+// rowStep is the row-separable (X, β)-step, in parallel over neurons.
+func (s *admmRun) rowStep() {
+	n := s.n
+	for l := range s.T {
+		s.T[l] = s.Z[l] - s.U[l]
+	}
+	parallel.For(s.d, func(_, i int) {
+		admmRow(s.p, &s.rows[i], s.opt.Bias, s.gamma, s.rho, s.T[i*n:(i+1)*n], s.X[i*n:(i+1)*n], &s.beta[i], i)
+	})
+}
+
+// project is the Z-step: Z = the projection of X + U onto the nuclear ball
+// or, by default, the rank-k set (two warm-started power iterations after
+// the first exact top-k SVD). The previous Z is kept in Zp.
+func (s *admmRun) project() error {
+	d, n, k := s.d, s.n, s.k
+	copy(s.Zp, s.Z)
+	W := make([]float64, d*n)
+	for l := range W {
+		W[l] = s.X[l] + s.U[l]
+	}
+	wm := mat.NewDense(d, n, W)
+	if s.opt.Constraint == ConstraintNuclear {
+		zm, err := projectNuclear(wm, s.tau)
+		if err != nil {
+			return err
+		}
+		copy(s.Z, zm.RawMatrix().Data)
+		return nil
+	}
+	if !s.qInit {
+		uk, _, _, err := linalg.TopK(wm, k)
+		if err != nil {
+			return err
+		}
+		s.q.Copy(uk)
+		s.qInit = true
+	} else {
+		for pw := 0; pw < 2; pw++ {
+			var t1 mat.Dense
+			t1.Mul(wm.T(), s.q)
+			var t2 mat.Dense
+			t2.Mul(wm, &t1)
+			var qr mat.QR
+			qr.Factorize(&t2)
+			var qq mat.Dense
+			qr.QTo(&qq)
+			s.q.Copy(qq.Slice(0, d, 0, k))
+		}
+	}
+	var c mat.Dense
+	c.Mul(s.q.T(), wm)
+	zm := mat.NewDense(d, n, s.Z)
+	zm.Mul(s.q, &c)
+	return nil
+}
+
+// dualStep updates the scaled dual U and returns the primal and dual
+// residuals and their tolerances (Boyd et al.'s stopping rule).
+func (s *admmRun) dualStep() (rPri, rDual, epsPri, epsDual float64) {
+	X, Z, U, Zp := s.X, s.Z, s.U, s.Zp
+	var nx, nz, nu2, dd, dz float64
+	for l := range X {
+		U[l] += X[l] - Z[l]
+		dd += (X[l] - Z[l]) * (X[l] - Z[l])
+		dz += (Z[l] - Zp[l]) * (Z[l] - Zp[l])
+		nx += X[l] * X[l]
+		nz += Z[l] * Z[l]
+		nu2 += U[l] * U[l]
+	}
+	N := len(X)
+	rPri, rDual = math.Sqrt(dd), s.rho*math.Sqrt(dz)
+	epsPri = admmEpsAbs*math.Sqrt(float64(N)) + s.epsRel*math.Max(math.Sqrt(nx), math.Sqrt(nz))
+	epsDual = admmEpsAbs*math.Sqrt(float64(N)) + s.epsRel*s.rho*math.Sqrt(nu2)
+	return rPri, rDual, epsPri, epsDual
+}
+
+// balance doubles or halves ρ (rescaling U) when one residual exceeds the
+// other tenfold.
+func (s *admmRun) balance(rPri, rDual float64) {
+	switch {
+	case rPri > 10*rDual:
+		s.rho *= 2
+		for l := range s.U {
+			s.U[l] /= 2
+		}
+	case rDual > 10*rPri:
+		s.rho /= 2
+		for l := range s.U {
+			s.U[l] *= 2
+		}
+	}
+}
+
+// result turns the final Z and β into a Result: M̂ = Z (low rank),
+// transposed to n×d, its centred form and offset, and the objective.
+func (s *admmRun) result(iters int, converged bool) *Result {
+	d, n, Z, beta := s.d, s.n, s.Z, s.beta
+	Mhat := mat.NewDense(n, d, nil)
+	for i := 0; i < d; i++ {
+		for j := 0; j < n; j++ {
+			Mhat.Set(j, i, Z[i*n+j])
+		}
+	}
+	mc := mat.DenseCopyOf(Mhat)
+	centreColumns(mc)
+	offset := make([]float64, d)
+	for i := 0; i < d; i++ {
+		for j := 0; j < n; j++ {
+			offset[i] += Z[i*n+j] / float64(n)
+		}
+		offset[i] += beta[i]
+	}
+	res := &Result{MCentred: mc, Offset: offset, M: Mhat, Bias: beta, Route: RouteADMM}
+	res.Diagnostics.Gamma, res.Diagnostics.Rho = s.gamma, s.rho
+	res.Diagnostics.Iterations, res.Diagnostics.Converged = iters, converged
+	obj := 0.0
+	for i := 0; i < d; i++ {
+		if s.rows[i].s > 0 {
+			obj += s.opt.Bias.LogPDF(beta[i])
+		} else {
+			mx := math.Inf(-1)
+			for j := 0; j < n; j++ {
+				mx = math.Max(mx, Z[i*n+j])
+			}
+			obj += s.opt.Bias.LogCDF(-mx)
+		}
+	}
+	res.Diagnostics.Objective = obj
+	return res
 }
