@@ -184,6 +184,11 @@ func FitADMM(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
+	return fitADMM(ctx, Y, opt, began)
+}
+
+// fitADMM is FitADMM with opt already checked.
+func fitADMM(ctx context.Context, Y *mat.Dense, opt Options, began time.Time) (*Result, error) {
 	if opt.Bias == nil {
 		return nil, fmt.Errorf("%w: Solver A needs the bias density", ErrInput)
 	}

@@ -15,7 +15,7 @@ import (
 
 // Fit learns col(A) and the centred M from Y (n×d, one observation per
 // row). Solver B (censored ALS) is the default: it needs no bias density and
-// is fast. Options.Solver = RouteADMM runs Solver A, the paper's maximum
+// is fast. Options.Solver = SolverADMM runs Solver A, the paper's maximum
 // likelihood with a rank constraint, which needs Options.Bias. Result.Reason
 // says which ran and why. Inputs are not modified.
 func Fit(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
@@ -24,14 +24,14 @@ func Fit(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 	switch opt.Solver {
 	case SolverADMM:
-		res, err := FitADMM(ctx, Y, opt)
+		res, err := fitADMM(ctx, Y, opt, time.Now())
 		if err != nil {
 			return nil, err
 		}
 		res.Reason = "Solver A (maximum likelihood by ADMM) was requested"
 		return res, nil
 	default:
-		res, err := FitALS(ctx, Y, opt)
+		res, err := fitALS(ctx, Y, opt, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -143,6 +143,11 @@ func FitALS(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
+	return fitALS(ctx, Y, opt, began)
+}
+
+// fitALS is FitALS with opt already checked.
+func fitALS(ctx context.Context, Y *mat.Dense, opt Options, began time.Time) (*Result, error) {
 	n, d, err := checkY(Y, opt.Rank)
 	if err != nil {
 		return nil, err
