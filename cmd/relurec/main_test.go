@@ -502,3 +502,26 @@ func TestExitCodeFollowsErrorKind(t *testing.T) {
 		t.Error("errs.Inputf is not bad input")
 	}
 }
+
+// Options rejected by a library's Validate reach the user as usage errors:
+// exit 2, the flag named (not the option field), and the --help hint.
+func TestOptionsValidateErrorsNameFlags(t *testing.T) {
+	dir := t.TempDir()
+	y := filepath.Join(dir, "Y.npy")
+	out := filepath.Join(dir, "A.npy")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"learn", "generative", "--y", y, "--rank", "0", "--out", out}, "--rank (the rank k) must be ≥ 1"},
+		{[]string{"learn", "generative", "--y", y, "--rank", "2", "--solver", "sgd", "--out", out}, "--solver must be als or admm"},
+		{[]string{"learn", "generative", "--y", y, "--rank", "2", "--gamma", "-1", "--out", out}, "--gamma -1 must be finite"},
+		{[]string{"recover", "latent", "--a", y, "--v", y, "--solver", "cg", "--out", out}, "--solver must be ssn, bcd or fista"},
+		{[]string{"recover", "latent", "--a", y, "--v", y, "--delta", "-1", "--out", out}, "--delta -1 (the noise bound δ)"},
+	} {
+		code, stdout, stderr := cli(t, tc.args...)
+		if code != exitBadInput || stdout != "" || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--help") || strings.Contains(stderr, "Options.") {
+			t.Errorf("%v: exit %d, stderr %q (want 2, %q and the --help hint)", tc.args, code, stderr, tc.want)
+		}
+	}
+}
