@@ -64,14 +64,7 @@ func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
 	return nn.LoadModel(path)
 }
 
-func newCompressCmd(a *app) *cobra.Command {
-	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: compress.MethodData, Allocation: compress.AllocGlobal,
-		Bias: compress.BiasCenter, Route: compress.RouteAuto, DType: "f64"}
-	var ranks string
-	c := &cobra.Command{
-		Use:   "compress",
-		Short: "Compress a trained MLP to low rank from unlabelled calibration data",
-		Long: `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
+const compressLong = `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
 (two consecutive Linear layers), fitted on calibration inputs without labels,
 gradients or fine-tuning (Zhang & Saab, "Theoretical guarantees for low-rank
 compression of deep neural networks").
@@ -103,223 +96,29 @@ The report lists per layer the rank, parameters, and the relative error
 
 --model is safetensors (nn.Sequential keys) or ONNX (torch.onnx.export of an
 nn.Sequential of Linear/ReLU). The compressed model is written atomically to
---out as safetensors, plus <out>.manifest.json; on error nothing is written.`,
-		Example: `  # Keep 10% of the parameters, fitting each layer on the compressed network's inputs
+--out as safetensors, plus <out>.manifest.json; on error nothing is written.`
+
+const compressExample = `  # Keep 10% of the parameters, fitting each layer on the compressed network's inputs
   relurec compress --model mlp.safetensors --data fashion-mnist --keep 0.1 --sequential --out small.safetensors
 
   # Your own calibration inputs and a baseline, ranks chosen per layer
   relurec compress --model mlp.safetensors --calib X.npy --ranks 32,32,0 --method svd --out svd.safetensors
 
   # A model exported from PyTorch with torch.onnx.export
-  relurec compress --model mlp.onnx --calib X.npy --keep 0.5 --out small.safetensors`,
-		Args: cobra.NoArgs,
+  relurec compress --model mlp.onnx --calib X.npy --keep 0.5 --out small.safetensors`
+
+func newCompressCmd(a *app) *cobra.Command {
+	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: compress.MethodData, Allocation: compress.AllocGlobal,
+		Bias: compress.BiasCenter, Route: compress.RouteAuto, DType: "f64"}
+	var ranks string
+	c := &cobra.Command{
+		Use:     "compress",
+		Short:   "Compress a trained MLP to low rank from unlabelled calibration data",
+		Long:    compressLong,
+		Example: compressExample,
+		Args:    cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			if opt.Model == "" {
-				return usageErrorf("--model is required")
-			}
-			if (opt.Calib == "") == (opt.Data == "") {
-				return usageErrorf("give exactly one of --calib X.npy and --data fashion-mnist")
-			}
-			if opt.Data != "" && opt.Data != datasetFashionMNIST {
-				return usageErrorf("--data must be %s (use --calib for a file of inputs), got %q", datasetFashionMNIST, opt.Data)
-			}
-			if opt.CalibSamples < 0 {
-				return usageErrorf("--calib-samples must be ≥ 0 (0 = all), got %d", opt.CalibSamples)
-			}
-			sel := 0
-			if cmd.Flags().Changed("keep") {
-				sel++
-				if !(opt.Keep > 0 && opt.Keep <= 1) {
-					return usageErrorf("--keep is the fraction of parameters kept and must lie in (0, 1], got %g", opt.Keep)
-				}
-			}
-			if ranks != "" {
-				sel++
-				for _, f := range strings.Split(ranks, ",") {
-					v, err := strconv.Atoi(strings.TrimSpace(f))
-					if err != nil || v < 0 {
-						return usageErrorf("--ranks must be comma-separated integers ≥ 0 (0 keeps a layer dense), got %q", ranks)
-					}
-					opt.Ranks = append(opt.Ranks, v)
-				}
-			}
-			if cmd.Flags().Changed("energy") {
-				sel++
-				if !(opt.Energy > 0 && opt.Energy <= 1) {
-					return usageErrorf("--energy must lie in (0, 1], got %g", opt.Energy)
-				}
-			}
-			if cmd.Flags().Changed("target-error") {
-				sel++
-				if !(opt.TargetError > 0) {
-					return usageErrorf("--target-error must be positive, got %g", opt.TargetError)
-				}
-			}
-			if sel > 1 {
-				return usageErrorf("give only one of --keep, --ranks, --energy and --target-error")
-			}
-			if sel == 0 {
-				opt.Keep = 0.5
-			}
-			known := false
-			for _, m := range compress.Methods {
-				known = known || m == opt.Method
-			}
-			if !known {
-				return usageErrorf("--method must be one of %s, got %q", strings.Join(compress.Methods, ", "), opt.Method)
-			}
-			switch opt.Allocation {
-			case compress.AllocGlobal, compress.AllocUniform:
-			default:
-				return usageErrorf("--allocation must be global or uniform, got %q", opt.Allocation)
-			}
-			switch opt.Bias {
-			case compress.BiasCenter, compress.BiasAugment, compress.BiasKeep:
-			default:
-				return usageErrorf("--bias must be center, augment or keep, got %q", opt.Bias)
-			}
-			switch opt.Route {
-			case compress.RouteAuto, compress.RouteQR, compress.RouteGram, compress.RouteProjection:
-			default:
-				return usageErrorf("--route must be auto, qr, gram or projection, got %q", opt.Route)
-			}
-			if opt.Ridge < 0 {
-				return usageErrorf("--ridge must be ≥ 0, got %g", opt.Ridge)
-			}
-			opt.DType = strings.ToLower(opt.DType)
-			if opt.DType != "f64" && opt.DType != "f32" {
-				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
-			}
-			if err := checkOutPath("out", opt.Out); err != nil {
-				return err
-			}
-			inputs := []string{opt.Model, opt.Calib, opt.Holdout}
-			for _, p := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
-				if err := dataio.CheckOutputNotInput(p, inputs...); err != nil {
-					return err
-				}
-			}
-
-			net, _, err := loadNetwork(opt.Model)
-			if err != nil {
-				return fmt.Errorf("reading --model: %w", err)
-			}
-			if err := compress.CheckNetwork(net); err != nil {
-				return inputErrorf("--model %s: %v", opt.Model, err)
-			}
-			man := dataio.NewManifest("compress", a.args)
-			man.Version = relurecVersion()
-			man.Options = &opt
-			var calib, holdout *mat.Dense
-			var test *dataio.Labeled
-			files := []string{opt.Model}
-			if opt.Data != "" {
-				train, te, in, err := labeledSplits(opt.Data, "", "")
-				if err != nil {
-					return err
-				}
-				files = append(files, in...)
-				calib = train.Head(opt.CalibSamples).X
-				test = te
-				holdout = te.X
-			} else {
-				files = append(files, opt.Calib)
-				if calib, err = dataio.ReadMatrix(opt.Calib, opt.CalibName); err != nil {
-					return fmt.Errorf("reading --calib: %w", err)
-				}
-				if err := dataio.CheckFinite("--calib", calib); err != nil {
-					return err
-				}
-				if opt.CalibSamples > 0 {
-					if r, c := calib.Dims(); r > opt.CalibSamples {
-						calib = calib.Slice(0, opt.CalibSamples, 0, c).(*mat.Dense)
-					}
-				}
-			}
-			if opt.Holdout != "" {
-				files = append(files, opt.Holdout)
-				if holdout, err = dataio.ReadMatrix(opt.Holdout, opt.CalibName); err != nil {
-					return fmt.Errorf("reading --holdout: %w", err)
-				}
-				if err := dataio.CheckFinite("--holdout", holdout); err != nil {
-					return err
-				}
-			}
-			if _, d := calib.Dims(); d != net.In() {
-				return inputErrorf("the calibration data has %d columns but the model takes %d inputs", d, net.In())
-			}
-			if holdout != nil {
-				if _, d := holdout.Dims(); d != net.In() {
-					return inputErrorf("the held-out data has %d columns but the model takes %d inputs", d, net.In())
-				}
-			}
-			for _, p := range files {
-				if err := man.AddInput(p); err != nil {
-					return fmt.Errorf("reading input: %w", err)
-				}
-			}
-			readTime := time.Since(start)
-
-			progress, clear := a.progress()
-			cstart := time.Now()
-			res, err := compress.CompressMLP(cmd.Context(), net, calib, compress.Options{
-				Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
-				Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
-				Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
-				Holdout: holdout, Progress: progress,
-			})
-			clear()
-			if err != nil {
-				return err
-			}
-			compressTime := time.Since(cstart)
-			out := compressResult{Command: "compress", Result: *res, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
-			evalStart := time.Now()
-			if test != nil {
-				if net.Out() != test.Classes {
-					return inputErrorf("the model has %d outputs but %s has %d classes", net.Out(), opt.Data, test.Classes)
-				}
-				o, err := net.Evaluate(test.X, test.Labels)
-				if err != nil {
-					return err
-				}
-				c, err := res.Model.Evaluate(test.X, test.Labels)
-				if err != nil {
-					return err
-				}
-				out.Original, out.Compressed = &o, &c
-			}
-			evalTime := time.Since(evalStart)
-			meta := map[string]string{
-				"producer":        "relurec compress",
-				"relurec_version": relurecVersion(),
-				"source_model":    filepath.Base(opt.Model),
-				"method":          opt.Method,
-				"sequential":      strconv.FormatBool(opt.Sequential),
-				"selection":       res.Selection,
-				"params":          strconv.Itoa(res.Params),
-				"dense_params":    strconv.Itoa(res.DenseParams),
-				"calibration":     fmt.Sprintf("%d rows", res.CalibrationRows),
-			}
-			if out.Compressed != nil {
-				meta["test_accuracy"] = strconv.FormatFloat(out.Compressed.Accuracy, 'g', -1, 64)
-			}
-			out.Timings = map[string]float64{
-				"read":     readTime.Seconds(),
-				"compress": compressTime.Seconds(),
-				"evaluate": evalTime.Seconds(),
-			}
-			man.Timings = out.Timings
-			man.Results = jsonsafe.Finite(map[string]any{
-				"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
-				"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
-			})
-			if err := writeModel(man, opt.Out, res.Model, meta, opt.DType, out.Timings); err != nil {
-				return err
-			}
-			out.Seconds = time.Since(start).Seconds()
-			return a.emit(out, func(w io.Writer) { printCompress(w, &out, compressTime) })
+			return a.runCompress(cmd, opt, ranks)
 		}),
 	}
 	f := c.Flags()
@@ -342,6 +141,283 @@ nn.Sequential of Linear/ReLU). The compressed model is written atomically to
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	return c
+}
+
+// compressInputs are what compress reads: the network, the calibration and
+// held-out inputs, the labelled test split (with --data) and every input
+// file, for the manifest.
+type compressInputs struct {
+	net            *nn.MLP
+	calib, holdout *mat.Dense
+	test           *dataio.Labeled
+	files          []string
+}
+
+// runCompress is compress: validate the flags, read the network and the
+// data, compress, evaluate, write the model and its manifest, print.
+func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string) error {
+	start := time.Now()
+	if err := opt.validate(cmd, ranks); err != nil {
+		return err
+	}
+	in, err := opt.read()
+	if err != nil {
+		return err
+	}
+	man := dataio.NewManifest("compress", a.args)
+	man.Version = relurecVersion()
+	man.Options = &opt
+	for _, p := range in.files {
+		if err := man.AddInput(p); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	readTime := time.Since(start)
+
+	progress, clear := a.progress()
+	cstart := time.Now()
+	res, err := compress.CompressMLP(cmd.Context(), in.net, in.calib, compress.Options{
+		Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
+		Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
+		Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
+		Holdout: in.holdout, Progress: progress,
+	})
+	clear()
+	if err != nil {
+		return err
+	}
+	compressTime := time.Since(cstart)
+	out := compressResult{Command: "compress", Result: *res, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
+	evalStart := time.Now()
+	if err := out.evaluate(in, opt.Data); err != nil {
+		return err
+	}
+	out.Timings = map[string]float64{
+		"read":     readTime.Seconds(),
+		"compress": compressTime.Seconds(),
+		"evaluate": time.Since(evalStart).Seconds(),
+	}
+	man.Timings = out.Timings
+	man.Results = jsonsafe.Finite(map[string]any{
+		"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
+		"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
+	})
+	if err := writeModel(man, opt.Out, res.Model, out.metadata(), opt.DType, out.Timings); err != nil {
+		return err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return a.emit(out, func(w io.Writer) { printCompress(w, &out, compressTime) })
+}
+
+// validate checks the flags of compress before anything is read.
+func (opt *compressOptions) validate(cmd *cobra.Command, ranks string) error {
+	if opt.Model == "" {
+		return usageErrorf("--model is required")
+	}
+	if (opt.Calib == "") == (opt.Data == "") {
+		return usageErrorf("give exactly one of --calib X.npy and --data fashion-mnist")
+	}
+	if opt.Data != "" && opt.Data != datasetFashionMNIST {
+		return usageErrorf("--data must be %s (use --calib for a file of inputs), got %q", datasetFashionMNIST, opt.Data)
+	}
+	if opt.CalibSamples < 0 {
+		return usageErrorf("--calib-samples must be ≥ 0 (0 = all), got %d", opt.CalibSamples)
+	}
+	if err := opt.rankSelection(cmd, ranks); err != nil {
+		return err
+	}
+	if err := opt.checkModes(); err != nil {
+		return err
+	}
+	opt.DType = strings.ToLower(opt.DType)
+	if opt.DType != "f64" && opt.DType != "f32" {
+		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+	}
+	if err := checkOutPath("out", opt.Out); err != nil {
+		return err
+	}
+	inputs := []string{opt.Model, opt.Calib, opt.Holdout}
+	for _, p := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
+		if err := dataio.CheckOutputNotInput(p, inputs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rankSelection checks that at most one of --keep, --ranks, --energy and
+// --target-error is given, and valid; none means --keep 0.5.
+func (opt *compressOptions) rankSelection(cmd *cobra.Command, ranks string) error {
+	sel := 0
+	if cmd.Flags().Changed("keep") {
+		sel++
+		if !(opt.Keep > 0 && opt.Keep <= 1) {
+			return usageErrorf("--keep is the fraction of parameters kept and must lie in (0, 1], got %g", opt.Keep)
+		}
+	}
+	if ranks != "" {
+		sel++
+		for _, f := range strings.Split(ranks, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || v < 0 {
+				return usageErrorf("--ranks must be comma-separated integers ≥ 0 (0 keeps a layer dense), got %q", ranks)
+			}
+			opt.Ranks = append(opt.Ranks, v)
+		}
+	}
+	if cmd.Flags().Changed("energy") {
+		sel++
+		if !(opt.Energy > 0 && opt.Energy <= 1) {
+			return usageErrorf("--energy must lie in (0, 1], got %g", opt.Energy)
+		}
+	}
+	if cmd.Flags().Changed("target-error") {
+		sel++
+		if !(opt.TargetError > 0) {
+			return usageErrorf("--target-error must be positive, got %g", opt.TargetError)
+		}
+	}
+	if sel > 1 {
+		return usageErrorf("give only one of --keep, --ranks, --energy and --target-error")
+	}
+	if sel == 0 {
+		opt.Keep = 0.5
+	}
+	return nil
+}
+
+// checkModes checks the named modes: method, allocation, bias, route, ridge.
+func (opt *compressOptions) checkModes() error {
+	known := false
+	for _, m := range compress.Methods {
+		known = known || m == opt.Method
+	}
+	if !known {
+		return usageErrorf("--method must be one of %s, got %q", strings.Join(compress.Methods, ", "), opt.Method)
+	}
+	switch opt.Allocation {
+	case compress.AllocGlobal, compress.AllocUniform:
+	default:
+		return usageErrorf("--allocation must be global or uniform, got %q", opt.Allocation)
+	}
+	switch opt.Bias {
+	case compress.BiasCenter, compress.BiasAugment, compress.BiasKeep:
+	default:
+		return usageErrorf("--bias must be center, augment or keep, got %q", opt.Bias)
+	}
+	switch opt.Route {
+	case compress.RouteAuto, compress.RouteQR, compress.RouteGram, compress.RouteProjection:
+	default:
+		return usageErrorf("--route must be auto, qr, gram or projection, got %q", opt.Route)
+	}
+	if opt.Ridge < 0 {
+		return usageErrorf("--ridge must be ≥ 0, got %g", opt.Ridge)
+	}
+	return nil
+}
+
+// read loads the network and the calibration, held-out and test data, and
+// checks their widths against the network.
+func (opt *compressOptions) read() (*compressInputs, error) {
+	net, _, err := loadNetwork(opt.Model)
+	if err != nil {
+		return nil, fmt.Errorf("reading --model: %w", err)
+	}
+	if err := compress.CheckNetwork(net); err != nil {
+		return nil, inputErrorf("--model %s: %v", opt.Model, err)
+	}
+	in := &compressInputs{net: net, files: []string{opt.Model}}
+	if err := opt.readCalibration(in); err != nil {
+		return nil, err
+	}
+	if opt.Holdout != "" {
+		in.files = append(in.files, opt.Holdout)
+		if in.holdout, err = dataio.ReadMatrix(opt.Holdout, opt.CalibName); err != nil {
+			return nil, fmt.Errorf("reading --holdout: %w", err)
+		}
+		if err := dataio.CheckFinite("--holdout", in.holdout); err != nil {
+			return nil, err
+		}
+	}
+	if _, d := in.calib.Dims(); d != net.In() {
+		return nil, inputErrorf("the calibration data has %d columns but the model takes %d inputs", d, net.In())
+	}
+	if in.holdout != nil {
+		if _, d := in.holdout.Dims(); d != net.In() {
+			return nil, inputErrorf("the held-out data has %d columns but the model takes %d inputs", d, net.In())
+		}
+	}
+	return in, nil
+}
+
+// readCalibration reads the calibration rows: the first --calib-samples
+// training images of --data (whose test split becomes the held-out set), or
+// the --calib file.
+func (opt *compressOptions) readCalibration(in *compressInputs) error {
+	if opt.Data != "" {
+		train, te, files, err := labeledSplits(opt.Data, "", "")
+		if err != nil {
+			return err
+		}
+		in.files = append(in.files, files...)
+		in.calib, in.test, in.holdout = train.Head(opt.CalibSamples).X, te, te.X
+		return nil
+	}
+	in.files = append(in.files, opt.Calib)
+	calib, err := dataio.ReadMatrix(opt.Calib, opt.CalibName)
+	if err != nil {
+		return fmt.Errorf("reading --calib: %w", err)
+	}
+	if err := dataio.CheckFinite("--calib", calib); err != nil {
+		return err
+	}
+	if opt.CalibSamples > 0 {
+		if r, c := calib.Dims(); r > opt.CalibSamples {
+			calib = calib.Slice(0, opt.CalibSamples, 0, c).(*mat.Dense)
+		}
+	}
+	in.calib = calib
+	return nil
+}
+
+// evaluate scores the original and compressed classifiers on the test
+// split, when there is one (--data).
+func (out *compressResult) evaluate(in *compressInputs, data string) error {
+	if in.test == nil {
+		return nil
+	}
+	if in.net.Out() != in.test.Classes {
+		return inputErrorf("the model has %d outputs but %s has %d classes", in.net.Out(), data, in.test.Classes)
+	}
+	o, err := in.net.Evaluate(in.test.X, in.test.Labels)
+	if err != nil {
+		return err
+	}
+	c, err := out.Model.Evaluate(in.test.X, in.test.Labels)
+	if err != nil {
+		return err
+	}
+	out.Original, out.Compressed = &o, &c
+	return nil
+}
+
+// metadata is the compressed model file's provenance.
+func (out *compressResult) metadata() map[string]string {
+	meta := map[string]string{
+		"producer":        "relurec compress",
+		"relurec_version": relurecVersion(),
+		"source_model":    filepath.Base(out.Options.Model),
+		"method":          out.Options.Method,
+		"sequential":      strconv.FormatBool(out.Options.Sequential),
+		"selection":       out.Selection,
+		"params":          strconv.Itoa(out.Params),
+		"dense_params":    strconv.Itoa(out.DenseParams),
+		"calibration":     fmt.Sprintf("%d rows", out.CalibrationRows),
+	}
+	if out.Compressed != nil {
+		meta["test_accuracy"] = strconv.FormatFloat(out.Compressed.Accuracy, 'g', -1, 64)
+	}
+	return meta
 }
 
 // printCompress writes the human report of compress.
