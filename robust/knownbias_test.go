@@ -18,7 +18,7 @@ func codeErr(c []float64, truth mat.Vector) float64 {
 	return math.Sqrt(s)
 }
 
-// The known-bias variant (spec §2.7) recovers c* itself, exactly without
+// The known-bias variant (not in [MR18]) recovers c* itself, exactly without
 // dense noise, at the dense-noise level with it; the linear estimator (47)
 // only reaches μ·c* up to its O(√(k/d)) error.
 func TestRecoverKnownBias(t *testing.T) {
@@ -52,7 +52,7 @@ func TestRecoverKnownBias(t *testing.T) {
 	}
 }
 
-// TORRENT (spec §2.8 baseline) decodes a linear model with sparse outliers
+// TORRENT (a baseline [MR18] cites) decodes a linear model with sparse outliers
 // exactly when β exceeds the outlier fraction, and fails when it does not.
 func TestTorrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))

@@ -14,7 +14,7 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// instance draws one observation with the spec §4.2 setup: b ~ N(0, 0.5²),
+// instance draws one observation with our reference setup: b ~ N(0, 0.5²),
 // w ~ U[−0.1, 0.1], s outliers of magnitude mag·U[0.5, 1.5].
 func instance(t testing.TB, seed uint64, d, k, s int, mag float64) (*synth.RobustInstance, []float64, []float64) {
 	t.Helper()
@@ -110,7 +110,7 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// T8: μ, σ², η² closed forms at the spec's spot values, the Gaussian μ
+// T8: μ, σ², η² closed forms at spot values (checked by Monte Carlo), the Gaussian μ
 // closed form against quadrature, and Monte Carlo.
 func TestMoments(t *testing.T) {
 	for _, c := range []struct{ b, mu, s2, e2 float64 }{
@@ -129,7 +129,7 @@ func TestMoments(t *testing.T) {
 		}
 	}
 	if mu := ScaleMoments(density.Gaussian{Mean: -1, Std: 0.5}).Mu; math.Abs(mu-0.1855) > 1e-4 {
-		t.Errorf("μ for N(−1, 0.25) = %.5f, want 0.1855 (spec §4.2)", mu)
+		t.Errorf("μ for N(−1, 0.25) = %.5f, want 0.1855", mu)
 	}
 	// Monte Carlo for a Laplace bias (no closed form).
 	p := density.Laplace{Loc: 0.3, Scale: 0.7}

@@ -370,7 +370,7 @@ func TestTwoLayerDataErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkGaussianInputs1e6x30 draws the spec's largest routine input.
+// BenchmarkGaussianInputs1e6x30 draws the largest routine input of the two-layer tests.
 // Floor: 3e7 NormFloat64 draws (~3–4 ns each in math/rand/v2, sequential by
 // design so the stream is reproducible) ≈ 0.1 s; 240 MB written once.
 func BenchmarkGaussianInputs1e6x30(b *testing.B) {
