@@ -110,7 +110,7 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// T8: μ, σ², η² closed forms at spot values (checked by Monte Carlo), the Gaussian μ
+// T8: μ, σ², η² closed forms at spot values, the Gaussian μ
 // closed form against quadrature, and Monte Carlo.
 func TestMoments(t *testing.T) {
 	for _, c := range []struct{ b, mu, s2, e2 float64 }{
