@@ -70,13 +70,7 @@ func parseInts(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-func newTrainMLPCmd(a *app) *cobra.Command {
-	opt := trainMLPOptions{XName: "X", YName: "y", Epochs: 15, BatchSize: 128, LearningRate: 1e-3, Schedule: "cosine", DType: "f64"}
-	var hidden string
-	c := &cobra.Command{
-		Use:   "mlp",
-		Short: "Train a ReLU MLP classifier with minibatch Adam and softmax cross-entropy",
-		Long: `Train a fully connected ReLU network (Linear → ReLU → … → Linear, with biases)
+const trainMLPLong = `Train a fully connected ReLU network (Linear → ReLU → … → Linear, with biases)
 to classify the rows of X, minimising the mean softmax cross-entropy with
 minibatch Adam on a cosine learning-rate schedule. Training is seeded and
 deterministic: the same flags give the same weights on any machine.
@@ -88,8 +82,9 @@ images) or an .npz file holding inputs X (n×d) and integer labels y (n×1).
 
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys, plus <out>.manifest.json. On any error nothing is
-written.`,
-		Example: `  # The Fashion-MNIST MLP used by the compression docs (about 88-89% test accuracy)
+written.`
+
+const trainMLPExample = `  # The Fashion-MNIST MLP used by the compression docs (about 88-89% test accuracy)
   relurec train mlp --data fashion-mnist --hidden 512,256 --out mlp.safetensors
 
   # Your own data: X (n×d) and integer labels y (n×1) in one .npz
@@ -98,137 +93,19 @@ written.`,
   # Load in PyTorch:
   #   net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
   #       torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).double()
-  #   net.load_state_dict(safetensors.torch.load_file("mlp.safetensors"))`,
-		Args: cobra.NoArgs,
-		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
-			if opt.Data == "" {
-				return usageErrorf("--data is required: fashion-mnist or an .npz with X and y")
-			}
-			h, err := parseInts("hidden", hidden)
-			if err != nil {
-				return err
-			}
-			opt.Hidden = h
-			switch {
-			case opt.Epochs <= 0:
-				return usageErrorf("--epochs must be positive, got %d", opt.Epochs)
-			case opt.BatchSize <= 0:
-				return usageErrorf("--batch-size must be positive, got %d", opt.BatchSize)
-			case !(opt.LearningRate > 0):
-				return usageErrorf("--lr must be positive, got %g", opt.LearningRate)
-			case opt.Schedule != "cosine" && opt.Schedule != "constant":
-				return usageErrorf("--schedule must be cosine or constant, got %q", opt.Schedule)
-			case opt.WeightDecay < 0:
-				return usageErrorf("--weight-decay must be ≥ 0, got %g", opt.WeightDecay)
-			}
-			opt.DType = strings.ToLower(opt.DType)
-			if opt.DType != "f64" && opt.DType != "f32" {
-				return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
-			}
-			if err := checkOutPath("out", opt.Out); err != nil {
-				return err
-			}
-			if !isNamedDataset(opt.Data) {
-				if err := dataio.CheckOutputNotInput(opt.Out, opt.Data); err != nil {
-					return err
-				}
-			}
+  #   net.load_state_dict(safetensors.torch.load_file("mlp.safetensors"))`
 
-			train, test, inputs, err := labeledSplits(opt.Data, opt.XName, opt.YName)
-			if err != nil {
-				return err
-			}
-			man := dataio.NewManifest("train mlp", a.args)
-			man.Version = relurecVersion()
-			man.Seed = opt.Seed
-			man.Options = opt
-			for _, p := range inputs {
-				if err := man.AddInput(p); err != nil {
-					return fmt.Errorf("reading input: %w", err)
-				}
-			}
-			readTime := time.Since(start)
-			_, d := train.X.Dims()
-			sizes := append(append([]int{d}, opt.Hidden...), train.Classes)
-			net, err := nn.NewMLP(sizes, opt.Seed)
-			if err != nil {
-				return err
-			}
-			progress, clear := a.progress()
-			trainStart := time.Now()
-			to := nn.TrainOptions{
-				Epochs: opt.Epochs, BatchSize: opt.BatchSize, LearningRate: opt.LearningRate,
-				Schedule: opt.Schedule, WeightDecay: opt.WeightDecay, Seed: opt.Seed, Progress: progress,
-			}
-			tr, err := nn.Train(cmd.Context(), net, train.X, train.Labels, to)
-			clear()
-			if err != nil {
-				return err
-			}
-			trainTime := time.Since(trainStart)
-			evalStart := time.Now()
-			trm, err := net.Evaluate(train.X, train.Labels)
-			if err != nil {
-				return err
-			}
-			out := trainMLPResult{
-				Command: "train mlp", Out: opt.Out, Architecture: sizes, Parameters: net.NumParams(),
-				Samples: train.Rows(), Train: trm, Epochs: tr.Epochs, Options: opt,
-				Manifest: dataio.ManifestPath(opt.Out),
-			}
-			if test != nil {
-				tm, err := net.Evaluate(test.X, test.Labels)
-				if err != nil {
-					return err
-				}
-				out.Test = &tm
-			}
-			meta := map[string]string{
-				"producer":        "relurec train mlp",
-				"relurec_version": relurecVersion(),
-				"data":            opt.Data,
-				"seed":            strconv.FormatUint(opt.Seed, 10),
-				"epochs":          strconv.Itoa(opt.Epochs),
-				"train_accuracy":  strconv.FormatFloat(trm.Accuracy, 'g', -1, 64),
-			}
-			if opt.Data == datasetFashionMNIST {
-				meta["preprocessing"] = "pixels/255, flattened row-major (torchvision ToTensor + flatten)"
-			}
-			if out.Test != nil {
-				meta["test_accuracy"] = strconv.FormatFloat(out.Test.Accuracy, 'g', -1, 64)
-			}
-			out.Timings = map[string]float64{
-				"read":     readTime.Seconds(),
-				"train":    trainTime.Seconds(),
-				"evaluate": time.Since(evalStart).Seconds(),
-			}
-			man.Timings = out.Timings
-			man.Results = jsonsafe.Finite(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
-			if err := writeModel(man, opt.Out, net, meta, opt.DType, out.Timings); err != nil {
-				return err
-			}
-			out.Seconds = time.Since(start).Seconds()
-			return a.emit(out, func(w io.Writer) {
-				arch := make([]string, len(sizes))
-				for i, s := range sizes {
-					arch[i] = strconv.Itoa(s)
-				}
-				rows := [][2]string{
-					{"architecture", strings.Join(arch, "-") + " (ReLU)"},
-					{"parameters", strconv.Itoa(out.Parameters)},
-					{"training", fmt.Sprintf("%d samples, %d epochs of Adam, batch %d, lr %g (%s)", out.Samples, opt.Epochs, opt.BatchSize, opt.LearningRate, opt.Schedule)},
-					{"train accuracy", fmt.Sprintf("%.4f (loss %.4f)", trm.Accuracy, trm.Loss)},
-				}
-				if out.Test != nil {
-					rows = append(rows, [2]string{"test accuracy", fmt.Sprintf("%.4f (loss %.4f, %d samples)", out.Test.Accuracy, out.Test.Loss, out.Test.Samples)})
-				}
-				rows = append(rows,
-					[2]string{"time", fmt.Sprintf("%.1f s (training %.1f s)", out.Seconds, trainTime.Seconds())},
-					[2]string{"model", fmt.Sprintf("%s (%s)", opt.Out, opt.DType)},
-					[2]string{"manifest", out.Manifest})
-				table(w, rows)
-			})
+func newTrainMLPCmd(a *app) *cobra.Command {
+	opt := trainMLPOptions{XName: "X", YName: "y", Epochs: 15, BatchSize: 128, LearningRate: 1e-3, Schedule: "cosine", DType: "f64"}
+	var hidden string
+	c := &cobra.Command{
+		Use:     "mlp",
+		Short:   "Train a ReLU MLP classifier with minibatch Adam and softmax cross-entropy",
+		Long:    trainMLPLong,
+		Example: trainMLPExample,
+		Args:    cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			return a.runTrainMLP(cmd, opt, hidden)
 		}),
 	}
 	f := c.Flags()
@@ -245,4 +122,159 @@ written.`,
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	return c
+}
+
+// runTrainMLP is train mlp: validate the flags, read the data, train,
+// evaluate, write the model and its manifest, print.
+func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string) error {
+	start := time.Now()
+	if err := opt.validate(hidden); err != nil {
+		return err
+	}
+	train, test, inputs, err := labeledSplits(opt.Data, opt.XName, opt.YName)
+	if err != nil {
+		return err
+	}
+	man := dataio.NewManifest("train mlp", a.args)
+	man.Version = relurecVersion()
+	man.Seed = opt.Seed
+	man.Options = opt
+	for _, p := range inputs {
+		if err := man.AddInput(p); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	readTime := time.Since(start)
+	_, d := train.X.Dims()
+	sizes := append(append([]int{d}, opt.Hidden...), train.Classes)
+	net, err := nn.NewMLP(sizes, opt.Seed)
+	if err != nil {
+		return err
+	}
+	progress, clear := a.progress()
+	trainStart := time.Now()
+	to := nn.TrainOptions{
+		Epochs: opt.Epochs, BatchSize: opt.BatchSize, LearningRate: opt.LearningRate,
+		Schedule: opt.Schedule, WeightDecay: opt.WeightDecay, Seed: opt.Seed, Progress: progress,
+	}
+	tr, err := nn.Train(cmd.Context(), net, train.X, train.Labels, to)
+	clear()
+	if err != nil {
+		return err
+	}
+	trainTime := time.Since(trainStart)
+	evalStart := time.Now()
+	out := trainMLPResult{
+		Command: "train mlp", Out: opt.Out, Architecture: sizes, Parameters: net.NumParams(),
+		Samples: train.Rows(), Epochs: tr.Epochs, Options: opt, Manifest: dataio.ManifestPath(opt.Out),
+	}
+	if err := out.evaluate(net, train, test); err != nil {
+		return err
+	}
+	out.Timings = map[string]float64{
+		"read":     readTime.Seconds(),
+		"train":    trainTime.Seconds(),
+		"evaluate": time.Since(evalStart).Seconds(),
+	}
+	man.Timings = out.Timings
+	man.Results = jsonsafe.Finite(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
+	if err := writeModel(man, opt.Out, net, out.metadata(), opt.DType, out.Timings); err != nil {
+		return err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return a.emit(out, func(w io.Writer) { table(w, out.rows(trainTime)) })
+}
+
+// validate checks the flags of train mlp before anything is read.
+func (opt *trainMLPOptions) validate(hidden string) error {
+	if opt.Data == "" {
+		return usageErrorf("--data is required: fashion-mnist or an .npz with X and y")
+	}
+	h, err := parseInts("hidden", hidden)
+	if err != nil {
+		return err
+	}
+	opt.Hidden = h
+	switch {
+	case opt.Epochs <= 0:
+		return usageErrorf("--epochs must be positive, got %d", opt.Epochs)
+	case opt.BatchSize <= 0:
+		return usageErrorf("--batch-size must be positive, got %d", opt.BatchSize)
+	case !(opt.LearningRate > 0):
+		return usageErrorf("--lr must be positive, got %g", opt.LearningRate)
+	case opt.Schedule != "cosine" && opt.Schedule != "constant":
+		return usageErrorf("--schedule must be cosine or constant, got %q", opt.Schedule)
+	case opt.WeightDecay < 0:
+		return usageErrorf("--weight-decay must be ≥ 0, got %g", opt.WeightDecay)
+	}
+	opt.DType = strings.ToLower(opt.DType)
+	if opt.DType != "f64" && opt.DType != "f32" {
+		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
+	}
+	if err := checkOutPath("out", opt.Out); err != nil {
+		return err
+	}
+	if !isNamedDataset(opt.Data) {
+		return dataio.CheckOutputNotInput(opt.Out, opt.Data)
+	}
+	return nil
+}
+
+// evaluate scores the trained network on the training and test splits.
+func (out *trainMLPResult) evaluate(net *nn.MLP, train, test *dataio.Labeled) error {
+	trm, err := net.Evaluate(train.X, train.Labels)
+	if err != nil {
+		return err
+	}
+	out.Train = trm
+	if test != nil {
+		tm, err := net.Evaluate(test.X, test.Labels)
+		if err != nil {
+			return err
+		}
+		out.Test = &tm
+	}
+	return nil
+}
+
+// metadata is the trained model file's provenance.
+func (out *trainMLPResult) metadata() map[string]string {
+	opt := out.Options
+	meta := map[string]string{
+		"producer":        "relurec train mlp",
+		"relurec_version": relurecVersion(),
+		"data":            opt.Data,
+		"seed":            strconv.FormatUint(opt.Seed, 10),
+		"epochs":          strconv.Itoa(opt.Epochs),
+		"train_accuracy":  strconv.FormatFloat(out.Train.Accuracy, 'g', -1, 64),
+	}
+	if opt.Data == datasetFashionMNIST {
+		meta["preprocessing"] = "pixels/255, flattened row-major (torchvision ToTensor + flatten)"
+	}
+	if out.Test != nil {
+		meta["test_accuracy"] = strconv.FormatFloat(out.Test.Accuracy, 'g', -1, 64)
+	}
+	return meta
+}
+
+// rows is train mlp's human table.
+func (out *trainMLPResult) rows(trainTime time.Duration) [][2]string {
+	opt := out.Options
+	arch := make([]string, len(out.Architecture))
+	for i, s := range out.Architecture {
+		arch[i] = strconv.Itoa(s)
+	}
+	rows := [][2]string{
+		{"architecture", strings.Join(arch, "-") + " (ReLU)"},
+		{"parameters", strconv.Itoa(out.Parameters)},
+		{"training", fmt.Sprintf("%d samples, %d epochs of Adam, batch %d, lr %g (%s)", out.Samples, opt.Epochs, opt.BatchSize, opt.LearningRate, opt.Schedule)},
+		{"train accuracy", fmt.Sprintf("%.4f (loss %.4f)", out.Train.Accuracy, out.Train.Loss)},
+	}
+	if out.Test != nil {
+		rows = append(rows, [2]string{"test accuracy", fmt.Sprintf("%.4f (loss %.4f, %d samples)", out.Test.Accuracy, out.Test.Loss, out.Test.Samples)})
+	}
+	return append(rows,
+		[2]string{"time", fmt.Sprintf("%.1f s (training %.1f s)", out.Seconds, trainTime.Seconds())},
+		[2]string{"model", fmt.Sprintf("%s (%s)", opt.Out, opt.DType)},
+		[2]string{"manifest", out.Manifest})
 }
