@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -66,54 +68,18 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df da
 		Parameters: model.NumParams(), MultiplyAdds: model.MultiplyAdds(), Test: met,
 	}
 	if truthPath != "" {
-		// A reference classifier: agreement, logit error and the paired
-		// accuracy comparison on the same test images.
-		ref, _, err := loadNetwork(truthPath)
-		if err != nil {
-			return fmt.Errorf("reading --truth: %w", err)
-		}
-		if ref.In() != model.In() || ref.Out() != model.Out() {
-			return inputErrorf("--truth maps %d inputs to %d outputs but --model maps %d to %d; they must match", ref.In(), ref.Out(), model.In(), model.Out())
-		}
-		refMet, err := ref.Evaluate(test.X, test.Labels)
-		if err != nil {
+		if err := res.compareWithReference(model, truthPath, test); err != nil {
 			return err
 		}
-		fid, err := metrics.CompareLogits(model.Forward(test.X), ref.Forward(test.X), test.Labels)
-		if err != nil {
-			return err
-		}
-		res.Reference, res.ReferenceTest, res.Fidelity = truthPath, &refMet, &fid
 	}
 	res.Architecture = []int{model.In()}
 	for _, l := range model.Layers {
 		res.Architecture = append(res.Architecture, l.Out())
 	}
-	// Latency: medians over repeats, after one warm-up.
-	const repeats = 5
-	n, _ := test.X.Dims()
-	model.Forward(test.X)
-	var batch []float64
-	for i := 0; i < repeats; i++ {
-		if err := cmd.Context().Err(); err != nil {
-			return err
-		}
-		t := time.Now()
-		model.Forward(test.X)
-		batch = append(batch, time.Since(t).Seconds())
+	if err := res.measureLatency(cmd.Context(), model, test.X); err != nil {
+		return err
 	}
-	one := test.X.Slice(0, 1, 0, d).(*mat.Dense)
-	var single []float64
-	for i := 0; i < 200; i++ {
-		t := time.Now()
-		model.Forward(one)
-		single = append(single, time.Since(t).Seconds())
-	}
-	res.BatchSeconds = median(batch)
-	res.MicrosPerSample = 1e6 * res.BatchSeconds / float64(n)
-	res.SingleMicros = 1e6 * median(single)
-	res.LatencyRepeats = repeats
-	res.LatencyBatchSize = n
+	n := res.LatencyBatchSize
 	res.Seconds = time.Since(start).Seconds()
 	return a.emit(res, func(w io.Writer) {
 		arch := ""
@@ -143,6 +109,59 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath, truthPath string, df da
 		rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s", res.Seconds)})
 		table(w, rows)
 	})
+}
+
+// compareWithReference scores a reference classifier on the same test
+// images: its accuracy, the agreement and logit error of the model with it,
+// and the paired accuracy comparison.
+func (res *evalDataResult) compareWithReference(model *nn.MLP, truthPath string, test *dataio.Labeled) error {
+	ref, _, err := loadNetwork(truthPath)
+	if err != nil {
+		return fmt.Errorf("reading --truth: %w", err)
+	}
+	if ref.In() != model.In() || ref.Out() != model.Out() {
+		return inputErrorf("--truth maps %d inputs to %d outputs but --model maps %d to %d; they must match", ref.In(), ref.Out(), model.In(), model.Out())
+	}
+	refMet, err := ref.Evaluate(test.X, test.Labels)
+	if err != nil {
+		return err
+	}
+	fid, err := metrics.CompareLogits(model.Forward(test.X), ref.Forward(test.X), test.Labels)
+	if err != nil {
+		return err
+	}
+	res.Reference, res.ReferenceTest, res.Fidelity = truthPath, &refMet, &fid
+	return nil
+}
+
+// measureLatency times the forward pass: medians over repeats of the whole
+// test batch and of one sample, after one warm-up.
+func (res *evalDataResult) measureLatency(ctx context.Context, model *nn.MLP, X *mat.Dense) error {
+	const repeats = 5
+	n, d := X.Dims()
+	model.Forward(X)
+	var batch []float64
+	for i := 0; i < repeats; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := time.Now()
+		model.Forward(X)
+		batch = append(batch, time.Since(t).Seconds())
+	}
+	one := X.Slice(0, 1, 0, d).(*mat.Dense)
+	var single []float64
+	for i := 0; i < 200; i++ {
+		t := time.Now()
+		model.Forward(one)
+		single = append(single, time.Since(t).Seconds())
+	}
+	res.BatchSeconds = median(batch)
+	res.MicrosPerSample = 1e6 * res.BatchSeconds / float64(n)
+	res.SingleMicros = 1e6 * median(single)
+	res.LatencyRepeats = repeats
+	res.LatencyBatchSize = n
+	return nil
 }
 
 func median(x []float64) float64 {
