@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/depth2"
-	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 	"github.com/relurec/relurec/nn"
 )
@@ -180,16 +178,6 @@ func (opt *learnDepth2Options) validate(df *dataFlags) error {
 		}
 	}
 	return nil
-}
-
-// optionsUsageError turns the error of a library Options.Validate (which
-// wraps errs.ErrInput and names the option) into a usage error: exit 2 and
-// the hint to --help; the option's name becomes its flag when printed.
-func optionsUsageError(err error) error {
-	if !errors.Is(err, errs.ErrInput) {
-		return err
-	}
-	return usageErrorf("%s", strings.TrimPrefix(err.Error(), errs.ErrInput.Error()+": "))
 }
 
 // newLearnDepth2Result is learn depth2's result before timings; mlp is the

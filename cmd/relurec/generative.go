@@ -229,7 +229,7 @@ func (o *learnGenerativeOptions) validate() ([]string, error) {
 	}
 	o.Options.Bias = bias
 	if err := o.Options.Validate(); err != nil {
-		return nil, optionsError(err)
+		return nil, optionsUsageError(err)
 	}
 	if o.Out == "" {
 		return nil, usageErrorf("--out is required")
@@ -355,7 +355,7 @@ func printLearnGenerative(w io.Writer, o *learnGenerativeOptions, res *generativ
 		}
 		rows = append(rows, [2]string{"‖sinΘ‖_F vs truth", fmt.Sprintf("%.3g overall, %s on well-observed units", *out.SinTheta, r)})
 	}
-	rows = append(rows, warningList(res.Warnings)...)
+	rows = append(rows, labelled("warnings", res.Warnings)...)
 	rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)}, [2]string{"basis", o.Out})
 	if o.MOut != "" {
 		rows = append(rows, [2]string{"fit", o.MOut})

@@ -9,7 +9,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/jsonsafe"
 
 	"github.com/spf13/cobra"
@@ -268,33 +267,4 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
 		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
 		[2]string{"manifest", out.Manifest})
-}
-
-// warningRows is the warnings part of a learner's table: "none", or one row
-// per warning.
-func warningRows(warnings []string) [][2]string {
-	if len(warnings) == 0 {
-		return [][2]string{{"warnings", "none"}}
-	}
-	return labelled("warnings", warnings)
-}
-
-// certificateText is a certificate as a learner's table shows it.
-func certificateText(c certify.Certificate) string {
-	if c.Met {
-		return fmt.Sprintf("%.3g ≤ %.0e: exact", c.Residual, c.Tol)
-	}
-	return fmt.Sprintf("%.3g (tol %.0e, not met)", c.Residual, c.Tol)
-}
-
-// labelled returns one table row per line, the label on the first only.
-func labelled(label string, lines []string) [][2]string {
-	rows := make([][2]string, len(lines))
-	for i, l := range lines {
-		rows[i] = [2]string{"", l}
-	}
-	if len(rows) > 0 {
-		rows[0][0] = label
-	}
-	return rows
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
@@ -252,23 +254,41 @@ func manifestList(files []string) string {
 	return strings.Join(ms, ", ")
 }
 
-// optionsError turns a library options' Validate error into a usage error
-// (exit 2 with the --help hint), without the "bad input: " prefix; main
-// translates the option names in it into flags.
-func optionsError(err error) error {
+// optionsUsageError turns the error of a library Options.Validate (which
+// wraps errs.ErrInput and names the option) into a usage error: exit 2 and
+// the hint to --help; the option's name becomes its flag when printed.
+func optionsUsageError(err error) error {
+	if !errors.Is(err, errs.ErrInput) {
+		return err
+	}
 	return usageErrorf("%s", strings.TrimPrefix(err.Error(), errs.ErrInput.Error()+": "))
 }
 
-// warningList is table rows listing warnings, the first labelled "warnings"
-// (none when there are none).
-func warningList(warnings []string) [][2]string {
-	var rows [][2]string
-	for i, w := range warnings {
-		label := ""
-		if i == 0 {
-			label = "warnings"
-		}
-		rows = append(rows, [2]string{label, w})
+// warningRows is the warnings part of a learner's table: "none", or one row
+// per warning.
+func warningRows(warnings []string) [][2]string {
+	if len(warnings) == 0 {
+		return [][2]string{{"warnings", "none"}}
+	}
+	return labelled("warnings", warnings)
+}
+
+// certificateText is a certificate as a learner's table shows it.
+func certificateText(c certify.Certificate) string {
+	if c.Met {
+		return fmt.Sprintf("%.3g ≤ %.0e: exact", c.Residual, c.Tol)
+	}
+	return fmt.Sprintf("%.3g (tol %.0e, not met)", c.Residual, c.Tol)
+}
+
+// labelled returns one table row per line, the label on the first only.
+func labelled(label string, lines []string) [][2]string {
+	rows := make([][2]string, len(lines))
+	for i, l := range lines {
+		rows[i] = [2]string{"", l}
+	}
+	if len(rows) > 0 {
+		rows[0][0] = label
 	}
 	return rows
 }

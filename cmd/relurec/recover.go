@@ -276,7 +276,7 @@ func (o *recoverOptions) validate() ([]string, error) {
 	// Validated before --lambda is set: --rule plugin needs --bias even
 	// with a fixed λ.
 	if err := o.Options.Validate(); err != nil {
-		return nil, optionsError(err)
+		return nil, optionsUsageError(err)
 	}
 	if o.KnownBias != "" && (o.Rule == robust.RulePlugin || o.Rescale || o.Solver != robust.SolverSSN || o.Intercept || o.Linear || o.SparseC != 0) {
 		return nil, usageErrorf("--known-bias cannot be combined with --rule plugin, --rescale, --solver, --intercept, --linear or --sparse-c (it estimates c* itself by its own solver)")
@@ -489,7 +489,7 @@ func printRecoverLatent(w io.Writer, o *recoverOptions, out recoverResult) {
 		}
 		rows = append(rows, [2]string{"vs truth", s})
 	}
-	rows = append(rows, warningList(out.Warnings)...)
+	rows = append(rows, labelled("warnings", out.Warnings)...)
 	rows = append(rows, [2]string{"codes", o.Out})
 	table(w, rows)
 }
