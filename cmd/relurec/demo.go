@@ -138,8 +138,8 @@ func (out *demoResult) rows(g twoLayerGen, res *twolayer.Result, genTime, fitTim
 // model unit perm[i]).
 func demoUnits(w io.Writer, truth, model *nn.MLP, perm []int) {
 	const show = 3
-	tv, tu := unitRows(truth)
-	mv, mu := unitRows(model)
+	tv, tu := metrics.UnitRows(truth)
+	mv, mu := metrics.UnitRows(model)
 	k, d := tv.Dims()
 	mk, _ := mv.Dims()
 	cols := min(show, d)
@@ -172,27 +172,4 @@ func demoUnits(w io.Writer, truth, model *nn.MLP, perm []int) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", i+1, vec(tv, i, cols, false), rec, vec(tu, i, ucols, true), recU)
 	}
 	tw.Flush()
-}
-
-// unitRows returns V with unit rows and U with its columns scaled to keep
-// ReLU(X·Vᵀ)·Uᵀ unchanged (the positive-scaling symmetry).
-func unitRows(m *nn.MLP) (v, u *mat.Dense) {
-	v = mat.DenseCopyOf(m.Layers[0].Weight)
-	u = mat.DenseCopyOf(m.Layers[1].Weight)
-	k, _ := v.Dims()
-	for i := 0; i < k; i++ {
-		s := mat.Norm(v.RowView(i), 2)
-		if s == 0 || math.IsNaN(s) {
-			continue
-		}
-		row := v.RawRowView(i)
-		for j := range row {
-			row[j] /= s
-		}
-		col := mat.Col(nil, i, u)
-		for r := range col {
-			u.Set(r, i, col[r]*s)
-		}
-	}
-	return v, u
 }
