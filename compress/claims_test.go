@@ -74,7 +74,7 @@ func objective(x, xc, w *mat.Dense, m mat.Matrix) float64 {
 	return frob(&d)
 }
 
-func fitRank(t *testing.T, p Problem, method string, o LayerOptions, r int) Factored {
+func fitRank(t *testing.T, p Problem, method Method, o LayerOptions, r int) Factored {
 	t.Helper()
 	f, err := FitLayer(p, method, o)
 	if err != nil {
@@ -91,7 +91,7 @@ func TestClaim1LayerOptimality(t *testing.T) {
 	keep := LayerOptions{Bias: BiasKeep}
 	const r = 4
 	best := objective(x, xc, w, fitRank(t, p, MethodData, keep, r).Product())
-	for _, m := range []string{MethodSVD, MethodASVD, MethodInputPCA, MethodOutputPCA, MethodSVDLLM} {
+	for _, m := range []Method{MethodSVD, MethodASVD, MethodInputPCA, MethodOutputPCA, MethodSVDLLM} {
 		got := objective(x, xc, w, fitRank(t, p, m, keep, r).Product())
 		if !(best <= got*(1+1e-12)) {
 			t.Errorf("%s: objective %.6g below the data-driven optimum %.6g", m, got, best)
@@ -809,7 +809,7 @@ func TestFitLayerBadInput(t *testing.T) {
 	bad := []struct {
 		name string
 		p    Problem
-		m    string
+		m    Method
 		o    LayerOptions
 	}{
 		{"nil W", Problem{X: x}, MethodData, LayerOptions{}},

@@ -11,56 +11,59 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Method names: the per-layer solvers CompressMLP and FitLayer know.
+// Method names a per-layer solver of CompressMLP and FitLayer.
+type Method string
+
+// The methods.
 const (
 	// MethodSVD is Alg 1: truncated SVD of W, [W]_r (Eckart–Young), blind
 	// to data; the bias is kept dense. Cost O(d·d2·min(d, d2)). Guarantee:
 	// best rank-r approximation of W in Frobenius and spectral norm, nothing
 	// about the layer's outputs (spec §2, Alg 1, the paper's critique).
-	MethodSVD = "svd"
+	MethodSVD Method = "svd"
 	// MethodData is Alg 2 (Theorem 3.1): M̂ = argmin_{rank Z ≤ r} ‖XW − X̌Z‖_F,
 	// by default with a dense re-fitted bias on centred data (Alg 2c). Cost
 	// O(md² + md·d2 + d·d2·min(d, d2)). Guarantee: optimal on the
 	// calibration objective among all rank-r maps (claim 1); if XW = X̌M + G
 	// with rank-r M, ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌ G‖_op (Theorem 3.1's core).
-	MethodData = "data"
+	MethodData Method = "data"
 	// MethodSVDLLM is SVD-LLM's truncation-aware data whitening (Wang et
 	// al. 2024): Cholesky H = XᵀX = RᵀR, [R·W]_r, then R⁻¹. It is Alg 2 with
 	// X̌ = X and the bias kept (asserted equal in the tests); it ignores the
 	// sequential flag. Cost O(md² + d³ + d·d2·min(d, d2)).
-	MethodSVDLLM = "svd-llm"
+	MethodSVDLLM Method = "svd-llm"
 	// MethodASVD is ASVD's activation-aware SVD (Yuan et al. 2023): input
 	// channels scaled by S_ii = (mean_t |X_ti|)^α (α = 0.5), [S·W]_r, then
 	// S⁻¹; bias kept. A diagonal, heuristic whitening: never better than
 	// Alg 2 on the layer objective (claim 1). Cost O(md + d·d2·min(d, d2)).
-	MethodASVD = "asvd"
+	MethodASVD Method = "asvd"
 	// MethodOutputPCA projects the layer's outputs on their top-r principal
 	// components (AFM, Yu & Wu 2023; DRONE-style): W → W·V_r·V_rᵀ with a mean
 	// bias correction. With X̌ = X of full column rank it equals Alg 2c
 	// (claim 3). Cost O(m·d2² + d2³).
-	MethodOutputPCA = "output-pca"
+	MethodOutputPCA Method = "output-pca"
 	// MethodInputPCA is Alg 7, a comparison point only: W → U_r·U_rᵀ·W with
 	// U_r the top-r eigenvectors of X̌ᵀX̌ (PCA of the inputs). Never better
 	// than Alg 2 on the layer objective. Cost O(md² + d³).
-	MethodInputPCA = "input-pca"
+	MethodInputPCA Method = "input-pca"
 	// MethodConvex is Alg 4 (Theorem 4.4 / Corollary 4.7): the Euclidean
 	// projection of the targets onto Ψ = {Y ∈ col([X̌ 1]) : ‖Y‖_* ≤ τ,
 	// ‖Y‖_∞ ≤ α} by Dykstra's algorithm, followed by Alg 2c on the projected
 	// targets for an exact rank r (the convex solution is only approximately
 	// low rank). Guarantee: MSE ≲ (α²+αβ)√(r(d1+d2)/(d1d2)) + ε. Cost per
 	// sweep: an SVD of the m×d2 targets; tens to hundreds of sweeps.
-	MethodConvex = "convex"
+	MethodConvex Method = "convex"
 	// MethodReLU is Alg 5 (Theorem 4.9): the censored-Gaussian (Tobit)
 	// maximum-likelihood estimate of the pre-activations from the post-ReLU
 	// outputs Z = ReLU(XW + b), over Ψ, by accelerated projected gradient,
 	// followed by Alg 2c on the estimate for an exact rank r. Layers without
 	// a ReLU use MethodData. Guarantee: MSE ≲ √(r(d1+d2)log(d1d2)/(d1d2)).
 	// Cost per iteration: O(m·d2·p) plus a projection.
-	MethodReLU = "relu"
+	MethodReLU Method = "relu"
 )
 
 // Methods lists the method names, in the order the docs present them.
-var Methods = []string{MethodSVD, MethodASVD, MethodSVDLLM, MethodOutputPCA, MethodInputPCA, MethodData, MethodConvex, MethodReLU}
+var Methods = []Method{MethodSVD, MethodASVD, MethodSVDLLM, MethodOutputPCA, MethodInputPCA, MethodData, MethodConvex, MethodReLU}
 
 // Bias modes of the data-driven methods (spec §1.1 and Alg 2c).
 const (
@@ -123,7 +126,7 @@ type LayerOptions struct {
 // B_r = V[:, :r]ᵀ, with S the singular values the rank is chosen on.
 type Fit struct {
 	// Method is the method name.
-	Method string `json:"method"`
+	Method Method `json:"method"`
 	// S are the singular values, descending, of the method's whitened target
 	// (for MethodData: of QᵀỸ, so S[k]² is how much the k-th direction
 	// reduces the squared calibration error; for MethodSVD: of W).
@@ -266,7 +269,7 @@ func finite(name string, a *mat.Dense) error {
 // FitLayer fits one layer with the named method (see the Method constants
 // for each one's algorithm, cost and guarantee) and returns a Fit from which
 // any rank can be taken. Errors caused by the input wrap ErrInput.
-func FitLayer(p Problem, method string, o LayerOptions) (*Fit, error) {
+func FitLayer(p Problem, method Method, o LayerOptions) (*Fit, error) {
 	if _, _, _, err := p.check(); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // TargetError and Keep (checked in that order; Keep = 0.5 when none is set).
 type Options struct {
 	// Method is one of Methods; default MethodData.
-	Method string
+	Method Method
 	// Sequential fits each layer on the compressed network's own inputs X̌
 	// (Alg 3, "asymmetric" reconstruction); false fits every layer on the
 	// original network's activations (X̌ = X, the DRONE/AFM style).
@@ -32,7 +32,7 @@ type Options struct {
 	Keep float64
 	// Allocation is how Keep is split over layers: AllocGlobal (default) or
 	// AllocUniform.
-	Allocation string
+	Allocation Allocation
 	// Ranks fixes each layer's rank (one entry per layer of the original
 	// network; 0 keeps that layer dense). A rank that would not save
 	// parameters keeps the layer dense, with a warning.
@@ -93,7 +93,7 @@ type Result struct {
 	// Model is the compressed network: each compressed layer is two
 	// consecutive layers (Identity between them), see Factored.Layers.
 	Model      *nn.MLP `json:"-"`
-	Method     string  `json:"method"`
+	Method     Method  `json:"method"`
 	Sequential bool    `json:"sequential"`
 	// Selection describes how ranks were chosen, e.g. "keep 0.1 (global)".
 	Selection string `json:"selection"`
@@ -165,12 +165,8 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 	if o.Method == "" {
 		o.Method = MethodData
 	}
-	known := false
-	for _, k := range Methods {
-		known = known || k == o.Method
-	}
-	if !known {
-		return nil, fmt.Errorf("compress: unknown method %q (known: %v): %w", o.Method, Methods, ErrInput)
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("compress: %w", err)
 	}
 	L := len(net.Layers)
 	mode := "keep"
@@ -207,9 +203,6 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 		}
 		if o.Allocation == "" {
 			o.Allocation = AllocGlobal
-		}
-		if o.Allocation != AllocGlobal && o.Allocation != AllocUniform {
-			return nil, fmt.Errorf("compress: unknown allocation %q (expected global or uniform): %w", o.Allocation, ErrInput)
 		}
 		res.Selection = fmt.Sprintf("keep %g of the parameters (%s allocation)", o.Keep, o.Allocation)
 	}
@@ -414,13 +407,13 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 }
 
 // methodUsesBiasMode reports whether the method honours LayerOptions.Bias.
-func methodUsesBiasMode(method string) bool {
+func methodUsesBiasMode(method Method) bool {
 	return method == MethodData || method == MethodConvex || method == MethodReLU
 }
 
 // methodRefitsBias reports whether the method stores a dense bias even for
 // a layer without one.
-func methodRefitsBias(method, bias string) bool {
+func methodRefitsBias(method Method, bias string) bool {
 	if method == MethodOutputPCA {
 		return true
 	}
@@ -431,7 +424,7 @@ func methodRefitsBias(method, bias string) bool {
 // allocation ranks on: those of W (svd), of S·W (asvd), and otherwise of the
 // centred pre-activations of the original network on the calibration data
 // (which equal Alg 2c's spectrum with X̌ = X of full column rank, claim 3).
-func allocationSpectra(ctx context.Context, net *nn.MLP, ws, xs, ys []*mat.Dense, method string, lo LayerOptions) ([][]float64, error) {
+func allocationSpectra(ctx context.Context, net *nn.MLP, ws, xs, ys []*mat.Dense, method Method, lo LayerOptions) ([][]float64, error) {
 	out := make([][]float64, len(ws))
 	for i, l := range net.Layers {
 		if err := ctx.Err(); err != nil {

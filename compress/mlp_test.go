@@ -75,7 +75,7 @@ func TestCompressMLPBudgetAndAccounting(t *testing.T) {
 			}
 		}
 	}
-	for _, method := range []string{MethodConvex, MethodReLU} {
+	for _, method := range []Method{MethodConvex, MethodReLU} {
 		res, err := CompressMLP(ctx, net, x, Options{Method: method, Keep: 0.4, Sequential: true,
 			Layer: LayerOptions{Convex: ConvexOptions{MaxRows: 200, MaxIter: 50}, ReLU: ReLUOptions{MaxIter: 30, Constraint: ConvexOptions{MaxRows: 200}}}})
 		if err != nil {
@@ -139,7 +139,7 @@ func TestCompressMLPSelectionModes(t *testing.T) {
 			}
 		}
 	}
-	for _, method := range []string{MethodSVD, MethodASVD} {
+	for _, method := range []Method{MethodSVD, MethodASVD} {
 		res, err = CompressMLP(ctx, net, x, Options{Method: method, TargetError: 0.2})
 		if err != nil {
 			t.Fatal(err)
@@ -249,7 +249,7 @@ func TestFashionMNISTSmall(t *testing.T) {
 	test := te.Slice(8000, 10000)
 	base, _ := net.Evaluate(test.X, test.Labels)
 	calib := te.Slice(6000, 8000).X
-	acc := func(method string) float64 {
+	acc := func(method Method) float64 {
 		res, err := CompressMLP(context.Background(), net, calib, Options{Method: method, Keep: 0.15, Sequential: true})
 		if err != nil {
 			t.Fatal(err)

@@ -8,17 +8,21 @@ import (
 )
 
 // Allocation strategies for a global parameter budget (Options.Keep).
+// Allocation is how Options.Keep is split over the layers.
+type Allocation string
+
+// The allocations.
 const (
 	// AllocGlobal (default) spends the budget greedily where it buys the
 	// most: the next rank goes to the layer whose next singular direction
 	// removes the largest fraction of that layer's energy per parameter it
 	// costs (in the spirit of Li & Shi's budgeted rank selection, spec §5
 	// [28]). Small layers, such as a classifier's last one, stay accurate.
-	AllocGlobal = "global"
+	AllocGlobal Allocation = "global"
 	// AllocUniform gives every layer the same fraction of its own
 	// parameters, r_i = ⌊(keep·P_i − bias_i)/(d_i + d2_i)⌋ ≥ 1 (the spec's
 	// ρ rule, Alg 2 rank selection); tiny layers get rank 1.
-	AllocUniform = "uniform"
+	AllocUniform Allocation = "uniform"
 )
 
 // layerCost describes one layer's parameter accounting.
@@ -42,7 +46,7 @@ func (c layerCost) worthFactoring(r int) bool {
 // layer, the rank (0 = keep the layer dense) and the total parameter count,
 // which never exceeds budget. spectra[i] are layer i's singular values
 // (descending); energy fractions are relative to each layer's total.
-func allocate(costs []layerCost, spectra [][]float64, budget int, strategy string) ([]int, int, error) {
+func allocate(costs []layerCost, spectra [][]float64, budget int, strategy Allocation) ([]int, int, error) {
 	n := len(costs)
 	ranks := make([]int, n)
 	dense := make([]bool, n)

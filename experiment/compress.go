@@ -106,7 +106,7 @@ var fashionBaselines = []string{"svd", "asvd"}
 
 type fashionMethod struct {
 	label string
-	name  string
+	name  compress.Method
 	seq   bool
 }
 

@@ -81,7 +81,7 @@ func runCompressRate(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, err
 			}
 			prob := compress.Problem{W: w, X: x, Xc: xc}
-			mse := func(method string, rank int) (float64, error) {
+			mse := func(method compress.Method, rank int) (float64, error) {
 				f, err := compress.FitLayer(prob, method, compress.LayerOptions{Bias: compress.BiasKeep})
 				if err != nil {
 					return 0, err

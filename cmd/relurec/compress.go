@@ -20,24 +20,24 @@ import (
 
 // compressOptions are the flags of compress, as recorded in the manifest.
 type compressOptions struct {
-	Model        string  `json:"model"`
-	Calib        string  `json:"calib,omitempty"`
-	CalibName    string  `json:"calib_name,omitempty"`
-	Data         string  `json:"data,omitempty"`
-	CalibSamples int     `json:"calib_samples"`
-	Holdout      string  `json:"holdout,omitempty"`
-	Method       string  `json:"method"`
-	Sequential   bool    `json:"sequential"`
-	Keep         float64 `json:"keep,omitempty"`
-	Ranks        []int   `json:"ranks,omitempty"`
-	Energy       float64 `json:"energy,omitempty"`
-	TargetError  float64 `json:"target_error,omitempty"`
-	Allocation   string  `json:"allocation"`
-	Bias         string  `json:"bias"`
-	Route        string  `json:"route"`
-	Ridge        float64 `json:"ridge"`
-	Out          string  `json:"out"`
-	DType        string  `json:"dtype"`
+	Model        string              `json:"model"`
+	Calib        string              `json:"calib,omitempty"`
+	CalibName    string              `json:"calib_name,omitempty"`
+	Data         string              `json:"data,omitempty"`
+	CalibSamples int                 `json:"calib_samples"`
+	Holdout      string              `json:"holdout,omitempty"`
+	Method       compress.Method     `json:"method"`
+	Sequential   bool                `json:"sequential"`
+	Keep         float64             `json:"keep,omitempty"`
+	Ranks        []int               `json:"ranks,omitempty"`
+	Energy       float64             `json:"energy,omitempty"`
+	TargetError  float64             `json:"target_error,omitempty"`
+	Allocation   compress.Allocation `json:"allocation"`
+	Bias         string              `json:"bias"`
+	Route        string              `json:"route"`
+	Ridge        float64             `json:"ridge"`
+	Out          string              `json:"out"`
+	DType        string              `json:"dtype"`
 }
 
 // compressResult is what compress prints and stores in the manifest.
@@ -128,13 +128,13 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Data, "data", "", "a named data set instead of --calib: fashion-mnist")
 	f.IntVar(&opt.CalibSamples, "calib-samples", opt.CalibSamples, "use the first N calibration rows (0 = all)")
 	f.StringVar(&opt.Holdout, "holdout", "", "held-out inputs on which layer errors are also reported")
-	f.StringVar(&opt.Method, "method", opt.Method, "per-layer method: "+strings.Join(compress.Methods, ", "))
+	f.StringVar((*string)(&opt.Method), "method", string(opt.Method), "per-layer method: "+methodList())
 	f.BoolVar(&opt.Sequential, "sequential", false, "fit each layer on the compressed network's inputs (Alg 3)")
 	f.Float64Var(&opt.Keep, "keep", 0.5, "fraction of parameters (weights and biases) kept, in (0, 1]")
 	f.StringVar(&ranks, "ranks", "", "fixed rank per layer, comma-separated (0 keeps a layer dense)")
 	f.Float64Var(&opt.Energy, "energy", 0, "per-layer spectral energy to keep, in (0, 1]")
 	f.Float64Var(&opt.TargetError, "target-error", 0, "per-layer relative error of the pre-activations to reach")
-	f.StringVar(&opt.Allocation, "allocation", opt.Allocation, "how --keep is split over layers: global or uniform")
+	f.StringVar((*string)(&opt.Allocation), "allocation", string(opt.Allocation), "how --keep is split over layers: global or uniform")
 	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
 	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
@@ -176,12 +176,9 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 
 	progress, clear := a.progress()
 	cstart := time.Now()
-	res, err := compress.CompressMLP(cmd.Context(), in.net, in.calib, compress.Options{
-		Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
-		Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
-		Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
-		Holdout: in.holdout, Progress: progress,
-	})
+	copt := opt.library(in.holdout)
+	copt.Progress = progress
+	res, err := compress.CompressMLP(cmd.Context(), in.net, in.calib, copt)
 	clear()
 	if err != nil {
 		return err
@@ -286,34 +283,32 @@ func (opt *compressOptions) rankSelection(cmd *cobra.Command, ranks string) erro
 	return nil
 }
 
-// checkModes checks the named modes: method, allocation, bias, route, ridge.
+// checkModes checks the named modes (method, allocation, bias, route) and
+// the ridge through compress.Options.Validate.
 func (opt *compressOptions) checkModes() error {
-	known := false
-	for _, m := range compress.Methods {
-		known = known || m == opt.Method
-	}
-	if !known {
-		return usageErrorf("--method must be one of %s, got %q", strings.Join(compress.Methods, ", "), opt.Method)
-	}
-	switch opt.Allocation {
-	case compress.AllocGlobal, compress.AllocUniform:
-	default:
-		return usageErrorf("--allocation must be global or uniform, got %q", opt.Allocation)
-	}
-	switch opt.Bias {
-	case compress.BiasCenter, compress.BiasAugment, compress.BiasKeep:
-	default:
-		return usageErrorf("--bias must be center, augment or keep, got %q", opt.Bias)
-	}
-	switch opt.Route {
-	case compress.RouteAuto, compress.RouteQR, compress.RouteGram, compress.RouteProjection:
-	default:
-		return usageErrorf("--route must be auto, qr, gram or projection, got %q", opt.Route)
-	}
-	if opt.Ridge < 0 {
-		return usageErrorf("--ridge must be ≥ 0, got %g", opt.Ridge)
+	if err := opt.library(nil).Validate(); err != nil {
+		return optionsUsageError(err)
 	}
 	return nil
+}
+
+// library is the compression options the flags stand for.
+func (opt *compressOptions) library(holdout *mat.Dense) compress.Options {
+	return compress.Options{
+		Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
+		Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
+		Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
+		Holdout: holdout,
+	}
+}
+
+// methodList is compress.Methods as "svd, asvd, …" for --help.
+func methodList() string {
+	names := make([]string, len(compress.Methods))
+	for i, m := range compress.Methods {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }
 
 // read loads the network and the calibration, held-out and test data, and
@@ -407,7 +402,7 @@ func (out *compressResult) metadata() map[string]string {
 		"producer":        "relurec compress",
 		"relurec_version": relurecVersion(),
 		"source_model":    filepath.Base(out.Options.Model),
-		"method":          out.Options.Method,
+		"method":          string(out.Options.Method),
 		"sequential":      strconv.FormatBool(out.Options.Sequential),
 		"selection":       out.Selection,
 		"params":          strconv.Itoa(out.Params),

@@ -1,0 +1,40 @@
+package compress
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Validate returns an error wrapping ErrInput that names the option and the
+// values it allows when CompressMLP cannot run with o; the zero value is
+// valid. The checks that need the network (one rank per layer) and the data
+// are CompressMLP's. The CLI calls it before reading anything.
+func (o Options) Validate() error {
+	if o.Method != "" && !slices.Contains(Methods, o.Method) {
+		names := make([]string, len(Methods))
+		for i, m := range Methods {
+			names[i] = string(m)
+		}
+		return fmt.Errorf("%w: Options.Method must be one of %s, got %q", ErrInput, strings.Join(names, ", "), o.Method)
+	}
+	switch o.Allocation {
+	case "", AllocGlobal, AllocUniform:
+	default:
+		return fmt.Errorf("%w: Options.Allocation must be global or uniform, got %q", ErrInput, o.Allocation)
+	}
+	switch o.Layer.Bias {
+	case "", BiasCenter, BiasAugment, BiasKeep:
+	default:
+		return fmt.Errorf("%w: LayerOptions.Bias must be center, augment or keep, got %q", ErrInput, o.Layer.Bias)
+	}
+	switch o.Layer.Route {
+	case "", RouteAuto, RouteQR, RouteGram, RouteProjection:
+	default:
+		return fmt.Errorf("%w: LayerOptions.Route must be auto, qr, gram or projection, got %q", ErrInput, o.Layer.Route)
+	}
+	if o.Layer.Ridge < 0 {
+		return fmt.Errorf("%w: LayerOptions.Ridge must be ≥ 0, got %g", ErrInput, o.Layer.Ridge)
+	}
+	return nil
+}
