@@ -164,13 +164,9 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	if err != nil {
 		return err
 	}
-	man := dataio.NewManifest("compress", a.args)
-	man.Version = relurecVersion()
-	man.Options = &opt
-	for _, p := range in.files {
-		if err := man.AddInput(p); err != nil {
-			return fmt.Errorf("reading input: %w", err)
-		}
+	man, err := a.newManifest("compress", &opt, 0, in.files...)
+	if err != nil {
+		return err
 	}
 	readTime := time.Since(start)
 
@@ -226,20 +222,7 @@ func (opt *compressOptions) validate(cmd *cobra.Command, ranks string) error {
 	if err := opt.checkModes(); err != nil {
 		return err
 	}
-	opt.DType = strings.ToLower(opt.DType)
-	if opt.DType != "f64" && opt.DType != "f32" {
-		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
-	}
-	if err := checkOutPath("out", opt.Out); err != nil {
-		return err
-	}
-	inputs := []string{opt.Model, opt.Calib, opt.Holdout}
-	for _, p := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
-		if err := dataio.CheckOutputNotInput(p, inputs...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkModelOut(&opt.DType, opt.Out, opt.Model, opt.Calib, opt.Holdout)
 }
 
 // rankSelection checks that at most one of --keep, --ranks, --energy and

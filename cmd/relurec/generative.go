@@ -268,12 +268,9 @@ func (a *app) runLearnGenerative(cmd *cobra.Command, o *learnGenerativeOptions) 
 	if err != nil {
 		return err
 	}
-	man := dataio.NewManifest("learn generative", a.args)
-	man.Version, man.Options = relurecVersion(), *o
-	for _, p := range uniq(inputs) {
-		if err := man.AddInput(p); err != nil {
-			return fmt.Errorf("reading input: %w", err)
-		}
+	man, err := a.newManifest("learn generative", *o, 0, inputs...)
+	if err != nil {
+		return err
 	}
 	Y, truth, err := o.read()
 	if err != nil {

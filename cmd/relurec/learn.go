@@ -140,14 +140,9 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLa
 	if err := opt.validate(df); err != nil {
 		return err
 	}
-	man := dataio.NewManifest("learn twolayer", a.args)
-	man.Version = relurecVersion()
-	man.Seed = opt.Seed
-	man.Options = opt
-	for _, p := range df.paths() {
-		if err := man.AddInput(p); err != nil {
-			return fmt.Errorf("reading input: %w", err)
-		}
+	man, err := a.newManifest("learn twolayer", opt, opt.Seed, df.paths()...)
+	if err != nil {
+		return err
 	}
 	x, y, err := df.read()
 	if err != nil {
@@ -194,19 +189,7 @@ func (opt *learnTwoLayerOptions) validate(df *dataFlags) error {
 	if err := opt.Options.Validate(); err != nil {
 		return optionsUsageError(err)
 	}
-	opt.DType = strings.ToLower(opt.DType)
-	if opt.DType != "f64" && opt.DType != "f32" {
-		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
-	}
-	if err := checkOutPath("out", opt.Out); err != nil {
-		return err
-	}
-	for _, o := range []string{opt.Out, dataio.ManifestPath(opt.Out)} {
-		if err := dataio.CheckOutputNotInput(o, df.paths()...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkModelOut(&opt.DType, opt.Out, df.paths()...)
 }
 
 // newLearnResult is learn twolayer's result before timings.

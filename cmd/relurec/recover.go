@@ -335,12 +335,9 @@ func (a *app) runRecoverLatent(cmd *cobra.Command, o *recoverOptions) error {
 	if err != nil {
 		return err
 	}
-	man := dataio.NewManifest("recover latent", a.args)
-	man.Version, man.Options = relurecVersion(), *o
-	for _, p := range uniq(inputs) {
-		if err := man.AddInput(p); err != nil {
-			return fmt.Errorf("reading input: %w", err)
-		}
+	man, err := a.newManifest("recover latent", *o, 0, inputs...)
+	if err != nil {
+		return err
 	}
 	A, V, truth, err := o.read()
 	if err != nil {

@@ -135,14 +135,9 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 	if err != nil {
 		return err
 	}
-	man := dataio.NewManifest("train mlp", a.args)
-	man.Version = relurecVersion()
-	man.Seed = opt.Seed
-	man.Options = opt
-	for _, p := range inputs {
-		if err := man.AddInput(p); err != nil {
-			return fmt.Errorf("reading input: %w", err)
-		}
+	man, err := a.newManifest("train mlp", opt, opt.Seed, inputs...)
+	if err != nil {
+		return err
 	}
 	readTime := time.Since(start)
 	_, d := train.X.Dims()
@@ -207,17 +202,11 @@ func (opt *trainMLPOptions) validate(hidden string) error {
 	case opt.WeightDecay < 0:
 		return usageErrorf("--weight-decay must be ≥ 0, got %g", opt.WeightDecay)
 	}
-	opt.DType = strings.ToLower(opt.DType)
-	if opt.DType != "f64" && opt.DType != "f32" {
-		return usageErrorf("--dtype must be f64 or f32, got %q", opt.DType)
-	}
-	if err := checkOutPath("out", opt.Out); err != nil {
-		return err
-	}
+	var inputs []string
 	if !isNamedDataset(opt.Data) {
-		return dataio.CheckOutputNotInput(opt.Out, opt.Data)
+		inputs = append(inputs, opt.Data)
 	}
-	return nil
+	return checkModelOut(&opt.DType, opt.Out, inputs...)
 }
 
 // evaluate scores the trained network on the training and test splits.

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/relurec/relurec/dataio"
+)
+
+// Steps every computing command shares, so that each reads as parse →
+// validate → read → call → print without repeating them.
+
+// newManifest starts a command's run manifest: its name, the command line,
+// the version, the options and seed as given, and the hash of every input
+// file (each once). It is written next to the output by writeAll.
+func (a *app) newManifest(command string, options any, seed uint64, inputs ...string) (*dataio.Manifest, error) {
+	man := dataio.NewManifest(command, a.args)
+	man.Version = relurecVersion()
+	man.Options = options
+	man.Seed = seed
+	for _, p := range uniq(inputs) {
+		if err := man.AddInput(p); err != nil {
+			return nil, fmt.Errorf("reading input: %w", err)
+		}
+	}
+	return man, nil
+}
+
+// checkModelOut checks the flags of a command that writes a model, before
+// anything is read: --dtype (lower-cased in place) is f64 or f32, --out is a
+// usable path, and neither the model nor its manifest would overwrite one of
+// the inputs.
+func checkModelOut(dtype *string, out string, inputs ...string) error {
+	*dtype = strings.ToLower(*dtype)
+	if *dtype != "f64" && *dtype != "f32" {
+		return usageErrorf("--dtype must be f64 or f32, got %q", *dtype)
+	}
+	if err := checkOutPath("out", out); err != nil {
+		return err
+	}
+	for _, o := range []string{out, dataio.ManifestPath(out)} {
+		if err := dataio.CheckOutputNotInput(o, inputs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
