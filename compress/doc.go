@@ -2,7 +2,7 @@
 // factorization after training, without labels, gradients or fine-tuning
 // (Zhang & Saab, "Theoretical guarantees for low-rank compression of deep
 // neural networks", papers/002; implementation notes in
-// specs/002_zhang_saab_lowrank.md).
+// [ZS25] in docs/papers.md).
 //
 // Conventions. The paper writes layers in row convention, Ỹ = X·W with
 // samples as rows and W of shape d×d2; PyTorch stores Wᵀ (out × in). This

@@ -11,7 +11,7 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// robustSetting is one point of a Problem 2 sweep (specs/000 §4.2 setup:
+// robustSetting is one point of a Problem 2 sweep ([MR18] Problem 2 setup:
 // k = 10, b ~ N(0, 0.5²) so μ = 0.5, w ~ U[−0.1, 0.1], outliers of
 // magnitude E·U[0.5, 1.5] with random signs).
 type robustSetting struct {

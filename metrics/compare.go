@@ -32,7 +32,7 @@ type TwoLayerError struct {
 }
 
 // CompareTwoLayer measures how far est is from truth up to the symmetries of
-// a bias-free two-layer ReLU network (specs/001 §1.2, §6): both must be
+// a bias-free two-layer ReLU network ([BJW19] §1: the symmetries, §6): both must be
 // Linear(d→k, no bias) → ReLU → Linear(k→m, no bias) with the same d, k and m
 // (an all-zero bias counts as none). Each network is rescaled to unit rows of
 // V with the positive row norms moved into U's columns, which leaves its

@@ -1,7 +1,7 @@
 package twolayer
 
 // Rectified activations other than the ReLU (Bakshi et al. App. 9.1,
-// specs/001 §2.13): φ(x) = max(x,0)^c and φ(x) = e^{max(x,0)} − 1. The
+// [BJW19, App. 9.1]): φ(x) = max(x,0)^c and φ(x) = e^{max(x,0)} − 1. The
 // routes differ from the ReLU's in four places only:
 //
 //   - TensorStart takes its moment order r = argmax_{r∈{3,4}} |c_r(φ)| and

@@ -15,7 +15,7 @@ import (
 
 // This file holds the practical pieces of Bakshi et al. Alg 8 ("Neural net
 // low-rank approximation with Gaussian input and noise", §7, Theorem 13;
-// specs/001 §2.11): arbitrary noise E independent of X, with only a
+// [BJW19, Alg 8]): arbitrary noise E independent of X, with only a
 // prediction guarantee ‖A − U·f(VX)‖_F ≤ (1+O(ε))·‖E‖_F.
 //
 // Practical:   HalfspaceEstimate (closed form of the convex program of

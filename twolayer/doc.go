@@ -1,7 +1,7 @@
 // Package twolayer learns two-layer ReLU networks y = U·ReLU(V·x) from
 // samples, exactly when the data are noiseless, following Bakshi, Jayaram,
 // Woodruff, "Learning two layer rectified neural networks in polynomial time"
-// (papers/001), in the practical form of specs/001_bakshi_two_layer.md.
+// ([BJW19] in docs/papers.md), in a practical form whose deviations docs/twolayer.md lists.
 //
 // Conventions. The paper stores samples as columns (X ∈ R^{d×n},
 // A = U*·f(V*·X) ∈ R^{m×n}); this package stores them as rows, like numpy and

@@ -27,7 +27,7 @@ type FPTOptions struct {
 	Hidden int
 	// CollinearTol is the largest distance ‖ŷ_a − ŷ_b‖ between two
 	// normalised output rows that still counts as the same direction.
-	// Default 1e-9 (specs/001 §3.3); noiseless rows of one class agree to
+	// Default 1e-9 (practical default, not in [BJW19]); noiseless rows of one class agree to
 	// ~1e-15.
 	CollinearTol float64
 	// CertTol is the relative residual ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which the
@@ -47,7 +47,7 @@ func (o FPTOptions) progress(stage string, done, total int) {
 // FPTMinSamples returns the default sample floor of the FPT route, 4·d·2^k:
 // for orthonormal V* a sample activates unit i alone with probability
 // exactly 2^{-k}, so each class then expects 4·d members, comfortably above
-// the d that its linear system needs (specs/001 §2.10). An ill-conditioned
+// the d that its linear system needs ([BJW19, Alg 7]). An ill-conditioned
 // V* needs more (Lemma 21: n = Ω(d·log(k/δ)·(kκ)^{2k})). It returns
 // math.MaxInt when the product overflows.
 func FPTMinSamples(d, k int) int {
@@ -303,7 +303,7 @@ const classFitTol = 1e-8
 
 // FitFPT learns Y = ReLU(X·Vᵀ)·Uᵀ exactly when U* need not have full column
 // rank (any m ≥ 1, including m < k) — Bakshi et al. Alg 7 (Theorem 11),
-// specs/001 §2.10. A sample that activates only unit i has output
+// [BJW19, Alg 7]. A sample that activates only unit i has output
 // y_q = ReLU(v_i·x_q)·U_{:,i}, a positive multiple of column i; rows with
 // two or more active units lie inside a cone and are generically collinear
 // with nothing. So:

@@ -65,7 +65,7 @@ type ICAEstimate struct {
 	Basis *mat.Dense
 	// Reduction is P (m×k), the top-k right singular vectors of Y: the k
 	// channels are Y·P = ReLU(X·V*ᵀ)·(PᵀU*)ᵀ, so the mixing matrix is PᵀU*
-	// with κ(PᵀU*) = κ(U*) (the paper's sketch T, chosen as in specs/001
+	// with κ(PᵀU*) = κ(U*) (the paper's sketch T, chosen as in [BJW19]
 	// §2.5 [impl]; a Gaussian T would inflate κ by up to k²m/δ, Lemma 6).
 	Reduction *mat.Dense
 	// Mixing is FastICA's estimate (k×k) of PᵀU*·Π·D for a permutation Π and
@@ -86,7 +86,7 @@ type ICAEstimate struct {
 	Warnings      []string
 }
 
-// ICAStart runs steps 1–4 of Bakshi et al. Alg 3 (specs/001 §2.5): it
+// ICAStart runs steps 1–4 of Bakshi et al. Alg 3 ([BJW19, Alg 3]): it
 // reduces Y (n×m) to k channels with its top-k right singular vectors, runs
 // FastICA on them (their sources are the hidden activations, independent
 // rectified Gaussians when V* has orthonormal rows and X ~ N(0, I)), signs
@@ -193,7 +193,7 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 
 // FitICA learns Y = ReLU(X·Vᵀ)·Uᵀ exactly for orthonormal V* and standard
 // Gaussian X — Bakshi et al. Alg 3 (Theorem 4) in the practical form of
-// specs/001 §2.5: ICAStart (output reduction, FastICA, skewness signs,
+// [BJW19, Alg 3]: ICAStart (output reduction, FastICA, skewness signs,
 // least-squares start), then ExactPolish (Alg 5 margin form; the paper's
 // steps 4–8 threshold Ẑ at τ instead), then U by least squares (QR). If the
 // polish leaves units uncertified, the start is refined by least squares

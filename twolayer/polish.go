@@ -12,7 +12,7 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Polish tolerances (specs/001 §3.3).
+// Polish tolerances (practical default, not in [BJW19]).
 const (
 	// nullTol: a system counts as feasible when σ_k/σ_1 of the confident-zero
 	// rows of the basis is below it (noiseless data give ~1e-15).
@@ -42,7 +42,7 @@ type UnitPolish struct {
 }
 
 // ExactPolish turns approximate rows ±V̂ into the exact rows of V* — Bakshi et
-// al. Alg 5 in the margin form of specs/001 §2.6. For each unit i and each
+// al. Alg 5 in the margin form of [BJW19, Alg 5]. For each unit i and each
 // sign q, the samples where q·v̂_i·x is most negative relative to ‖x‖ are
 // confidently inactive for the true row (if v̂ is within angle ε of q·v*_i,
 // every sample with q·v̂·x/‖x‖ < −ε is). The unit's activation f(X·v*_i) is the
@@ -58,13 +58,13 @@ type UnitPolish struct {
 // first ℓ samples; the threshold here adapts to the start's accuracy (the
 // most confident samples first) and every imposed equation is exactly true as
 // long as the start is within the margin, so the result does not depend on
-// how accurate the start was (specs/001 §6 claim 2).
+// how accurate the start was (the margin argument of [BJW19, Thm 6]).
 //
 // It returns V with unit rows (rows of failed units are the start's rows) and
 // a report per unit.
 //
 // For a rectified activation φ (Bakshi et al.
-// App. 9.1, specs/001 §2.13): the zero-pattern step is unchanged, and the
+// [BJW19, App. 9.1]): the zero-pattern step is unchanged, and the
 // final linear system inverts φ on the active samples. For φ = max(x,0)^c
 // it solves X_P·z = r_P^{1/c} (the unknown positive scale of r passes
 // through φ⁻¹) and returns a unit row; for φ = e^{max(x,0)} − 1 it first

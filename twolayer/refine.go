@@ -24,7 +24,7 @@ type RefineResult struct {
 
 // Refine improves (V, U) by a local minimisation of ½‖Y − ReLU(X·Vᵀ)·Uᵀ‖_F²
 // with L-BFGS, started from the given estimate. It is not in the paper
-// (specs/001 §2.8 suggests it as an option): the moment estimate is consistent
+// ([BJW19, Thm 10] suggests it as an option): the moment estimate is consistent
 // but statistically inefficient, and from a start in the right basin the
 // least-squares fit is the maximum-likelihood estimate under Gaussian noise.
 // The loss is piecewise smooth in V; L-BFGS copes because the kinks have

@@ -15,7 +15,7 @@ import (
 // every k-subset system, and the work estimate of the worst-case route.
 
 // EnumerateSignPatterns returns the candidate sign patterns of Lemma 1
-// (specs/001 §2.1, "P0") for an n×k basis B of full column rank: for every
+// ([BJW19, Lemma 1], "P0") for an n×k basis B of full column rank: for every
 // k-subset I of the rows and every right-hand side b ∈ {0,1}^k, it solves
 // B_I·w = b and records sign(B·w). Every non-empty polyhedron
 // {w : (Bw)_j ≥ 1 on S, ≤ 0 off S} has a vertex, fixed by k tight independent
@@ -217,7 +217,7 @@ func binomInt(n, k int) int {
 }
 
 // WorstCaseWork returns the work estimate C(2n,k)·2k of the worst-case route
-// (specs/001 §3.3): the paper's bound C(2n,k) on the candidate patterns
+// (practical default, not in [BJW19]): the paper's bound C(2n,k) on the candidate patterns
 // times the 2k LPs each may need. WorstCase refuses above
 // WorstCaseOptions.MaxWork unless forced.
 func WorstCaseWork(n, k int) float64 {

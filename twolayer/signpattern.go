@@ -30,7 +30,7 @@ func NewSignPattern(n int, indices ...int) SignPattern {
 }
 
 // PatternOf returns sign(v) = {j : v_j > tol·max|v|}, the sign pattern of v
-// in the paper's sense (specs/001 §1.4). tol ≤ 0 means exact positivity.
+// in the paper's sense ([BJW19]'s notation). tol ≤ 0 means exact positivity.
 func PatternOf(v []float64, tol float64) SignPattern {
 	p := NewSignPattern(len(v))
 	thr := 0.0
@@ -128,7 +128,7 @@ type PatternSet struct {
 	// a basis in general position it is one per region of the central
 	// hyperplane arrangement {w : (Bw)_j = 0}, 2·Σ_{i<k} C(n−1,i), minus one
 	// when the rows of B lie in a half-space: the all-negative region's
-	// polyhedron {Bw ≤ 0} has no vertex but w = 0 (specs/001 §2.1 counts
+	// polyhedron {Bw ≤ 0} has no vertex but w = 0 ([BJW19, Lemma 1] counts
 	// 2·Σ, assuming that region is empty).
 	FromNonzeroRHS int
 

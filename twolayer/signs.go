@@ -11,7 +11,7 @@ import (
 )
 
 // signRows is ℓ of Alg 6: the number of samples the projection test uses
-// (specs/001 §3.3: the gap grows like ℓ and the noise like √ℓ).
+// (practical default, not in [BJW19]: the gap grows like ℓ and the noise like √ℓ).
 const signRows = 50000
 
 // RecoverSigns fixes the unknown signs of approximate rows ±V̂ under noise —

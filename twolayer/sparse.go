@@ -72,7 +72,7 @@ type SparseResult struct {
 
 // FitSparse learns Y = ReLU(X·Vᵀ)·Uᵀ + E exactly when E is sparse: a
 // fraction of the entries of Y carry arbitrary corruptions at random
-// positions (Bakshi et al. §8, Theorem 14 and Corollary 8; specs/001 §2.12
+// positions (Bakshi et al. §8, Theorem 14 and Corollary 8; [BJW19, §8]
 // P4). Steps:
 //
 //  1. Principal component pursuit splits Y = L + S (rpca.PCP, inexact

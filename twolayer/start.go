@@ -14,7 +14,7 @@ import (
 )
 
 // exactRankTol is the relative singular value below which Y counts as exactly
-// rank k (specs/001 §3.3: σ_{k+1}/σ_1 < 1e-10 in the noiseless case).
+// rank k (practical default, not in [BJW19]: σ_{k+1}/σ_1 < 1e-10 in the noiseless case).
 const exactRankTol = 1e-10
 
 // Start is the output of TensorStart: approximate hidden weights, each row
@@ -49,7 +49,7 @@ type Start struct {
 	moments *startMoments
 }
 
-// TensorStart computes the tensor initializer of specs/001 §2.4 (Bakshi et al.
+// TensorStart computes the tensor initializer of [BJW19, Alg 4] (Bakshi et al.
 // Alg 4, corrected): it returns ±V* up to an angular error that falls like
 // n^{-1/2}. Steps:
 //
@@ -66,7 +66,7 @@ type Start struct {
 //     the paper's r = 3 is identically zero) are decomposed by Jennrich.
 //
 // The Hermite coefficients c_1, c_2 and the order r come from
-// Options.Activation (3 for x², x³ and e^x − 1; specs/001 §2.4 table). For
+// Options.Activation (3 for x², x³ and e^x − 1; the table of [BJW19, App. 9.1]). For
 // e^x − 1 the coefficients are those of unit-norm rows: a row of norm s has
 // the coefficients of e^{s·x} − 1 instead, which changes the weights λ_j of
 // the moments but not the directions they are decomposed into.

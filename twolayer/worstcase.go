@@ -15,7 +15,7 @@ import (
 )
 
 // The worst-case exact route: Bakshi et al. §2, Lemma 1 (sign-pattern
-// enumeration, "P0" in specs/001 §2.1), Alg 1 (IterativeLP) and Alg 2
+// enumeration, "P0" in [BJW19, Lemma 1]), Alg 1 (IterativeLP) and Alg 2
 // (ExactNeuralNet). It works for arbitrary inputs X — non-Gaussian, even
 // adversarial — as long as rank(Y) = k, at a cost exponential in k. It is a
 // reference solver for tiny instances (k ≤ 3, n ≤ ~60), not a practical
@@ -32,7 +32,7 @@ const RouteWorstCase = "worstcase-lp"
 // exponential work estimate exceeds WorstCaseOptions.MaxWork. Errors wrapping
 // it also wrap ErrInput: the fix is a smaller instance or Force.
 // defaultMaxWork is WorstCaseOptions.MaxWork's default: about a minute of
-// LPs on one core (specs/001 §2.3's guard rail).
+// LPs on one core ([BJW19, Alg 2]'s guard rail).
 const defaultMaxWork = 1e7
 
 var ErrWorkLimit = errs.New("work limit exceeded", nil)
@@ -60,7 +60,7 @@ type WorstCaseOptions struct {
 	// must meet; otherwise WorstCase returns an error wrapping ErrNotExact.
 	// Default 1e-8.
 	CertTol float64
-	// MaxWork caps the work estimate C(2n,k)·2k (specs/001 §3.3): above it
+	// MaxWork caps the work estimate C(2n,k)·2k (practical default, not in [BJW19]): above it
 	// WorstCase refuses with an error wrapping ErrWorkLimit that says how long
 	// the run would take. Default 1e7.
 	MaxWork float64

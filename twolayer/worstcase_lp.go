@@ -70,7 +70,7 @@ func (p *wcProblem) nullBasis(S SignPattern) (*mat.Dense, error) {
 	return linalg.NullSpace(E, p.opt.NullTol)
 }
 
-// iterativeLP is Alg 1 in the (w, z) form of specs/001 §2.2 for one pattern
+// iterativeLP is Alg 1 in the (w, z) form of [BJW19, Alg 1] for one pattern
 // with null basis N: up to 2(k−i+1) LPs, each asking for (Nperpᵀz)_t ≥ 1 or
 // ≤ −1, where Nperp spans the complement of the previous z's. It returns the
 // first feasible (w, z) that also passes a direct check in the original
@@ -234,14 +234,14 @@ func solveFeasibility(G [][]float64, h []float64, p int, tol float64) (t []float
 	return t, true, false
 }
 
-// IterativeLP is Bakshi et al. Alg 1 in the reduced (w, z) form of specs/001
+// IterativeLP is Bakshi et al. Alg 1 in the reduced (w, z) form of [BJW19]
 // §2.2: it looks for w ∈ R^d and z ∈ R^k with (X·w)_j ≥ 1 on S, ≤ 0 off S,
 // ReLU(X·w) = B·z (the activation lies in col(B) = col(Y)) and z outside the
 // span of the previous prevZ. The paper's independence constraint
 // f_S(y)(I − P) ≠ 0 is equivalent to z ∉ span(prevZ) because B has full
 // column rank, so 2(k − i + 1) LPs with (Nᵀz)_t ≥ 1 or ≤ −1 replace the
 // paper's 2n (Remark 1), N an orthonormal basis of span(prevZ)^⊥. The paper's
-// projection Qᵀ(QᵀQ)⁻¹Q is a typo for Qᵀ(QQᵀ)⁻¹Q (specs/001 §8.1); it is not
+// projection Qᵀ(QᵀQ)⁻¹Q is a typo for Qᵀ(QQᵀ)⁻¹Q (an erratum of [BJW19]); it is not
 // needed in this form.
 //
 // It returns ok = false when S is infeasible. opt supplies the tolerances
