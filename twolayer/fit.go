@@ -286,7 +286,7 @@ func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the activation %s has no scaling symmetry, so the moment estimate (unit rows) is refined by least squares to fit the row norms", opt.Activation))
 	}
 	if !opt.Refine {
-		res.Warnings = append(res.Warnings, "this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (Options.Refine, --refine) usually lowers the weight error 10–100× on noisy data")
+		res.Warnings = append(res.Warnings, "this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (Options.Refine) usually lowers the weight error 10–100× on noisy data")
 		return V, U, nil
 	}
 	ref, err := Refine(ctx, X, Y, V, U, opt.Activation, 0, func(done, total int) { opt.progress("refine", done, total) })

@@ -138,7 +138,7 @@ func (s *selector) worstCase() (*Result, error) {
 	case !s.sel.ExactRank || s.sel.Rank != s.k:
 		s.note("worst case: %s, but Y is not exactly rank %d (rank %d), which Alg 2 needs", why, s.k, s.sel.Rank)
 	case work > defaultMaxWork && !s.opt.Force:
-		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force, --force)", why, work, defaultMaxWork)
+		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force)", why, work, defaultMaxWork)
 	default:
 		res, _, err := worstCase(s.ctx, s.p, s.opt.worstCase())
 		if err == nil {

@@ -191,7 +191,7 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	if rep.Work > opt.MaxWork {
 		rep.EstimatedSeconds = estimateSeconds(prob)
 		if !opt.Force {
-			return nil, rep, fmt.Errorf("%w: %w: the worst-case route (Alg 2) on n = %d samples with k = %d units needs ≈ %.2g work units (C(2n,k)·2k; limit %.0e), an estimated %s or less on this machine (C(n,k) = %.3g sign systems, ~%.3g candidate patterns); it is exponential in k and meant for k ≤ 3, n ≤ ~60. Set WorstCaseOptions.Force (CLI --force) to run it anyway, or use fewer samples",
+			return nil, rep, fmt.Errorf("%w: %w: the worst-case route (Alg 2) on n = %d samples with k = %d units needs ≈ %.2g work units (C(2n,k)·2k; limit %.0e), an estimated %s or less on this machine (C(n,k) = %.3g sign systems, ~%.3g candidate patterns); it is exponential in k and meant for k ≤ 3, n ≤ ~60. Set WorstCaseOptions.Force to run it anyway, or use fewer samples",
 				ErrInput, ErrWorkLimit, n, k, rep.Work, opt.MaxWork, humanSeconds(rep.EstimatedSeconds), binom(n, k), GenericPatternCount(n, k))
 		}
 	}

@@ -297,7 +297,7 @@ func TestWorstCaseGuardRail(t *testing.T) {
 		t.Fatalf("n = 200, k = 3: err %v, want ErrWorkLimit", err)
 	}
 	msg := err.Error()
-	for _, s := range []string{"Force", "--force", "estimated", "k ≤ 3"} {
+	for _, s := range []string{"WorstCaseOptions.Force", "estimated", "k ≤ 3"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("message lacks %q: %s", s, msg)
 		}

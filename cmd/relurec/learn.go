@@ -159,6 +159,15 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLa
 		return err
 	}
 	fitTime := time.Since(fitStart)
+	// The library's notes name options; the user reads flags.
+	for i, w := range res.Warnings {
+		res.Warnings[i] = withFlagNames(w, cmd)
+	}
+	if sel := res.Diagnostics.Selection; sel != nil {
+		for i, c := range sel.Considered {
+			sel.Considered[i] = withFlagNames(c, cmd)
+		}
+	}
 	out := newLearnResult(opt, res, x, y)
 	out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds()}
 	man.Timings = out.Timings
