@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/internal/scaledsum"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -91,37 +92,37 @@ func CompareTwoLayer(truth, est *nn.MLP) (TwoLayerError, error) {
 	perm := hungarian(cost)
 
 	res := TwoLayerError{Perm: perm}
-	var uDiff, uNorm ssq
+	var uDiff, uNorm scaledsum.Sum
 	colT := make([]float64, m)
 	colE := make([]float64, m)
 	for i, j := range perm {
-		var dv ssq
+		var dv scaledsum.Sum
 		rt, re := vtn.RawRowView(i), ven.RawRowView(j)
 		for c := range rt {
 			if scaled {
-				dv.add(re[c] - rt[c])
+				dv.Add(re[c] - rt[c])
 			} else { // raw rows, relative to the truth's norm
-				dv.add(re[c]*ne[j]/nt[i] - rt[c])
+				dv.Add(re[c]*ne[j]/nt[i] - rt[c])
 			}
 		}
-		res.MaxRowErrV = math.Max(res.MaxRowErrV, dv.norm())
+		res.MaxRowErrV = math.Max(res.MaxRowErrV, dv.Norm())
 
-		var dc, nc ssq
+		var dc, nc scaledsum.Sum
 		for r := 0; r < m; r++ {
 			colT[r] = ut.At(r, i) * unitScale(nt[i], deg, scaled)
 			colE[r] = ue.At(r, j) * unitScale(ne[j], deg, scaled)
-			dc.add(colE[r] - colT[r])
-			nc.add(colT[r])
-			uDiff.add(colE[r] - colT[r])
-			uNorm.add(colT[r])
+			dc.Add(colE[r] - colT[r])
+			nc.Add(colT[r])
+			uDiff.Add(colE[r] - colT[r])
+			uNorm.Add(colT[r])
 		}
-		ce := dc.norm()
-		if n := nc.norm(); n > 0 {
+		ce := dc.Norm()
+		if n := nc.Norm(); n > 0 {
 			ce /= n
 		}
 		res.MaxColErrU = math.Max(res.MaxColErrU, ce)
 	}
-	res.RelErrU = ratio(uDiff, uNorm)
+	res.RelErrU = scaledsum.Ratio(uDiff, uNorm)
 	res.MaxRelErr = math.Max(res.MaxRowErrV, res.MaxColErrU)
 	return res, nil
 }
@@ -149,21 +150,6 @@ func twoLayerParts(name string, net *nn.MLP) (v, u *mat.Dense, err error) {
 		}
 	}
 	return l0.Weight, l1.Weight, nil
-}
-
-// ratio is ‖num‖/‖den‖ from two scaled sums of squares, without forming
-// either norm (so it neither overflows nor underflows). 0/0 is 0, x/0 is +Inf.
-func ratio(num, den ssq) float64 {
-	if math.IsNaN(num.scale) || math.IsNaN(den.scale) {
-		return math.NaN()
-	}
-	if num.scale == 0 {
-		return 0
-	}
-	if den.scale == 0 {
-		return math.Inf(1)
-	}
-	return (num.scale / den.scale) * math.Sqrt(num.sum/den.sum)
 }
 
 // RelResidual returns ‖y − yhat‖_F / ‖y‖_F, the certificate of an exact fit:

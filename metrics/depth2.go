@@ -8,6 +8,7 @@ import (
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/scaledsum"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -302,17 +303,17 @@ func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 			xi = -1
 			res.Flipped[i] = true
 		}
-		var dw ssq
+		var dw scaledsum.Sum
 		for l := 0; l < d; l++ {
-			dw.add(xi*we.At(j, l) - wt.At(i, l))
+			dw.Add(xi*we.At(j, l) - wt.At(i, l))
 		}
-		res.MaxErrW = math.Max(res.MaxErrW, dw.norm())
+		res.MaxErrW = math.Max(res.MaxErrW, dw.Norm())
 		res.MaxErrB = math.Max(res.MaxErrB, math.Abs(xi*unitB(be, ne, j)-unitB(bt, nt, i)))
-		var da ssq
+		var da scaledsum.Sum
 		for t := 0; t < p; t++ {
-			da.add(Ae.At(t, j)*ne[j] - At.At(t, i)*nt[i])
+			da.Add(Ae.At(t, j)*ne[j] - At.At(t, i)*nt[i])
 		}
-		res.MaxErrA = math.Max(res.MaxErrA, da.norm())
+		res.MaxErrA = math.Max(res.MaxErrA, da.Norm())
 	}
 	for t := 0; t < p; t++ {
 		res.MaxErrC = math.Max(res.MaxErrC, math.Abs(ce[t]-ct[t]))

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/scaledsum"
 )
 
 // Sentinel errors; every error from this package wraps one of them.
@@ -101,45 +102,11 @@ func normaliseRows(name string, m *mat.Dense) (*mat.Dense, []float64, error) {
 // norm2 is the Euclidean norm without overflow or underflow (scaled sum of
 // squares, as LAPACK's dnrm2).
 func norm2(x []float64) float64 {
-	var s ssq
+	var s scaledsum.Sum
 	for _, v := range x {
-		s.add(v)
+		s.Add(v)
 	}
-	return s.norm()
-}
-
-// ssq accumulates a sum of squares as scale²·sum so that neither huge nor
-// tiny entries overflow or underflow. A NaN or Inf entry poisons it to NaN.
-type ssq struct{ scale, sum float64 }
-
-func (s *ssq) add(x float64) {
-	if x == 0 {
-		return
-	}
-	a := math.Abs(x)
-	if math.IsNaN(a) || math.IsInf(a, 0) {
-		s.scale, s.sum = math.NaN(), math.NaN()
-		return
-	}
-	if a > s.scale {
-		if s.scale > 0 {
-			r := s.scale / a
-			s.sum = 1 + s.sum*r*r
-		} else {
-			s.sum = 1
-		}
-		s.scale = a
-		return
-	}
-	r := a / s.scale
-	s.sum += r * r
-}
-
-func (s ssq) norm() float64 {
-	if s.scale == 0 {
-		return 0
-	}
-	return s.scale * math.Sqrt(s.sum)
+	return s.Norm()
 }
 
 // hungarian solves the rectangular assignment problem: for an n×m cost
@@ -244,10 +211,10 @@ func MaxAngle(truth, est *mat.Dense, perm []int) float64 {
 
 // angle between unit vectors a and b.
 func angle(a, b []float64) float64 {
-	var dm, dp ssq
+	var dm, dp scaledsum.Sum
 	for i := range a {
-		dm.add(a[i] - b[i])
-		dp.add(a[i] + b[i])
+		dm.Add(a[i] - b[i])
+		dp.Add(a[i] + b[i])
 	}
-	return 2 * math.Atan2(dm.norm(), dp.norm())
+	return 2 * math.Atan2(dm.Norm(), dp.Norm())
 }
