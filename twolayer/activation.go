@@ -99,8 +99,13 @@ func checkFinite(F *mat.Dense, act nn.Activation) error {
 // For the activation act: the least-squares U (m×k) of
 // Y ≈ φ(X·Vᵀ)·Uᵀ and κ(φ(X·Vᵀ)). It fails with an error wrapping ErrInput
 // if φ overflows.
-// act "" means nn.ReLU.
+// act "" means nn.ReLU. X must be n×d, Y n×m and V k×d, all finite; other
+// shapes (or nil) give an error wrapping ErrInput that says what was
+// expected.
 func SolveU(X, Y, V *mat.Dense, act nn.Activation) (*mat.Dense, float64, error) {
+	if _, _, _, _, err := checkXYV("twolayer.SolveU", X, Y, V, "V"); err != nil {
+		return nil, math.Inf(1), err
+	}
 	if err := checkActivation(act); err != nil {
 		return nil, math.Inf(1), err
 	}

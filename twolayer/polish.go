@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -76,7 +77,9 @@ type UnitPolish struct {
 // clearly inactive (repolish): heavy-tailed φ makes the first few confident
 // zeros too ill-conditioned for a 1e-10 certificate (x³: 1e-9 → 1e-13).
 // Rows are unit except for e^x − 1, whose rows carry their norms.
-// act "" means nn.ReLU.
+// act "" means nn.ReLU. X must be n×d, B n×k and Vhat k×d, all finite;
+// other shapes (or nil) give an error wrapping ErrInput that says what was
+// expected.
 func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
 	if act == "" {
 		act = nn.ReLU
@@ -84,10 +87,17 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	if err := checkActivation(act); err != nil {
 		return nil, nil, err
 	}
-	n, d := X.Dims()
-	k, dv := Vhat.Dims()
-	if nb, kb := B.Dims(); nb != n || kb != k || dv != d {
-		return nil, nil, fmt.Errorf("%w: polish shapes: X %d×%d, basis %d×%d, V %d×%d", ErrInput, n, d, nb, kb, k, dv)
+	const fn = "twolayer.ExactPolish"
+	n, d, err := certify.CheckMatrix(fn, "X", X, -1, -1, "n×d, one row per sample")
+	if err != nil {
+		return nil, nil, err
+	}
+	k, _, err := certify.CheckMatrix(fn, "Vhat", Vhat, -1, d, fmt.Sprintf("k×d with d = %d (X's columns)", d))
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, _, err := certify.CheckMatrix(fn, "B", B, n, k, fmt.Sprintf("n×k with n = %d (X's rows) and k = %d (Vhat's rows)", n, k)); err != nil {
+		return nil, nil, err
 	}
 	xnorm := make([]float64, n)
 	for q := 0; q < n; q++ {

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -36,8 +37,18 @@ type RefineResult struct {
 // for positively homogeneous φ; for e^x − 1 the norms are fitted parameters.
 // If φ overflows at the start it returns an error wrapping ErrInput; an
 // overflowing trial point during the line search counts as an infinite loss.
-// act "" means nn.ReLU.
+// act "" means nn.ReLU. X must be n×d, Y n×m, V0 k×d and U0 m×k, all
+// finite; other shapes (or nil) give an error wrapping ErrInput that says
+// what was expected.
 func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, maxIter int, progress func(done, total int)) (*RefineResult, error) {
+	const fn = "twolayer.Refine"
+	n, d, m, k, err := checkXYV(fn, X, Y, V0, "V0")
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := certify.CheckMatrix(fn, "U0", U0, m, k, fmt.Sprintf("m×k with m = %d (Y's columns) and k = %d (V0's rows)", m, k)); err != nil {
+		return nil, err
+	}
 	if act == "" {
 		act = nn.ReLU
 	}
@@ -49,13 +60,13 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, max
 	}
 	relu := act == nn.ReLU
 	f, df := act.Func(), act.Deriv()
-	n, d := X.Dims()
-	k, _ := V0.Dims()
-	_, m := Y.Dims()
 	if maxIter <= 0 {
 		maxIter = 200
 	}
 	yy := math.Pow(mat.Norm(Y, 2), 2)
+	if yy == 0 {
+		return nil, fmt.Errorf("%s: %w", fn, errYZero)
+	}
 	nv := k * d
 	unpack := func(x []float64) (V, U *mat.Dense) {
 		return mat.NewDense(k, d, x[:nv]), mat.NewDense(m, k, x[nv:])

@@ -29,8 +29,14 @@ const signRows = 50000
 // of a rectified activation act (Bakshi et al. App. 9.1: the sign gap of
 // Cor 6 holds for any rectified φ). For e^x − 1 the rows' norms matter:
 // pass rows at their estimated scale (unit rows give an approximate test).
-// act "" means nn.ReLU.
+// act "" means nn.ReLU. X must be n×d, Y n×m and Vhat k×d, all finite;
+// other shapes (or nil) give an error wrapping ErrInput that says what was
+// expected.
 func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation) (*mat.Dense, []float64, error) {
+	n, d, m, k, err := checkXYV("twolayer.RecoverSigns", X, Y, Vhat, "Vhat")
+	if err != nil {
+		return nil, nil, err
+	}
 	if act == "" {
 		act = nn.ReLU
 	}
@@ -38,9 +44,6 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation)
 		return nil, nil, err
 	}
 	f := act.Func()
-	n, _ := X.Dims()
-	k, d := Vhat.Dims()
-	_, m := Y.Dims()
 	l := min(n, signRows)
 	Xb := X.Slice(0, l, 0, d)
 	Yb := Y.Slice(0, l, 0, m)

@@ -95,3 +95,17 @@ func (o Options) progress(stage string, done, total int) {
 		o.Progress(stage, done, total)
 	}
 }
+
+// checkXYV is the entry check of the functions that take the data pair and
+// a first-layer weight matrix (SolveU, RecoverSigns, Refine): X n×d and Y
+// n×m as certify.CheckXY wants them, and the matrix named vname k×d with
+// 1 ≤ k, finite. fn names the function in the messages.
+func checkXYV(fn string, X, Y, V *mat.Dense, vname string) (n, d, m, k int, err error) {
+	if n, d, m, err = certify.CheckXY(X, Y); err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("%s: %w", fn, err)
+	}
+	if k, _, err = certify.CheckMatrix(fn, vname, V, -1, d, fmt.Sprintf("k×d with d = %d (X's columns)", d)); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return n, d, m, k, nil
+}
