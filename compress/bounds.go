@@ -1,11 +1,14 @@
 package compress
 
 import (
+	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/linalg"
 )
@@ -43,7 +46,24 @@ func Thm31Rate(r, d, d2, d1 int, sigma, eps float64) float64 {
 // Thm31Core returns the deterministic core of Theorem 3.1 (spec claim 10):
 // 2√(2r)·‖P_X̌(Ỹ − X̌M)‖_op, a bound on ‖X̌(M − M̂)‖_F valid for every
 // rank-≤r M when X̌ has full column rank.
+// xc (X̌) must be d1×d, m (M) d×d2 and yt (Ỹ) d1×d2, all finite, and r ≥ 0;
+// otherwise the error wraps ErrInput and says what was expected.
 func Thm31Core(r int, xc, yt, m *mat.Dense) (float64, error) {
+	const fn = "compress.Thm31Core"
+	if r < 0 {
+		return 0, errs.Inputf("%s: rank r = %d; expected r ≥ 0", fn, r)
+	}
+	d1, d, err := certify.CheckMatrix(fn, "xc", xc, -1, -1, "d1×d (X̌, one row per sample)")
+	if err != nil {
+		return 0, err
+	}
+	_, d2, err := certify.CheckMatrix(fn, "m", m, d, -1, fmt.Sprintf("d×d2 with d = %d (xc's columns)", d))
+	if err != nil {
+		return 0, err
+	}
+	if _, _, err := certify.CheckMatrix(fn, "yt", yt, d1, d2, fmt.Sprintf("d1×d2 with d1 = %d (xc's rows) and d2 = %d (m's columns)", d1, d2)); err != nil {
+		return 0, err
+	}
 	var res mat.Dense
 	res.Mul(xc, m)
 	res.Sub(yt, &res)

@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -66,13 +68,29 @@ type ProjectionInfo struct {
 type Subspace struct{ U *mat.Dense }
 
 // NewSubspace returns an orthonormal basis of col(x), of numerical rank
-// (singular values above max(m, d)·ε·s_max).
+// (singular values above max(m, d)·ε·s_max). A nil, empty or non-finite x
+// gives an error wrapping ErrInput.
 func NewSubspace(x *mat.Dense) (*Subspace, error) {
+	if _, _, err := certify.CheckMatrix("compress.NewSubspace", "x", x, -1, -1, "m×d (the calibration inputs, one row per sample)"); err != nil {
+		return nil, err
+	}
 	u, err := linalg.Orth(x)
 	if err != nil {
 		return nil, fmt.Errorf("compress: basis of the calibration inputs: %w", err)
 	}
 	return &Subspace{U: u}, nil
+}
+
+// checkSubspaceArg checks the matrix argument name of fn against the subspace
+// it is projected on: sub built by NewSubspace, y with as many rows as the
+// basis and finite. Errors wrap ErrInput.
+func checkSubspaceArg(fn, name string, y *mat.Dense, sub *Subspace) error {
+	if sub == nil || sub.U == nil || sub.U.IsEmpty() {
+		return errs.Inputf("%s: the subspace is nil or empty; expected one from compress.NewSubspace", fn)
+	}
+	m, _ := sub.U.Dims()
+	_, _, err := certify.CheckMatrix(fn, name, y, m, -1, fmt.Sprintf("m×d2 with m = %d (the subspace's dimension)", m))
+	return err
 }
 
 // Project returns P·y = U(Uᵀy).
@@ -87,6 +105,9 @@ func (s *Subspace) Project(y mat.Matrix) *mat.Dense {
 // {‖Y‖_* ≤ tau}: soft-thresholding of the singular values by the θ that
 // makes them sum to tau (the ℓ1-ball projection of the spectrum), and ‖y‖_*.
 func ProjNuc(y *mat.Dense, tau float64) (*mat.Dense, float64, error) {
+	if _, _, err := certify.CheckMatrix("compress.ProjNuc", "y", y, -1, -1, "a d1×d2 matrix"); err != nil {
+		return nil, 0, err
+	}
 	if math.IsInf(tau, 1) {
 		return y, math.NaN(), nil
 	}
@@ -184,12 +205,16 @@ func NuclearNorm(y mat.Matrix) float64 {
 // projection is unique (Lemma 4.5) and non-expansive (Lemma 4.6).
 // Cost per sweep: an SVD of a d1×d2 matrix plus O(d1·k·d2) for the subspace.
 // On hitting MaxIter the last iterate is returned with an error wrapping
-// ErrNotConverged.
+// ErrNotConverged. A nil sub, or a y that is nil, non-finite or not of the
+// subspace's row count, gives an error wrapping ErrInput.
 func ProjectPsi(y *mat.Dense, sub *Subspace, alpha, tau float64, o ConvexOptions) (*mat.Dense, ProjectionInfo, error) {
 	o = o.withDefaults()
 	info := ProjectionInfo{Alpha: alpha, Tau: tau}
 	if !(alpha > 0) || !(tau > 0) {
 		return nil, info, fmt.Errorf("compress: Ψ needs α > 0 and τ > 0, got α=%g τ=%g: %w", alpha, tau, ErrInput)
+	}
+	if err := checkSubspaceArg("compress.ProjectPsi", "y", y, sub); err != nil {
+		return nil, info, err
 	}
 	x := sub.Project(y)
 	r, c := x.Dims()

@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/hermite"
 )
 
@@ -81,7 +82,9 @@ func TobitObjective(y, z *mat.Dense, sigma float64, grad *mat.Dense) float64 {
 // subspace, projected exactly). The problem is strictly convex when X̌ has
 // full column rank, so the estimate is unique (Lemma 4.11). Exact zeros of z
 // are the censored entries, as ReLU outputs are. On hitting MaxIter the last
-// iterate is returned with an error wrapping ErrNotConverged.
+// iterate is returned with an error wrapping ErrNotConverged. A nil sub, a z
+// that is nil, non-finite or not of the subspace's row count, or a y0 of
+// another shape than z gives an error wrapping ErrInput.
 func ReLUMLE(z *mat.Dense, sub *Subspace, sigma, alpha, tau float64, y0 *mat.Dense, o ReLUOptions) (*mat.Dense, MLEInfo, error) {
 	if o.MaxIter == 0 {
 		o.MaxIter = 300
@@ -93,7 +96,16 @@ func ReLUMLE(z *mat.Dense, sub *Subspace, sigma, alpha, tau float64, y0 *mat.Den
 	if !(sigma > 0) || math.IsInf(sigma, 0) {
 		return nil, info, fmt.Errorf("compress: ReLU MLE needs σ > 0, got %g: %w", sigma, ErrInput)
 	}
+	const fn = "compress.ReLUMLE"
+	if err := checkSubspaceArg(fn, "z", z, sub); err != nil {
+		return nil, info, err
+	}
 	r, c := z.Dims()
+	if y0 != nil {
+		if _, _, err := certify.CheckMatrix(fn, "y0", y0, r, c, fmt.Sprintf("nil or %d×%d (z's shape)", r, c)); err != nil {
+			return nil, info, err
+		}
+	}
 	onlySub := math.IsInf(alpha, 1) && math.IsInf(tau, 1)
 	co := o.Constraint.withDefaults()
 	proj := func(v *mat.Dense) (*mat.Dense, error) {
