@@ -27,21 +27,16 @@ func (a *app) newManifest(command string, options any, seed uint64, inputs ...st
 }
 
 // checkModelOut checks the flags of a command that writes a model, before
-// anything is read: --dtype (lower-cased in place) is f64 or f32, --out is a
-// usable path, and neither the model nor its manifest would overwrite one of
-// the inputs.
+// anything is read: --dtype (lower-cased in place) is f64 or f32, and --out
+// passes checkOutputs (writable, and neither the model nor its manifest
+// would overwrite one of the inputs).
 func checkModelOut(dtype *string, out string, inputs ...string) error {
 	*dtype = strings.ToLower(*dtype)
 	if *dtype != "f64" && *dtype != "f32" {
 		return usageErrorf("--dtype must be f64 or f32, got %q", *dtype)
 	}
-	if err := checkOutPath("out", out); err != nil {
-		return err
+	if out == "" {
+		return usageErrorf("--out is required")
 	}
-	for _, o := range []string{out, dataio.ManifestPath(out)} {
-		if err := dataio.CheckOutputNotInput(o, inputs...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkOutputs(inputs, [3]string{"out", out, ""})
 }

@@ -195,7 +195,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 		"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
 		"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
 	})
-	if err := writeModel(man, opt.Out, res.Model, out.metadata(), opt.DType, out.Timings); err != nil {
+	if err := a.writeModel(man, opt.Out, res.Model, out.metadata(), opt.DType, out.Timings); err != nil {
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"time"
 
@@ -178,7 +177,7 @@ func (a *app) runGenDepth2(g *depth2Gen, o genDepth2Outputs) error {
 	if err != nil {
 		return err
 	}
-	if err := checkGenDepth2Outputs(files, o.model); err != nil {
+	if err := checkGenOutputs(files, o.model); err != nil {
 		return err
 	}
 	gen, err := g.generate()
@@ -192,46 +191,19 @@ func (a *app) runGenDepth2(g *depth2Gen, o genDepth2Outputs) error {
 	man.Seed = g.Seed
 	man.Timings["generate"] = genTime.Seconds()
 	man.Results = map[string]any{"noise_sigma": gen.sigma}
-	if files.dir != "" {
-		if err := os.MkdirAll(files.dir, 0o755); err != nil {
-			return fmt.Errorf("creating %s: %w", files.dir, err)
-		}
+	undo, err := makeGenDir(files)
+	if err != nil {
+		return err
 	}
-	written, err := writeAll(man, g.outFiles(files, o.model, gen, func() {
+	written, err := a.writeAll(man, g.outFiles(files, o.model, gen, func() {
 		man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
 	}))
 	if err != nil {
+		undo()
 		return err
 	}
 	res := genDepth2Result{"gen depth2", *g, written, dims(gen.x), dims(gen.y), gen.sigma, time.Since(start).Seconds()}
 	return a.emit(res, func(w io.Writer) { table(w, genDepth2Rows(res, files, o.model)) })
-}
-
-// checkGenDepth2Outputs fails before any work when an output cannot be
-// written or two outputs are the same file.
-func checkGenDepth2Outputs(files genFiles, modelOut string) error {
-	var outputs [][2]string
-	switch {
-	case files.dir != "":
-	case files.x == files.y:
-		outputs = append(outputs, [2]string{"out", files.x})
-	default:
-		outputs = append(outputs, [2]string{"x", files.x}, [2]string{"y", files.y})
-	}
-	if modelOut != "" {
-		outputs = append(outputs, [2]string{"model-out", modelOut})
-		for _, p := range []string{files.x, files.y} {
-			if dataio.CheckOutputNotInput(modelOut, p) != nil {
-				return usageErrorf("two outputs are the same file: %s", modelOut)
-			}
-		}
-	}
-	for _, o := range outputs {
-		if err := checkOutPath(o[0], o[1]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // outFiles lists what gen depth2 writes: X and Y (one .npz or two .npy),

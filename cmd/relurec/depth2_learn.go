@@ -141,7 +141,7 @@ func (a *app) runLearnDepth2(cmd *cobra.Command, df *dataFlags, opt learnDepth2O
 		"route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
 		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 	})
-	if err := writeModel(man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
+	if err := a.writeModel(man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()

@@ -262,51 +262,60 @@ func (a *app) runGenTwoLayer(cmd *cobra.Command, g *twoLayerGen, fl genTwoLayerF
 }
 
 // checkGenTwoLayerOutputs resolves and checks the output paths before any
-// work: writable, and no two the same file.
+// work (checkGenOutputs).
 func checkGenTwoLayerOutputs(fl genTwoLayerFlags) (genFiles, error) {
 	files, err := genOutputs(fl.out, fl.xOut, fl.yOut)
 	if err != nil {
 		return files, err
 	}
-	type output struct{ flag, path string }
-	var outputs []output
+	return files, checkGenOutputs(files, fl.modelOut)
+}
+
+// checkGenOutputs checks the outputs of gen twolayer and gen depth2 with
+// checkOutputs: X and Y (one .npz, two .npy, or a directory), the teacher,
+// and every manifest, all writable and no two the same file. A directory
+// that does not exist yet is created at the end (makeGenDir); then only its
+// parent can be checked now.
+func checkGenOutputs(files genFiles, modelOut string) error {
+	outs := [][3]string{{"model-out", modelOut, ""}}
 	switch {
 	case files.dir != "":
-		// The directory is created if missing.
-	case files.x == files.y:
-		outputs = append(outputs, output{"out", files.x})
-	default:
-		outputs = append(outputs, output{"x", files.x}, output{"y", files.y})
-	}
-	if fl.modelOut != "" {
-		outputs = append(outputs, output{"model-out", fl.modelOut})
-	}
-	for _, o := range outputs {
-		if err := checkOutPath(o.flag, o.path); err != nil {
-			return files, err
-		}
-	}
-	all := []string{files.x, files.y, fl.modelOut}
-	for i := range all {
-		for j := 0; j < i; j++ {
-			if all[i] != "" && all[j] != "" && !(i == 1 && j == 0 && files.x == files.y) &&
-				dataio.CheckOutputNotInput(all[i], all[j]) != nil {
-				return files, usageErrorf("two outputs are the same file: %s", all[i])
+		if _, err := os.Stat(files.dir); err != nil {
+			parent := filepath.Dir(files.dir)
+			if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+				return inputErrorf("--out %s: directory %s does not exist", files.dir, parent)
 			}
+			break
 		}
+		outs = append(outs, [3]string{"out", files.x, ""}, [3]string{"out", files.y, ""})
+	case files.x == files.y:
+		outs = append(outs, [3]string{"out", files.x, ""})
+	default:
+		outs = append(outs, [3]string{"x", files.x, ""}, [3]string{"y", files.y, ""})
 	}
-	return files, nil
+	return checkOutputs(nil, outs...)
+}
+
+// makeGenDir creates the output directory of the directory layout, if any;
+// the returned undo removes it again when this run created it and the
+// write then failed (a directory left behind would be a partial output).
+func makeGenDir(files genFiles) (undo func(), err error) {
+	if files.dir == "" {
+		return func() {}, nil
+	}
+	if _, err := os.Stat(files.dir); err == nil {
+		return func() {}, nil
+	}
+	if err := os.Mkdir(files.dir, 0o777); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", files.dir, err)
+	}
+	return func() { os.Remove(files.dir) }, nil
 }
 
 // writeGenTwoLayer writes X, Y (one .npz or two .npy), the teacher with
 // --model-out, and their manifests, all or nothing; it returns the data
 // files written.
 func (a *app) writeGenTwoLayer(g *twoLayerGen, files genFiles, modelOut string, gen *generated, extra map[string]any, start time.Time, genTime time.Duration) ([]string, error) {
-	if files.dir != "" {
-		if err := os.MkdirAll(files.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", files.dir, err)
-		}
-	}
 	man := dataio.NewManifest("gen twolayer", a.args)
 	man.Version = relurecVersion()
 	man.Options = *g
@@ -339,7 +348,15 @@ func (a *app) writeGenTwoLayer(g *twoLayerGen, files genFiles, modelOut string, 
 		man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
 		return nil
 	}
-	return writeAll(man, outs)
+	undo, err := makeGenDir(files)
+	if err != nil {
+		return nil, err
+	}
+	written, err := a.writeAll(man, outs)
+	if err != nil {
+		undo()
+	}
+	return written, err
 }
 
 // printGenTwoLayer writes the human table of gen twolayer.

@@ -114,7 +114,7 @@ func (a *app) runGenGenerative(o genGenerativeOptions) error {
 	man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
 	frac := in.FractionPositive()
 	man.Results = map[string]any{"fraction_positive": frac}
-	files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
+	files, err := a.writeAll(man, []outFile{{o.Out, func(p string) error {
 		return dataio.WriteNPZ(p, map[string]*mat.Dense{"Y": in.Y, "A": in.A, "C": in.C, "M": in.M, "b": rowMatrix(in.B)})
 	}}})
 	if err != nil {
@@ -297,7 +297,7 @@ func (a *app) runLearnGenerative(cmd *cobra.Command, o *learnGenerativeOptions) 
 	}
 	out.Seconds = time.Since(start).Seconds()
 	man.Results = jsonsafe.Finite(out)
-	if _, err := writeAll(man, outs); err != nil {
+	if _, err := a.writeAll(man, outs); err != nil {
 		return err
 	}
 	return a.emit(out, func(w io.Writer) { printLearnGenerative(w, o, res, out) })

@@ -175,7 +175,7 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLa
 		"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
 		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 	})
-	if err := writeModel(man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
+	if err := a.writeModel(man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()

@@ -14,9 +14,13 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/safefile"
 )
 
 // version is the relurec version recorded in model metadata, manifests and
@@ -29,18 +33,57 @@ const (
 	exitOK       = 0
 	exitFailure  = 1
 	exitBadInput = 2
+	// exitInterrupted follows the shell's 128 + SIGINT; a SIGTERM exits 143.
+	exitInterrupted = 130
 )
 
+// interruptGrace is how long a command has after Ctrl-C or SIGTERM to notice
+// its cancelled context and return; then (or at a second signal) the process
+// removes its temporary files and exits anyway. Outputs are renamed into
+// place under a lock the exit path also takes (internal/safefile), so an
+// interrupt at any moment leaves every output either as it was or complete.
+const interruptGrace = time.Second
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	var received atomic.Value
+	go func() {
+		sig := <-signals
+		received.Store(sig)
+		cancel()
+		select {
+		case <-signals:
+		case <-time.After(interruptGrace):
+		}
+		safefile.RemoveAllAndHold()
+		fmt.Fprintln(os.Stderr, "relurec: interrupted; outputs left as they were")
+		os.Exit(signalExit(sig))
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if sig, ok := received.Load().(os.Signal); ok && code == exitInterrupted {
+		code = signalExit(sig)
+	}
 	os.Exit(code)
+}
+
+// signalExit is the shell's exit status for death by sig: 128 + its number.
+func signalExit(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitInterrupted
 }
 
 // run executes the command line args and returns the exit status. It is the
 // whole program minus os.Exit, so tests call it in-process.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+//
+// A panic anywhere in a command (a worker's included: internal/parallel
+// re-raises it here) is an internal failure, not bad input: exit 1 with a
+// short message asking for a report. A cancelled context (Ctrl-C) exits 130.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer reportPanic(stderr, &code)
 	a := &app{stdout: stdout, stderr: stderr, args: args}
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -50,7 +93,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	code := exitFailure
+	if ctx.Err() != nil && a.started {
+		fmt.Fprintln(stderr, "relurec: interrupted; outputs left as they were")
+		return exitInterrupted
+	}
+	code = exitFailure
 	if !a.started || errBadInput(err) {
 		// Errors before a command's RunE starts come from cobra's parsing
 		// of flags and arguments: usage errors.
@@ -62,6 +109,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code
+}
+
+// reportPanic, deferred, turns a panic into exit status 1 and a short
+// message: a panic is a bug in relurec, never the user's bad input.
+func reportPanic(stderr io.Writer, code *int) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(stderr, "relurec: internal error: %v\n", r)
+	if os.Getenv("RELUREC_TRACEBACK") != "" {
+		stderr.Write(debug.Stack())
+	} else {
+		fmt.Fprintln(stderr, "This is a bug in relurec; please report it with the command line (set RELUREC_TRACEBACK=1 for the stack).")
+	}
+	*code = exitFailure
 }
 
 // badInputError is an error the CLI itself detected in what the user gave it:

@@ -20,6 +20,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/internal/safefile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -110,22 +111,18 @@ func table(w io.Writer, rows [][2]string) {
 	tw.Flush()
 }
 
-// checkOutPath fails early, before any long computation, when out cannot be
-// written: its directory is missing, or it names a directory.
+// checkOutPath fails early, before any long computation, when out or its
+// manifest could not be written at the end: the flag is empty, the path
+// names a directory, a device or another non-regular file, its directory is
+// missing or not writable, or the name is too long for the file system.
 func checkOutPath(flag, out string) error {
 	if out == "" {
 		return usageErrorf("--%s is required", flag)
 	}
-	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		return usageErrorf("--%s %s is a directory; give a file path", flag, out)
-	}
-	dir := filepath.Dir(out)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return inputErrorf("--%s %s: directory %s does not exist", flag, out, dir)
-	}
-	if !st.IsDir() {
-		return inputErrorf("--%s %s: %s is not a directory", flag, out, dir)
+	for _, p := range []string{out, dataio.ManifestPath(out)} {
+		if err := safefile.CheckWritable(p); err != nil {
+			return fmt.Errorf("--%s: %w", flag, err)
+		}
 	}
 	return nil
 }
@@ -141,47 +138,52 @@ type outFile struct {
 	write func(path string) error
 }
 
-// writeAll writes every output and one manifest next to each, all or
-// nothing: on any failure what was written is removed.
-func writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
-	var written []string
-	ok := false
-	defer func() {
-		if !ok {
-			for _, p := range written {
-				os.Remove(p)
-			}
-		}
-	}()
+// writeAll writes every output and one manifest next to each as one
+// transaction (internal/safefile): each file goes to a temporary file first,
+// the manifests record the outputs' hashes, and only then are all renamed
+// into place. On any failure, or when the command's context was cancelled
+// (Ctrl-C), every path is left as it was and no temporary file remains.
+func (a *app) writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
+	var tx safefile.Tx
+	defer tx.Abort()
+	var files []string
 	for _, o := range outs {
-		if err := o.write(o.path); err != nil {
+		tmp, err := tx.Create(o.path)
+		if err != nil {
 			return nil, err
 		}
-		written = append(written, o.path)
-	}
-	for _, o := range outs {
-		if err := man.AddOutput(o.path); err != nil {
+		if err := o.write(tmp); err != nil {
 			return nil, err
 		}
+		d, err := dataio.DigestFile(tmp)
+		if err != nil {
+			return nil, err
+		}
+		d.Path = o.path
+		man.Outputs = append(man.Outputs, d)
+		files = append(files, o.path)
 	}
 	man.Finish()
-	files := append([]string(nil), written...)
 	for _, p := range files {
-		mp := dataio.ManifestPath(p)
-		if err := man.Write(mp); err != nil {
+		tmp, err := tx.Create(dataio.ManifestPath(p))
+		if err != nil {
 			return nil, err
 		}
-		written = append(written, mp)
+		if err := man.Write(tmp); err != nil {
+			return nil, err
+		}
 	}
-	ok = true
+	if err := tx.Commit(a.context()); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
 
 // writeModel writes one model file (safetensors, dtype "f32" or "f64") and
 // its manifest, all or nothing, and records the write time as
 // timings["write"] (pass the map the manifest carries, so it shows there).
-func writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]string, dtype string, timings map[string]float64) error {
-	_, err := writeAll(man, []outFile{{path: path, write: func(p string) error {
+func (a *app) writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]string, dtype string, timings map[string]float64) error {
+	_, err := a.writeAll(man, []outFile{{path: path, write: func(p string) error {
 		t := time.Now()
 		if err := nn.SaveModel(p, net, meta, strings.ToUpper(dtype)); err != nil {
 			return fmt.Errorf("writing the model: %w", err)
@@ -192,10 +194,13 @@ func writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]
 	return err
 }
 
-// checkOutputs validates output paths: writable, distinct, not an input,
-// with the expected extension.
+// checkOutputs validates output paths before any work, given as
+// {flag, path, extension} ("" accepts any extension, an empty path is
+// skipped): each path and its manifest writable (checkOutPath), no two of
+// them — manifests included — the same file, and none of them an input.
 func checkOutputs(inputs []string, outs ...[3]string) error {
-	var seen []string
+	type named struct{ flag, path string }
+	var all []named
 	for _, o := range outs {
 		flag, path, ext := o[0], o[1], o[2]
 		if path == "" {
@@ -207,16 +212,15 @@ func checkOutputs(inputs []string, outs ...[3]string) error {
 		if err := checkOutPath(flag, path); err != nil {
 			return err
 		}
-		for _, s := range seen {
-			if dataio.CheckOutputNotInput(path, s) != nil {
-				return usageErrorf("two outputs are the same file: %s", path)
+		all = append(all, named{flag, path}, named{flag + " (its manifest)", dataio.ManifestPath(path)})
+	}
+	for i, o := range all {
+		for _, prev := range all[:i] {
+			if dataio.CheckOutputNotInput(o.path, prev.path) != nil {
+				return usageErrorf("--%s %s and --%s %s are the same file; give each output its own path", prev.flag, prev.path, o.flag, o.path)
 			}
 		}
-		seen = append(seen, path)
-		if err := dataio.CheckOutputNotInput(path, inputs...); err != nil {
-			return err
-		}
-		if err := dataio.CheckOutputNotInput(dataio.ManifestPath(path), inputs...); err != nil {
+		if err := dataio.CheckOutputNotInput(o.path, inputs...); err != nil {
 			return err
 		}
 	}

@@ -116,7 +116,7 @@ func (a *app) runGenRobust(o genRobustOptions) error {
 	}
 	man := dataio.NewManifest("gen robust", a.args)
 	man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
-	files, err := writeAll(man, []outFile{{o.Out, func(p string) error {
+	files, err := a.writeAll(man, []outFile{{o.Out, func(p string) error {
 		return dataio.WriteNPZ(p, map[string]*mat.Dense{"A": in.A, "V": in.V, "C": in.C, "E": in.E, "W": in.W, "b": rowMatrix(in.B)})
 	}}})
 	if err != nil {
@@ -368,7 +368,7 @@ func (a *app) runRecoverLatent(cmd *cobra.Command, o *recoverOptions) error {
 	out.Seconds = time.Since(start).Seconds()
 	man.Timings = map[string]float64{"solve": solveTime.Seconds()}
 	man.Results = jsonsafe.Finite(out)
-	if _, err := writeAll(man, outs); err != nil {
+	if _, err := a.writeAll(man, outs); err != nil {
 		return err
 	}
 	return a.emit(out, func(w io.Writer) { printRecoverLatent(w, o, out) })

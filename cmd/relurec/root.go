@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -24,6 +25,17 @@ type app struct {
 	// started is set when a command's RunE begins; an error before that is
 	// a usage error from cobra's parsing.
 	started bool
+	// ctx is the running command's context (cancelled by Ctrl-C), set with
+	// started; the shared read and write steps use it.
+	ctx context.Context
+}
+
+// context returns the running command's context.
+func (a *app) context() context.Context {
+	if a.ctx == nil {
+		return context.Background()
+	}
+	return a.ctx
 }
 
 func newRootCmd(a *app) *cobra.Command {
@@ -111,6 +123,7 @@ func groupCmd(use, short, example string, subs ...*cobra.Command) *cobra.Command
 func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		a.started = true
+		a.ctx = cmd.Context()
 		return fn(cmd, args)
 	}
 }

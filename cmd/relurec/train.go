@@ -173,7 +173,7 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 	}
 	man.Timings = out.Timings
 	man.Results = jsonsafe.Finite(map[string]any{"train": out.Train, "test": out.Test, "epochs": out.Epochs, "parameters": out.Parameters})
-	if err := writeModel(man, opt.Out, net, out.metadata(), opt.DType, out.Timings); err != nil {
+	if err := a.writeModel(man, opt.Out, net, out.metadata(), opt.DType, out.Timings); err != nil {
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue "Nothing lost, nothing damaged", item 1: one output writer for every
+// command. Each test names the failure it reproduced before the change.
+
+// Before: learn twolayer --out /dev/null, run as root, replaced the device
+// with a regular file.
+func TestOutputToDeviceRefusedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	x, y, _ := genSmall(t, dir)
+	code, _, errs := cli(t, "learn", "twolayer", "--x", x, "--y", y, "--out", os.DevNull)
+	if code != exitBadInput || !strings.Contains(errs, "not a regular file") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the device", code, errs)
+	}
+	if st, err := os.Stat(os.DevNull); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer a character device", os.DevNull)
+	}
+}
+
+// Before: a symbolic link given as --out was replaced by a plain file.
+func TestOutputSymlinkKeptAndTargetWritten(t *testing.T) {
+	dir := t.TempDir()
+	x, y, _ := genSmall(t, dir)
+	real := filepath.Join(dir, "models", "v1.safetensors")
+	os.Mkdir(filepath.Dir(real), 0o755)
+	link := filepath.Join(dir, "latest.safetensors")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(real, []byte("old"), 0o644)
+	if code, _, errs := cli(t, "learn", "twolayer", "--x", x, "--y", y, "--out", link); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symbolic link was replaced by a file")
+	}
+	if b, _ := os.ReadFile(real); string(b) == "old" {
+		t.Fatal("the link's target was not written")
+	}
+}
+
+// Before: the model was renamed over the old one, then the manifest write
+// failed (a directory named out.safetensors.manifest.json, or a name too
+// long) and the model was removed: the user's previous model was gone.
+func TestFailingManifestKeepsPreviousModel(t *testing.T) {
+	dir := t.TempDir()
+	x, y, _ := genSmall(t, dir)
+	out := filepath.Join(dir, "m.safetensors")
+	os.WriteFile(out, []byte("previous model"), 0o644)
+	os.Mkdir(out+".manifest.json", 0o755)
+	start := time.Now()
+	code, _, errs := cli(t, "learn", "twolayer", "--x", x, "--y", y, "--out", out)
+	if code != exitBadInput || !strings.Contains(errs, "manifest") && !strings.Contains(errs, "directory") {
+		t.Fatalf("exit %d, stderr %q; want 2 before any work", code, errs)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "previous model" {
+		t.Fatal("the previous model was lost")
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("refused only after %v: the check should come before the fit", time.Since(start))
+	}
+	long := filepath.Join(dir, strings.Repeat("m", 240)+".safetensors") // its manifest's name is too long
+	if code, _, errs := cli(t, "learn", "twolayer", "--x", x, "--y", y, "--out", long); code != exitBadInput {
+		t.Fatalf("over-long manifest name: exit %d, %s", code, errs)
+	}
+	leftover, _ := filepath.Glob(filepath.Join(dir, ".relurec-tmp-*"))
+	if len(leftover) != 0 {
+		t.Fatalf("temporary files left: %v", leftover)
+	}
+}
+
+// Before: gen twolayer --model-out a.npy.manifest.json overwrote the
+// manifest of the --x output.
+func TestOutputCollidingWithAnotherOutputsManifestRefused(t *testing.T) {
+	dir := t.TempDir()
+	x, y := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	code, _, errs := cli(t, "gen", "twolayer", "--n", "500", "--x", x, "--y", y, "--model-out", x+".manifest.json")
+	if code != exitBadInput || !strings.Contains(errs, "same file") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(x); err == nil {
+		t.Fatal("outputs written although two of them collide")
+	}
+}
+
+// Before: write permission was only checked after the computation.
+func TestReadOnlyDirectoryRefusedBeforeWork(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes into read-only directories")
+	}
+	dir := t.TempDir()
+	x, y, _ := genSmall(t, dir)
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o555)
+	code, _, errs := cli(t, "learn", "twolayer", "--x", x, "--y", y, "--out", filepath.Join(ro, "m.safetensors"))
+	if code != exitBadInput || !strings.Contains(errs, "permission") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// Before: gen ignored Ctrl-C and replaced the output; a cancelled context
+// now leaves the previous output as it was.
+func TestCancelledGenLeavesOutputAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "d.npz")
+	os.WriteFile(out, []byte("previous"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var so, se strings.Builder
+	code := run(ctx, []string{"gen", "twolayer", "--n", "500", "--out", out}, &so, &se)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr %q", code, exitInterrupted, se.String())
+	}
+	if b, _ := os.ReadFile(out); string(b) != "previous" {
+		t.Fatal("a cancelled gen replaced the output")
+	}
+	leftover, _ := filepath.Glob(filepath.Join(dir, ".relurec-tmp-*"))
+	if len(leftover) != 0 {
+		t.Fatalf("temporary files left: %v", leftover)
+	}
+}
+
+// Before: no recover in main; a panic exited with status 2, which the README
+// promises for bad input.
+func TestPanicExitsOneWithReportHint(t *testing.T) {
+	var se strings.Builder
+	code := func() (code int) {
+		defer reportPanic(&se, &code)
+		var m map[string]int
+		m["x"] = 1 // a bug
+		return exitOK
+	}()
+	if code != exitFailure || !strings.Contains(se.String(), "please report") {
+		t.Fatalf("exit %d, stderr %q; want 1 and a report hint", code, se.String())
+	}
+}

@@ -1,0 +1,224 @@
+package safefile
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/relurec/relurec/errs"
+)
+
+func writeString(s string) func(io.Writer) error {
+	return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// leftovers lists relurec's temporary files in dir.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
+	return m
+}
+
+// Before: AtomicWriteFile renamed over any target, so `--out /dev/null` run
+// as root replaced the device with a regular file.
+func TestTargetRefusesDevicesAndDirectories(t *testing.T) {
+	for _, p := range []string{os.DevNull, t.TempDir(), t.TempDir() + "/"} {
+		_, err := Target(p)
+		if !errors.Is(err, errs.ErrInput) {
+			t.Errorf("Target(%q) = %v, want an ErrInput refusal", p, err)
+		}
+	}
+	if err := WriteFile(os.DevNull, writeString("x")); !errors.Is(err, errs.ErrInput) {
+		t.Fatalf("WriteFile(/dev/null) = %v, want refusal", err)
+	}
+	if st, err := os.Stat(os.DevNull); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a character device: %v %v", st.Mode(), err)
+	}
+	if _, err := Target(filepath.Join(t.TempDir(), "missing", "out.npy")); !errors.Is(err, errs.ErrInput) {
+		t.Errorf("missing directory: %v", err)
+	}
+}
+
+// Before: a symbolic link given as an output was replaced by a plain file.
+func TestSymlinkTargetIsWrittenAndLinkKept(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.txt")
+	link := filepath.Join(dir, "link.txt")
+	if err := os.WriteFile(real, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(link, writeString("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if got := read(t, real); got != "new" {
+		t.Fatalf("link target holds %q, want new", got)
+	}
+	if fi, _ := os.Stat(real); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("replaced file's mode %v, want 0600 kept", fi.Mode().Perm())
+	}
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink("nowhere", dangling)
+	if err := WriteFile(dangling, writeString("x")); !errors.Is(err, errs.ErrInput) {
+		t.Fatalf("dangling link: %v", err)
+	}
+}
+
+// Before: outputs were 0644 whatever the umask.
+func TestNewFilesFollowUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	p := filepath.Join(t.TempDir(), "out.bin")
+	if err := WriteFile(p, writeString("x")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v under umask 077, want 0600", fi.Mode().Perm())
+	}
+}
+
+// Before: writeAll renamed the model over the old one, then a failing
+// manifest write removed the model: the user's previous model was gone.
+func TestFailedCommitRestoresEveryTarget(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.safetensors")
+	manifest := model + ".manifest.json"
+	os.WriteFile(model, []byte("old model"), 0o644)
+	os.WriteFile(manifest, []byte("old manifest"), 0o644)
+	var tx Tx
+	defer tx.Abort()
+	a, err := tx.Create(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tx.Create(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(a, []byte("new model"), 0o644)
+	os.WriteFile(b, []byte("new manifest"), 0o644)
+	// The second rename fails: its target became a non-empty directory.
+	os.Remove(manifest)
+	os.MkdirAll(filepath.Join(manifest, "x"), 0o755)
+	if err := tx.Commit(context.Background()); err == nil {
+		t.Fatal("commit over a directory succeeded")
+	}
+	if got := read(t, model); got != "old model" {
+		t.Fatalf("model holds %q after a failed commit, want the old content", got)
+	}
+	if l := leftovers(t, dir); len(l) != 0 || Live() != 0 {
+		t.Fatalf("temporary files left: %v (live %d)", l, Live())
+	}
+}
+
+func TestCommitWritesAllOrCancelledWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	os.WriteFile(p1, []byte("old"), 0o644)
+	for _, cancelled := range []bool{true, false} {
+		var tx Tx
+		t1, _ := tx.Create(p1)
+		t2, err := tx.Create(p2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(t1, ".npy") {
+			t.Fatalf("temporary name %s lost the extension", t1)
+		}
+		os.WriteFile(t1, []byte("new1"), 0o644)
+		os.WriteFile(t2, []byte("new2"), 0o644)
+		ctx, cancel := context.WithCancel(context.Background())
+		if cancelled {
+			cancel()
+		}
+		err = tx.Commit(ctx)
+		cancel()
+		if cancelled {
+			if !errors.Is(err, context.Canceled) || read(t, p1) != "old" {
+				t.Fatalf("cancelled commit: err %v, a.npy %q", err, read(t, p1))
+			}
+			if _, err := os.Stat(p2); err == nil {
+				t.Fatal("cancelled commit created b.npy")
+			}
+		} else if err != nil || read(t, p1) != "new1" || read(t, p2) != "new2" {
+			t.Fatalf("commit: %v", err)
+		}
+		if l := leftovers(t, dir); len(l) != 0 {
+			t.Fatalf("temporary files left: %v", l)
+		}
+	}
+}
+
+func TestFailedWriteLeavesOldFileAndNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.npz")
+	os.WriteFile(p, []byte("old"), 0o644)
+	boom := errors.New("disk full")
+	if err := WriteFile(p, func(w io.Writer) error { io.WriteString(w, "partial"); return boom }); !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+	if read(t, p) != "old" || len(leftovers(t, dir)) != 0 {
+		t.Fatal("a failed write damaged the old file or left a temporary file")
+	}
+}
+
+// Before: SIGKILL during gen left a 560 MB hidden temporary file forever.
+func TestStaleTemporaryFilesOfDeadProcessesAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "X.npy")
+	stale := filepath.Join(dir, tempPrefix+"2147483646-abcdef-X.npy")
+	mine := filepath.Join(dir, tempPrefix+"1-abcdef-X.npy") // pid 1 is alive
+	os.WriteFile(stale, []byte("junk"), 0o644)
+	os.WriteFile(mine, []byte("junk"), 0o644)
+	if err := WriteFile(target, writeString("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Fatal("stale temporary file of a dead process was kept")
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Fatal("temporary file of a live process was removed")
+	}
+}
+
+func TestCheckWritableCatchesLongNamesBeforeWork(t *testing.T) {
+	p := filepath.Join(t.TempDir(), strings.Repeat("n", 250)+".safetensors")
+	if err := CheckWritable(p); !errors.Is(err, errs.ErrInput) {
+		t.Fatalf("CheckWritable(long name) = %v, want ErrInput", err)
+	}
+	if err := CheckWritable(filepath.Join(t.TempDir(), "ok.npy")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRemoveAllAndHoldRemovesTemporaries(t *testing.T) {
+	var tx Tx
+	tmp, err := tx.Create(filepath.Join(t.TempDir(), "big.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	RemoveAllAndHold()
+	defer mu.Unlock()
+	if _, err := os.Stat(tmp); err == nil || len(live) != 0 {
+		t.Fatal("temporary file survived RemoveAllAndHold")
+	}
+}
