@@ -98,6 +98,12 @@ const evalChunk = 1024
 // the result is identical at any GOMAXPROCS, and it never holds more than a
 // few chunks of logits. Errors wrap ErrInput.
 func (m *MLP) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
+	if err := m.Validate(); err != nil {
+		return Metrics{}, fmt.Errorf("%w: %w", err, ErrInput)
+	}
+	if x == nil || x.IsEmpty() {
+		return Metrics{}, fmt.Errorf("nn: Evaluate: the inputs x are nil or empty; expected n×%d (the network's input width): %w", m.In(), ErrInput)
+	}
 	n, d := x.Dims()
 	if d != m.In() {
 		return Metrics{}, fmt.Errorf("nn: inputs have %d columns but the network takes %d: %w", d, m.In(), ErrInput)

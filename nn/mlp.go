@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/certify"
 )
 
 // Layer is one affine map followed by an activation: act(x·Wᵀ + b).
@@ -30,11 +32,29 @@ type MLP struct {
 
 // NewTwoLayer returns the bias-free network x ↦ U·ReLU(V·x), i.e.
 // Y = ReLU(X·Vᵀ)·Uᵀ, with V k×d and U m×k. The matrices are not copied.
+// It does not validate them: V and U that come from a caller rather than
+// from a learner go through CheckTwoLayer first (or the result through
+// MLP.Validate), since a nil or mismatched matrix makes the network panic
+// when it is used.
 func NewTwoLayer(V, U *mat.Dense) *MLP {
 	return &MLP{Layers: []Layer{
 		{Weight: V, Act: ReLU},
 		{Weight: U, Act: Identity},
 	}}
+}
+
+// CheckTwoLayer returns an error wrapping ErrInput unless V and U make a
+// two-layer network x ↦ U·φ(V·x) (NewTwoLayer, NewTwoLayerAct): V present
+// and k×d, U present and m×k with the same k, all entries finite. The
+// message names the matrix and the shape expected.
+func CheckTwoLayer(V, U *mat.Dense) error {
+	const fn = "nn.CheckTwoLayer"
+	k, _, err := certify.CheckMatrix(fn, "V", V, -1, -1, "k×d (one row per hidden unit)")
+	if err != nil {
+		return err
+	}
+	_, _, err = certify.CheckMatrix(fn, "U", U, -1, k, fmt.Sprintf("m×k with k = %d (V's rows)", k))
+	return err
 }
 
 // In is the network's input width.

@@ -32,6 +32,10 @@ type TrainOptions struct {
 	// on weights, not biases: each step multiplies weights by 1 − α_t·λ.
 	// Default 0.
 	WeightDecay float64
+	// Classes is the number of classes C: labels lie in [0, C) and the
+	// network has C outputs (Train checks both). 0 leaves it to the labels:
+	// ClassCount then infers max(label)+1, at most MaxInferredClasses.
+	Classes int
 	// Seed seeds the order of the samples in each epoch. The same seed, data
 	// and starting network give bit-identical results at any GOMAXPROCS.
 	Seed uint64
@@ -67,6 +71,43 @@ func (o TrainOptions) withDefaults() TrainOptions {
 		o.Epsilon = 1e-8
 	}
 	return o
+}
+
+// MaxInferredClasses is the largest class count ClassCount infers from the
+// labels alone (TrainOptions.Classes = 0). A single stray label such as 1e6
+// would otherwise size the output layer — and the memory of training — by
+// that value.
+const MaxInferredClasses = 1000
+
+// ClassCount returns the number of classes C of a classifier trained on
+// labels with o: TrainOptions.Classes when it is set, and every label must
+// then lie in [0, C); otherwise max(label)+1, which must not exceed
+// MaxInferredClasses. It is the check to run before sizing a network's
+// output layer from the labels. Errors wrap ErrInput and name the offending
+// label's value and row.
+func (o TrainOptions) ClassCount(labels []int) (int, error) {
+	if o.Classes < 0 {
+		return 0, fmt.Errorf("nn: TrainOptions.Classes must be ≥ 0 (0 infers it from the labels), got %d: %w", o.Classes, ErrInput)
+	}
+	if len(labels) == 0 {
+		return 0, fmt.Errorf("nn: no labels: %w", ErrInput)
+	}
+	classes := 0
+	for i, l := range labels {
+		switch {
+		case l < 0:
+			return 0, fmt.Errorf("nn: label %d at row %d is negative; labels are class indices 0 … C−1: %w", l, i, ErrInput)
+		case o.Classes > 0 && l >= o.Classes:
+			return 0, fmt.Errorf("nn: label %d at row %d is outside [0, %d) for TrainOptions.Classes = %d: %w", l, i, o.Classes, o.Classes, ErrInput)
+		case o.Classes == 0 && l >= MaxInferredClasses:
+			return 0, fmt.Errorf("nn: label %d at row %d would make %d classes, more than the %d inferred from the labels alone; set TrainOptions.Classes to the number of classes if that many are intended: %w", l, i, l+1, MaxInferredClasses, ErrInput)
+		}
+		classes = max(classes, l+1)
+	}
+	if o.Classes > 0 {
+		return o.Classes, nil
+	}
+	return classes, nil
 }
 
 // EpochStats reports one epoch of training.
@@ -111,9 +152,15 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 			return nil, fmt.Errorf("nn: Train: layer %d has activation %s; training supports relu and identity layers only: %w", i, l.Act, ErrInput)
 		}
 	}
+	if x == nil || x.IsEmpty() {
+		return nil, fmt.Errorf("nn: Train: the inputs x are nil or empty; expected n×%d (the network's input width): %w", m.In(), ErrInput)
+	}
 	n, d := x.Dims()
 	if d != m.In() {
 		return nil, fmt.Errorf("nn: Train: inputs have %d columns but the network takes %d: %w", d, m.In(), ErrInput)
+	}
+	if opt.Classes != 0 && opt.Classes != m.Out() {
+		return nil, fmt.Errorf("nn: Train: the network has %d outputs but TrainOptions.Classes = %d: %w", m.Out(), opt.Classes, ErrInput)
 	}
 	if err := CheckLabels(labels, n, m.Out()); err != nil {
 		return nil, err
