@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -11,6 +12,16 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 )
+
+// utf8BOM is the byte-order mark Excel's "CSV UTF-8" export (and Windows
+// Notepad) put at the start of a file. Left in place it would glue itself to
+// the first field, making a numeric first row look like a header.
+const utf8BOM = "\ufeff"
+
+// maxShownField is how many characters of an offending field an error quotes:
+// enough to recognise it, short enough that a binary file or a megabyte-long
+// line does not flood the terminal.
+const maxShownField = 40
 
 // readCSVFile reads a numeric CSV file from disk.
 func readCSVFile(path string) (*mat.Dense, error) {
@@ -26,13 +37,31 @@ func readCSVFile(path string) (*mat.Dense, error) {
 	return m, nil
 }
 
-// decodeCSV reads comma-separated numbers, one sample per line. The first
-// non-blank line is taken as a header (and skipped) when any of its fields
-// is not a number, which covers pandas' DataFrame.to_csv and hand-written
-// column names. Blank lines and lines starting with '#' (numpy.savetxt's
-// header) are skipped. Every row must have as many fields as the first.
+// decodeCSV reads comma-separated numbers, one sample per line, as
+// numpy.loadtxt(path, delimiter=",") does, but reports every problem instead
+// of guessing:
+//
+//   - a UTF-8 byte-order mark at the start is dropped;
+//   - blank lines, and lines starting with '#' (numpy.savetxt's header), are
+//     skipped; spaces around a field, and double quotes around it, are not
+//     part of the value;
+//   - the first remaining row is a header, and skipped, only when none of its
+//     fields is a number (pandas' to_csv(index=False), hand-written column
+//     names); a first row mixing text and numbers is an error, since either
+//     reading of it would silently lose or invent data;
+//   - every row must have as many fields as the first;
+//   - a field that is not a number, or a number beyond ±1.8e308 (which numpy
+//     would read as ±Inf), is an error naming its line, counting every
+//     physical line from 1, and its column, counting from 1. Underflow reads
+//     as 0, as in numpy.
+//
+// The text "nan", "inf", "-inf" and "infinity" (any case) is read as NaN or
+// ±Inf, as numpy reads it; callers reject those with CheckFinite.
+//
+// Bad content gives an error wrapping ErrFormat, a file without data rows
+// one wrapping ErrEmpty.
 func decodeCSV(r io.Reader) (*mat.Dense, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	cr.FieldsPerRecord = -1 // we check raggedness ourselves, to name the line
 	cr.TrimLeadingSpace = true
 	cr.Comment = '#'
@@ -42,7 +71,6 @@ func decodeCSV(r io.Reader) (*mat.Dense, error) {
 		data    []float64
 		cols    = -1
 		rows    int
-		first   = true
 		hdrLine int
 	)
 	for {
@@ -61,10 +89,13 @@ func decodeCSV(r io.Reader) (*mat.Dense, error) {
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue // a line of blanks
 		}
-		if first {
-			first = false
+		if cols < 0 {
 			cols = len(rec)
-			if !allNumeric(rec) {
+			header, err := isHeader(cr, rec)
+			if err != nil {
+				return nil, err
+			}
+			if header {
 				hdrLine = line
 				continue
 			}
@@ -78,10 +109,9 @@ func decodeCSV(r io.Reader) (*mat.Dense, error) {
 				line, len(rec), what, cols, ErrFormat)
 		}
 		for j, f := range rec {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			v, err := parseField(cr, j, f)
 			if err != nil {
-				return nil, fmt.Errorf("line %d, column %d: %q is not a number (expected comma-separated numbers after an optional header row): %w",
-					line, j+1, f, ErrFormat)
+				return nil, err
 			}
 			data = append(data, v)
 		}
@@ -93,11 +123,85 @@ func decodeCSV(r io.Reader) (*mat.Dense, error) {
 	return mat.NewDense(rows, cols, data), nil
 }
 
-func allNumeric(rec []string) bool {
-	for _, f := range rec {
-		if _, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err != nil {
-			return false
+// skipBOM returns r without a leading UTF-8 byte-order mark. A read error
+// while peeking is left for the CSV reader to report.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(len(utf8BOM)); string(b) == utf8BOM {
+		br.Discard(len(utf8BOM))
+	}
+	return br
+}
+
+// isHeader reports whether rec, the first non-blank, non-comment row, is a
+// header: no field of it is a number. A row holding both numbers and text is
+// an error naming the first text field and the first number, since skipping
+// it would drop a data row with one typo and reading it would fail anyway.
+func isHeader(cr *csv.Reader, rec []string) (bool, error) {
+	text, num := -1, -1
+	for j, f := range rec {
+		switch {
+		case isNumber(f):
+			if num < 0 {
+				num = j
+			}
+		case text < 0:
+			text = j
 		}
 	}
-	return true
+	if text < 0 {
+		return false, nil
+	}
+	if num < 0 {
+		return true, nil
+	}
+	line, _ := cr.FieldPos(text)
+	return false, fmt.Errorf("line %d, column %d: %s is not a number but column %d (%s) is; the first row must be either a header (no numbers) or data (only numbers): %w",
+		line, text+1, quoteField(rec[text]), num+1, shortField(strings.TrimSpace(rec[num])), ErrFormat)
+}
+
+// isNumber reports whether field, without its surrounding spaces, is written
+// as a number, including one too large for a float64.
+func isNumber(field string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// parseField parses field j of the record cr has just read. Overflow is told
+// apart from bad syntax because "not a number" would be a baffling message
+// for 1e400.
+func parseField(cr *csv.Reader, j int, field string) (float64, error) {
+	s := strings.TrimSpace(field)
+	v, err := strconv.ParseFloat(s, 64)
+	if err == nil {
+		return v, nil
+	}
+	// The field's own line, which differs from the record's when an
+	// earlier quoted field spans lines.
+	line, _ := cr.FieldPos(j)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("line %d, column %d: %s is out of the float64 range (±1.8e308): %w",
+			line, j+1, shortField(s), ErrFormat)
+	}
+	return 0, fmt.Errorf("line %d, column %d: %s is not a number: %w",
+		line, j+1, quoteField(field), ErrFormat)
+}
+
+// quoteField quotes a field's text, trimmed and cut to maxShownField
+// characters, for an error message; quoting shows an empty field and
+// escapes control bytes.
+func quoteField(field string) string {
+	return strconv.Quote(shortField(strings.TrimSpace(field)))
+}
+
+// shortField cuts s after maxShownField characters, marking the cut with "…".
+func shortField(s string) string {
+	n := 0
+	for i := range s {
+		if n == maxShownField {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
 }
