@@ -184,6 +184,9 @@ func (a *app) runGenDepth2(g *depth2Gen, o genDepth2Outputs) error {
 	if err != nil {
 		return err
 	}
+	if err := a.context().Err(); err != nil {
+		return err // Ctrl-C during generation: write nothing
+	}
 	genTime := time.Since(start)
 	man := dataio.NewManifest("gen depth2", a.args)
 	man.Version = relurecVersion()

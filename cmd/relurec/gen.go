@@ -248,6 +248,9 @@ func (a *app) runGenTwoLayer(cmd *cobra.Command, g *twoLayerGen, fl genTwoLayerF
 	if err != nil {
 		return err
 	}
+	if err := a.context().Err(); err != nil {
+		return err // Ctrl-C during generation: write nothing
+	}
 	genTime := time.Since(start)
 	dataFiles, err := a.writeGenTwoLayer(g, files, fl.modelOut, gen, extra, start, genTime)
 	if err != nil {
