@@ -27,6 +27,7 @@ type trainMLPOptions struct {
 	XName        string  `json:"x_name,omitempty"`
 	YName        string  `json:"y_name,omitempty"`
 	Hidden       []int   `json:"hidden"`
+	Classes      int     `json:"classes,omitempty"`
 	Epochs       int     `json:"epochs"`
 	BatchSize    int     `json:"batch_size"`
 	LearningRate float64 `json:"learning_rate"`
@@ -79,6 +80,9 @@ deterministic: the same flags give the same weights on any machine.
 scripts/install-datasets.sh; 60 000 training images, pixels scaled to [0, 1]
 as torchvision's ToTensor does, accuracy also reported on the 10 000 test
 images) or an .npz file holding inputs X (n×d) and integer labels y (n×1).
+Labels are class indices 0 … C−1: C is --classes, or max(label)+1 when
+--classes is not given, which is refused above 1000 classes (a stray label
+would otherwise size the output layer); a label outside [0, C) exits 2.
 
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys, plus <out>.manifest.json. On any error nothing is
@@ -113,6 +117,7 @@ func newTrainMLPCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.XName, "x-name", opt.XName, "name of the inputs inside an .npz")
 	f.StringVar(&opt.YName, "y-name", opt.YName, "name of the labels inside an .npz")
 	f.StringVar(&hidden, "hidden", "512,256", "hidden layer widths, comma-separated")
+	f.IntVar(&opt.Classes, "classes", 0, "number of classes C (labels 0 … C−1); 0 infers max(label)+1, at most 1000")
 	f.IntVar(&opt.Epochs, "epochs", opt.Epochs, "passes over the training data")
 	f.IntVar(&opt.BatchSize, "batch-size", opt.BatchSize, "samples per Adam step")
 	f.Float64Var(&opt.LearningRate, "lr", opt.LearningRate, "Adam learning rate at the start of the cosine schedule")
@@ -140,18 +145,31 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 		return err
 	}
 	readTime := time.Since(start)
+	to := nn.TrainOptions{
+		Epochs: opt.Epochs, BatchSize: opt.BatchSize, LearningRate: opt.LearningRate,
+		Schedule: opt.Schedule, WeightDecay: opt.WeightDecay, Seed: opt.Seed, Classes: opt.Classes,
+	}
+	// The class count sizes the output layer: check the labels against it
+	// before any memory is spent on the network.
+	classes, err := to.ClassCount(train.Labels)
+	if err != nil {
+		return err
+	}
+	if test != nil {
+		if err := nn.CheckLabels(test.Labels, test.Rows(), classes); err != nil {
+			return fmt.Errorf("test split: %w", err)
+		}
+	}
+	to.Classes = classes
 	_, d := train.X.Dims()
-	sizes := append(append([]int{d}, opt.Hidden...), train.Classes)
+	sizes := append(append([]int{d}, opt.Hidden...), classes)
 	net, err := nn.NewMLP(sizes, opt.Seed)
 	if err != nil {
 		return err
 	}
 	progress, clear := a.progress()
+	to.Progress = progress
 	trainStart := time.Now()
-	to := nn.TrainOptions{
-		Epochs: opt.Epochs, BatchSize: opt.BatchSize, LearningRate: opt.LearningRate,
-		Schedule: opt.Schedule, WeightDecay: opt.WeightDecay, Seed: opt.Seed, Progress: progress,
-	}
 	tr, err := nn.Train(cmd.Context(), net, train.X, train.Labels, to)
 	clear()
 	if err != nil {
@@ -201,6 +219,8 @@ func (opt *trainMLPOptions) validate(hidden string) error {
 		return usageErrorf("--schedule must be cosine or constant, got %q", opt.Schedule)
 	case opt.WeightDecay < 0:
 		return usageErrorf("--weight-decay must be ≥ 0, got %g", opt.WeightDecay)
+	case opt.Classes < 0:
+		return usageErrorf("--classes must be ≥ 0 (0 infers it from the labels), got %d", opt.Classes)
 	}
 	var inputs []string
 	if !isNamedDataset(opt.Data) {
