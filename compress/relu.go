@@ -44,8 +44,18 @@ type MLEInfo struct {
 // φ/(1 − Φ). Every second derivative lies in [0, 1] (Lemma B.1), so ∇F is
 // 1-Lipschitz. The tails are evaluated with the stable log-CDF and hazard of
 // package hermite (no overflow or cancellation for |Y/σ| up to 1e150).
+// y, z and a non-nil grad must have the same shape; it panics otherwise (a
+// programming error: ReLUMLE checks its arguments at the edge).
 func TobitObjective(y, z *mat.Dense, sigma float64, grad *mat.Dense) float64 {
 	r, c := y.Dims()
+	if zr, zc := z.Dims(); zr != r || zc != c {
+		panic(fmt.Sprintf("compress: TobitObjective: y is %d×%d but z is %d×%d; they must have the same shape", r, c, zr, zc))
+	}
+	if grad != nil {
+		if gr, gc := grad.Dims(); gr != r || gc != c {
+			panic(fmt.Sprintf("compress: TobitObjective: y is %d×%d but grad is %d×%d; they must have the same shape", r, c, gr, gc))
+		}
+	}
 	var f float64
 	s2 := sigma * sigma
 	for i := 0; i < r; i++ {
