@@ -17,9 +17,11 @@ type WorkerPanic struct {
 	Stack []byte
 }
 
-// Error reports the original panic value and the worker's stack.
+// Error reports the original panic value; the worker's stack is in Stack
+// (kept out of the message so a top-level handler prints one short line and
+// shows the stack only when asked to).
 func (p *WorkerPanic) Error() string {
-	return fmt.Sprintf("panic in parallel task: %v\n\nworker stack:\n%s", p.Value, p.Stack)
+	return fmt.Sprintf("panic in a parallel task: %v", p.Value)
 }
 
 // Unwrap returns the original panic value when it is an error, so errors.Is

@@ -51,8 +51,8 @@ func TestForReraisesWorkerPanicOnCaller(t *testing.T) {
 		if p.Value != "boom" {
 			t.Fatalf("GOMAXPROCS %d: panic value %v, want boom", procs, p.Value)
 		}
-		if !strings.Contains(string(p.Stack), "parallel") || !strings.Contains(p.Error(), "boom") {
-			t.Fatalf("GOMAXPROCS %d: stack or message lost the worker: %s", procs, p.Error())
+		if !strings.Contains(string(p.Stack), "parallel_test.go") || !strings.Contains(p.Error(), "boom") {
+			t.Fatalf("GOMAXPROCS %d: stack or message lost the task: %s\n%s", procs, p.Error(), p.Stack)
 		}
 		if r := ran.Load(); r == 10000 {
 			t.Errorf("GOMAXPROCS %d: all 10000 tasks ran after a panic; workers should stop taking tasks", procs)
