@@ -17,8 +17,10 @@ import (
 //   - .npz: the member called name ("X" or "X.npy"); with name == "" an archive
 //     holding exactly one array yields that array. A missing name gives an
 //     error wrapping ErrNotFound that lists the names present.
-//   - .csv: comma-separated numbers; a non-numeric first row is a header and
-//     is skipped, as are blank lines and '#' comment lines.
+//   - .csv: comma-separated numbers, as numpy.loadtxt(delimiter=",") reads
+//     them; a first row with no numeric field is a header and is skipped, as
+//     are blank lines, '#' lines and a UTF-8 BOM. A non-number, or a number
+//     beyond ±1.8e308, is an error naming its line and column.
 //   - IDX (names ending in "-ubyte" or ".idx", optionally gzipped with ".gz",
 //     as the MNIST family is distributed): the first dimension gives the rows,
 //     the others are flattened; values are not scaled. See ReadIDX.
