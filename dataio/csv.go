@@ -24,13 +24,13 @@ const utf8BOM = "\ufeff"
 const maxShownField = 40
 
 // readCSVFile reads a numeric CSV file from disk.
-func readCSVFile(path string) (*mat.Dense, error) {
+func readCSVFile(path string, cfg readCfg) (*mat.Dense, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	m, err := decodeCSV(f)
+	m, err := decodeCSV(cfg.reader(f), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -58,9 +58,10 @@ func readCSVFile(path string) (*mat.Dense, error) {
 // The text "nan", "inf", "-inf" and "infinity" (any case) is read as NaN or
 // ±Inf, as numpy reads it; callers reject those with CheckFinite.
 //
-// Bad content gives an error wrapping ErrFormat, a file without data rows
-// one wrapping ErrEmpty.
-func decodeCSV(r io.Reader) (*mat.Dense, error) {
+// Reading stops after cfg's row limit; a matrix outgrowing the memory
+// budget is an error wrapping ErrTooLarge. Bad content gives an error
+// wrapping ErrFormat, a file without data rows one wrapping ErrEmpty.
+func decodeCSV(r io.Reader, cfg readCfg) (*mat.Dense, error) {
 	cr := csv.NewReader(skipBOM(r))
 	cr.FieldsPerRecord = -1 // we check raggedness ourselves, to name the line
 	cr.TrimLeadingSpace = true
@@ -72,8 +73,10 @@ func decodeCSV(r io.Reader) (*mat.Dense, error) {
 		cols    = -1
 		rows    int
 		hdrLine int
+		// the matrix grows row by row; the budget caps its elements
+		maxElems = MemoryBudget() / 8
 	)
-	for {
+	for cfg.maxRows == 0 || rows < cfg.maxRows {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
@@ -107,6 +110,9 @@ func decodeCSV(r io.Reader) (*mat.Dense, error) {
 			}
 			return nil, fmt.Errorf("line %d has %d fields but %s has %d; every row must have the same number of comma-separated values: %w",
 				line, len(rec), what, cols, ErrFormat)
+		}
+		if int64(len(data)+cols) > maxElems {
+			return nil, fmt.Errorf("line %d: %w", line, checkBudget(rows+1, cols))
 		}
 		for j, f := range rec {
 			v, err := parseField(cr, j, f)

@@ -44,7 +44,7 @@ func TestCSV(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := decodeCSV(strings.NewReader(tc.in))
+			m, err := decodeCSV(strings.NewReader(tc.in), readCfg{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestCSVErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeCSV(strings.NewReader(tc.in))
+			_, err := decodeCSV(strings.NewReader(tc.in), readCfg{})
 			if !errors.Is(err, tc.sentinel) || !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("got %v, want %v containing %q", err, tc.sentinel, tc.msg)
 			}
@@ -124,7 +124,7 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add("1,abc\n")
 	f.Add("\"1\n2\",3\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := decodeCSV(strings.NewReader(s))
+		m, err := decodeCSV(strings.NewReader(s), readCfg{})
 		if err != nil {
 			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrEmpty) {
 				t.Fatalf("unexpected error class: %v", err)

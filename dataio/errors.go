@@ -24,3 +24,8 @@ var (
 	// ErrOutputIsInput marks an output path that would overwrite an input.
 	ErrOutputIsInput = errs.New("refusing to overwrite an input file; choose a different output path", errs.ErrInput)
 )
+
+// ErrTooLarge marks an array that would take more memory than the budget
+// (see SetMemoryBudget): the file is fine, the machine is too small for it,
+// or the budget too tight.
+var ErrTooLarge = errs.New("array too large for the memory budget; raise the budget (relurec --max-memory) or read fewer rows", errs.ErrInput)

@@ -59,8 +59,17 @@ func (a *IDX) Matrix() (*mat.Dense, error) {
 // ReadIDX reads one IDX array from r, gzipped or not (detected from the gzip
 // magic bytes). Corrupt, truncated or unsupported input gives an error
 // wrapping ErrFormat; trailing bytes after the data are an error too, since
-// they mean the header's dimensions are wrong.
+// they mean the header's dimensions are wrong. Since a stream's length is
+// not known in advance, the array grows with the data that arrive, so a
+// header that lies costs nothing; ReadIDXFile, knowing the file's size,
+// refuses such a header at once.
 func ReadIDX(r io.Reader) (*IDX, error) {
+	return readIDXStream(r, -1, readCfg{})
+}
+
+// readIDXStream reads an IDX array, gzipped or not, from r whose
+// uncompressed length is size bytes when known (−1 otherwise).
+func readIDXStream(r io.Reader, size int64, cfg readCfg) (*IDX, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -68,9 +77,9 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 			return nil, fmt.Errorf("IDX: bad gzip stream (%v): %w", err, ErrFormat)
 		}
 		defer zr.Close()
-		return readIDX(bufio.NewReaderSize(zr, 1<<16))
+		return readIDX(bufio.NewReaderSize(zr, 1<<16), size, cfg)
 	}
-	return readIDX(br)
+	return readIDX(br, size, cfg)
 }
 
 // idxErrorf returns an IDX format error wrapping ErrFormat.
@@ -78,18 +87,64 @@ func idxErrorf(format string, args ...any) error {
 	return fmt.Errorf("IDX: "+format+": %w", append(args, ErrFormat)...)
 }
 
-// readIDX reads one uncompressed IDX array: the header, exactly the data it
-// announces (and nothing after it), then the elements.
-func readIDX(r *bufio.Reader) (*IDX, error) {
+// readIDX reads one uncompressed IDX array of size bytes (−1 if unknown):
+// the header, the data it announces (those of the kept rows), and, when all
+// rows are kept, checks that nothing follows.
+func readIDX(r *bufio.Reader, size int64, cfg readCfg) (*IDX, error) {
 	typ, dims, count, err := readIDXHeader(r)
 	if err != nil {
 		return nil, err
 	}
-	b, err := readIDXData(r, dims, count, idxTypeSize[typ])
-	if err != nil {
-		return nil, err
+	esize := idxTypeSize[typ]
+	want := int64(count) * int64(esize)
+	if size >= 0 {
+		// The header's dimensions must describe exactly the bytes present.
+		if have := size - int64(4+4*len(dims)); want != have {
+			return nil, idxErrorf("dimensions %v declare %d data bytes but the file holds %d (%s)", dims, want, max(have, 0), idxSizeVerdict(want, have))
+		}
 	}
-	return &IDX{Dims: dims, Data: decodeIDX(typ, b, count)}, nil
+	keep := cfg.rowsKept(dims[0])
+	inner := count / dims[0]
+	if err := checkBudget(keep, inner); err != nil {
+		return nil, fmt.Errorf("IDX: %w", err)
+	}
+	need := keep * inner
+	// A known size was checked against the header: allocate at once.
+	// Otherwise grow with the data that arrive.
+	var out []float64
+	if size >= 0 {
+		out = make([]float64, 0, need)
+	} else {
+		out = make([]float64, 0, min(need, growChunk))
+	}
+	buf := make([]byte, (1<<16/esize)*esize)
+	for len(out) < need {
+		chunk := min(len(buf)/esize, need-len(out))
+		if got, err := io.ReadFull(r, buf[:chunk*esize]); err != nil {
+			if boundedio.IsEOF(err) {
+				return nil, idxErrorf("file truncated: dimensions %v declare %d data bytes but the data end after %d", dims, want, int64(len(out)*esize+got))
+			}
+			return nil, idxReadErr(err)
+		}
+		out = appendIDX(reserve(out, chunk, need), typ, buf[:chunk*esize])
+	}
+	if keep == dims[0] {
+		if _, err := r.ReadByte(); err == nil {
+			return nil, idxErrorf("unexpected bytes after the %d elements of dimensions %v", count, dims)
+		} else if !errors.Is(err, io.EOF) {
+			return nil, idxReadErr(err)
+		}
+	}
+	dims[0] = keep
+	return &IDX{Dims: dims, Data: out}, nil
+}
+
+// idxSizeVerdict says which way a header's size is wrong.
+func idxSizeVerdict(want, have int64) string {
+	if want > have {
+		return "the file is truncated or its header is wrong"
+	}
+	return "the header's dimensions are too small for the data"
 }
 
 // readIDXHeader reads the magic number, the element type and the
@@ -136,54 +191,34 @@ func readIDXHeader(r *bufio.Reader) (typ byte, dims []int, count int, err error)
 	return hdr[2], dims, count, nil
 }
 
-// readIDXData reads the count·size data bytes, bounded by what arrives (so
-// a lying header cannot make us allocate more than the stream holds), and
-// checks that nothing follows them.
-func readIDXData(r *bufio.Reader, dims []int, count, size int) ([]byte, error) {
-	want := int64(count) * int64(size)
-	b, err := boundedio.ReadN(r, want)
-	if err != nil {
-		return nil, idxReadErr(err)
-	}
-	if got := int64(len(b)); got < want {
-		return nil, idxErrorf("file truncated: dimensions %v need %d data bytes but only %d follow", dims, want, got)
-	}
-	if _, err := r.ReadByte(); err == nil {
-		return nil, idxErrorf("unexpected bytes after the %d elements of dimensions %v", count, dims)
-	} else if !errors.Is(err, io.EOF) {
-		return nil, idxReadErr(err)
-	}
-	return b, nil
-}
-
-// decodeIDX converts count big-endian elements of IDX type typ to float64.
-func decodeIDX(typ byte, b []byte, count int) []float64 {
-	out := make([]float64, count)
+// appendIDX appends the big-endian elements of IDX type typ held in b,
+// converted to float64, to out.
+func appendIDX(out []float64, typ byte, b []byte) []float64 {
 	be := binary.BigEndian
 	switch typ {
 	case 0x08:
-		for i := range out {
-			out[i] = float64(b[i])
+		for _, v := range b {
+			out = append(out, float64(v))
 		}
 	case 0x09:
-		for i := range out {
-			out[i] = float64(int8(b[i]))
+		for _, v := range b {
+			out = append(out, float64(int8(v)))
 		}
 	case 0x0B:
-		for i := range out {
-			out[i] = float64(int16(be.Uint16(b[2*i:])))
+		for i := 0; i < len(b); i += 2 {
+			out = append(out, float64(int16(be.Uint16(b[i:]))))
 		}
 	case 0x0C:
-		for i := range out {
-			out[i] = float64(int32(be.Uint32(b[4*i:])))
+		for i := 0; i < len(b); i += 4 {
+			out = append(out, float64(int32(be.Uint32(b[i:]))))
 		}
 	case 0x0D:
-		for i := range out {
-			out[i] = float64(math.Float32frombits(be.Uint32(b[4*i:])))
+		for i := 0; i < len(b); i += 4 {
+			out = append(out, float64(math.Float32frombits(be.Uint32(b[i:]))))
 		}
 	case 0x0E:
-		for i := range out {
-			out[i] = math.Float64frombits(be.Uint64(b[8*i:]))
+		for i := 0; i < len(b); i += 8 {
+			out = append(out, math.Float64frombits(be.Uint64(b[i:])))
 		}
 	}
 	return out
@@ -203,22 +238,57 @@ func idxReadErr(err error) error {
 }
 
 // ReadIDXFile reads the IDX file at path (gzipped or not); see ReadIDX.
+// The file's size (for a gzipped file, the uncompressed size its gzip
+// trailer records) must match the header's dimensions, so a header that
+// lies is refused before anything is allocated.
 func ReadIDXFile(path string) (*IDX, error) {
+	return readIDXFile(path, readCfg{})
+}
+
+func readIDXFile(path string, cfg readCfg) (*IDX, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := ReadIDX(f)
+	a, err := readIDXStream(cfg.reader(f), idxUncompressedSize(f), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return a, nil
 }
 
+// maxDeflateRatio bounds how many bytes deflate can expand one compressed
+// byte into (RFC 1951's longest match, 258 bytes, in about 2 bits).
+const maxDeflateRatio = 1032
+
+// idxUncompressedSize returns the size of f's IDX data once decompressed,
+// or −1 when it cannot be known without reading it all. For a plain file
+// that is its size; for a gzip file the ISIZE field of its trailer (the
+// uncompressed size modulo 2^32), which is exact when the file is too small
+// to inflate past 4 GiB. f is left at its start.
+func idxUncompressedSize(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return -1
+	}
+	var magic [2]byte
+	if _, err := f.ReadAt(magic[:], 0); err != nil || magic != [2]byte{0x1f, 0x8b} {
+		return st.Size()
+	}
+	if st.Size() < 18 || st.Size() > (1<<32-1)/maxDeflateRatio {
+		return -1
+	}
+	var isize [4]byte
+	if _, err := f.ReadAt(isize[:], st.Size()-4); err != nil {
+		return -1
+	}
+	return int64(binary.LittleEndian.Uint32(isize[:]))
+}
+
 // readIDXMatrix is ReadMatrix for IDX files.
-func readIDXMatrix(path string) (*mat.Dense, error) {
-	a, err := ReadIDXFile(path)
+func readIDXMatrix(path string, cfg readCfg) (*mat.Dense, error) {
+	a, err := readIDXFile(path, cfg)
 	if err != nil {
 		return nil, err
 	}

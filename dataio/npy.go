@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/boundedio"
 	"github.com/relurec/relurec/internal/half"
 )
 
@@ -127,117 +128,105 @@ func (d dtype) decode(b []byte) float64 {
 	}
 }
 
-// readNPYFile reads a .npy file from disk. A regular file is read in two
-// steps, its header (checked against the file's size, as decodeNPY checks
-// it against the bytes in memory) and then its data, decoded as it streams
-// in, so reading takes the memory of the matrix alone rather than that of
-// the file and the matrix.
-func readNPYFile(path string) (*mat.Dense, error) {
+// readNPYFile reads a .npy file from disk, decoding the data as they
+// stream in, so reading takes the memory of the matrix alone (the rows
+// kept, at that) rather than that of the file and the matrix. A regular
+// file's size bounds every size in its header; a pipe or device is read
+// without knowing its length, the matrix growing with the data that arrive.
+func readNPYFile(path string, cfg readCfg) (*mat.Dense, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() > math.MaxInt {
-		return readNPYWhole(path)
+	total, trusted := int64(-1), false
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		total, trusted = st.Size(), true
 	}
-	total := int(st.Size())
-	prefix := make([]byte, min(total, npyPrefix))
-	if _, err := io.ReadFull(f, prefix); err != nil {
-		return nil, err
-	}
-	l, err := parseNPYLayout(prefix, total)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := f.Seek(int64(l.offset), io.SeekStart); err != nil {
-		return nil, err
-	}
-	m, err := l.decode(bufio.NewReaderSize(f, min(1<<20, total-l.offset)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading the data: %w", path, err)
-	}
-	return m, nil
-}
-
-// readNPYWhole reads a .npy file that is not a regular file (a pipe, a
-// device) into memory and decodes it.
-func readNPYWhole(path string) (*mat.Dense, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := decodeNPY(b)
+	m, err := readNPY(bufio.NewReaderSize(cfg.reader(f), 1<<16), total, trusted, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
 }
 
-// npyPrefix is the longest a .npy preamble can be: magic, version, a 4-byte
-// header length and a header of at most maxNPYHeader bytes (a version 1.0
-// header is at most 65535).
-const npyPrefix = len(npyMagic) + 2 + 4 + maxNPYHeader
+// decodeNPY parses a complete .npy file held in memory.
+func decodeNPY(b []byte) (*mat.Dense, error) {
+	return readNPY(bytes.NewReader(b), int64(len(b)), true, readCfg{})
+}
+
+// readNPY reads a .npy stream whose length is total bytes (−1 when
+// unknown). trusted says total is the stream's real length (a regular file,
+// bytes in memory), so the matrix is allocated at once; otherwise total is
+// only what a container declares, and the matrix grows with what arrives,
+// so a lying size costs nothing before the bytes are there. Only the data
+// the kept rows need are read: trailing bytes are ignored, as numpy.load
+// ignores them.
+func readNPY(r io.Reader, total int64, trusted bool, cfg readCfg) (*mat.Dense, error) {
+	l, err := readNPYLayout(r, total)
+	if err != nil {
+		return nil, err
+	}
+	return l.decode(r, trusted, cfg)
+}
 
 // npyLayout is what a .npy header says about the data that follow it.
 type npyLayout struct {
 	hdr        npyHeader
 	dt         dtype
 	rows, cols int
-	offset     int // where the data start
 }
 
-// decodeNPY parses a complete .npy file held in memory.
-func decodeNPY(b []byte) (*mat.Dense, error) {
-	l, err := parseNPYLayout(b, len(b))
-	if err != nil {
-		return nil, err
+// readNPYLayout reads the preamble of a .npy stream of total bytes (−1 when
+// unknown), leaving r at the first data byte. Every size in the header is
+// checked against the bytes the stream holds before anything is allocated.
+func readNPYLayout(r io.Reader, total int64) (npyLayout, error) {
+	var pre [8 + 4]byte
+	n, err := io.ReadFull(r, pre[:8])
+	if err != nil && !boundedio.IsEOF(err) {
+		return npyLayout{}, err
 	}
-	return l.decode(bytes.NewReader(b[l.offset:]))
-}
-
-// parseNPYLayout parses the preamble of a .npy file of total bytes, of which
-// b holds at least the first min(total, npyPrefix). Knowing the total lets
-// every size in the header be checked against the bytes actually present
-// before anything is allocated.
-func parseNPYLayout(b []byte, total int) (npyLayout, error) {
-	if total < len(npyMagic)+2 || string(b[:len(npyMagic)]) != npyMagic {
+	if n < 8 || string(pre[:len(npyMagic)]) != npyMagic {
 		return npyLayout{}, fmt.Errorf("not a .npy file (missing the \\x93NUMPY magic; was it written with numpy.save?): %w", ErrFormat)
 	}
-	major, minor := b[6], b[7]
-	rest := b[8:]
-	remain := total - 8 // the bytes after the version, of which rest is a prefix
-	var hlen int
+	major, minor := pre[6], pre[7]
+	lenBytes := 0
 	switch major {
 	case 1:
-		if remain < 2 {
-			return npyLayout{}, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
-		}
-		hlen = int(binary.LittleEndian.Uint16(rest))
-		rest, remain = rest[2:], remain-2
+		lenBytes = 2
 	case 2, 3:
-		if remain < 4 {
-			return npyLayout{}, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
-		}
-		h := binary.LittleEndian.Uint32(rest)
-		if h > maxNPYHeader {
-			return npyLayout{}, fmt.Errorf(".npy header claims %d bytes (limit %d): %w", h, maxNPYHeader, ErrFormat)
-		}
-		hlen = int(h)
-		rest, remain = rest[4:], remain-4
+		lenBytes = 4
 	default:
 		return npyLayout{}, fmt.Errorf(".npy format version %d.%d is not supported (expected 1.0, 2.0 or 3.0): %w", major, minor, ErrFormat)
 	}
-	if hlen > remain {
+	if _, err := io.ReadFull(r, pre[8:8+lenBytes]); err != nil {
+		if boundedio.IsEOF(err) {
+			return npyLayout{}, fmt.Errorf(".npy file truncated in its header: %w", ErrFormat)
+		}
+		return npyLayout{}, err
+	}
+	var hlen int64
+	if lenBytes == 2 {
+		hlen = int64(binary.LittleEndian.Uint16(pre[8:]))
+	} else if hlen = int64(binary.LittleEndian.Uint32(pre[8:])); hlen > maxNPYHeader {
+		return npyLayout{}, fmt.Errorf(".npy header claims %d bytes (limit %d): %w", hlen, maxNPYHeader, ErrFormat)
+	}
+	remain := total - int64(8+lenBytes) // bytes after the length field
+	if total >= 0 && hlen > remain {
 		return npyLayout{}, fmt.Errorf(".npy header claims %d bytes but only %d remain; the file is truncated: %w", hlen, remain, ErrFormat)
 	}
-	hdr, err := parseNPYHeader(string(rest[:hlen]))
+	text, err := boundedio.ReadN(r, hlen)
 	if err != nil {
 		return npyLayout{}, err
 	}
-	l := npyLayout{hdr: hdr, offset: total - remain + hlen}
-	dataLen := remain - hlen
+	if int64(len(text)) < hlen {
+		return npyLayout{}, fmt.Errorf(".npy header claims %d bytes but only %d remain; the file is truncated: %w", hlen, len(text), ErrFormat)
+	}
+	hdr, err := parseNPYHeader(string(text))
+	if err != nil {
+		return npyLayout{}, err
+	}
+	l := npyLayout{hdr: hdr}
 	if l.dt, err = parseDescr(hdr.descr); err != nil {
 		return npyLayout{}, err
 	}
@@ -254,44 +243,75 @@ func parseNPYLayout(b []byte, total int) (npyLayout, error) {
 	if l.rows == 0 || l.cols == 0 {
 		return npyLayout{}, fmt.Errorf("array has shape %v: %w", hdr.shape, ErrEmpty)
 	}
+	if total < 0 {
+		return l, nil
+	}
 	// Check the element count against the bytes present, dividing rather
 	// than multiplying so that absurd shapes cannot overflow.
-	avail := dataLen / l.dt.size
-	if l.rows > avail || l.cols > avail/l.rows {
-		return npyLayout{}, fmt.Errorf("header announces shape %v of %s (%s bytes) but only %d data bytes follow; the file is truncated: %w",
+	dataLen := remain - hlen
+	avail := dataLen / int64(l.dt.size)
+	if int64(l.rows) > avail || int64(l.cols) > avail/int64(l.rows) {
+		return npyLayout{}, fmt.Errorf("header declares shape %v of %s (%s bytes) but only %d data bytes follow; the file is truncated: %w",
 			hdr.shape, hdr.descr, mulString(l.rows, l.cols, l.dt.size), dataLen, ErrFormat)
 	}
 	return l, nil
 }
 
-// decode reads the rows·cols elements from r, which holds at least that
-// many (parseNPYLayout checked), in C or Fortran order.
-func (l npyLayout) decode(r io.Reader) (*mat.Dense, error) {
+// decode reads the elements of the kept rows from r, in C or Fortran
+// order, into a new matrix (see readNPY for trusted).
+func (l npyLayout) decode(r io.Reader, trusted bool, cfg readCfg) (*mat.Dense, error) {
 	rows, cols, size := l.rows, l.cols, l.dt.size
-	n := rows * cols
-	out := make([]float64, n)
+	keep := cfg.rowsKept(rows)
+	if err := checkBudget(keep, cols); err != nil {
+		return nil, err
+	}
+	// C order keeps a prefix of the data; Fortran order interleaves the
+	// kept rows with the others, so every element is read.
+	need := keep * cols
+	if l.hdr.fortran {
+		need = rows * cols
+	}
+	// A trusted size is allocated at once; a declared one grows (by
+	// append) with the data that actually arrive.
+	var out []float64
+	switch {
+	case l.hdr.fortran:
+		out = make([]float64, keep*cols)
+	case trusted:
+		out = make([]float64, 0, keep*cols)
+	default:
+		out = make([]float64, 0, min(keep*cols, growChunk))
+	}
 	buf := make([]byte, (1<<16/size)*size)
 	i, j := 0, 0 // the row and column of the next element, for Fortran order
-	for k := 0; k < n; {
-		chunk := min(len(buf)/size, n-k)
-		if _, err := io.ReadFull(r, buf[:chunk*size]); err != nil {
+	for k := 0; k < need; {
+		chunk := min(len(buf)/size, need-k)
+		if got, err := io.ReadFull(r, buf[:chunk*size]); err != nil {
+			if boundedio.IsEOF(err) {
+				return nil, fmt.Errorf("header declares shape %v of %s but the data end after %d of its %d elements; the file is truncated: %w",
+					l.hdr.shape, l.hdr.descr, k+got/size, rows*cols, ErrFormat)
+			}
 			return nil, err
 		}
-		for q := 0; q < chunk; q++ {
-			v := l.dt.decode(buf[q*size:])
-			if !l.hdr.fortran {
-				out[k] = v
-			} else {
-				// Column-major: item k is element (k mod rows, k div rows).
-				out[i*cols+j] = v
+		if !l.hdr.fortran {
+			out = reserve(out, chunk, need)
+			for q := 0; q < chunk; q++ {
+				out = append(out, l.dt.decode(buf[q*size:]))
+			}
+		} else {
+			// Column-major: item k is element (k mod rows, k div rows).
+			for q := 0; q < chunk; q++ {
+				if i < keep {
+					out[i*cols+j] = l.dt.decode(buf[q*size:])
+				}
 				if i++; i == rows {
 					i, j = 0, j+1
 				}
 			}
-			k++
 		}
+		k += chunk
 	}
-	return mat.NewDense(rows, cols, out), nil
+	return mat.NewDense(keep, cols, out), nil
 }
 
 // mulString formats a*b*c without overflowing.

@@ -2,29 +2,26 @@ package dataio
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
+	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/relurec/relurec/internal/boundedio"
 )
 
 // An .npz file is a zip archive of .npy files, one per array, named
 // NAME.npy (numpy.savez stores them, numpy.savez_compressed deflates them).
 
-// maxNPZMember bounds one decompressed member, so that a zip bomb or a lying
-// size field cannot exhaust memory: 16 GiB is far beyond any array this
-// package could hold as a *mat.Dense on a workstation anyway.
-const maxNPZMember = 16 << 30
-
 // readNPZFile reads the array called name from the .npz file at path.
-func readNPZFile(path, name string) (*mat.Dense, error) {
+func readNPZFile(path, name string, cfg readCfg) (*mat.Dense, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -34,7 +31,7 @@ func readNPZFile(path, name string) (*mat.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := decodeNPZ(f, st.Size(), name)
+	m, err := decodeNPZ(f, st.Size(), name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -55,7 +52,13 @@ func npzNames(zr *zip.Reader) []string {
 // decodeNPZ reads the array called name from an .npz archive of the given
 // size. name may be given with or without the .npy suffix; "" selects the
 // only array of a one-array archive.
-func decodeNPZ(r io.ReaderAt, size int64, name string) (*mat.Dense, error) {
+//
+// The member is decoded as it decompresses and only as far as its header's
+// shape goes, so a member that declares a small array and then inflates to
+// gigabytes of padding costs nothing (numpy.load reads it the same way),
+// and one that declares more than it holds is an error once the stream
+// ends, its matrix grown only as far as the data that arrived.
+func decodeNPZ(r io.ReaderAt, size int64, name string, cfg readCfg) (*mat.Dense, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("not a readable .npz (zip) archive (%v): %w", err, ErrFormat)
@@ -84,18 +87,29 @@ func decodeNPZ(r io.ReaderAt, size int64, name string) (*mat.Dense, error) {
 		return nil, fmt.Errorf("cannot open member %q (%v): %w", member.Name, err, ErrFormat)
 	}
 	defer rc.Close()
-	b, over, err := boundedio.ReadAll(rc, maxNPZMember)
-	if err != nil {
-		return nil, fmt.Errorf("member %q is corrupt (%v): %w", member.Name, err, ErrFormat)
+	// archive/zip enforces the member's declared uncompressed size on the
+	// stream, so it bounds every size in the .npy header; a stored member's
+	// size is also backed by the bytes of the archive, a deflated one's is
+	// only declared.
+	total := int64(-1)
+	if member.UncompressedSize64 <= math.MaxInt64 {
+		total = int64(member.UncompressedSize64)
 	}
-	if over {
-		return nil, fmt.Errorf("member %q decompresses to more than %d bytes: %w", member.Name, int64(maxNPZMember), ErrFormat)
-	}
-	m, err := decodeNPY(b)
+	trusted := member.Method == zip.Store && member.CompressedSize64 == member.UncompressedSize64 && total <= size
+	m, err := readNPY(bufio.NewReaderSize(cfg.reader(rc), 1<<16), total, trusted, cfg)
 	if err != nil {
+		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrAlgorithm) || isFlateError(err) {
+			err = fmt.Errorf("corrupt (%v): %w", err, ErrFormat)
+		}
 		return nil, fmt.Errorf("member %q: %w", member.Name, err)
 	}
 	return m, nil
+}
+
+// isFlateError reports whether err comes from a corrupt deflate stream.
+func isFlateError(err error) bool {
+	var ce flate.CorruptInputError
+	return errors.As(err, &ce)
 }
 
 func quoteList(names []string) string {
@@ -170,5 +184,5 @@ func NPZNames(path string) ([]string, error) {
 // decodeNPZBytes is decodeNPZ over an in-memory archive (used by tests and
 // the fuzzer).
 func decodeNPZBytes(b []byte, name string) (*mat.Dense, error) {
-	return decodeNPZ(bytes.NewReader(b), int64(len(b)), name)
+	return decodeNPZ(bytes.NewReader(b), int64(len(b)), name, readCfg{})
 }

@@ -1,7 +1,9 @@
 package dataio
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -28,19 +30,98 @@ import (
 // name is ignored for .npy and .csv. Corrupt, truncated or unsupported files
 // give an error wrapping ErrFormat, empty arrays one wrapping ErrEmpty.
 // Values are not checked for NaN or Inf; use CheckFinite.
+//
+// Memory: a matrix larger than MemoryBudget gives an error wrapping
+// ErrTooLarge before it is allocated; apart from the matrix, reading takes
+// a few buffers of 64 KiB, whatever the file's size or compression.
 func ReadMatrix(path, name string) (*mat.Dense, error) {
+	return ReadMatrixContext(context.Background(), path, ReadOptions{Name: name})
+}
+
+// ReadOptions are the options of ReadMatrixContext.
+type ReadOptions struct {
+	// Name selects the .npz member, as in ReadMatrix.
+	Name string
+	// MaxRows, if positive, keeps only the first MaxRows rows: the rest of
+	// a .npy (C order), .npz, .csv or IDX file is not read, so a sample of
+	// a big file costs the sample's memory and time. A file with fewer rows
+	// is read whole.
+	MaxRows int
+}
+
+// ReadMatrixContext is ReadMatrix with options, stopping with ctx's error
+// when ctx is cancelled (checked at every 64 KiB read).
+func ReadMatrixContext(ctx context.Context, path string, opt ReadOptions) (*mat.Dense, error) {
+	if opt.MaxRows < 0 {
+		return nil, fmt.Errorf("dataio: ReadOptions.MaxRows is %d; expected 0 (all rows) or a positive count", opt.MaxRows)
+	}
+	cfg := readCfg{ctx: ctx, maxRows: opt.MaxRows}
 	if isIDXPath(path) {
-		return readIDXMatrix(path)
+		return readIDXMatrix(path, cfg)
 	}
 	ext := strings.ToLower(filepath.Ext(path))
 	switch ext {
 	case ".npy":
-		return readNPYFile(path)
+		return readNPYFile(path, cfg)
 	case ".npz":
-		return readNPZFile(path, name)
+		return readNPZFile(path, opt.Name, cfg)
 	case ".csv":
-		return readCSVFile(path)
+		return readCSVFile(path, cfg)
 	default:
 		return nil, fmt.Errorf("%s: unsupported file extension %q; expected .npy, .npz or .csv (save from numpy with np.save / np.savez): %w", path, ext, ErrFormat)
 	}
+}
+
+// readCfg is what every reader of this package is told besides the bytes.
+// The zero value reads everything, without cancellation.
+type readCfg struct {
+	ctx     context.Context // nil: never cancelled
+	maxRows int             // 0: all rows
+}
+
+// rowsKept is how many of a file's rows the reader keeps.
+func (c readCfg) rowsKept(rows int) int {
+	if c.maxRows > 0 && c.maxRows < rows {
+		return c.maxRows
+	}
+	return rows
+}
+
+// reader returns r made to fail with the context's error once it is
+// cancelled, so that every reader stops at its next read.
+func (c readCfg) reader(r io.Reader) io.Reader {
+	if c.ctx == nil || c.ctx.Done() == nil {
+		return r
+	}
+	return ctxReader{c.ctx, r}
+}
+
+// ctxReader reads from r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// growChunk is how many elements a matrix whose size is only declared (by
+// a header the reader cannot check in advance) starts with; it then grows
+// by reserve as the data arrive.
+const growChunk = 1 << 17
+
+// reserve makes room in out for more elements, doubling its capacity (up to
+// total elements) when it is full: a matrix of unchecked size costs at most
+// twice the data that actually arrived, never what a header declares.
+func reserve(out []float64, more, total int) []float64 {
+	if len(out)+more <= cap(out) {
+		return out
+	}
+	grown := make([]float64, len(out), len(out)+max(more, min(len(out), total-len(out))))
+	copy(grown, out)
+	return grown
 }
