@@ -8,6 +8,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/term v0.47.0
 	gonum.org/v1/gonum v0.17.0
+	gonum.org/v1/netlib v0.0.0-20230729102104-8b8060e7531f
 	gonum.org/v1/plot v0.17.0
 )
 
