@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/relurec/relurec/errs"
+	_ "github.com/relurec/relurec/internal/blasbackend"
 	"github.com/relurec/relurec/internal/safefile"
 )
 
