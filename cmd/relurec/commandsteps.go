@@ -27,9 +27,10 @@ func (a *app) newManifest(command string, options any, seed uint64, inputs ...st
 }
 
 // checkModelOut checks the flags of a command that writes a model, before
-// anything is read: --dtype (lower-cased in place) is f64 or f32, and --out
+// anything is read: --dtype (lower-cased in place) is f64 or f32, --out
 // passes checkOutputs (writable, and neither the model nor its manifest
-// would overwrite one of the inputs).
+// would overwrite one of the inputs) and ends in .safetensors or .onnx (any
+// case; the format follows it).
 func checkModelOut(dtype *string, out string, inputs ...string) error {
 	*dtype = strings.ToLower(*dtype)
 	if *dtype != "f64" && *dtype != "f32" {
@@ -38,5 +39,9 @@ func checkModelOut(dtype *string, out string, inputs ...string) error {
 	if out == "" {
 		return usageErrorf("--out is required")
 	}
-	return checkOutputs(inputs, [3]string{"out", out, ""})
+	// The path's safety first (not an input, not a device), then its format.
+	if err := checkOutputs(inputs, [3]string{"out", out, ""}); err != nil {
+		return err
+	}
+	return checkModelExt("out", out)
 }

@@ -55,15 +55,6 @@ type compressResult struct {
 	Manifest   string             `json:"manifest"`
 }
 
-// loadNetwork reads a model file: safetensors, or ONNX by extension.
-func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
-	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		m, err := nn.LoadONNX(path)
-		return m, nil, err
-	}
-	return nn.LoadModel(path)
-}
-
 const compressLong = `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
 (two consecutive Linear layers), fitted on calibration inputs without labels,
 gradients or fine-tuning (Zhang & Saab, "Theoretical guarantees for low-rank
@@ -96,7 +87,8 @@ The report lists per layer the rank, parameters, and the relative error
 
 --model is safetensors (nn.Sequential keys) or ONNX (torch.onnx.export of an
 nn.Sequential of Linear/ReLU). The compressed model is written atomically to
---out as safetensors, plus <out>.manifest.json; on error nothing is written.`
+--out, as safetensors or ONNX by its extension (.safetensors or .onnx), plus
+<out>.manifest.json; on error nothing is written.`
 
 const compressExample = `  # Keep 10% of the parameters, fitting each layer on the compressed network's inputs
   relurec compress --model mlp.safetensors --data fashion-mnist --keep 0.1 --sequential --out small.safetensors
@@ -138,7 +130,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
 	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
-	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	return c
 }

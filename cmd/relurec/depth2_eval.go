@@ -71,7 +71,7 @@ func (a *app) evalDepth2(modelPath, truthPath string, model *nn.MLP, df dataFlag
 // compareTruth fills the parameter errors and the L2 distance of the model
 // to the network in truthPath.
 func (res *depth2EvalResult) compareTruth(truthPath string, model *nn.MLP, net *depth2.Network) error {
-	truth, _, err := nn.LoadModel(truthPath)
+	truth, _, err := loadNetwork(truthPath)
 	if err != nil {
 		return fmt.Errorf("reading --truth: %w", err)
 	}

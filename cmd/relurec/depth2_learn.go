@@ -33,7 +33,8 @@ resolves when the network has no affine part.
 
 The model is written atomically as safetensors with PyTorch nn.Sequential
 keys (0.weight = W, 0.bias = b, 2.weight = A, 2.bias = c) and provenance in
-the metadata, plus <out>.manifest.json. An affine term, if kept, is stored
+the metadata, or as ONNX (opset 13, the same names) when --out ends in .onnx,
+plus <out>.manifest.json. An affine term, if kept, is stored
 exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`
 
 const learnDepth2Example = `  # Learn from one .npz holding X and Y; the width is inferred
@@ -102,7 +103,7 @@ func newLearnDepth2Cmd(a *app) *cobra.Command {
 	f.BoolVar(&opt.Affine, "affine", false, "keep an affine term in the model (Algorithm 5's form)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
-	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	return c
 }

@@ -75,8 +75,8 @@ func newEvalCmd(a *app) *cobra.Command {
 		}),
 	}
 	f := c.Flags()
-	f.StringVar(&modelPath, "model", "", "the model to evaluate (.safetensors); required")
-	f.StringVar(&truthPath, "truth", "", "the reference model (.safetensors), e.g. the teacher from gen --model-out; with --data fashion-mnist any reference classifier (safetensors or ONNX)")
+	f.StringVar(&modelPath, "model", "", "the model to evaluate (.safetensors or .onnx); required")
+	f.StringVar(&truthPath, "truth", "", "the reference model (.safetensors or .onnx), e.g. the teacher from gen --model-out; with --data fashion-mnist any reference classifier")
 	df.register(c)
 	return c
 }
@@ -101,7 +101,7 @@ func (a *app) runEval(cmd *cobra.Command, modelPath, truthPath string, df dataFl
 			return err
 		}
 	}
-	model, _, err := nn.LoadModel(modelPath)
+	model, _, err := loadNetwork(modelPath)
 	if err != nil {
 		return fmt.Errorf("reading --model: %w", err)
 	}
@@ -140,7 +140,7 @@ func (a *app) runEval(cmd *cobra.Command, modelPath, truthPath string, df dataFl
 // compareWithTruth reads the reference model and compares model with it up
 // to the symmetries of a two-layer network.
 func compareWithTruth(model *nn.MLP, truthPath string, d, k, m int) (*metrics.TwoLayerError, error) {
-	truth, _, err := nn.LoadModel(truthPath)
+	truth, _, err := loadNetwork(truthPath)
 	if err != nil {
 		return nil, fmt.Errorf("reading --truth: %w", err)
 	}

@@ -80,8 +80,9 @@ Routes (--route):
 
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
-certificate, seed, version) in the metadata, plus <out>.manifest.json. On any
-error nothing is written.`
+certificate, seed, version) in the metadata, or as ONNX (opset 13, the same
+names and metadata) when --out ends in .onnx, plus <out>.manifest.json. On
+any error nothing is written.`
 
 const learnTwoLayerExample = `  # Learn from one .npz holding X and Y; k is inferred from the rank of Y
   relurec learn twolayer --data data.npz --out model.safetensors
@@ -118,7 +119,7 @@ func newLearnTwoLayerCmd(a *app) *cobra.Command {
 	f.StringVar((*string)(&opt.Whiten), "whiten", string(opt.Whiten), "whiten non-identity input covariance: auto, always or never")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
-	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	f.StringVar((*string)(&opt.Activation), "activation", "relu", activationHelp)
 	return c

@@ -179,13 +179,15 @@ func (a *app) writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
 	return files, nil
 }
 
-// writeModel writes one model file (safetensors, dtype "f32" or "f64") and
-// its manifest, all or nothing, and records the write time as
-// timings["write"] (pass the map the manifest carries, so it shows there).
+// writeModel writes one model file (dtype "f32" or "f64") and its manifest,
+// all or nothing, and records the write time as timings["write"] (pass the
+// map the manifest carries, so it shows there). The format follows the
+// extension of path, which checkModelOut has checked: .safetensors or .onnx.
 func (a *app) writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]string, dtype string, timings map[string]float64) error {
 	_, err := a.writeAll(man, []outFile{{path: path, write: func(p string) error {
 		t := time.Now()
-		if err := nn.SaveModel(p, net, meta, strings.ToUpper(dtype)); err != nil {
+		// p is a temporary file; the format is that of the final path.
+		if err := saveNetwork(path, p, net, meta, strings.ToUpper(dtype)); err != nil {
 			return fmt.Errorf("writing the model: %w", err)
 		}
 		timings["write"] = time.Since(t).Seconds()
@@ -195,6 +197,52 @@ func (a *app) writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta ma
 }
 
 // checkOutputs validates output paths before any work, given as
+// Model file formats, chosen by extension (case-insensitive) for --out,
+// --model and --truth.
+const (
+	extSafetensors = ".safetensors"
+	extONNX        = ".onnx"
+	// modelFormatsHelp says which model files --out accepts.
+	modelFormatsHelp = ".safetensors (PyTorch, load with safetensors.torch.load_file) or .onnx"
+)
+
+// checkModelExt refuses a model output path whose extension is neither
+// .safetensors nor .onnx, naming the flag.
+func checkModelExt(flag, path string) error {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case extSafetensors, extONNX:
+		return nil
+	case "":
+		return usageErrorf("--%s %s: no file extension; use %s", flag, path, modelFormatsHelp)
+	default:
+		return usageErrorf("--%s %s: unsupported model format %q; use %s", flag, path, filepath.Ext(path), modelFormatsHelp)
+	}
+}
+
+// saveNetwork writes net to file in the format that path's extension names
+// (path is the final name, file where to write it now, e.g. a temporary
+// file): ONNX for .onnx, safetensors for .safetensors. dtype is "F64" or
+// "F32".
+func saveNetwork(path, file string, net *nn.MLP, meta map[string]string, dtype string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case extONNX:
+		return nn.SaveONNX(file, net, meta, dtype)
+	case extSafetensors:
+		return nn.SaveModel(file, net, meta, dtype)
+	}
+	return checkModelExt("out", path)
+}
+
+// loadNetwork reads a model file by extension: ONNX for .onnx (no
+// metadata: nil), safetensors otherwise.
+func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
+	if strings.EqualFold(filepath.Ext(path), extONNX) {
+		m, err := nn.LoadONNX(path)
+		return m, nil, err
+	}
+	return nn.LoadModel(path)
+}
+
 // {flag, path, extension} ("" accepts any extension, an empty path is
 // skipped): each path and its manifest writable (checkOutPath), no two of
 // them — manifests included — the same file, and none of them an input.

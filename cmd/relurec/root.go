@@ -50,7 +50,8 @@ hidden units) from noiseless samples, and approximately from noisy ones
 polynomial time").
 
 Samples are rows: X is n×d, Y is n×m, as in numpy and PyTorch. Data files are
-.npy, .npz or .csv; models are safetensors with PyTorch nn.Sequential keys.
+.npy, .npz or .csv; models are safetensors with PyTorch nn.Sequential keys,
+or ONNX (.onnx).
 
 Exit status: 0 success, 2 bad input (usage, unreadable or malformed files,
 wrong shapes, NaN/Inf), 1 any other failure.`,

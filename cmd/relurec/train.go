@@ -85,8 +85,8 @@ Labels are class indices 0 … C−1: C is --classes, or max(label)+1 when
 would otherwise size the output layer); a label outside [0, C) exits 2.
 
 The model is written atomically to --out as safetensors with PyTorch
-nn.Sequential keys, plus <out>.manifest.json. On any error nothing is
-written.`
+nn.Sequential keys, or as ONNX (opset 13) when --out ends in .onnx, plus
+<out>.manifest.json. On any error nothing is written.`
 
 const trainMLPExample = `  # The Fashion-MNIST MLP used by the compression docs (about 88-89% test accuracy)
   relurec train mlp --data fashion-mnist --hidden 512,256 --out mlp.safetensors
@@ -124,7 +124,7 @@ func newTrainMLPCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Schedule, "schedule", opt.Schedule, "learning-rate schedule: cosine or constant")
 	f.Float64Var(&opt.WeightDecay, "weight-decay", 0, "decoupled (AdamW) weight decay on weights")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for initialisation and sample order")
-	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors); required")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	return c
 }
