@@ -196,7 +196,6 @@ func (a *app) writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta ma
 	return err
 }
 
-// checkOutputs validates output paths before any work, given as
 // Model file formats, chosen by extension (case-insensitive) for --out,
 // --model and --truth.
 const (
@@ -243,6 +242,7 @@ func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
 	return nn.LoadModel(path)
 }
 
+// checkOutputs validates output paths before any work, given as
 // {flag, path, extension} ("" accepts any extension, an empty path is
 // skipped): each path and its manifest writable (checkOutPath), no two of
 // them — manifests included — the same file, and none of them an input.
