@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -152,7 +153,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	if err := opt.validate(cmd, ranks); err != nil {
 		return err
 	}
-	in, err := opt.read()
+	in, err := opt.read(a.context())
 	if err != nil {
 		return err
 	}
@@ -288,7 +289,7 @@ func methodList() string {
 
 // read loads the network and the calibration, held-out and test data, and
 // checks their widths against the network.
-func (opt *compressOptions) read() (*compressInputs, error) {
+func (opt *compressOptions) read(ctx context.Context) (*compressInputs, error) {
 	net, _, err := loadNetwork(opt.Model)
 	if err != nil {
 		return nil, fmt.Errorf("reading --model: %w", err)
@@ -297,15 +298,12 @@ func (opt *compressOptions) read() (*compressInputs, error) {
 		return nil, inputErrorf("--model %s: %v", opt.Model, err)
 	}
 	in := &compressInputs{net: net, files: []string{opt.Model}}
-	if err := opt.readCalibration(in); err != nil {
+	if err := opt.readCalibration(ctx, in); err != nil {
 		return nil, err
 	}
 	if opt.Holdout != "" {
 		in.files = append(in.files, opt.Holdout)
-		if in.holdout, err = dataio.ReadMatrix(opt.Holdout, opt.CalibName); err != nil {
-			return nil, fmt.Errorf("reading --holdout: %w", err)
-		}
-		if err := dataio.CheckFinite("--holdout", in.holdout); err != nil {
+		if in.holdout, err = readInput(ctx, "--holdout", opt.Holdout, opt.CalibName); err != nil {
 			return nil, err
 		}
 	}
@@ -323,7 +321,7 @@ func (opt *compressOptions) read() (*compressInputs, error) {
 // readCalibration reads the calibration rows: the first --calib-samples
 // training images of --data (whose test split becomes the held-out set), or
 // the --calib file.
-func (opt *compressOptions) readCalibration(in *compressInputs) error {
+func (opt *compressOptions) readCalibration(ctx context.Context, in *compressInputs) error {
 	if opt.Data != "" {
 		train, te, files, err := labeledSplits(opt.Data, "", "")
 		if err != nil {
@@ -334,17 +332,11 @@ func (opt *compressOptions) readCalibration(in *compressInputs) error {
 		return nil
 	}
 	in.files = append(in.files, opt.Calib)
-	calib, err := dataio.ReadMatrix(opt.Calib, opt.CalibName)
+	// Only the rows used are read: a sample of a big file costs the
+	// sample's memory and time.
+	calib, err := readInputRows(ctx, "--calib", opt.Calib, opt.CalibName, max(opt.CalibSamples, 0))
 	if err != nil {
-		return fmt.Errorf("reading --calib: %w", err)
-	}
-	if err := dataio.CheckFinite("--calib", calib); err != nil {
 		return err
-	}
-	if opt.CalibSamples > 0 {
-		if r, c := calib.Dims(); r > opt.CalibSamples {
-			calib = calib.Slice(0, opt.CalibSamples, 0, c).(*mat.Dense)
-		}
 	}
 	in.calib = calib
 	return nil

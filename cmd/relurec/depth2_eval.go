@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ func (a *app) evalDepth2(modelPath, truthPath string, model *nn.MLP, df dataFlag
 		}
 	}
 	if df.given() {
-		if err := res.residual(df, model, net); err != nil {
+		if err := res.residual(a.context(), df, model, net); err != nil {
 			return err
 		}
 	}
@@ -115,8 +116,8 @@ func depth2MetricError(err error) error {
 }
 
 // residual fills the model's relative residual on the data of df.
-func (res *depth2EvalResult) residual(df dataFlags, model *nn.MLP, net *depth2.Network) error {
-	x, y, err := df.read()
+func (res *depth2EvalResult) residual(ctx context.Context, df dataFlags, model *nn.MLP, net *depth2.Network) error {
+	x, y, err := df.read(ctx)
 	if err != nil {
 		return err
 	}

@@ -83,10 +83,7 @@ func (g *depth2Gen) validate() error {
 	default:
 		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", g.NoiseKind)
 	}
-	if float64(g.N)*float64(g.D+g.Outputs) > 2e9 {
-		return usageErrorf("--n %d with d+outputs = %d needs %.1f GB of memory; use a smaller --n", g.N, g.D+g.Outputs, float64(g.N)*float64(g.D+g.Outputs)*8/1e9)
-	}
-	return nil
+	return checkGenMemory(g.N, g.D, g.M, g.Outputs)
 }
 
 func (g *depth2Gen) config() synth.Depth2Config {

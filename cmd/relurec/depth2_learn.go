@@ -119,7 +119,7 @@ func (a *app) runLearnDepth2(cmd *cobra.Command, df *dataFlags, opt learnDepth2O
 	if err != nil {
 		return err
 	}
-	x, y, err := df.read()
+	x, y, err := df.read(a.context())
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func (a *app) runEval(cmd *cobra.Command, modelPath, truthPath string, df dataFl
 		}
 	}
 	if df.given() {
-		x, y, err := df.read()
+		x, y, err := df.read(a.context())
 		if err != nil {
 			return err
 		}

@@ -93,8 +93,17 @@ func (g *twoLayerGen) validate() error {
 	if _, err := parseActivationFlag(g.Activation); err != nil {
 		return err
 	}
-	if float64(g.N)*float64(g.D+g.M) > 2e9 {
-		return usageErrorf("--n %d with d+m = %d needs %.1f GB of memory; use a smaller --n", g.N, g.D+g.M, float64(g.N)*float64(g.D+g.M)*8/1e9)
+	return checkGenMemory(g.N, g.D, g.K, g.M)
+}
+
+// checkGenMemory refuses, before anything is drawn, a gen run whose arrays
+// would not fit the memory budget (--max-memory): X (n×d), the hidden
+// layer (n×k), Y (n×m) and the teacher (k×(d+m)), as float64.
+func checkGenMemory(n, d, k, m int) error {
+	need := 8 * (float64(n)*float64(d+k+m) + float64(k)*float64(d+m))
+	if budget := dataio.MemoryBudget(); need > float64(budget) {
+		return usageErrorf("--n %d with d=%d, %d hidden units and %d outputs needs %s for X, the hidden layer and Y, but the memory budget is %s; use a smaller --n or raise --max-memory",
+			n, d, k, m, dataio.FormatBytes(need), dataio.FormatBytes(float64(budget)))
 	}
 	return nil
 }

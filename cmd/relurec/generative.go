@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -245,12 +246,12 @@ func (o *learnGenerativeOptions) validate() ([]string, error) {
 }
 
 // read reads Y and, with --truth, the true A (d×k).
-func (o *learnGenerativeOptions) read() (Y, truth *mat.Dense, err error) {
-	if Y, err = readInput("Y", o.Y, o.YName); err != nil {
+func (o *learnGenerativeOptions) read(ctx context.Context) (Y, truth *mat.Dense, err error) {
+	if Y, err = readInput(ctx, "Y", o.Y, o.YName); err != nil {
 		return nil, nil, err
 	}
 	if o.Truth != "" {
-		if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
+		if truth, err = readInput(ctx, "truth", o.Truth, o.TruthName); err != nil {
 			return nil, nil, err
 		}
 		if r, c := truth.Dims(); r != Y.RawMatrix().Cols || c != o.Rank {
@@ -272,7 +273,7 @@ func (a *app) runLearnGenerative(cmd *cobra.Command, o *learnGenerativeOptions) 
 	if err != nil {
 		return err
 	}
-	Y, truth, err := o.read()
+	Y, truth, err := o.read(a.context())
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLa
 	if err != nil {
 		return err
 	}
-	x, y, err := df.read()
+	x, y, err := df.read(a.context())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -276,9 +277,15 @@ func checkOutputs(inputs []string, outs ...[3]string) error {
 }
 
 // readInput reads a finite matrix from an .npy/.npz/.csv with a name for
-// .npz members.
-func readInput(label, path, name string) (*mat.Dense, error) {
-	m, err := dataio.ReadMatrix(path, name)
+// .npz members, stopping when ctx is cancelled.
+func readInput(ctx context.Context, label, path, name string) (*mat.Dense, error) {
+	return readInputRows(ctx, label, path, name, 0)
+}
+
+// readInputRows is readInput keeping only the first maxRows rows (0: all),
+// without reading the rest of the file.
+func readInputRows(ctx context.Context, label, path, name string, maxRows int) (*mat.Dense, error) {
+	m, err := dataio.ReadMatrixContext(ctx, path, dataio.ReadOptions{Name: name, MaxRows: maxRows})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", label, err)
 	}

@@ -305,11 +305,11 @@ func (o *recoverOptions) validate() ([]string, error) {
 }
 
 // read reads A, V and, with --truth, the true codes, and checks their shapes.
-func (o *recoverOptions) read() (A, V, truth *mat.Dense, err error) {
-	if A, err = readInput("A", o.A, o.AName); err != nil {
+func (o *recoverOptions) read(ctx context.Context) (A, V, truth *mat.Dense, err error) {
+	if A, err = readInput(ctx, "A", o.A, o.AName); err != nil {
 		return nil, nil, nil, err
 	}
-	if V, err = readInput("V", o.V, o.VName); err != nil {
+	if V, err = readInput(ctx, "V", o.V, o.VName); err != nil {
 		return nil, nil, nil, err
 	}
 	d, k := A.Dims()
@@ -317,7 +317,7 @@ func (o *recoverOptions) read() (A, V, truth *mat.Dense, err error) {
 		return nil, nil, nil, inputErrorf("V has %d columns but A has %d rows: V holds one observation (length d = %d) per row", vc, d, d)
 	}
 	if o.Truth != "" {
-		if truth, err = readInput("truth", o.Truth, o.TruthName); err != nil {
+		if truth, err = readInput(ctx, "truth", o.Truth, o.TruthName); err != nil {
 			return nil, nil, nil, err
 		}
 		if r, c := truth.Dims(); r != V.RawMatrix().Rows || c != k {
@@ -339,7 +339,7 @@ func (a *app) runRecoverLatent(cmd *cobra.Command, o *recoverOptions) error {
 	if err != nil {
 		return err
 	}
-	A, V, truth, err := o.read()
+	A, V, truth, err := o.read(a.context())
 	if err != nil {
 		return err
 	}
@@ -387,7 +387,7 @@ func (a *app) solveLatent(ctx context.Context, A, V *mat.Dense, o *recoverOption
 		return robust.RecoverAll(ctx, A, V, o.Options, cb)
 	}
 	d, _ := A.Dims()
-	b, err := readKnownBias(o, d)
+	b, err := readKnownBias(ctx, o, d)
 	if err != nil {
 		return nil, err
 	}
@@ -399,8 +399,8 @@ func (a *app) solveLatent(ctx context.Context, A, V *mat.Dense, o *recoverOption
 }
 
 // readKnownBias reads --known-bias: a vector of length d (a row or a column).
-func readKnownBias(o *recoverOptions, d int) ([]float64, error) {
-	B, err := readInput("known bias", o.KnownBias, o.KnownBiasName)
+func readKnownBias(ctx context.Context, o *recoverOptions, d int) ([]float64, error) {
+	B, err := readInput(ctx, "known bias", o.KnownBias, o.KnownBiasName)
 	if err != nil {
 		return nil, err
 	}

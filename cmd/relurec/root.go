@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -19,8 +18,9 @@ type app struct {
 	stdout, stderr io.Writer
 	args           []string // the command line, for manifests
 
-	jsonOut bool // --json
-	quiet   bool // --quiet
+	jsonOut   bool   // --json
+	quiet     bool   // --quiet
+	maxMemory string // --max-memory
 
 	// started is set when a command's RunE begins; an error before that is
 	// a usage error from cobra's parsing.
@@ -75,6 +75,7 @@ wrong shapes, NaN/Inf), 1 any other failure.`,
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.jsonOut, "json", false, "print the result as one JSON object on stdout (and nothing else there)")
 	pf.BoolVar(&a.quiet, "quiet", false, "no progress bars or notes on stderr")
+	pf.StringVar(&a.maxMemory, "max-memory", "", "memory budget for the arrays read or generated, e.g. 8GB or 512MiB; a bigger file exits 2 before it is loaded (default: half the machine's memory)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v", err)
 	})
@@ -125,6 +126,15 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 	return func(cmd *cobra.Command, args []string) error {
 		a.started = true
 		a.ctx = cmd.Context()
+		budget := int64(0) // the default
+		if a.maxMemory != "" {
+			b, err := dataio.ParseBytes(a.maxMemory)
+			if err != nil {
+				return usageErrorf("--max-memory: %v", err)
+			}
+			budget = b
+		}
+		dataio.SetMemoryBudget(budget)
 		return fn(cmd, args)
 	}
 }
@@ -169,27 +179,21 @@ func (d *dataFlags) paths() []string {
 }
 
 // read loads X and Y and checks that they are finite and have matching rows.
-func (d *dataFlags) read() (x, y *mat.Dense, err error) {
+func (d *dataFlags) read(ctx context.Context) (x, y *mat.Dense, err error) {
 	xp, yp := d.x, d.y
 	if d.data != "" {
 		xp, yp = d.data, d.data
 	}
-	if x, err = dataio.ReadMatrix(xp, d.xName); err != nil {
-		return nil, nil, fmt.Errorf("reading X: %w", err)
+	if x, err = readInput(ctx, "X", xp, d.xName); err != nil {
+		return nil, nil, err
 	}
-	if y, err = dataio.ReadMatrix(yp, d.yName); err != nil {
-		return nil, nil, fmt.Errorf("reading Y: %w", err)
+	if y, err = readInput(ctx, "Y", yp, d.yName); err != nil {
+		return nil, nil, err
 	}
 	nx, _ := x.Dims()
 	ny, _ := y.Dims()
 	if nx != ny {
 		return nil, nil, inputErrorf("X has %d rows but Y has %d: samples are rows, so they must match", nx, ny)
-	}
-	if err := dataio.CheckFinite("X", x); err != nil {
-		return nil, nil, err
-	}
-	if err := dataio.CheckFinite("Y", y); err != nil {
-		return nil, nil, err
 	}
 	return x, y, nil
 }
