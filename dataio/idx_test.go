@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -136,6 +137,19 @@ func FuzzReadIDX(f *testing.F) {
 		}
 		if _, err := a.Matrix(); err != nil {
 			t.Fatal(err)
+		}
+		// The same bytes as a file (whose size, or gzip trailer, is checked
+		// against the header first) give the same array.
+		path := filepath.Join(t.TempDir(), "f-ubyte")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fa, err := ReadIDXFile(path)
+		if err != nil {
+			t.Fatalf("reads as a stream but not as a file: %v", err)
+		}
+		if !slices.Equal(fa.Dims, a.Dims) || len(fa.Data) != len(a.Data) {
+			t.Fatalf("file read gives dims %v, stream read %v", fa.Dims, a.Dims)
 		}
 	})
 }
