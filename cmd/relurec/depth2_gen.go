@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -24,7 +23,7 @@ learnable up to m ≤ d(d+1)/2 with --order 2). Inputs X are standard Gaussian
 --noise times the RMS of the clean outputs.
 
 Outputs as for gen twolayer: one .npz (--out), X.npy and Y.npy in a directory
-(--out DIR/), or --x and --y; --model-out writes the teacher as safetensors
+(--out DIR/), or --x and --y; --model-out writes the teacher as safetensors (or ONNX for .onnx)
 (PyTorch keys 0.weight, 0.bias, 2.weight, 2.bias). A run manifest is written
 next to every output.`
 
@@ -159,7 +158,7 @@ func newGenDepth2Cmd(a *app) *cobra.Command {
 	f.StringVar(&o.out, "out", "", "output .npz (X and Y), or a directory ending in / for X.npy and Y.npy")
 	f.StringVar(&o.x, "x", "", "write X to this .npy (with --y, instead of --out)")
 	f.StringVar(&o.y, "y", "", "write Y to this .npy (with --x, instead of --out)")
-	f.StringVar(&o.model, "model-out", "", "also write the teacher network to this .safetensors file")
+	f.StringVar(&o.model, "model-out", "", "also write the teacher network to this file (.safetensors or .onnx)")
 	return c
 }
 
@@ -227,7 +226,7 @@ func (g *depth2Gen) outFiles(files genFiles, modelOut string, gen *generated, wr
 	}
 	if modelOut != "" {
 		outs = append(outs, outFile{modelOut, func(p string) error {
-			return after(nn.SaveModel(p, gen.teacher, g.metadata(), ""))
+			return after(saveNetwork(modelOut, p, gen.teacher, g.metadata(), ""))
 		}})
 	}
 	return outs

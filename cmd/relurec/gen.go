@@ -178,7 +178,7 @@ outputs.
 Outputs: X and Y go into one .npz (arrays "X" and "Y") given by --out, or
 into X.npy and Y.npy inside a directory when --out ends with a path
 separator (or is an existing directory), or into the files given by --x and
---y. --model-out also writes the teacher as safetensors. A run manifest
+--y. --model-out also writes the teacher as safetensors (or ONNX for .onnx). A run manifest
 (<output>.manifest.json) is written next to every output.
 
 --instance lemma16 writes Gaussian X (n×2) and Y from the first network of
@@ -228,7 +228,7 @@ func newGenTwoLayerCmd(a *app) *cobra.Command {
 	f.StringVar(&fl.out, "out", "", "output .npz (X and Y), or a directory ending in / for X.npy and Y.npy")
 	f.StringVar(&fl.xOut, "x", "", "write X to this .npy (with --y, instead of --out)")
 	f.StringVar(&fl.yOut, "y", "", "write Y to this .npy (with --x, instead of --out)")
-	f.StringVar(&fl.modelOut, "model-out", "", "also write the teacher network to this .safetensors file")
+	f.StringVar(&fl.modelOut, "model-out", "", "also write the teacher network to this file (.safetensors or .onnx)")
 	f.StringVar(&g.Activation, "activation", "relu", "teacher's "+activationHelp)
 	return c
 }
@@ -305,7 +305,13 @@ func checkGenOutputs(files genFiles, modelOut string) error {
 	default:
 		outs = append(outs, [3]string{"x", files.x, ""}, [3]string{"y", files.y, ""})
 	}
-	return checkOutputs(nil, outs...)
+	if err := checkOutputs(nil, outs...); err != nil {
+		return err
+	}
+	if modelOut != "" {
+		return checkModelExt("model-out", modelOut)
+	}
+	return nil
 }
 
 // makeGenDir creates the output directory of the directory layout, if any;
@@ -349,7 +355,7 @@ func (a *app) writeGenTwoLayer(g *twoLayerGen, files genFiles, modelOut string, 
 			outFile{files.y, func(p string) error { return dataio.WriteNPY(p, gen.y) }})
 	}
 	if modelOut != "" {
-		outs = append(outs, outFile{modelOut, func(p string) error { return nn.SaveModel(p, gen.teacher, g.metadata(), "") }})
+		outs = append(outs, outFile{modelOut, func(p string) error { return saveNetwork(modelOut, p, gen.teacher, g.metadata(), "") }})
 	}
 	// The write time covers the data and model files, not the manifests.
 	last := outs[len(outs)-1].write

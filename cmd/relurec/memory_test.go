@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/relurec/relurec/nn"
 )
 
 // Issue "Nothing lost, nothing damaged", item 2: bounded reading, and a
@@ -73,5 +75,30 @@ func TestMaxMemory(t *testing.T) {
 	}
 	if code, _, errs := cli(t, "--max-memory", "300kB", "gen", "twolayer", "--d", "20", "--k", "5", "--m", "8", "--n", "1000", "--out", data); code != 0 {
 		t.Fatalf("gen within budget: exit %d, stderr %q", code, errs)
+	}
+}
+
+// gen --model-out follows its extension like --out does (it used to write
+// safetensors whatever the name): .onnx writes ONNX, an unknown one exits 2
+// before anything is generated.
+func TestGenModelOutFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range [][]string{{"gen", "twolayer", "--d", "6", "--k", "2", "--m", "3"}, {"gen", "depth2", "--d", "6", "--m", "2", "--outputs", "3"}} {
+		data := filepath.Join(dir, cmd[1]+".npz")
+		onnx := filepath.Join(dir, cmd[1]+".onnx")
+		if code, _, errs := cli(t, append(cmd, "--n", "100", "--out", data, "--model-out", onnx)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", cmd, code, errs)
+		}
+		if _, err := nn.LoadONNX(onnx); err != nil {
+			t.Fatalf("%v: --model-out .onnx is not ONNX: %v", cmd, err)
+		}
+		bad := filepath.Join(dir, cmd[1]+".pt")
+		code, _, errs := cli(t, append(cmd, "--n", "100", "--out", filepath.Join(dir, "other.npz"), "--model-out", bad)...)
+		if code != exitBadInput || !strings.Contains(errs, "--model-out") {
+			t.Fatalf("%v --model-out x.pt: exit %d, stderr %q", cmd, code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "other.npz")); !os.IsNotExist(err) {
+			t.Fatalf("%v: data written although --model-out was refused", cmd)
+		}
 	}
 }
