@@ -143,7 +143,7 @@ func readNPYFile(path string, cfg readCfg) (*mat.Dense, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		total, trusted = st.Size(), true
 	}
-	m, err := readNPY(bufio.NewReaderSize(cfg.reader(f), 1<<16), total, trusted, cfg)
+	m, err := readNPY(bufio.NewReaderSize(cfg.reader(f), 1<<16), npyStream{total: total, trusted: trusted}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -152,22 +152,39 @@ func readNPYFile(path string, cfg readCfg) (*mat.Dense, error) {
 
 // decodeNPY parses a complete .npy file held in memory.
 func decodeNPY(b []byte) (*mat.Dense, error) {
-	return readNPY(bytes.NewReader(b), int64(len(b)), true, readCfg{})
+	return readNPY(bytes.NewReader(b), npyStream{total: int64(len(b)), trusted: true}, readCfg{})
 }
 
-// readNPY reads a .npy stream whose length is total bytes (−1 when
-// unknown). trusted says total is the stream's real length (a regular file,
-// bytes in memory), so the matrix is allocated at once; otherwise total is
-// only what a container declares, and the matrix grows with what arrives,
-// so a lying size costs nothing before the bytes are there. Only the data
-// the kept rows need are read: trailing bytes are ignored, as numpy.load
-// ignores them.
-func readNPY(r io.Reader, total int64, trusted bool, cfg readCfg) (*mat.Dense, error) {
-	l, err := readNPYLayout(r, total)
+// npyStream describes the stream a .npy array is read from.
+type npyStream struct {
+	// total is the stream's length in bytes, −1 when unknown (a pipe).
+	total int64
+	// trusted says total is the stream's real length (a regular file,
+	// bytes in memory), so the matrix is allocated at once; otherwise total
+	// is only what a container declares, and the matrix grows with what
+	// arrives, so a lying size costs nothing before the bytes are there.
+	trusted bool
+	// exact says the array must fill the stream: an .npz member holds one
+	// array and nothing after it, so bytes beyond the array mean the header
+	// or the archive lies. A .npy file may carry more after its array (np.save
+	// called twice on one open file), which numpy.load ignores, and so do we.
+	exact bool
+}
+
+// readNPY reads a .npy array from r. Only the data of the kept rows are
+// read.
+func readNPY(r io.Reader, src npyStream, cfg readCfg) (*mat.Dense, error) {
+	l, err := readNPYLayout(r, src.total)
 	if err != nil {
 		return nil, err
 	}
-	return l.decode(r, trusted, cfg)
+	if src.exact && l.dataLen >= 0 {
+		if need := int64(l.rows) * int64(l.cols) * int64(l.dt.size); l.dataLen != need {
+			return nil, fmt.Errorf("header declares shape %v of %s (%d data bytes) but the member holds %d data bytes; the archive is corrupt or was not written by numpy: %w",
+				l.hdr.shape, l.hdr.descr, need, l.dataLen, ErrFormat)
+		}
+	}
+	return l.decode(r, src.trusted, cfg)
 }
 
 // npyLayout is what a .npy header says about the data that follow it.
@@ -175,6 +192,7 @@ type npyLayout struct {
 	hdr        npyHeader
 	dt         dtype
 	rows, cols int
+	dataLen    int64 // the bytes after the header, −1 when unknown
 }
 
 // readNPYLayout reads the preamble of a .npy stream of total bytes (−1 when
@@ -243,12 +261,14 @@ func readNPYLayout(r io.Reader, total int64) (npyLayout, error) {
 	if l.rows == 0 || l.cols == 0 {
 		return npyLayout{}, fmt.Errorf("array has shape %v: %w", hdr.shape, ErrEmpty)
 	}
+	l.dataLen = -1
 	if total < 0 {
 		return l, nil
 	}
 	// Check the element count against the bytes present, dividing rather
 	// than multiplying so that absurd shapes cannot overflow.
 	dataLen := remain - hlen
+	l.dataLen = dataLen
 	avail := dataLen / int64(l.dt.size)
 	if int64(l.rows) > avail || int64(l.cols) > avail/int64(l.rows) {
 		return npyLayout{}, fmt.Errorf("header declares shape %v of %s (%s bytes) but only %d data bytes follow; the file is truncated: %w",

@@ -53,11 +53,13 @@ func npzNames(zr *zip.Reader) []string {
 // size. name may be given with or without the .npy suffix; "" selects the
 // only array of a one-array archive.
 //
-// The member is decoded as it decompresses and only as far as its header's
-// shape goes, so a member that declares a small array and then inflates to
-// gigabytes of padding costs nothing (numpy.load reads it the same way),
-// and one that declares more than it holds is an error once the stream
-// ends, its matrix grown only as far as the data that arrived.
+// The member's size, as the archive declares it, must be exactly what its
+// .npy header's shape needs: a member that declares a small array and then
+// inflates to gigabytes of padding is refused before it is decompressed
+// (numpy.load would read the array and ignore the rest). The member is
+// decoded as it decompresses; one whose archive entry lies about its size
+// is an error once the stream ends, its matrix grown only as far as the
+// data that arrived.
 func decodeNPZ(r io.ReaderAt, size int64, name string, cfg readCfg) (*mat.Dense, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
@@ -96,7 +98,7 @@ func decodeNPZ(r io.ReaderAt, size int64, name string, cfg readCfg) (*mat.Dense,
 		total = int64(member.UncompressedSize64)
 	}
 	trusted := member.Method == zip.Store && member.CompressedSize64 == member.UncompressedSize64 && total <= size
-	m, err := readNPY(bufio.NewReaderSize(cfg.reader(rc), 1<<16), total, trusted, cfg)
+	m, err := readNPY(bufio.NewReaderSize(cfg.reader(rc), 1<<16), npyStream{total: total, trusted: trusted, exact: true}, cfg)
 	if err != nil {
 		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrAlgorithm) || isFlateError(err) {
 			err = fmt.Errorf("corrupt (%v): %w", err, ErrFormat)
