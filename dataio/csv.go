@@ -162,8 +162,14 @@ func isHeader(cr *csv.Reader, rec []string) (bool, error) {
 		return true, nil
 	}
 	line, _ := cr.FieldPos(text)
-	return false, fmt.Errorf("line %d, column %d: %s is not a number but column %d (%s) is; the first row must be either a header (no numbers) or data (only numbers): %w",
-		line, text+1, quoteField(rec[text]), num+1, shortField(strings.TrimSpace(rec[num])), ErrFormat)
+	hint := ""
+	if text == 0 && strings.TrimSpace(rec[0]) == "" {
+		// pandas' DataFrame.to_csv() writes the index as an unnamed first
+		// column, so its header row starts with an empty field.
+		hint = " (pandas writes its index as an unnamed first column: save with df.to_csv(path, index=False))"
+	}
+	return false, fmt.Errorf("line %d, column %d: %s is not a number but column %d (%s) is; the first row must be either a header (no numbers) or data (only numbers)%s: %w",
+		line, text+1, quoteField(rec[text]), num+1, shortField(strings.TrimSpace(rec[num])), hint, ErrFormat)
 }
 
 // isNumber reports whether field, without its surrounding spaces, is written

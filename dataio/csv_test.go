@@ -86,7 +86,7 @@ func TestCSVErrors(t *testing.T) {
 		{"mixed first row after comments", "# c\n\n\"x\", 2 \n3,4\n", `line 3, column 1: "x" is not a number but column 2 (2) is`, ErrFormat},
 		{"mixed first row with overflow", "1e400,y\n1,2\n", `line 1, column 2: "y" is not a number but column 1 (1e400) is`, ErrFormat},
 		// pandas' to_csv with its default index and integer column names.
-		{"pandas index header", ",0,1\n0,1.5,2\n1,3,4e-3\n", `line 1, column 1: "" is not a number but column 2 (0) is`, ErrFormat},
+		{"pandas index header", ",0,1\n0,1.5,2\n1,3,4e-3\n", `line 1, column 1: "" is not a number but column 2 (0) is; the first row must be either a header (no numbers) or data (only numbers) (pandas writes its index as an unnamed first column: save with df.to_csv(path, index=False))`, ErrFormat},
 		{"only header", "a,b\n", "no data rows", ErrEmpty},
 		{"only BOM and header", "\ufeffa,b\r\n", "no data rows", ErrEmpty},
 		{"only BOM", "\ufeff", "no data rows", ErrEmpty},

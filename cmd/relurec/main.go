@@ -21,6 +21,7 @@ import (
 
 	"github.com/relurec/relurec/errs"
 	_ "github.com/relurec/relurec/internal/blasbackend"
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/internal/safefile"
 )
 
@@ -121,6 +122,12 @@ func reportPanic(stderr io.Writer, code *int) {
 	}
 	fmt.Fprintf(stderr, "relurec: internal error: %v\n", r)
 	if os.Getenv("RELUREC_TRACEBACK") != "" {
+		// A panic in a parallel worker was re-raised here; the stack that
+		// matters is the worker's.
+		var wp *parallel.WorkerPanic
+		if err, ok := r.(error); ok && errors.As(err, &wp) {
+			fmt.Fprintf(stderr, "worker stack:\n%s\n", wp.Stack)
+		}
 		stderr.Write(debug.Stack())
 	} else {
 		fmt.Fprintln(stderr, "This is a bug in relurec; please report it with the command line (set RELUREC_TRACEBACK=1 for the stack).")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relurec/relurec/internal/parallel"
 )
 
 // Issue "Nothing lost, nothing damaged", item 1: one output writer for every
@@ -141,5 +143,25 @@ func TestPanicExitsOneWithReportHint(t *testing.T) {
 	}()
 	if code != exitFailure || !strings.Contains(se.String(), "please report") {
 		t.Fatalf("exit %d, stderr %q; want 1 and a report hint", code, se.String())
+	}
+}
+
+// A panic inside a parallel worker reaches main as *parallel.WorkerPanic:
+// exit 1, and with RELUREC_TRACEBACK the worker's own stack is printed
+// (the stack of main's recover alone would not show where it happened).
+func TestWorkerPanicShowsWorkerStack(t *testing.T) {
+	t.Setenv("RELUREC_TRACEBACK", "1")
+	var se strings.Builder
+	code := func() (code int) {
+		defer reportPanic(&se, &code)
+		parallel.For(4, func(_, i int) {
+			if i == 3 {
+				panic("bug in task 3")
+			}
+		})
+		return exitOK
+	}()
+	if code != exitFailure || !strings.Contains(se.String(), "bug in task 3") || !strings.Contains(se.String(), "worker stack:") {
+		t.Fatalf("exit %d, stderr %q", code, se.String())
 	}
 }
