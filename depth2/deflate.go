@@ -222,3 +222,52 @@ func addUnits(net *Network, units []Unit) *Network {
 	}
 	return out
 }
+
+// silentScale is how small, relative to the rms of Y, a unit's contribution
+// ‖a_i‖·rms(ReLU(w_i·x + b_i)) must be for pruneSilent to try removing it.
+const silentScale = 1e-10
+
+// pruneSilent removes units whose contribution to the output is below
+// silentScale of the data's scale — leftovers of deflation whose output
+// weights the refinement drove to ~1e-13 instead of 0 — when the network
+// without them fits the data at least as well as certTol (or as before).
+// Without it a 5-unit network could come back with a sixth, silent unit
+// and fail to load into the user's nn.Linear(d, 5).
+func (pr *problem) pruneSilent(net *Network) *Network {
+	m := net.Hidden()
+	if liveUnits(net) <= 1 {
+		return net
+	}
+	rows := min(pr.n, 4096)
+	sub := pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense)
+	H := mat.NewDense(rows, m, nil)
+	H.Mul(sub, net.W.T())
+	// mat.Norm(·, 2) of a matrix is the Frobenius norm.
+	yScale := mat.Norm(pr.Y.Slice(0, rows, 0, pr.p), 2) / math.Sqrt(float64(rows*pr.p))
+	pruned := &Network{W: mat.DenseCopyOf(net.W), B: append([]float64(nil), net.B...), A: mat.DenseCopyOf(net.A), C: append([]float64(nil), net.C...)}
+	if net.L != nil {
+		pruned.L = mat.DenseCopyOf(net.L)
+	}
+	removed := 0
+	for i := 0; i < m; i++ {
+		var ss float64
+		for r := 0; r < rows; r++ {
+			if z := H.At(r, i) + net.B[i]; z > 0 {
+				ss += z * z
+			}
+		}
+		if mat.Norm(net.A.ColView(i), 2)*math.Sqrt(ss/float64(rows)) > silentScale*yScale {
+			continue
+		}
+		pruned.W.SetRow(i, make([]float64, pr.d))
+		removed++
+	}
+	if removed == 0 || removed == liveUnits(net) {
+		return net
+	}
+	pruned = dropDead(pruned)
+	if r := pr.residual(pruned); r > max(pr.certTol, pr.residual(net)) {
+		return net
+	}
+	return pruned
+}

@@ -166,6 +166,7 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 			return nil, err
 		}
 	}
+	net = pr.pruneSilent(net)
 	if !diag.Refine.Converged {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the refinement stopped without converging (%s after %d iterations)", diag.Refine.Status, diag.Refine.Iterations))
 	}
