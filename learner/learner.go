@@ -1,0 +1,225 @@
+// Package learner is the front door of relurec's network learners. It looks
+// at what the data show — Gaussian inputs or not, one output or several,
+// biases or none — and sends them to the learner whose model fits:
+//
+//   - twolayer: Y = ReLU(X·Vᵀ)·Uᵀ, no biases, Bakshi, Jayaram, Woodruff
+//     [BJW19]; any X (worst-case route), k ≤ m outputs for the moment routes.
+//   - depth2: Y = A·ReLU(W·x + b) + c, biases on both layers, Awasthi, Tang,
+//     Vijayaraghavan [ATV21]; Gaussian X, any number of outputs.
+//
+// A PyTorch nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)) has
+// biases by default, so its data go to depth2; a bias-free network with
+// several outputs goes to twolayer, which is faster on it. Choice records
+// the checks and the reason, and Fit tries the other learner when the first
+// one's certificate fails and the other can apply.
+package learner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/twolayer"
+)
+
+// Name names a learner.
+type Name string
+
+// The learners behind the front door.
+const (
+	TwoLayer Name = "twolayer"
+	Depth2   Name = "depth2"
+)
+
+// Options are the settings both learners share, and each one's own.
+type Options struct {
+	// Hidden is the number of hidden units (0 infers it from the data).
+	Hidden int `json:"hidden"`
+	// CertTol is the relative residual that certifies exact recovery
+	// (0 = each learner's default, 1e-10).
+	CertTol float64 `json:"cert_tol,omitempty"`
+	// Seed seeds both learners' random choices.
+	Seed uint64 `json:"seed"`
+	// TwoLayer holds the two-layer learner's own options; its Hidden,
+	// CertTol and Seed are replaced by the shared ones. The front door may
+	// only switch learners when TwoLayer.Route is auto (or empty) and the
+	// activation is ReLU: a named route or another activation is a request
+	// for the two-layer learner.
+	TwoLayer twolayer.Options `json:"-"`
+	// Progress, when set, receives each stage's progress.
+	Progress func(stage string, done, total int) `json:"-"`
+}
+
+// free reports whether the options leave the choice of learner open.
+func (o Options) free() bool {
+	route := o.TwoLayer.Route
+	act := o.TwoLayer.Activation
+	return (route == "" || route == twolayer.UseAuto) && (act == "" || act == nn.ReLU)
+}
+
+// Choice is the front door's route-selection record: the checks it made,
+// the learner it chose and why, and the learners it tried before.
+type Choice struct {
+	Learner Name   `json:"learner"`
+	Reason  string `json:"reason"`
+	// Gaussian is the Gaussian-input screen of X (twolayer.CheckGaussian).
+	Gaussian *twolayer.GaussianCheck `json:"gaussian,omitempty"`
+	// Bias is the bias screen (depth2.TestBiases), run when X looks
+	// Gaussian and there are several outputs.
+	Bias *depth2.BiasTest `json:"bias_test,omitempty"`
+	// Considered lists, in order, the checks and what each decided.
+	Considered []string `json:"considered"`
+	// Tried lists the learners whose certificate failed before Learner.
+	Tried []Attempt `json:"tried,omitempty"`
+}
+
+// Attempt is a learner run whose answer the front door did not keep.
+type Attempt struct {
+	Learner  Name    `json:"learner"`
+	Residual float64 `json:"residual"`
+	Reason   string  `json:"reason"`
+}
+
+// Result is the answer of the learner Fit kept: exactly one of TwoLayer and
+// Depth2 is set.
+type Result struct {
+	Choice   Choice
+	TwoLayer *twolayer.Result
+	Depth2   *depth2.Result
+}
+
+// Model is the learned network as an MLP (depth2's affine term, if any,
+// as pairs of units).
+func (r *Result) Model() *nn.MLP {
+	if r.Depth2 != nil {
+		return r.Depth2.Model.MLP()
+	}
+	return r.TwoLayer.Model
+}
+
+// Certificate is the kept learner's residual certificate.
+func (r *Result) Certificate() certify.Certificate {
+	if r.Depth2 != nil {
+		return r.Depth2.Certificate
+	}
+	return r.TwoLayer.Certificate
+}
+
+// minBiasSamples is the fewest samples the bias screen is run on; below it
+// the data are too few for depth2's order-4 moments anyway.
+const minBiasSamples = 1000
+
+// Choose decides which learner the data call for, without fitting.
+//
+//  1. X not Gaussian → twolayer (its worst-case route takes any X; depth2
+//     needs Gaussian inputs).
+//  2. One output → depth2 (twolayer's moment routes need k ≤ m, so one
+//     output allows one unit; depth2 reads the width from the order-2
+//     moment).
+//  3. Biases detected (depth2.TestBiases) → depth2.
+//  4. Otherwise twolayer.
+func Choose(X, Y *mat.Dense, opt Options) (Choice, error) {
+	n, _, m, err := certify.CheckXY(X, Y)
+	if err != nil {
+		return Choice{}, err
+	}
+	if !opt.free() {
+		return Choice{Learner: TwoLayer, Reason: "the two-layer learner was requested (a named route or a non-ReLU activation)"}, nil
+	}
+	var ch Choice
+	g, err := twolayer.CheckGaussian(X, opt.Seed)
+	if err != nil {
+		return Choice{}, err
+	}
+	ch.Gaussian = &g
+	if !g.Gaussian {
+		ch.Considered = append(ch.Considered, fmt.Sprintf("inputs: not Gaussian (%s, |z| = %.1f) → twolayer, whose worst-case route takes any X (depth2 needs x ~ N(0, I))", g.Worst, g.MaxZ))
+		ch.Learner, ch.Reason = TwoLayer, "X is not Gaussian: only the two-layer learner's worst-case route applies (no biases)"
+		return ch, nil
+	}
+	ch.Considered = append(ch.Considered, "inputs: consistent with x ~ N(0, I)")
+	if m == 1 {
+		ch.Considered = append(ch.Considered, "outputs: one → depth2 (the two-layer moment routes need as many outputs as units)")
+		ch.Learner, ch.Reason = Depth2, "one output: the depth-2 learner reads the width from the order-2 moment and learns biases"
+		return ch, nil
+	}
+	if n < minBiasSamples {
+		ch.Considered = append(ch.Considered, fmt.Sprintf("biases: not tested (n = %d < %d)", n, minBiasSamples))
+		ch.Learner, ch.Reason = TwoLayer, "few samples: the two-layer learner (no biases)"
+		return ch, nil
+	}
+	bt, err := depth2.TestBiases(X, Y)
+	if err != nil {
+		return Choice{}, err
+	}
+	ch.Bias = &bt
+	if bt.Biased {
+		ch.Considered = append(ch.Considered, fmt.Sprintf("biases: detected (output z %.1f, odd-moment z %.1f > %d) → depth2", bt.OutputZ, bt.OddZ, depth2.BiasZTol))
+		ch.Learner, ch.Reason = Depth2, fmt.Sprintf("the data show biases (z = %.1f > %d): the depth-2 learner fits y = A·ReLU(W·x + b) + c", max(bt.OutputZ, bt.OddZ), depth2.BiasZTol)
+		return ch, nil
+	}
+	ch.Considered = append(ch.Considered, fmt.Sprintf("biases: none seen (output z %.1f, odd-moment z %.1f ≤ %d) → twolayer", bt.OutputZ, bt.OddZ, depth2.BiasZTol))
+	ch.Learner, ch.Reason = TwoLayer, "no biases seen and several outputs: the two-layer learner"
+	return ch, nil
+}
+
+// Fit chooses a learner (Choose) and runs it. When the two-layer learner
+// was chosen freely on Gaussian inputs and its certificate fails, the
+// depth-2 learner is tried too (biases too small for the screen, or one
+// output per unit), and its answer kept if certified; the Choice says so.
+func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
+	ch, err := Choose(X, Y, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Choice: ch}
+	if ch.Learner == Depth2 {
+		res.Depth2, err = fitDepth2(ctx, X, Y, opt)
+		return res, err
+	}
+	res.TwoLayer, err = fitTwoLayer(ctx, X, Y, opt)
+	if err != nil && !errors.Is(err, errs.ErrNotExact) || err == nil && res.TwoLayer.Certificate.Met {
+		return res, err
+	}
+	if !opt.free() || ch.Gaussian == nil || !ch.Gaussian.Gaussian {
+		return res, err
+	}
+	first := Attempt{Learner: TwoLayer, Reason: fmt.Sprint(err)}
+	if err == nil {
+		first.Residual, first.Reason = res.TwoLayer.Certificate.Residual, res.TwoLayer.Reason
+	}
+	d2, err2 := fitDepth2(ctx, X, Y, opt)
+	if err2 != nil || !d2.Certificate.Met {
+		// Keep the first answer; say what the other learner found.
+		why := fmt.Sprint(err2)
+		if err2 == nil {
+			why = fmt.Sprintf("certificate not met either (residual %.2e)", d2.Certificate.Residual)
+		}
+		res.Choice.Considered = append(res.Choice.Considered, "fallback: depth2 tried after the two-layer certificate failed: "+why)
+		return res, err
+	}
+	res.Choice.Tried = append(res.Choice.Tried, first)
+	res.Choice.Considered = append(res.Choice.Considered, fmt.Sprintf("fallback: the two-layer certificate failed (%s); depth2 certified it (residual %.1e)", first.Reason, d2.Certificate.Residual))
+	res.Choice.Learner = Depth2
+	res.Choice.Reason = "the two-layer learner's certificate failed and the depth-2 learner's holds: the network has biases (too small for the screen) or needs them"
+	res.TwoLayer, res.Depth2 = nil, d2
+	return res, nil
+}
+
+func fitTwoLayer(ctx context.Context, X, Y *mat.Dense, opt Options) (*twolayer.Result, error) {
+	o := opt.TwoLayer
+	o.Hidden, o.CertTol, o.Seed, o.Progress = opt.Hidden, opt.CertTol, opt.Seed, opt.Progress
+	return twolayer.Fit(ctx, X, Y, o)
+}
+
+func fitDepth2(ctx context.Context, X, Y *mat.Dense, opt Options) (*depth2.Result, error) {
+	return depth2.Fit(ctx, X, Y, depth2.Options{
+		Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, Route: depth2.RouteAuto, Progress: opt.Progress,
+	})
+}

@@ -1,0 +1,100 @@
+package learner
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/twolayer"
+)
+
+// torchLinear draws an nn.Linear(in, out) as PyTorch's default init does:
+// weight and bias U(−1/√in, 1/√in); bias false leaves it nil.
+func torchLinear(in, out int, bias bool, act nn.Activation, rng *rand.Rand) nn.Layer {
+	s := 1 / math.Sqrt(float64(in))
+	u := func() float64 { return (2*rng.Float64() - 1) * s }
+	w := mat.NewDense(out, in, nil)
+	for i := range out {
+		for j := range in {
+			w.Set(i, j, u())
+		}
+	}
+	l := nn.Layer{Weight: w, Act: act}
+	if bias {
+		l.Bias = make([]float64, out)
+		for i := range l.Bias {
+			l.Bias[i] = u()
+		}
+	}
+	return l
+}
+
+// data queries nn.Sequential(Linear(d, k, bias), ReLU, Linear(k, m, bias))
+// on n Gaussian inputs (uniform ones when uniform is set).
+func data(d, k, m, n int, bias, uniform bool, seed uint64) (*mat.Dense, *mat.Dense) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	net := &nn.MLP{Layers: []nn.Layer{torchLinear(d, k, bias, nn.ReLU, rng), torchLinear(k, m, bias, nn.Identity, rng)}}
+	x := mat.NewDense(n, d, nil)
+	raw := x.RawMatrix().Data
+	for i := range raw {
+		if uniform {
+			raw[i] = (2*rng.Float64() - 1) * math.Sqrt(3)
+		} else {
+			raw[i] = rng.NormFloat64()
+		}
+	}
+	return x, net.Forward(x)
+}
+
+// The front door sends each kind of data to the learner whose model fits,
+// and the answer is certified (issue 13).
+func TestFitChoosesTheLearner(t *testing.T) {
+	cases := []struct {
+		name          string
+		d, k, m, n    int
+		bias, uniform bool
+		want          Name
+	}{
+		{"bias-free, several outputs", 10, 3, 5, 20000, false, false, TwoLayer},
+		{"PyTorch default (biases)", 10, 3, 5, 20000, true, false, Depth2},
+		{"one output, no biases", 8, 3, 1, 20000, false, false, Depth2},
+		{"uniform inputs", 4, 2, 3, 2000, false, true, TwoLayer},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x, y := data(tc.d, tc.k, tc.m, tc.n, tc.bias, tc.uniform, 7)
+			res, err := Fit(context.Background(), x, y, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Choice.Learner != tc.want {
+				t.Fatalf("learner %s, want %s: %s %v", res.Choice.Learner, tc.want, res.Choice.Reason, res.Choice.Considered)
+			}
+			if !res.Certificate().Met {
+				t.Fatalf("certificate %+v not met (%s)", res.Certificate(), res.Choice.Reason)
+			}
+			if got := res.Model().Layers[0].Out(); got != tc.k {
+				t.Fatalf("%d hidden units, want %d", got, tc.k)
+			}
+			if (tc.want == Depth2) != (res.Depth2 != nil) || (res.Depth2 == nil) == (res.TwoLayer == nil) {
+				t.Fatalf("result holds twolayer %v, depth2 %v", res.TwoLayer != nil, res.Depth2 != nil)
+			}
+		})
+	}
+}
+
+// A named two-layer route is a request for that learner, whatever the data.
+func TestNamedRouteKeepsTheTwoLayerLearner(t *testing.T) {
+	x, y := data(10, 3, 5, 5000, true, false, 8)
+	ch, err := Choose(x, y, Options{TwoLayer: twolayer.Options{Route: twolayer.UseNoisy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Learner != TwoLayer || ch.Bias != nil {
+		t.Fatalf("choice %+v", ch)
+	}
+}
