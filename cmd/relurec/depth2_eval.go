@@ -1,12 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"time"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/metrics"
@@ -31,9 +32,12 @@ type depth2EvalResult struct {
 	Command string `json:"command"`
 	Model   string `json:"model"`
 	Truth   string `json:"truth,omitempty"`
-	D       int    `json:"d"`
-	Hidden  int    `json:"hidden"`
-	Outputs int    `json:"outputs"`
+	// TruthKind is "model" (parameters and L2 distance below) or "data"
+	// (TruthOutputs) with --truth.
+	TruthKind string `json:"truth_kind,omitempty"`
+	D         int    `json:"d"`
+	Hidden    int    `json:"hidden"`
+	Outputs   int    `json:"outputs"`
 	// Weights compares parameters up to permutation and positive scaling;
 	// WeightsSignFlip also allows the joint flip (w, b) → (−w, −b) of the
 	// overcomplete case.
@@ -41,27 +45,35 @@ type depth2EvalResult struct {
 	WeightsSignFlip *metrics.Depth2Error `json:"weights_sign_flip,omitempty"`
 	// L2 is E‖model(x) − truth(x)‖² under x ~ N(0, I) (closed form) and
 	// RelL2 its square root relative to √E‖truth(x)‖².
-	L2       *float64 `json:"l2,omitempty"`
-	RelL2    *float64 `json:"rel_l2,omitempty"`
-	Residual *float64 `json:"residual,omitempty"`
-	Samples  int      `json:"samples,omitempty"`
-	Seconds  float64  `json:"seconds"`
+	L2    *float64 `json:"l2,omitempty"`
+	RelL2 *float64 `json:"rel_l2,omitempty"`
+	// TruthOutputs compares the model's outputs with a --truth data file.
+	TruthOutputs *truthOutputs `json:"truth_outputs,omitempty"`
+	Residual     *float64      `json:"residual,omitempty"`
+	Samples      int           `json:"samples,omitempty"`
+	Seconds      float64       `json:"seconds"`
 }
 
-// evalDepth2 is eval for models with biases (learn depth2, gen depth2).
-func (a *app) evalDepth2(modelPath, truthPath string, model *nn.MLP, df dataFlags, start time.Time) error {
+// evalDepth2 is eval for models with biases (learn depth2, gen depth2):
+// compared with the reference model truthPath (if any) or with a --truth
+// data file (tout), and its residual on x, y (if not nil).
+func (a *app) evalDepth2(modelPath, truthPath string, tout *truthOutputs, model *nn.MLP, x, y *mat.Dense, start time.Time) error {
 	net, err := depth2.FromMLP(model)
 	if err != nil {
 		return inputErrorf("--model %s: %v", modelPath, err)
 	}
-	res := depth2EvalResult{Command: "eval", Model: modelPath, Truth: truthPath, D: net.In(), Hidden: net.Hidden(), Outputs: net.Out()}
+	res := depth2EvalResult{Command: "eval", Model: modelPath, Truth: truthPath, D: net.In(), Hidden: net.Hidden(), Outputs: net.Out(), TruthOutputs: tout}
 	if truthPath != "" {
+		res.TruthKind = truthKindModel
 		if err := res.compareTruth(truthPath, model, net); err != nil {
 			return err
 		}
 	}
-	if df.given() {
-		if err := res.residual(a.context(), df, model, net); err != nil {
+	if tout != nil {
+		res.Truth, res.TruthKind = tout.File, truthKindData
+	}
+	if x != nil {
+		if err := res.residual(x, y, model, net); err != nil {
 			return err
 		}
 	}
@@ -72,9 +84,9 @@ func (a *app) evalDepth2(modelPath, truthPath string, model *nn.MLP, df dataFlag
 // compareTruth fills the parameter errors and the L2 distance of the model
 // to the network in truthPath.
 func (res *depth2EvalResult) compareTruth(truthPath string, model *nn.MLP, net *depth2.Network) error {
-	truth, _, err := loadNetwork(truthPath)
+	truth, err := loadTruthModel(truthPath)
 	if err != nil {
-		return fmt.Errorf("reading --truth: %w", err)
+		return err
 	}
 	tn, err := depth2.FromMLP(truth)
 	if err != nil {
@@ -115,12 +127,8 @@ func depth2MetricError(err error) error {
 	return err
 }
 
-// residual fills the model's relative residual on the data of df.
-func (res *depth2EvalResult) residual(ctx context.Context, df dataFlags, model *nn.MLP, net *depth2.Network) error {
-	x, y, err := df.read(ctx)
-	if err != nil {
-		return err
-	}
+// residual fills the model's relative residual on the data x, y.
+func (res *depth2EvalResult) residual(x, y *mat.Dense, model *nn.MLP, net *depth2.Network) error {
 	n, xd := x.Dims()
 	_, yp := y.Dims()
 	if xd != net.In() || yp != net.Out() {
@@ -141,12 +149,13 @@ func (res *depth2EvalResult) rows() [][2]string {
 			match += fmt.Sprintf("; %d truth units unmatched, %d model units extra", e.Missing, e.Extra)
 		}
 		rows = append(rows,
-			[2]string{"truth", res.Truth},
+			[2]string{"truth", res.Truth + ": model (parameters compared up to permutation and positive scaling)"},
 			[2]string{"max parameter error", fmt.Sprintf("%.3g (w %.3g, b %.3g, a %.3g, output bias %.3g)", e.MaxErr, e.MaxErrW, e.MaxErrB, e.MaxErrA, e.MaxErrC)},
 			[2]string{"  … up to sign flips", fmt.Sprintf("%.3g", ef.MaxErr)},
 			[2]string{"unit matching", match},
 			[2]string{"L2 distance", fmt.Sprintf("E‖f − g‖² = %.3g (relative √: %.3g)", *res.L2, *res.RelL2)})
 	}
+	rows = append(rows, truthOutputRows(res.TruthOutputs)...)
 	if res.Residual != nil {
 		rows = append(rows, [2]string{"relative residual", fmt.Sprintf("%.3g on %d samples", *res.Residual, res.Samples)})
 	}
