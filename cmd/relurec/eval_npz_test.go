@@ -94,6 +94,29 @@ func TestEvalTruthNPZ(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "data (true outputs Y for inputs X)") || !strings.Contains(stdout, "relative output error") {
 		t.Errorf("table (exit %d, %s):\n%s", code, stderr, stdout)
 	}
+	// Any MLP: a three-layer network with biases (neither two-layer nor
+	// depth-2) against its own outputs, perturbed the same way.
+	deep := &nn.MLP{Layers: []nn.Layer{
+		{Weight: mat.NewDense(5, 4, []float64{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1}), Bias: []float64{0, 0.1, 0, 0, -1}, Act: nn.ReLU},
+		{Weight: mat.NewDense(2, 5, []float64{1, 1, 0, 0, 1, 0, 0, 1, 1, 1}), Bias: []float64{0.5, 0}, Act: nn.ReLU},
+		{Weight: mat.NewDense(3, 2, []float64{1, 0, 0, 1, 1, -1}), Act: nn.Identity},
+	}}
+	dp := filepath.Join(dir, "deep.safetensors")
+	if err := nn.SaveModel(dp, deep, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	DY := deep.Forward(X)
+	DY.Set(2, 2, DY.At(2, 2)+0.5)
+	dt := writeNPZ(t, filepath.Join(dir, "deep_truth.npz"), map[string]*mat.Dense{"X": X, "Y": DY})
+	code, stdout, stderr = cli(t, "eval", "--model", dp, "--truth", dt, "--json")
+	if code != 0 {
+		t.Fatalf("deep model: exit %d: %s", code, stderr)
+	}
+	r = decodeOne(t, stdout)
+	to, _ = r["truth_outputs"].(map[string]any)
+	if got, want := to["rel_error"].(float64), 0.5/mat.Norm(DY, 2); r["truth_kind"] != "data" || math.Abs(got-want) > 1e-12 || math.Abs(to["max_abs_error"].(float64)-0.5) > 1e-12 {
+		t.Errorf("deep model against data truth: %v (want rel error %v)", r, want)
+	}
 	// A model truth still compares weights, and says so.
 	code, stdout, _ = cli(t, "eval", "--model", mp, "--truth", mp, "--json")
 	if r := decodeOne(t, stdout); code != 0 || r["truth_kind"] != "model" || r["weights"] == nil {
