@@ -427,7 +427,7 @@ func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, erro
 	}
 	k := r.K
 	if k > min(d, m) {
-		return nil, fmt.Errorf("%w: %d hidden units cannot be identified by %s from d=%d inputs and m=%d outputs: it needs k ≤ min(d, m) (V* and U* of full rank k); for m < k use the FPT route", ErrInput, k, route, d, m)
+		return nil, fmt.Errorf("%w: %d hidden units cannot be identified by %s from d=%d inputs and m=%d outputs: it needs k ≤ min(d, m) (V* and U* of full rank k); for m < k set Options.Route = fpt, or use the depth-2 learner (package depth2; it learns any width from one output, with biases)", ErrInput, k, route, d, m)
 	}
 	if need := minSamples(d, k); n < need {
 		return nil, fmt.Errorf("%w: %s needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, route, need, d, k, n)

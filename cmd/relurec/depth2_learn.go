@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/learner"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -65,6 +65,7 @@ type learnDepth2Options struct {
 
 type learnDepth2Result struct {
 	Command     string             `json:"command"`
+	Learner     *learner.Choice    `json:"learner,omitempty"`
 	Out         string             `json:"out"`
 	Samples     int                `json:"samples"`
 	D           int                `json:"d"`
@@ -111,42 +112,50 @@ func newLearnDepth2Cmd(a *app) *cobra.Command {
 // runLearnDepth2 is learn depth2: validate the flags, read the data, fit,
 // write the model and its manifest, print.
 func (a *app) runLearnDepth2(cmd *cobra.Command, df *dataFlags, opt learnDepth2Options) error {
-	start := time.Now()
+	run := learnRun{command: "learn depth2", start: time.Now()}
 	if err := opt.validate(df); err != nil {
 		return err
 	}
-	man, err := a.newManifest("learn depth2", opt, opt.Seed, df.paths()...)
+	man, err := a.newManifest(run.command, opt, opt.Seed, df.paths()...)
 	if err != nil {
 		return err
 	}
-	x, y, err := df.read(a.context())
-	if err != nil {
+	run.man = man
+	if run.x, run.y, err = df.read(a.context()); err != nil {
 		return err
 	}
-	readTime := time.Since(start)
+	run.read = time.Since(run.start)
 	progress, clear := a.progress()
 	fitStart := time.Now()
 	fopt := opt.Options
 	fopt.Progress = progress
-	res, err := depth2.Fit(cmd.Context(), x, y, fopt)
+	res, err := depth2.Fit(cmd.Context(), run.x, run.y, fopt)
 	clear()
 	if err != nil {
 		return err
 	}
-	fitTime := time.Since(fitStart)
+	run.fit = time.Since(fitStart)
+	return a.finishDepth2(cmd, run, opt, res)
+}
+
+// finishDepth2 writes and prints a depth-2 answer.
+func (a *app) finishDepth2(cmd *cobra.Command, run learnRun, opt learnDepth2Options, res *depth2.Result) error {
+	for i, w := range res.Warnings {
+		res.Warnings[i] = withFlagNames(w, cmd)
+	}
 	mlp := res.Model.MLP()
-	out := newLearnDepth2Result(opt, res, x, y, mlp)
-	out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds()}
-	man.Timings = out.Timings
-	man.Results = jsonsafe.Finite(map[string]any{
-		"route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
+	out := newLearnDepth2Result(run, opt, res, mlp)
+	out.Timings = run.timings()
+	run.man.Timings = out.Timings
+	run.man.Results = jsonsafe.Finite(map[string]any{
+		"learner": run.choice, "route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
 		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 	})
-	if err := a.writeModel(man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
+	if err := a.writeModel(run.man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
 		return err
 	}
-	out.Seconds = time.Since(start).Seconds()
-	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, fitTime)) })
+	out.Seconds = time.Since(run.start).Seconds()
+	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, run.fit)) })
 }
 
 // validate checks the flags of learn depth2 before any input is read: the
@@ -165,11 +174,11 @@ func (opt *learnDepth2Options) validate(df *dataFlags) error {
 
 // newLearnDepth2Result is learn depth2's result before timings; mlp is the
 // model as saved.
-func newLearnDepth2Result(opt learnDepth2Options, res *depth2.Result, x, y *mat.Dense, mlp *nn.MLP) learnDepth2Result {
-	n, d := x.Dims()
-	_, p := y.Dims()
+func newLearnDepth2Result(run learnRun, opt learnDepth2Options, res *depth2.Result, mlp *nn.MLP) learnDepth2Result {
+	n, d := run.x.Dims()
+	_, p := run.y.Dims()
 	return learnDepth2Result{
-		Command: "learn depth2", Out: opt.Out, Samples: n, D: d, Outputs: p,
+		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: n, D: d, Outputs: p,
 		Hidden: res.Diagnostics.Hidden, SavedUnits: mlp.Layers[0].Out(), Route: res.Route, Reason: res.Reason,
 		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
 		Warnings: append([]string{}, res.Warnings...), Options: opt, Manifest: dataio.ManifestPath(opt.Out),
@@ -179,7 +188,8 @@ func newLearnDepth2Result(opt learnDepth2Options, res *depth2.Result, x, y *mat.
 // metadata is the model file's provenance.
 func (out *learnDepth2Result) metadata(res *depth2.Result) map[string]string {
 	return map[string]string{
-		"producer":             "relurec learn depth2",
+		"producer":             "relurec " + out.Command,
+		"learner":              string(learner.Depth2),
 		"relurec_version":      relurecVersion(),
 		"route":                res.Route,
 		"reason":               res.Reason,
@@ -206,13 +216,16 @@ func (out *learnDepth2Result) rows(res *depth2.Result, fitTime time.Duration) []
 	}
 	rows := [][2]string{
 		{"data", fmt.Sprintf("n=%d, d=%d, outputs=%d", out.Samples, out.D, out.Outputs)},
+	}
+	rows = append(rows, learnerRows(out.Learner)...)
+	rows = append(rows, [][2]string{
 		{"route", res.Route},
 		{"reason", res.Reason},
 		{"order ℓ", strconv.Itoa(res.Diagnostics.Ell)},
 		{"hidden units", units},
 		{"moment estimate", fmt.Sprintf("relative residual %.3g", res.Diagnostics.MomentResidual)},
 		{"certificate", cert},
-	}
+	}...)
 	rows = append(rows, warningRows(res.Warnings)...)
 	return append(rows,
 		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},

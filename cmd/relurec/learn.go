@@ -7,21 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/mat"
-
+	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/learner"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/twolayer"
 )
-
-func newLearnCmd(a *app) *cobra.Command {
-	return groupCmd("learn", "Learn network weights from input/output samples",
-		`  relurec learn twolayer --data data.npz --hidden 5 --out model.safetensors`,
-		newLearnTwoLayerCmd(a), newLearnGenerativeCmd(a), newLearnDepth2Cmd(a))
-}
 
 // learnTwoLayerOptions are the flags of learn twolayer, as recorded in the
 // manifest: the data flags, the learner's options and the output.
@@ -39,6 +33,7 @@ type learnTwoLayerOptions struct {
 // learnResult is what learn twolayer prints and stores in the manifest.
 type learnResult struct {
 	Command     string               `json:"command"`
+	Learner     *learner.Choice      `json:"learner,omitempty"`
 	Out         string               `json:"out"`
 	Samples     int                  `json:"samples"`
 	D           int                  `json:"d"`
@@ -107,7 +102,7 @@ func newLearnTwoLayerCmd(a *app) *cobra.Command {
 		Example: learnTwoLayerExample,
 		Args:    cobra.NoArgs,
 		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
-			return a.runLearnTwoLayer(cmd, &df, opt)
+			return a.runLearnTwoLayer(cmd, "learn twolayer", &df, opt)
 		}),
 	}
 	df.register(c)
@@ -134,32 +129,44 @@ func routeFlagList() string {
 	return strings.Join(names, ", ")
 }
 
-// runLearnTwoLayer is learn twolayer: validate the flags, read the data, fit,
-// write the model and its manifest, print.
-func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLayerOptions) error {
-	start := time.Now()
+// runLearnTwoLayer is learn twolayer and, with command "learn" and the
+// two-layer options at their defaults, the front door: validate the flags,
+// read the data, let learner.Fit choose and run the learner (a named route
+// or a non-ReLU activation keeps the two-layer one), write the model and its
+// manifest, print.
+func (a *app) runLearnTwoLayer(cmd *cobra.Command, command string, df *dataFlags, opt learnTwoLayerOptions) error {
+	run := learnRun{command: command, start: time.Now()}
 	if err := opt.validate(df); err != nil {
 		return err
 	}
-	man, err := a.newManifest("learn twolayer", opt, opt.Seed, df.paths()...)
+	man, err := a.newManifest(command, opt, opt.Seed, df.paths()...)
 	if err != nil {
 		return err
 	}
-	x, y, err := df.read(a.context())
-	if err != nil {
+	run.man = man
+	if run.x, run.y, err = df.read(a.context()); err != nil {
 		return err
 	}
-	readTime := time.Since(start)
+	run.read = time.Since(run.start)
 	progress, clear := a.progress()
 	fitStart := time.Now()
-	fopt := opt.Options
-	fopt.Progress = progress
-	res, err := twolayer.Fit(cmd.Context(), x, y, fopt)
+	res, err := learner.Fit(cmd.Context(), run.x, run.y, learner.Options{
+		Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, TwoLayer: opt.Options, Progress: progress,
+	})
 	clear()
 	if err != nil {
 		return err
 	}
-	fitTime := time.Since(fitStart)
+	run.fit = time.Since(fitStart)
+	run.choice = &res.Choice
+	if res.Depth2 != nil {
+		return a.finishDepth2(cmd, run, opt.asDepth2(), res.Depth2)
+	}
+	return a.finishTwoLayer(cmd, run, opt, res.TwoLayer)
+}
+
+// finishTwoLayer writes and prints a two-layer answer.
+func (a *app) finishTwoLayer(cmd *cobra.Command, run learnRun, opt learnTwoLayerOptions, res *twolayer.Result) error {
 	// The library's notes name options; the user reads flags.
 	for i, w := range res.Warnings {
 		res.Warnings[i] = withFlagNames(w, cmd)
@@ -169,18 +176,28 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, df *dataFlags, opt learnTwoLa
 			sel.Considered[i] = withFlagNames(c, cmd)
 		}
 	}
-	out := newLearnResult(opt, res, x, y)
-	out.Timings = map[string]float64{"read": readTime.Seconds(), "fit": fitTime.Seconds()}
-	man.Timings = out.Timings
-	man.Results = jsonsafe.Finite(map[string]any{
-		"route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
+	out := newLearnResult(run, opt, res)
+	out.Timings = run.timings()
+	run.man.Timings = out.Timings
+	run.man.Results = jsonsafe.Finite(map[string]any{
+		"learner": run.choice, "route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
 		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
 	})
-	if err := a.writeModel(man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
+	if err := a.writeModel(run.man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
 		return err
 	}
-	out.Seconds = time.Since(start).Seconds()
-	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, fitTime)) })
+	out.Seconds = time.Since(run.start).Seconds()
+	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, run.fit)) })
+}
+
+// asDepth2 is the depth-2 learner's record of these flags, for the answer
+// the front door took from it.
+func (opt learnTwoLayerOptions) asDepth2() learnDepth2Options {
+	return learnDepth2Options{
+		X: opt.X, Y: opt.Y, Data: opt.Data, XName: opt.XName, YName: opt.YName,
+		Options: depth2.Options{Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, Route: depth2.RouteAuto},
+		Out:     opt.Out, DType: opt.DType,
+	}
 }
 
 // validate checks the flags of learn twolayer before any input is read: the
@@ -203,11 +220,11 @@ func (opt *learnTwoLayerOptions) validate(df *dataFlags) error {
 }
 
 // newLearnResult is learn twolayer's result before timings.
-func newLearnResult(opt learnTwoLayerOptions, res *twolayer.Result, x, y *mat.Dense) learnResult {
-	n, d := x.Dims()
-	_, m := y.Dims()
+func newLearnResult(run learnRun, opt learnTwoLayerOptions, res *twolayer.Result) learnResult {
+	n, d := run.x.Dims()
+	_, m := run.y.Dims()
 	out := learnResult{
-		Command: "learn twolayer", Out: opt.Out, Samples: n, D: d, M: m,
+		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: n, D: d, M: m,
 		Hidden: res.Diagnostics.Hidden, Route: res.Route, Reason: res.Reason,
 		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
 		Warnings: append([]string{}, res.Warnings...), Options: opt,
@@ -222,7 +239,8 @@ func newLearnResult(opt learnTwoLayerOptions, res *twolayer.Result, x, y *mat.De
 // metadata is the model file's provenance.
 func (out *learnResult) metadata(res *twolayer.Result) map[string]string {
 	return map[string]string{
-		"producer":             "relurec learn twolayer",
+		"producer":             "relurec " + out.Command,
+		"learner":              string(learner.TwoLayer),
 		"relurec_version":      relurecVersion(),
 		"route":                res.Route,
 		"reason":               res.Reason,
@@ -244,11 +262,14 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 	}
 	rows := [][2]string{
 		{"data", fmt.Sprintf("n=%d, d=%d, m=%d", out.Samples, out.D, out.M)},
+	}
+	rows = append(rows, learnerRows(out.Learner)...)
+	rows = append(rows, [][2]string{
 		{"route", res.Route},
 		{"reason", res.Reason},
 		{"hidden units k", k},
 		{"certificate", cert},
-	}
+	}...)
 	if sel := res.Diagnostics.Selection; sel != nil {
 		rows = append(rows, labelled("routes considered", sel.Considered)...)
 	}

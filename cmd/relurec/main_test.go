@@ -289,7 +289,9 @@ func TestBadDataExitTwoAndNoOutput(t *testing.T) {
 		{"mismatched rows", []string{"--x", short, "--y", y}, "rows"},
 		{"NaN in X", []string{"--x", nanPath, "--y", y}, "NaN"},
 		{"corrupt file", []string{"--x", corrupt, "--y", y}, "corrupt.npy"},
-		{"k > min(d,m)", []string{"--x", x, "--y", y1, "--hidden", "3"}, "exceed rank(Y) = 1"},
+		// A named route keeps the two-layer learner (the front door would
+		// take one output to the depth-2 learner).
+		{"k > min(d,m)", []string{"--x", x, "--y", y1, "--hidden", "3", "--route", "exact"}, "--route fpt, or use the depth-2 learner"},
 		{"directory as input", []string{"--x", sub, "--y", y}, "adir.npy"},
 		{"npz member missing", []string{"--data", onlyX}, "Y"},
 	} {

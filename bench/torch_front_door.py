@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""PyTorch networks as users have them, through `relurec learn` with no flag.
+
+For each seed and architecture this script
+  1. builds nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)) with
+     PyTorch's default initialisation (biases on both layers), seeded with
+     torch.manual_seed(seed), in float64;
+  2. queries it on n standard Gaussian inputs and saves X and Y with
+     numpy.savez (float32 with --float32: both arrays cast, the teacher's
+     outputs computed in float64 first);
+  3. runs `relurec learn --data q.npz --out m.safetensors --json` (nothing
+     else: the learner, the width and the biases come from the data);
+  4. loads m.safetensors into the same nn.Sequential with
+     load_state_dict(strict=True) and compares its outputs with the teacher's
+     on 10 000 fresh inputs (max |difference| / max |teacher output|);
+  5. compares the parameters up to permutation and positive scaling of the
+     hidden units: each unit's (w_i, b_i) scaled to ‖w_i‖ = 1 with the scale
+     moved into column i of the output weight, units matched by cosine, the
+     largest error over W, b, A and c relative to each tensor's largest entry.
+
+Prints a table per seed and a summary. Exit status 0 when every run is
+within the tolerances (1e-9 for parameters and 1e-12 for outputs in float64;
+1e-6 and 1e-6 with --float32).
+
+    /usr/bin/python3 bench/torch_front_door.py                 # 10 seeds, 20-5-8 and 30-10-1, n = 2e5
+    /usr/bin/python3 bench/torch_front_door.py --float32 --seeds 3
+
+Needs python3-torch and python3-numpy (Debian), and builds ./relurec with go.
+"""
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file as float64 torch tensors."""
+    with open(path, "rb") as f:
+        (hlen,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(hlen))
+        data = f.read()
+    dtypes = {"F64": np.float64, "F32": np.float32}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        arr = np.frombuffer(data[a:b], dtype=dtypes[info["dtype"]]).reshape(info["shape"])
+        out[name] = torch.from_numpy(arr.astype(np.float64))
+    return out
+
+
+def normalized(w, b, a):
+    """Units scaled to ‖w_i‖ = 1 (the scale moved into a's columns)."""
+    s = np.linalg.norm(w, axis=1)
+    return w / s[:, None], b / s, a * s[None, :]
+
+
+def param_error(teacher, student):
+    """Largest relative parameter error up to permutation and positive scaling."""
+    tw, tb, ta = normalized(teacher["0.weight"], teacher["0.bias"], teacher["2.weight"])
+    sw, sb, sa = normalized(student["0.weight"], student["0.bias"], student["2.weight"])
+    if sw.shape != tw.shape:
+        return float("inf")
+    cos = tw @ sw.T
+    order = np.argmax(cos, axis=1)
+    if len(set(order)) != len(order):
+        return float("inf")
+    sw, sb, sa = sw[order], sb[order], sa[:, order]
+    errs = [
+        np.abs(tw - sw).max() / np.abs(tw).max(),
+        np.abs(tb - sb).max() / max(np.abs(tb).max(), 1e-300),
+        np.abs(ta - sa).max() / np.abs(ta).max(),
+        np.abs(teacher["2.bias"] - student["2.bias"]).max() / max(np.abs(teacher["2.bias"]).max(), 1e-300),
+    ]
+    return float(max(errs))
+
+
+def sequential(d, k, m):
+    return nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)).double()
+
+
+def run(exe, tmp, d, k, m, n, seed, f32):
+    torch.manual_seed(seed)
+    teacher = sequential(d, k, m)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    with torch.no_grad():
+        y = teacher(torch.from_numpy(x)).numpy()
+    dt = np.float32 if f32 else np.float64
+    data = os.path.join(tmp, "q.npz")
+    model = os.path.join(tmp, "m.safetensors")
+    np.savez(data, X=x.astype(dt), Y=y.astype(dt))
+    t0 = time.perf_counter()
+    p = subprocess.run([exe, "learn", "--data", data, "--out", model, "--json"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        return {"seed": seed, "error": p.stderr.strip()}
+    res = json.loads(p.stdout)
+    student = sequential(d, k, m)
+    state = read_safetensors(model)
+    try:
+        student.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        return {"seed": seed, "error": "load_state_dict: %s" % str(e).splitlines()[0], "learner": res.get("learner", {}).get("learner")}
+    x2 = torch.from_numpy(np.random.default_rng(seed + 10**6).standard_normal((10000, d)))
+    with torch.no_grad():
+        yt, ys = teacher(x2), student(x2)
+    out_err = float((yt - ys).abs().max() / yt.abs().max())
+    tstate = {k_: v.detach().numpy() for k_, v in teacher.state_dict().items()}
+    sstate = {k_: v.numpy() for k_, v in state.items()}
+    return {
+        "seed": seed,
+        "learner": res["learner"]["learner"],
+        "hidden": res["hidden"],
+        "route": res["route"],
+        "residual": res["certificate"]["residual"],
+        "param_err": param_error(tstate, sstate),
+        "out_err": out_err,
+        "fit_s": res["timings"]["fit"],
+        "wall_s": wall,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--n", type=int, default=200000)
+    ap.add_argument("--float32", action="store_true", help="save X and Y as float32")
+    ap.add_argument("--arch", action="append", help="d,k,m (default 20,5,8 and 30,10,1)")
+    ap.add_argument("--relurec", default="./relurec", help="the relurec binary (built with go build when missing)")
+    ap.add_argument("--json-out", help="also write the rows as JSON here")
+    args = ap.parse_args()
+    archs = [tuple(int(v) for v in a.split(",")) for a in (args.arch or ["20,5,8", "30,10,1"])]
+    if not os.path.exists(args.relurec):
+        subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
+    ptol, otol = (1e-6, 1e-6) if args.float32 else (1e-9, 1e-12)
+    torch.set_num_threads(1)
+    rows, ok = [], True
+    with tempfile.TemporaryDirectory() as tmp:
+        for d, k, m in archs:
+            print("# nn.Sequential(Linear(%d, %d), ReLU(), Linear(%d, %d)), n = %d, %s" % (d, k, k, m, args.n, "float32" if args.float32 else "float64"))
+            print("%4s %9s %6s %15s %10s %10s %10s %7s %7s" % ("seed", "learner", "hidden", "route", "residual", "param_err", "out_err", "fit_s", "wall_s"))
+            for seed in range(args.seeds):
+                r = run(args.relurec, tmp, d, k, m, args.n, seed, args.float32)
+                r["arch"] = [d, k, m]
+                rows.append(r)
+                if "error" in r:
+                    ok = False
+                    print("%4d FAILED: %s" % (seed, r["error"]))
+                    continue
+                good = r["param_err"] <= ptol and r["out_err"] <= otol and r["hidden"] == k
+                ok = ok and good
+                print("%4d %9s %6d %15s %10.1e %10.1e %10.1e %7.2f %7.2f%s" % (
+                    seed, r["learner"], r["hidden"], r["route"], r["residual"], r["param_err"], r["out_err"], r["fit_s"], r["wall_s"], "" if good else "  <-- outside tolerance"))
+            mine = [r for r in rows if r["arch"] == [d, k, m]]
+            good = [r for r in mine if "error" not in r and r["param_err"] <= ptol and r["out_err"] <= otol and r["hidden"] == k]
+            fits = sorted(r["fit_s"] for r in mine if "fit_s" in r)
+            print("# %d/%d within %.0e (parameters) and %.0e (outputs); median fit %.2f s\n" % (
+                len(good), len(mine), ptol, otol, fits[len(fits) // 2] if fits else float("nan")))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(rows, f, indent=1)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

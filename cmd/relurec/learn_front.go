@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/learner"
+	"github.com/relurec/relurec/twolayer"
+)
+
+const learnLong = `Learn a ReLU network's weights from input/output samples. Given only data
+and an output file, "relurec learn" looks at the data and picks the learner,
+saying why (package learner):
+
+  - inputs not Gaussian        → the two-layer learner's worst-case route
+                                 (Y = ReLU(X·Vᵀ)·Uᵀ, any X, no biases)
+  - one output                 → the depth-2 learner (y = A·ReLU(W·x + b) + c)
+  - biases seen in the moments → the depth-2 learner
+  - otherwise                  → the two-layer learner; if its certificate
+                                 fails, the depth-2 learner is tried too
+
+PyTorch's nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)) has biases
+by default: its data go to the depth-2 learner, and the model file's keys
+(0.weight, 0.bias, 2.weight, 2.bias) load with load_state_dict(strict=True).
+
+Every answer carries a residual certificate ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol. The
+subcommands run one learner with all its options.`
+
+const learnExample = `  # Data from a PyTorch MLP, saved by numpy: np.savez("q.npz", X=X, Y=Y)
+  relurec learn --data q.npz --out model.safetensors
+
+  # Known width, ONNX output
+  relurec learn --x X.npy --y Y.npy --hidden 5 --out model.onnx
+
+  # Load in PyTorch (biases when the depth-2 learner was chosen):
+  #   net = torch.nn.Sequential(torch.nn.Linear(20, 5), torch.nn.ReLU(), torch.nn.Linear(5, 8))
+  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))
+
+  # One learner, all its options
+  relurec learn twolayer --data data.npz --route noisy --refine --out model.safetensors
+  relurec learn depth2 --data data.npz --hidden 7 --order 2 --out model.safetensors`
+
+// newLearnCmd is "relurec learn": the front door when given data, the group
+// of the learners' own commands otherwise.
+func newLearnCmd(a *app) *cobra.Command {
+	var df dataFlags
+	opt := learnTwoLayerOptions{Options: twolayer.Options{Route: twolayer.UseAuto, Whiten: twolayer.WhitenAuto, Activation: "relu"}, DType: "f64"}
+	subs := []*cobra.Command{newLearnTwoLayerCmd(a), newLearnGenerativeCmd(a), newLearnDepth2Cmd(a)}
+	c := &cobra.Command{
+		Use:     "learn",
+		Short:   "Learn network weights from input/output samples (the learner is chosen from the data)",
+		Long:    learnLong,
+		Example: learnExample,
+		Args:    cobra.ArbitraryArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 || cmd.Flags().NFlag() == 0 {
+				return learnUsage(cmd, args, subs)
+			}
+			return a.runLearnTwoLayer(cmd, "learn", &df, opt)
+		}),
+	}
+	c.AddCommand(subs...)
+	df.register(c)
+	f := c.Flags()
+	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units (0 = infer from the data)")
+	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
+	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
+	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
+	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	return c
+}
+
+// learnUsage is the answer to "relurec learn" without data flags, or with
+// an unknown subcommand.
+func learnUsage(cmd *cobra.Command, args []string, subs []*cobra.Command) error {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.Name()
+	}
+	if len(args) > 0 {
+		return usageErrorf("unknown subcommand %q for %s (available: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+	}
+	return usageErrorf("%s needs data and an output (--data data.npz --out model.safetensors), or a subcommand: %s", cmd.CommandPath(), strings.Join(names, ", "))
+}
+
+// learnRun is what a learn command has read and measured before it writes
+// the answer of whichever learner ran.
+type learnRun struct {
+	command   string
+	start     time.Time
+	read, fit time.Duration
+	x, y      *mat.Dense
+	man       *dataio.Manifest
+	// choice is the front door's record (nil when one learner was named).
+	choice *learner.Choice
+}
+
+func (r learnRun) timings() map[string]float64 {
+	return map[string]float64{"read": r.read.Seconds(), "fit": r.fit.Seconds()}
+}
+
+// learnerRows are the human table's lines for the front door's choice.
+func learnerRows(ch *learner.Choice) [][2]string {
+	if ch == nil {
+		return nil
+	}
+	rows := [][2]string{{"learner", fmt.Sprintf("%s: %s", ch.Learner, ch.Reason)}}
+	return append(rows, labelled("checks", ch.Considered)...)
+}
