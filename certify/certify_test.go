@@ -44,3 +44,20 @@ func TestCheckXY(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundoff(t *testing.T) {
+	f32 := mat.NewDense(2, 2, []float64{0.5, float64(float32(0.1)), 3, -2})
+	f64 := mat.NewDense(1, 2, []float64{1, 0.1})
+	if u := Roundoff(f32); u != Float32Roundoff {
+		t.Errorf("float32 values: %g", u)
+	}
+	if u := Roundoff(f32, f64); u != Float64Roundoff {
+		t.Errorf("one float64 value among them: %g", u)
+	}
+	if tol := DefaultTol(Float64Roundoff); tol != 1e-10 {
+		t.Errorf("float64 tolerance %g", tol)
+	}
+	if tol := DefaultTol(Float32Roundoff); tol < 1e-7 || tol > 1e-6 {
+		t.Errorf("float32 tolerance %g", tol)
+	}
+}

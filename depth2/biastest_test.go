@@ -106,3 +106,37 @@ func TestFitInfersWidthBeforeCountingSamples(t *testing.T) {
 		t.Fatalf("hidden %d (inferred %v), certificate %+v", res.Diagnostics.Hidden, res.Diagnostics.HiddenInferred, res.Certificate)
 	}
 }
+
+// Issue 13: data stored in float32 (X and Y rounded to float32, as a
+// float32 .npy gives them) are ordinary: the certificate's tolerance
+// follows the precision (certify.DefaultTol), the refinement stops at the
+// rounding floor instead of chasing it, and the parameters come back to the
+// data's precision.
+func TestFloat32DataCertifiedAtTheirPrecision(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	net := torchDefault(10, 3, 4, true, rng)
+	x := gaussian(50000, 10, rng)
+	y := net.Forward(x)
+	for _, m := range [][]float64{x.RawMatrix().Data, y.RawMatrix().Data} {
+		for i, v := range m {
+			m[i] = float64(float32(v))
+		}
+	}
+	res, err := Fit(context.Background(), x, y, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Diagnostics.Precision != "float32" || !res.Certificate.Met || res.Certificate.Tol > 1e-6 || res.Diagnostics.Hidden != 3 {
+		t.Fatalf("precision %q, hidden %d, certificate %+v", res.Diagnostics.Precision, res.Diagnostics.Hidden, res.Certificate)
+	}
+	want := net.Normalize()
+	for i, b := range res.Model.B {
+		best := math.Inf(1)
+		for _, w := range want.B {
+			best = math.Min(best, math.Abs(b-w))
+		}
+		if best > 1e-6 {
+			t.Errorf("bias %d: %v is %g from the nearest true bias", i, b, best)
+		}
+	}
+}

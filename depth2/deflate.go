@@ -36,7 +36,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 	X, Y, n, d := pr.X, pr.Y, pr.n, pr.d
 	for round := 1; round <= maxDeflations; round++ {
 		loss := pr.loss(net)
-		if loss <= zeroLoss*pr.yy {
+		if loss <= zeroLoss(pr.roundoff)*pr.yy {
 			break
 		}
 		want := pr.hidden - liveUnits(net)

@@ -44,6 +44,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 	res := &Result{}
 	res.Diagnostics.Ell = pr.ell
+	res.Diagnostics.Precision = certify.PrecisionName(pr.roundoff)
 	mo, rec, noUnits, err := pr.findUnits(ctx, res)
 	if err != nil {
 		return nil, err

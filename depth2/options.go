@@ -76,7 +76,9 @@ type Options struct {
 	// (units with large |b_i| that the moments could not see).
 	Affine bool `json:"affine"`
 	// CertTol is the relative residual ‖Y − f(X)‖_F/‖Y‖_F below which the
-	// answer counts as exact. 0 means 1e-10.
+	// answer counts as exact. 0 means certify.DefaultTol of the data's
+	// precision: 1e-10 for float64 data, 9.5e-7 when every value of X and
+	// Y is a float32 (certify.Roundoff).
 	CertTol float64 `json:"cert_tol,omitempty"`
 	// Seed seeds every random choice (Jennrich's contractions). The same
 	// seed gives the same result at any GOMAXPROCS.
@@ -133,9 +135,6 @@ func (o Options) withDefaults() Options {
 	if o.Route == "" {
 		o.Route = RouteAuto
 	}
-	if o.CertTol == 0 {
-		o.CertTol = 1e-10
-	}
 	if o.MaxIter == 0 {
 		o.MaxIter = 100
 	}
@@ -157,9 +156,13 @@ type Certificate = certify.Certificate
 
 // Diagnostics reports what the learner met on the way.
 type Diagnostics struct {
-	Ell            int  `json:"ell"`
-	Hidden         int  `json:"hidden"`
-	HiddenInferred bool `json:"hidden_inferred"`
+	Ell int `json:"ell"`
+	// Precision is the storage precision the data show ("float64", or
+	// "float32" when every value is a float32; certify.Roundoff), which
+	// sets the default certificate tolerance.
+	Precision      string `json:"precision"`
+	Hidden         int    `json:"hidden"`
+	HiddenInferred bool   `json:"hidden_inferred"`
 	// ReducedDim is k, the dimension the moments of order ≥ 3 were formed
 	// in (d when no reduction).
 	ReducedDim int `json:"reduced_dim"`

@@ -21,10 +21,12 @@ type problem struct {
 	ell, hidden int
 	// dim is MomentOptions.Dim of the first moments: m for ℓ = 1 with a
 	// known width, −1 (infer) for ℓ = 1 without, 0 (all d) for ℓ = 2.
-	dim        int
-	route      Route
-	affine     bool
-	certTol    float64
+	dim     int
+	route   Route
+	affine  bool
+	certTol float64
+	// roundoff is the unit roundoff of the data (certify.Roundoff).
+	roundoff   float64
 	seed       uint64
 	thresholds Thresholds
 	maxIter    int
@@ -74,10 +76,14 @@ func newProblem(X, Y *mat.Dense, opt Options) (*problem, error) {
 		return nil, errs.Inputf("the order-%d moment in k = %d dimensions has %d distinct entries; this route needs n ≥ max(1000, 20·d, 100·%d) = %d samples, got %d", 2*ell+2, kGuess, entries, entries, need, n)
 	}
 	yy := mat.Norm(Y, 2)
+	u := certify.Roundoff(X, Y)
+	if opt.CertTol == 0 {
+		opt.CertTol = certify.DefaultTol(u)
+	}
 	return &problem{
 		X: X, Y: Y, n: n, d: d, p: p, yy: yy * yy,
 		ell: ell, hidden: opt.Hidden, dim: dim,
-		route: opt.Route, affine: opt.Affine, certTol: opt.CertTol, seed: opt.Seed,
+		route: opt.Route, affine: opt.Affine, certTol: opt.CertTol, seed: opt.Seed, roundoff: u,
 		thresholds: opt.Thresholds, maxIter: opt.MaxIter, progress: opt.Progress,
 	}, nil
 }

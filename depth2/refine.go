@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
@@ -418,16 +419,24 @@ func accumulate(X, Y *mat.Dense, net *Network, l layout, jac bool) (float64, *no
 	return total / 2, grams[0].normalEq(net, l)
 }
 
-// zeroLoss is the relative loss ½‖r‖²/‖Y‖² at which the residual counts as
-// zero: a relative residual of 1e-14, four orders below the default
-// certificate and a few ulps above where rounding stops any progress.
-const zeroLoss = 0.5e-28
+// zeroLoss is the relative loss ½‖r‖²/‖Y‖² at which the residual of data
+// of unit roundoff u (certify.Roundoff) counts as zero: for float64 data a
+// relative residual of 1e-14, four orders below the default certificate and
+// a few ulps above where rounding stops any progress; for float32 data 4·u
+// (2.4e-7), just above the 3e-8…1e-7 that the rounding of X and Y leaves
+// (without it the refinement and the deflation chased that rounding for
+// minutes).
+func zeroLoss(u float64) float64 {
+	r := math.Max(1e-14, 4*u)
+	return 0.5 * r * r
+}
 
 // lm runs Levenberg–Marquardt on (X, Y), updating net in place.
 func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter int, progress func(int)) (iters int, converged bool, status string, err error) {
 	yy := mat.Norm(Y, 2)
 	yy *= yy
-	if loss, _ := accumulate(X, Y, net, l, false); loss <= zeroLoss*yy {
+	zero := zeroLoss(certify.Roundoff(X, Y)) * yy
+	if loss, _ := accumulate(X, Y, net, l, false); loss <= zero {
 		return 0, true, "zero residual", nil
 	}
 	loss, eq := accumulate(X, Y, net, l, true)
@@ -439,7 +448,7 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 		if err := ctx.Err(); err != nil {
 			return iters, false, "cancelled", err
 		}
-		if loss <= zeroLoss*yy {
+		if loss <= zero {
 			return iters, true, "zero residual", nil
 		}
 		// (JᵀJ + λ·(diag JᵀJ + ε))·δ = −Jᵀr.
@@ -492,7 +501,7 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 			}
 			loss = tloss
 			lambda = math.Max(lambda/5, 1e-15)
-			if decrease < 1e-9 || loss <= zeroLoss*yy {
+			if decrease < 1e-9 || loss <= zero {
 				return iters, true, "converged", nil
 			}
 			_, eq = accumulate(X, Y, net, l, true)

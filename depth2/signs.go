@@ -193,7 +193,7 @@ func (pr *problem) dropAffine(ctx context.Context, net *Network, res *Result) (*
 	sigma2 := 2 * withL / math.Max(1, float64(n*p-P))
 	// Dropping p·d parameters that are truly zero raises the residual sum of
 	// squares by ≈ σ²·p·d (a χ² with p·d degrees of freedom); allow 4×.
-	if 2*(without-withL) <= 4*sigma2*float64(p*d)+2*zeroLoss*pr.yy {
+	if 2*(without-withL) <= 4*sigma2*float64(p*d)+2*zeroLoss(pr.roundoff)*pr.yy {
 		res.Diagnostics.FlippedUnits = len(which)
 		res.Diagnostics.Refine.Iterations += polished.Iterations
 		res.Diagnostics.Refine.Converged, res.Diagnostics.Refine.Status, res.Diagnostics.Refine.After = polished.Converged, polished.Status, polished.After
