@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/linalg"
@@ -108,8 +109,8 @@ func (g *Improper) Merge() *Network {
 
 // FitImproper is Algorithm 5's regression step ([ATV21, Alg 5]) for p
 // outputs: given units (w_i, b_i) it fits Y ≈ ReLU(X·Wᵀ + 1·bᵀ)·Aᵀ + X·Lᵀ +
-// 1·Cᵀ by least squares (QR) and returns the network with its affine term
-// L. Deviations from the paper, both harmless: (1) plain least squares
+// 1·Cᵀ by least squares and returns the network with its affine term L.
+// Deviations from the paper, both harmless: (1) plain least squares
 // instead of projected gradient descent on a truncated loss over a ball
 // (the same convex problem without the truncation);
 // (2) one feature per unit, not the pair ReLU(z), ReLU(−z): since ReLU(−z) =
@@ -118,6 +119,14 @@ func (g *Improper) Merge() *Network {
 // α′ = 0). It uses all samples; the paper's split into halves only
 // simplifies the proof. Its L2 error is small even when units with large
 // |b_i| were missed, because the affine part absorbs them (Lemma D.13).
+//
+// The least squares runs on the normal equations accumulated over fixed
+// chunks of rows (linalg.GramLstSq: no n×(m+d+1) feature matrix, the same
+// bits at any GOMAXPROCS) with one step of iterative refinement; when the
+// features are too ill-conditioned for that (a unit almost never active,
+// two units that coincide on the samples) it falls back to Householder QR
+// on the feature matrix and, if that is rank deficient, to the
+// minimum-norm solution.
 func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64) (*Network, error) {
 	n, d := X.Dims()
 	_, p := Y.Dims()
@@ -129,33 +138,20 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 	if n < 2*f {
 		return nil, fmt.Errorf("%w: the improper learner fits %d features and needs n ≥ %d samples, got %d", ErrInput, f, 2*f, n)
 	}
-	F := mat.NewDense(n, f, nil)
-	Z := F.Slice(0, n, 0, m).(*mat.Dense)
-	Z.Mul(X, W.T())
-	for q := 0; q < n; q++ {
-		if q%65536 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	coef, _, err := linalg.GramLstSq(ctx, n, f, p, func(lo, hi int, dst blas64.General) {
+		for q := lo; q < hi; q++ {
+			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
+			improperFeatures(row[:f], X.RawRowView(q), W, B)
+			copy(row[f:], Y.RawRowView(q))
 		}
-		row := F.RawRowView(q)
-		for i := 0; i < m; i++ {
-			row[i] = math.Max(row[i]+B[i], 0)
-		}
-		copy(row[m:m+d], X.RawRowView(q))
-		row[m+d] = 1
-	}
-	coef, err := linalg.LstSq(F, Y)
-	if errors.Is(err, linalg.ErrRankDeficient) {
-		// A unit that is (almost) never active, or two units that coincide
-		// on the samples: the minimum-norm solution fits equally well.
-		pinv, perr := linalg.Pinv(F, 1e-12)
-		if perr != nil {
-			return nil, fmt.Errorf("depth2: improper least squares: %w", perr)
-		}
-		coef = mat.NewDense(f, p, nil)
-		coef.Mul(pinv, Y)
-		err = nil
+	})
+	if errors.Is(err, linalg.ErrIllConditioned) {
+		coef, err = improperQR(ctx, X, Y, W, B)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("depth2: improper least squares: %w", err)
 	}
 	net := &Network{W: mat.DenseCopyOf(W), B: append([]float64(nil), B...), A: mat.NewDense(p, m, nil), C: make([]float64, p), L: mat.NewDense(p, d, nil)}
@@ -169,4 +165,46 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 		net.C[t] = coef.At(m+d, t)
 	}
 	return net, nil
+}
+
+// improperFeatures writes FitImproper's features of the sample x into row
+// (length m+d+1): ReLU(w_i·x + b_i) for every unit, then x, then 1.
+func improperFeatures(row, x []float64, W *mat.Dense, B []float64) {
+	m := len(B)
+	for i := 0; i < m; i++ {
+		row[i] = math.Max(dot(W.RawRowView(i), x)+B[i], 0)
+	}
+	copy(row[m:], x)
+	row[len(row)-1] = 1
+}
+
+// improperQR is FitImproper's least squares by Householder QR on the n×f
+// feature matrix, and the minimum-norm solution when that is rank
+// deficient: the fallback for features too ill-conditioned for the normal
+// equations.
+func improperQR(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64) (*mat.Dense, error) {
+	n, d := X.Dims()
+	_, p := Y.Dims()
+	m := len(B)
+	f := m + d + 1
+	F := mat.NewDense(n, f, nil)
+	for q := 0; q < n; q++ {
+		if q%65536 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		improperFeatures(F.RawRowView(q), X.RawRowView(q), W, B)
+	}
+	coef, err := linalg.LstSq(F, Y)
+	if errors.Is(err, linalg.ErrRankDeficient) {
+		// A unit that is (almost) never active, or two units that coincide
+		// on the samples: the minimum-norm solution fits equally well.
+		pinv, perr := linalg.Pinv(F, 1e-12)
+		if perr != nil {
+			return nil, perr
+		}
+		coef = mat.NewDense(f, p, nil)
+		coef.Mul(pinv, Y)
+		err = nil
+	}
+	return coef, err
 }

@@ -1,10 +1,14 @@
 package depth2
 
 import (
+	"math"
+	"runtime"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -31,6 +35,8 @@ type problem struct {
 	thresholds Thresholds
 	maxIter    int
 	progress   func(stage string, done, total int)
+	// evals are the last networks eval was asked about (see eval).
+	evals []evaluation
 }
 
 // newProblem validates opt, checks X and Y, resolves the order and checks
@@ -96,12 +102,136 @@ func (pr *problem) stage(name string) func(done, total int) {
 	return func(done, total int) { pr.progress(name, done, total) }
 }
 
-// residual is ‖Y − net(X)‖_F/‖Y‖_F.
+// residual is ‖Y − net(X)‖_F/‖Y‖_F on all samples.
 func (pr *problem) residual(net *Network) float64 {
-	return relResidual(pr.X, pr.Y, net)
+	return pr.eval(net).resid
 }
 
 // loss is ½‖Y − net(X)‖_F² on all samples.
 func (pr *problem) loss(net *Network) float64 {
-	return lossOn(pr.X, pr.Y, net, pr.n)
+	return pr.eval(net).loss
+}
+
+// evalChunk is the number of samples per chunk of problem.eval and
+// evalGroups the most groups of chunks summed separately (both fixed, so the
+// sums do not depend on GOMAXPROCS).
+const (
+	evalChunk  = 1024
+	evalGroups = 32
+)
+
+// evaluation is a network's fit to all samples.
+type evaluation struct {
+	net   *Network // a copy of the parameters evaluated
+	loss  float64  // ½‖Y − f(X)‖_F²
+	resid float64  // ‖Y − f(X)‖_F/‖Y‖_F
+}
+
+// eval returns the loss and the relative residual of net on all samples in
+// one pass over X without any n-row temporary: each fixed chunk of rows is
+// evaluated into per-worker scratch and its sums of squares are added in a
+// fixed order. Squares that could overflow or underflow (sums outside
+// [1e-280, ∞)) send the residual to the scaled sums of certify.RelResidual
+// instead. The last few results are kept, keyed by the parameters' values,
+// because Fit asks for the same network's loss or residual more than once.
+func (pr *problem) eval(net *Network) evaluation {
+	for _, e := range pr.evals {
+		if sameParams(e.net, net) {
+			return e
+		}
+	}
+	m := net.Hidden()
+	n, p := pr.n, pr.p
+	chunks := (n + evalChunk - 1) / evalChunk
+	groups := min(chunks, evalGroups)
+	type sums struct{ rr, yy float64 }
+	parts := make([]sums, groups)
+	scratch := make([][]float64, runtime.GOMAXPROCS(0))
+	parallel.For(groups, func(wk, g int) {
+		if scratch[wk] == nil {
+			scratch[wk] = make([]float64, m+p)
+		}
+		h, out := scratch[wk][:m], scratch[wk][m:]
+		var s sums
+		for q := g * chunks / groups * evalChunk; q < min((g+1)*chunks/groups*evalChunk, n); q++ {
+			x := pr.X.RawRowView(q)
+			net.forwardRow(x, h, out)
+			for t, y := range pr.Y.RawRowView(q) {
+				r := out[t] - y
+				s.rr += r * r
+				s.yy += y * y
+			}
+		}
+		parts[g] = s
+	})
+	var tot sums
+	for _, s := range parts {
+		tot.rr += s.rr
+		tot.yy += s.yy
+	}
+	e := evaluation{net: net.Clone(), loss: tot.rr / 2}
+	const tiny = 1e-280
+	if tot.rr >= tiny && tot.yy >= tiny && !math.IsInf(tot.rr, 0) && !math.IsInf(tot.yy, 0) {
+		e.resid = math.Sqrt(tot.rr / tot.yy)
+	} else {
+		e.resid = relResidual(pr.X, pr.Y, net)
+	}
+	if len(pr.evals) == 4 {
+		pr.evals = pr.evals[1:]
+	}
+	pr.evals = append(pr.evals, e)
+	return e
+}
+
+// forwardRow writes f(x) into out (length p), using h (length m) as
+// scratch: the network's forward pass on one sample.
+func (net *Network) forwardRow(x, h, out []float64) {
+	for i := range h {
+		h[i] = math.Max(dot(net.W.RawRowView(i), x)+net.B[i], 0)
+	}
+	for t := range out {
+		s := dot(net.A.RawRowView(t), h)
+		if net.L != nil {
+			s += dot(net.L.RawRowView(t), x)
+		}
+		if net.C != nil {
+			s += net.C[t]
+		}
+		out[t] = s
+	}
+}
+
+// sameParams reports whether a and b have the same parameters, bit for bit.
+func sameParams(a, b *Network) bool {
+	if (a.L == nil) != (b.L == nil) || (a.C == nil) != (b.C == nil) {
+		return false
+	}
+	same := func(u, v []float64) bool {
+		if len(u) != len(v) {
+			return false
+		}
+		for i := range u {
+			if math.Float64bits(u[i]) != math.Float64bits(v[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	dense := func(u, v *mat.Dense) bool {
+		if u == nil {
+			return true
+		}
+		ru, cu := u.Dims()
+		rv, cv := v.Dims()
+		if ru != rv || cu != cv {
+			return false
+		}
+		for i := 0; i < ru; i++ {
+			if !same(u.RawRowView(i), v.RawRowView(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	return dense(a.W, b.W) && same(a.B, b.B) && dense(a.A, b.A) && same(a.C, b.C) && dense(a.L, b.L)
 }

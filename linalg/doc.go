@@ -18,7 +18,10 @@
 // σ_{k+1}/σ_1 < 1e-10, so nothing here forms a Gram matrix aᵀa (which would
 // square the condition number and stop resolving ratios near 1e-8): tall
 // matrices go through a blocked Householder QR (TSQR) and the SVD of the
-// small R factor, and least squares uses the same QR.
+// small R factor, and least squares uses the same QR. The one exception is
+// GramLstSq, for data streamed in chunks: normal equations with a condition
+// check (ErrIllConditioned above κ(FᵀF) = MaxGramCond, for the caller to
+// fall back to QR) and one step of iterative refinement.
 //
 // Speed and reproducibility. The TSQR cuts rows into fixed ~1 MiB blocks
 // that are factorized in parallel; the blocking depends only on the shape,

@@ -1,0 +1,248 @@
+package linalg
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/parallel"
+)
+
+// ErrIllConditioned reports a least-squares problem too ill-conditioned for
+// the normal equations (GramLstSq); the caller should use LstSq (QR), which
+// resolves condition numbers up to 1/(max(r, c)·ε).
+var ErrIllConditioned = errs.New("linalg: too ill-conditioned for the normal equations", nil)
+
+// GramChunk is the number of rows GramLstSq asks its fill function for at a
+// time (the last chunk takes the remainder). The chunks, and the fixed groups
+// of chunks that are summed in order, depend only on the row count, so the
+// result is the same at any GOMAXPROCS.
+const GramChunk = 1024
+
+// gramGroups is the most groups of chunks GramLstSq sums separately (the
+// units of parallel work).
+const gramGroups = 32
+
+// MaxGramCond is the largest condition number κ(D·FᵀF·D) (D the diagonal
+// scaling to a unit diagonal) that GramLstSq accepts: after one step of
+// iterative refinement the solution's relative error is then ≈ (κ·ε)² plus
+// the κ(F)²·ε·‖r‖/(‖F‖·‖x‖) that Householder QR has as well, so above it
+// the caller should use QR.
+const MaxGramCond = 1e10
+
+// GramLstSq returns the f×q matrix C minimising ‖F·C − Y‖_F for n×f features
+// F and n×q targets Y that are never stored whole: fill(lo, hi, dst) writes
+// the rows lo…hi−1 of [F Y] into dst ((hi−lo)×(f+q), row-major). fill is
+// called for disjoint chunks from several goroutines at once, twice per
+// chunk (two passes over the data), and must write the same values each
+// time.
+//
+// It solves the normal equations, scaled to a unit diagonal, by Cholesky
+// and refines the solution once from the residual of a second pass. Unlike
+// LstSq (QR) it needs no n×f matrix and reads the rows twice; it squares
+// the condition number, so it refuses (ErrIllConditioned) when κ(D·FᵀF·D) >
+// MaxGramCond or a column of F is zero, and the caller falls back to LstSq.
+// It also returns κ(F·D) ≈ √κ(D·FᵀF·D). The sums run over GramChunk-row
+// chunks in fixed groups, added in order: the same bits at any GOMAXPROCS.
+// NaN or Inf in [F Y] give ErrNotFinite; n < f gives ErrShape; a cancelled
+// ctx gives ctx.Err().
+func GramLstSq(ctx context.Context, n, f, q int, fill func(lo, hi int, dst blas64.General)) (*mat.Dense, float64, error) {
+	if f < 1 || q < 1 || n < f {
+		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: %d rows, %d features, %d targets (need rows ≥ features ≥ 1)", ErrShape, n, f, q)
+	}
+	w := f + q
+	chunks := (n + GramChunk - 1) / GramChunk
+	groups := min(chunks, gramGroups)
+	scratch := make([][]float64, runtime.GOMAXPROCS(0))
+	buf := func(wk int) []float64 {
+		if scratch[wk] == nil {
+			scratch[wk] = make([]float64, GramChunk*w)
+		}
+		return scratch[wk]
+	}
+	chunk := func(wk, c int) blas64.General {
+		lo, hi := c*GramChunk, min((c+1)*GramChunk, n)
+		dst := blas64.General{Rows: hi - lo, Cols: w, Stride: w, Data: buf(wk)[:(hi-lo)*w]}
+		fill(lo, hi, dst)
+		return dst
+	}
+
+	// Pass 1: the upper triangle of [F Y]ᵀ[F Y].
+	parts := make([][]float64, groups)
+	parallel.For(groups, func(wk, g int) {
+		if ctx.Err() != nil {
+			return
+		}
+		acc := make([]float64, w*w)
+		for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
+			AddGram(acc, chunk(wk, c))
+		}
+		parts[g] = acc
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	G := sumParts(parts)
+	for _, v := range G {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: the Gram matrix of the rows has a NaN or Inf entry", ErrNotFinite)
+		}
+	}
+	scale := make([]float64, f)
+	for i := range scale {
+		if !(G[i*w+i] > 0) {
+			return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: feature %d is zero on every row", ErrIllConditioned, i)
+		}
+		scale[i] = 1 / math.Sqrt(G[i*w+i])
+	}
+	gs := mat.NewSymDense(f, nil)
+	for i := 0; i < f; i++ {
+		for j := i; j < f; j++ {
+			gs.SetSym(i, j, scale[i]*G[i*w+j]*scale[j])
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(gs, false) {
+		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w", ErrNoConvergence)
+	}
+	lam := eig.Values(nil) // ascending
+	kappa := lam[f-1] / lam[0]
+	if !(lam[0] > 0) || !(kappa <= MaxGramCond) {
+		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: κ(DFᵀFD) = %.3g > %.0e (smallest eigenvalue %.3g)", ErrIllConditioned, kappa, MaxGramCond, lam[0])
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(gs) {
+		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: Cholesky of the scaled Gram matrix failed (κ = %.3g)", ErrIllConditioned, kappa)
+	}
+	// solve returns D·(DGD)⁻¹·D·rhs for rhs f×q (row-major, stride s).
+	solve := func(rhs []float64, s int) (*mat.Dense, error) {
+		b := mat.NewDense(f, q, nil)
+		for i := 0; i < f; i++ {
+			for t := 0; t < q; t++ {
+				b.Set(i, t, scale[i]*rhs[i*s+t])
+			}
+		}
+		var x mat.Dense
+		if err := chol.SolveTo(&x, b); err != nil {
+			return nil, fmt.Errorf("linalg.GramLstSq: %w: %w", ErrIllConditioned, err)
+		}
+		for i := 0; i < f; i++ {
+			for t := 0; t < q; t++ {
+				x.Set(i, t, scale[i]*x.At(i, t))
+			}
+		}
+		return &x, nil
+	}
+	C, err := solve(G[f:], w)
+	if err != nil {
+		return nil, 0, err
+	}
+
+	// Pass 2: one step of iterative refinement, C += (FᵀF)⁻¹·Fᵀ(Y − F·C).
+	cr := C.RawMatrix()
+	parallel.For(groups, func(wk, g int) {
+		if ctx.Err() != nil {
+			return
+		}
+		acc := make([]float64, f*q)
+		r := make([]float64, q)
+		for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
+			dst := chunk(wk, c)
+			for k := 0; k < dst.Rows; k++ {
+				row := dst.Data[k*w : (k+1)*w]
+				copy(r, row[f:])
+				for i, v := range row[:f] {
+					if v == 0 {
+						continue
+					}
+					ci := cr.Data[i*cr.Stride : i*cr.Stride+q]
+					for t := range r {
+						r[t] -= v * ci[t]
+					}
+				}
+				for i, v := range row[:f] {
+					if v == 0 {
+						continue
+					}
+					ai := acc[i*q : (i+1)*q]
+					for t := range r {
+						ai[t] += v * r[t]
+					}
+				}
+			}
+		}
+		parts[g] = acc
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	delta, err := solve(sumParts(parts), q)
+	if err != nil {
+		return nil, 0, err
+	}
+	C.Add(C, delta)
+	return C, math.Sqrt(kappa), nil
+}
+
+// sumParts adds the parts in order.
+func sumParts(parts [][]float64) []float64 {
+	out := append([]float64(nil), parts[0]...)
+	for _, p := range parts[1:] {
+		for i, v := range p {
+			out[i] += v
+		}
+	}
+	return out
+}
+
+// AddGram adds the upper triangle of aᵀa to c (a.Cols×a.Cols, row-major,
+// stride a.Cols); the strictly lower triangle of c is not touched. It sums
+// four rows of a at a time into two rows of c, about twice as fast as
+// gonum's Dsyrk for the narrow (≲ 50-column) row-major chunks of sample
+// data.
+func AddGram(c []float64, a blas64.General) {
+	f := a.Cols
+	_ = c[f*f-1]
+	q := 0
+	for ; q+4 <= a.Rows; q += 4 {
+		r0 := a.Data[q*a.Stride : q*a.Stride+f]
+		r1 := a.Data[(q+1)*a.Stride : (q+1)*a.Stride+f]
+		r2 := a.Data[(q+2)*a.Stride : (q+2)*a.Stride+f]
+		r3 := a.Data[(q+3)*a.Stride : (q+3)*a.Stride+f]
+		i := 0
+		for ; i+2 <= f; i += 2 {
+			x0, x1, x2, x3 := r0[i], r1[i], r2[i], r3[i]
+			y0, y1, y2, y3 := r0[i+1], r1[i+1], r2[i+1], r3[i+1]
+			c[i*f+i] += x0*x0 + x1*x1 + x2*x2 + x3*x3
+			s0 := r0[i+1:]
+			s1, s2, s3 := r1[i+1:len(r1)], r2[i+1:len(r2)], r3[i+1:len(r3)]
+			s1, s2, s3 = s1[:len(s0)], s2[:len(s0)], s3[:len(s0)]
+			ca := c[i*f+i+1 : i*f+f]
+			cb := c[(i+1)*f+i+1 : (i+1)*f+f]
+			ca, cb = ca[:len(s0)], cb[:len(s0)]
+			for j, v0 := range s0 {
+				v1, v2, v3 := s1[j], s2[j], s3[j]
+				ca[j] += x0*v0 + x1*v1 + x2*v2 + x3*v3
+				cb[j] += y0*v0 + y1*v1 + y2*v2 + y3*v3
+			}
+		}
+		if i < f {
+			x0, x1, x2, x3 := r0[i], r1[i], r2[i], r3[i]
+			c[i*f+i] += x0*x0 + x1*x1 + x2*x2 + x3*x3
+		}
+	}
+	for ; q < a.Rows; q++ {
+		r := a.Data[q*a.Stride : q*a.Stride+f]
+		for i, x := range r {
+			ci := c[i*f : (i+1)*f]
+			for j := i; j < f; j++ {
+				ci[j] += x * r[j]
+			}
+		}
+	}
+}
