@@ -109,7 +109,7 @@ func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimat
 
 // icaStart is ICAStart on a resolved problem.
 func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, error) {
-	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
+	X, Y, n, m := p.X, p.Y, p.n, p.m
 	if err := checkHidden(opt.Hidden); err != nil {
 		return nil, err
 	}
@@ -123,6 +123,19 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 	est.Reduction = mat.DenseCopyOf(vY.Slice(0, m, 0, k))
 	red := mat.NewDense(n, k, nil)
 	red.Mul(Y, est.Reduction)
+	if err := icaUnmix(ctx, X, red, opt, est); err != nil {
+		return nil, err
+	}
+	return est, nil
+}
+
+// icaUnmix is steps 2–4 of ICAStart on the k reduced channels red (n×k) of
+// the samples X (n×d): FastICA, the uncentred sources Ẑ and the
+// least-squares rows. It sets est's Mixing, Activations, V, Positives and
+// FastICA fields (est.K is k) and appends to its warnings.
+func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEstimate) error {
+	n, d := X.Dims()
+	k := est.K
 
 	// 2–3. FastICA on the channels. A run that misses its tolerance is kept
 	// (the polish's certificate, not FastICA's, decides exactness) but
@@ -138,9 +151,9 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 	case errors.Is(err, ica.ErrNotConverged) && res != nil:
 		est.Warnings = append(est.Warnings, fmt.Sprintf("FastICA did not converge (%v); its last iterate only seeds the exact polish, whose certificate decides", err))
 	case errors.Is(err, ica.ErrRankDeficient):
-		return nil, fmt.Errorf("%w: the %d output channels are rank deficient: %v", ErrInput, k, err)
+		return fmt.Errorf("%w: the %d output channels are rank deficient: %v", ErrInput, k, err)
 	case err != nil:
-		return nil, fmt.Errorf("twolayer: FastICA: %w", err)
+		return fmt.Errorf("twolayer: FastICA: %w", err)
 	}
 	est.ICAIterations, est.ICAConverged, est.ICAChange = res.Iterations, res.Converged, res.Change
 	est.Mixing = res.Mixing
@@ -183,12 +196,12 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 		}
 		sol, err := linalg.LstSq(A, b)
 		if err != nil {
-			return nil, fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
+			return fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
 		}
 		est.V.SetRow(i, mat.Col(nil, 0, sol))
 	}
 	normalizeRows(est.V)
-	return est, nil
+	return nil
 }
 
 // FitICA learns Y = ReLU(X·Vᵀ)·Uᵀ exactly for orthonormal V* and standard

@@ -1,8 +1,6 @@
 package twolayer
 
 import (
-	"math"
-
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/linalg"
@@ -37,19 +35,6 @@ func newProblem(X, Y *mat.Dense) (*problem, error) {
 		return nil, err
 	}
 	return &problem{X: X, Y: Y, n: n, d: d, m: m}, nil
-}
-
-// head is the problem on the first rows samples (a screen's subsample). The
-// rows were checked with the whole data; only Y ≠ 0 can change.
-func (p *problem) head(rows int) (*problem, error) {
-	if rows == p.n {
-		return p, nil
-	}
-	Y := p.Y.Slice(0, rows, 0, p.m).(*mat.Dense)
-	if mat.Norm(Y, math.Inf(1)) == 0 {
-		return nil, errYZero
-	}
-	return &problem{X: p.X.Slice(0, rows, 0, p.d).(*mat.Dense), Y: Y, n: rows, d: p.d, m: p.m}, nil
 }
 
 // svdY returns the thin SVD of Y, computing it on the first call. Callers
