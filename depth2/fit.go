@@ -154,13 +154,19 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 		return nil, err
 	}
 	net = dropDead(net)
-	full, err := Refine(ctx, pr.X, pr.Y, net, RefineOptions{MaxIter: pr.maxIter, Affine: true, Progress: pr.stage("refine (all samples)")})
-	if err != nil {
-		return nil, err
+	if net.C != nil && net.L != nil && pr.loss(net) <= zeroLoss(pr.roundoff)*pr.yy {
+		// Already zero on all samples (deflation's last check, usually):
+		// Refine would return net unchanged after four passes over X.
+		diag.Refine.Converged, diag.Refine.Status, diag.Refine.After = true, "zero residual", pr.residual(net)
+	} else {
+		full, err := Refine(ctx, pr.X, pr.Y, net, RefineOptions{MaxIter: pr.maxIter, Affine: true, Progress: pr.stage("refine (all samples)")})
+		if err != nil {
+			return nil, err
+		}
+		diag.Refine.Iterations += full.Iterations
+		diag.Refine.Converged, diag.Refine.Status, diag.Refine.After = full.Converged, full.Status, full.After
+		net = full.Net
 	}
-	diag.Refine.Iterations += full.Iterations
-	diag.Refine.Converged, diag.Refine.Status, diag.Refine.After = full.Converged, full.Status, full.After
-	net = full.Net
 	if !pr.affine && liveUnits(net) > 0 {
 		net, err = pr.dropAffine(ctx, net, res)
 		if err != nil {

@@ -138,7 +138,7 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 	if n < 2*f {
 		return nil, fmt.Errorf("%w: the improper learner fits %d features and needs n ≥ %d samples, got %d", ErrInput, f, 2*f, n)
 	}
-	coef, _, err := linalg.GramLstSq(ctx, n, f, p, func(lo, hi int, dst blas64.General) {
+	coef, _, err := linalg.GramLstSq(ctx, n, f, p, 1, func(lo, hi int, dst blas64.General) {
 		for q := lo; q < hi; q++ {
 			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
 			improperFeatures(row[:f], X.RawRowView(q), W, B)

@@ -29,29 +29,32 @@ const GramChunk = 1024
 const gramGroups = 32
 
 // MaxGramCond is the largest condition number κ(D·FᵀF·D) (D the diagonal
-// scaling to a unit diagonal) that GramLstSq accepts: after one step of
-// iterative refinement the solution's relative error is then ≈ (κ·ε)² plus
-// the κ(F)²·ε·‖r‖/(‖F‖·‖x‖) that Householder QR has as well, so above it
-// the caller should use QR.
+// scaling to a unit diagonal) that GramLstSq accepts: each step of
+// iterative refinement then shrinks the error by ≈ κ·ε ≤ 2e-6, down to the
+// κ(F)²·ε·‖r‖/(‖F‖·‖x‖) that Householder QR has as well; above it the
+// caller should use QR.
 const MaxGramCond = 1e10
 
 // GramLstSq returns the f×q matrix C minimising ‖F·C − Y‖_F for n×f features
 // F and n×q targets Y that are never stored whole: fill(lo, hi, dst) writes
 // the rows lo…hi−1 of [F Y] into dst ((hi−lo)×(f+q), row-major). fill is
-// called for disjoint chunks from several goroutines at once, twice per
-// chunk (two passes over the data), and must write the same values each
-// time.
+// called for disjoint chunks from several goroutines at once, 1+refine
+// times per chunk (once per pass over the data), and must write the same
+// values each time.
 //
-// It solves the normal equations, scaled to a unit diagonal, by Cholesky
-// and refines the solution once from the residual of a second pass. Unlike
-// LstSq (QR) it needs no n×f matrix and reads the rows twice; it squares
-// the condition number, so it refuses (ErrIllConditioned) when κ(D·FᵀF·D) >
-// MaxGramCond or a column of F is zero, and the caller falls back to LstSq.
+// It solves the normal equations, scaled to a unit diagonal, by Cholesky,
+// and then takes refine steps of iterative refinement, each from the
+// residual of one more pass over the rows (one step makes the solution as
+// accurate as QR's; 0 suffices for well-conditioned features whose fit
+// needs no more than κ(F)²·ε relative accuracy). Unlike LstSq (QR) it needs
+// no n×f matrix; it squares the condition number, so it refuses
+// (ErrIllConditioned) when κ(D·FᵀF·D) > MaxGramCond or a column of F is
+// zero, and the caller falls back to LstSq.
 // It also returns κ(F·D) ≈ √κ(D·FᵀF·D). The sums run over GramChunk-row
 // chunks in fixed groups, added in order: the same bits at any GOMAXPROCS.
 // NaN or Inf in [F Y] give ErrNotFinite; n < f gives ErrShape; a cancelled
 // ctx gives ctx.Err().
-func GramLstSq(ctx context.Context, n, f, q int, fill func(lo, hi int, dst blas64.General)) (*mat.Dense, float64, error) {
+func GramLstSq(ctx context.Context, n, f, q, refine int, fill func(lo, hi int, dst blas64.General)) (*mat.Dense, float64, error) {
 	if f < 1 || q < 1 || n < f {
 		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: %d rows, %d features, %d targets (need rows ≥ features ≥ 1)", ErrShape, n, f, q)
 	}
@@ -143,49 +146,60 @@ func GramLstSq(ctx context.Context, n, f, q int, fill func(lo, hi int, dst blas6
 		return nil, 0, err
 	}
 
-	// Pass 2: one step of iterative refinement, C += (FᵀF)⁻¹·Fᵀ(Y − F·C).
-	cr := C.RawMatrix()
-	parallel.For(groups, func(wk, g int) {
-		if ctx.Err() != nil {
-			return
+	// Further passes: iterative refinement, C += (FᵀF)⁻¹·Fᵀ(Y − F·C).
+	for step := 0; step < refine; step++ {
+		ct := make([]float64, q*f) // Cᵀ, row t = column t of C
+		for i := 0; i < f; i++ {
+			for t := 0; t < q; t++ {
+				ct[t*f+i] = C.At(i, t)
+			}
 		}
-		acc := make([]float64, f*q)
-		r := make([]float64, q)
-		for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
-			dst := chunk(wk, c)
-			for k := 0; k < dst.Rows; k++ {
-				row := dst.Data[k*w : (k+1)*w]
-				copy(r, row[f:])
-				for i, v := range row[:f] {
-					if v == 0 {
-						continue
-					}
-					ci := cr.Data[i*cr.Stride : i*cr.Stride+q]
-					for t := range r {
-						r[t] -= v * ci[t]
-					}
-				}
-				for i, v := range row[:f] {
-					if v == 0 {
-						continue
-					}
-					ai := acc[i*q : (i+1)*q]
-					for t := range r {
-						ai[t] += v * r[t]
+		parallel.For(groups, func(wk, g int) {
+			if ctx.Err() != nil {
+				return
+			}
+			acc := make([]float64, q*f) // (Fᵀr)ᵀ
+			for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
+				dst := chunk(wk, c)
+				for k := 0; k < dst.Rows; k++ {
+					row := dst.Data[k*w : (k+1)*w]
+					x := row[:f]
+					for t := 0; t < q; t++ {
+						cf := ct[t*f : (t+1)*f]
+						cf = cf[:len(x)]
+						r := row[f+t]
+						for i, v := range x {
+							r -= v * cf[i]
+						}
+						if r == 0 {
+							continue
+						}
+						at := acc[t*f : (t+1)*f]
+						at = at[:len(x)]
+						for i, v := range x {
+							at[i] += v * r
+						}
 					}
 				}
 			}
+			parts[g] = acc
+		})
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
 		}
-		parts[g] = acc
-	})
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		sum := sumParts(parts)
+		rhs := make([]float64, f*q)
+		for i := 0; i < f; i++ {
+			for t := 0; t < q; t++ {
+				rhs[i*q+t] = sum[t*f+i]
+			}
+		}
+		delta, err := solve(rhs, q)
+		if err != nil {
+			return nil, 0, err
+		}
+		C.Add(C, delta)
 	}
-	delta, err := solve(sumParts(parts), q)
-	if err != nil {
-		return nil, 0, err
-	}
-	C.Add(C, delta)
 	return C, math.Sqrt(kappa), nil
 }
 

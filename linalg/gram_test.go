@@ -63,7 +63,7 @@ func TestGramLstSqMatchesQR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, kappa, err := GramLstSq(context.Background(), n, f, q, rowFill(F, Y))
+	got, kappa, err := GramLstSq(context.Background(), n, f, q, 1, rowFill(F, Y))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestGramLstSqMatchesQR(t *testing.T) {
 	// A consistent system is solved to rounding.
 	var Yc mat.Dense
 	Yc.Mul(F, want)
-	got, _, err = GramLstSq(context.Background(), n, f, q, rowFill(F, &Yc))
+	got, _, err = GramLstSq(context.Background(), n, f, q, 1, rowFill(F, &Yc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestGramLstSqSameAtAnyGOMAXPROCS(t *testing.T) {
 	var ref *mat.Dense
 	for _, procs := range []int{1, 2, 3, 8} {
 		old := runtime.GOMAXPROCS(procs)
-		got, _, err := GramLstSq(context.Background(), n, f, q, rowFill(F, Y))
+		got, _, err := GramLstSq(context.Background(), n, f, q, 1, rowFill(F, Y))
 		runtime.GOMAXPROCS(old)
 		if err != nil {
 			t.Fatal(err)
@@ -118,25 +118,25 @@ func TestGramLstSqRefusesIllConditioned(t *testing.T) {
 	for i := 0; i < n; i++ {
 		F.Set(i, 2, F.At(i, 1)+1e-7*F.At(i, 2)) // κ(F) ≈ 1e7: κ² past MaxGramCond
 	}
-	if _, _, err := GramLstSq(context.Background(), n, f, 1, rowFill(F, Y)); !errors.Is(err, ErrIllConditioned) {
+	if _, _, err := GramLstSq(context.Background(), n, f, 1, 1, rowFill(F, Y)); !errors.Is(err, ErrIllConditioned) {
 		t.Errorf("nearly dependent columns: err = %v, want ErrIllConditioned", err)
 	}
 	for i := 0; i < n; i++ {
 		F.Set(i, 4, 0)
 	}
-	if _, _, err := GramLstSq(context.Background(), n, f, 1, rowFill(F, Y)); !errors.Is(err, ErrIllConditioned) {
+	if _, _, err := GramLstSq(context.Background(), n, f, 1, 1, rowFill(F, Y)); !errors.Is(err, ErrIllConditioned) {
 		t.Errorf("zero column: err = %v, want ErrIllConditioned", err)
 	}
 	F.Set(7, 0, math.NaN())
-	if _, _, err := GramLstSq(context.Background(), n, f, 1, rowFill(F, Y)); !errors.Is(err, ErrNotFinite) {
+	if _, _, err := GramLstSq(context.Background(), n, f, 1, 1, rowFill(F, Y)); !errors.Is(err, ErrNotFinite) {
 		t.Errorf("NaN: err = %v, want ErrNotFinite", err)
 	}
-	if _, _, err := GramLstSq(context.Background(), 3, f, 1, rowFill(F, Y)); !errors.Is(err, ErrShape) {
+	if _, _, err := GramLstSq(context.Background(), 3, f, 1, 1, rowFill(F, Y)); !errors.Is(err, ErrShape) {
 		t.Errorf("n < f: err = %v, want ErrShape", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := GramLstSq(ctx, n, f, 1, rowFill(gauss(n, f, rng), Y)); !errors.Is(err, context.Canceled) {
+	if _, _, err := GramLstSq(ctx, n, f, 1, 1, rowFill(gauss(n, f, rng), Y)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
 	}
 }
