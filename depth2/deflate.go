@@ -224,8 +224,13 @@ func addUnits(net *Network, units []Unit) *Network {
 }
 
 // silentScale is how small, relative to the rms of Y, a unit's contribution
-// ‖a_i‖·rms(ReLU(w_i·x + b_i)) must be for pruneSilent to try removing it.
-const silentScale = 1e-10
+// ‖a_i‖·rms(ReLU(w_i·x + b_i)) must be for pruneSilent to try removing it:
+// 1e-10 for float64 data, and 4·u for coarser data (the zero of zeroLoss),
+// below which float32 data cannot show a unit at all (a float32 copy of a
+// 10-unit network came back with two extra units of contribution 1e-9).
+func silentScale(u float64) float64 {
+	return math.Max(1e-10, 4*u)
+}
 
 // pruneSilent removes units whose contribution to the output is below
 // silentScale of the data's scale — leftovers of deflation whose output
@@ -256,7 +261,7 @@ func (pr *problem) pruneSilent(net *Network) *Network {
 				ss += z * z
 			}
 		}
-		if mat.Norm(net.A.ColView(i), 2)*math.Sqrt(ss/float64(rows)) > silentScale*yScale {
+		if mat.Norm(net.A.ColView(i), 2)*math.Sqrt(ss/float64(rows)) > silentScale(pr.roundoff)*yScale {
 			continue
 		}
 		pruned.W.SetRow(i, make([]float64, pr.d))
