@@ -2,11 +2,15 @@ package depth2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
 )
@@ -94,8 +98,7 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 	}
 	Z := X
 	if mo.Basis != nil {
-		Z = mat.NewDense(n, k, nil)
-		Z.Mul(X, mo.Basis)
+		Z = project(X, mo.Basis)
 	}
 	// 3. Orders ≥ 3 in k dimensions.
 	if err := mp.highOrders(ctx, Z, S, R, opt); err != nil {
@@ -155,14 +158,12 @@ func (mp *momentParts) lowOrders(ctx context.Context, X, S *mat.Dense, opt Momen
 	_, d := X.Dims()
 	_, p := S.Dims()
 	for h := 0; h < 2; h++ {
-		lo, hi := mp.halves[h][0], mp.halves[h][1]
-		mp.T1[h] = mat.NewDense(d, p, nil)
-		mp.T1[h].Mul(X.Slice(lo, hi, 0, d).T(), S.Slice(lo, hi, 0, p))
-		mp.T1[h].Scale(1/float64(hi-lo), mp.T1[h])
+		mp.T1[h] = crossMean(X, S, mp.halves[h])
 	}
-	S1 := mat.DenseCopyOf(S)
+	S1 := S
 	if !opt.NoResidualize {
-		if _, err := tensor.Residualize(ctx, X, S1, 1); err != nil {
+		var err error
+		if S1, err = residualize(ctx, X, S, 1); err != nil {
 			return fmt.Errorf("depth2: residualising for T_2: %w", err)
 		}
 	}
@@ -223,9 +224,10 @@ func (mp *momentParts) reduce(mo *Moments, d, p, dim int) (int, error) {
 func (mp *momentParts) highOrders(ctx context.Context, Z, S *mat.Dense, R int, opt MomentOptions) error {
 	_, k := Z.Dims()
 	_, p := S.Dims()
-	S2 := mat.DenseCopyOf(S)
+	S2 := S
 	if !opt.NoResidualize {
-		if _, err := tensor.Residualize(ctx, Z, S2, 2); err != nil {
+		var err error
+		if S2, err = residualize(ctx, Z, S, 2); err != nil {
 			return fmt.Errorf("depth2: residualising for orders ≥ 3: %w", err)
 		}
 	}
@@ -309,4 +311,138 @@ func project2(basis *mat.Dense, M *mat.SymDense, k int) *tensor.Symmetric {
 	}
 	v.ForEach(func(pos int, idx []int) { v.Data[pos] = PM.At(idx[0], idx[1]) })
 	return v
+}
+
+// momentChunk is the number of samples per chunk of the passes below (fixed,
+// so that sums do not depend on GOMAXPROCS).
+const momentChunk = 1024
+
+// project returns X·P (n×k) for a d×k basis P, row by row over parallel
+// chunks (gonum's GEMM is slow for such narrow products).
+func project(X, P *mat.Dense) *mat.Dense {
+	n, d := X.Dims()
+	_, k := P.Dims()
+	Pt := mat.DenseCopyOf(P.T()) // row j: basis vector j
+	Z := mat.NewDense(n, k, nil)
+	parallel.For((n+momentChunk-1)/momentChunk, func(_, c int) {
+		for q := c * momentChunk; q < min((c+1)*momentChunk, n); q++ {
+			x, z := X.RawRowView(q), Z.RawRowView(q)
+			for j := range z {
+				z[j] = dot(Pt.RawRowView(j)[:d], x)
+			}
+		}
+	})
+	return Z
+}
+
+// crossMean returns Σ x_q s_qᵀ/(hi−lo) (d×p) over the rows [lo, hi) of X
+// and S, summed over fixed chunks in order.
+func crossMean(X, S *mat.Dense, rows [2]int) *mat.Dense {
+	_, d := X.Dims()
+	_, p := S.Dims()
+	lo, hi := rows[0], rows[1]
+	chunks := (hi - lo + momentChunk - 1) / momentChunk
+	groups := min(chunks, 32)
+	parts := make([][]float64, groups)
+	parallel.For(groups, func(_, g int) {
+		acc := make([]float64, p*d) // transposed: row t is Σ s_t·x
+		for q := lo + g*chunks/groups*momentChunk; q < min(lo+(g+1)*chunks/groups*momentChunk, hi); q++ {
+			x := X.RawRowView(q)
+			for t, v := range S.RawRowView(q) {
+				if v == 0 {
+					continue
+				}
+				at := acc[t*d : (t+1)*d]
+				for j, xj := range x {
+					at[j] += v * xj
+				}
+			}
+		}
+		parts[g] = acc
+	})
+	out := mat.NewDense(d, p, nil)
+	for _, acc := range parts {
+		for t := 0; t < p; t++ {
+			for j := 0; j < d; j++ {
+				out.Set(j, t, out.At(j, t)+acc[t*d+j])
+			}
+		}
+	}
+	out.Scale(1/float64(hi-lo), out)
+	return out
+}
+
+// residualize returns S minus its least-squares fit on the Hermite features
+// of the rows of Z up to the given degree (1 or 2) — what
+// tensor.Residualize computes in place, and the same features (1, z_a, and
+// z_a·z_b − δ_ab for a ≤ b while there are at most
+// tensor.MaxResidualFeatures) — with the normal equations over fixed chunks
+// (linalg.GramLstSq: 4-row Gram kernel, parallel, the same sums at any
+// GOMAXPROCS) and the fit subtracted in one more pass; S is not modified.
+// Features too ill-conditioned for the normal equations go to
+// tensor.Residualize.
+func residualize(ctx context.Context, Z, S *mat.Dense, degree int) (*mat.Dense, error) {
+	n, k := Z.Dims()
+	_, p := S.Dims()
+	f := 1 + k
+	quad := degree >= 2 && f+k*(k+1)/2 <= tensor.MaxResidualFeatures
+	if quad {
+		f += k * (k + 1) / 2
+	}
+	features := func(z, row []float64) {
+		row[0] = 1
+		copy(row[1:1+k], z)
+		if !quad {
+			return
+		}
+		at := 1 + k
+		for a := 0; a < k; a++ {
+			za := z[a]
+			for b := a; b < k; b++ {
+				v := za * z[b]
+				if a == b {
+					v--
+				}
+				row[at] = v
+				at++
+			}
+		}
+	}
+	coef, _, err := linalg.GramLstSq(ctx, n, f, p, 0, func(lo, hi int, dst blas64.General) {
+		for q := lo; q < hi; q++ {
+			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
+			features(Z.RawRowView(q), row[:f])
+			copy(row[f:], S.RawRowView(q))
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, linalg.ErrIllConditioned) {
+			return nil, err
+		}
+		out := mat.DenseCopyOf(S)
+		if _, err := tensor.Residualize(ctx, Z, out, degree); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	ct := mat.DenseCopyOf(coef.T()) // row t: the coefficients of output t
+	out := mat.NewDense(n, p, nil)
+	scratch := make([][]float64, runtime.GOMAXPROCS(0))
+	parallel.For((n+momentChunk-1)/momentChunk, func(wk, c int) {
+		if scratch[wk] == nil {
+			scratch[wk] = make([]float64, f)
+		}
+		row := scratch[wk]
+		for q := c * momentChunk; q < min((c+1)*momentChunk, n); q++ {
+			features(Z.RawRowView(q), row)
+			o, s := out.RawRowView(q), S.RawRowView(q)
+			for t := range o {
+				o[t] = s[t] - dot(ct.RawRowView(t), row)
+			}
+		}
+	})
+	return out, ctx.Err()
 }
