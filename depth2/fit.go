@@ -143,11 +143,17 @@ func (pr *problem) momentEstimate(mo *Moments, rec *Recovery, noUnits bool) *Net
 // It sets the route and the reason.
 func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, found int) (*Network, error) {
 	diag := &res.Diagnostics
-	// Intermediate refinements run on a subsample; then all samples.
-	ref, err := Refine(ctx, pr.X, pr.Y, improper, RefineOptions{MaxIter: pr.maxIter, Affine: true, SubsampleOnly: true, Progress: pr.stage("refine")})
+	// Intermediate refinements run on a subsample (Refine's default one);
+	// then all samples. Refine is handed only the subsample's rows, which
+	// spares the two passes over all samples that its Before and After
+	// make: they are the improper residual and the residual deflation
+	// evaluates first, both from pr.eval.
+	rows := min(pr.n, max(50_000, 40*newLayout(improper).size))
+	ref, err := Refine(ctx, pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense), improper, RefineOptions{MaxIter: pr.maxIter, Affine: true, Subsample: rows, SubsampleOnly: true, Progress: pr.stage("refine")})
 	if err != nil {
 		return nil, err
 	}
+	ref.Before, ref.After = pr.residual(improper), pr.residual(ref.Net)
 	diag.Refine = ref
 	net := ref.Net
 	if net, err = pr.deflate(ctx, net, res); err != nil {
