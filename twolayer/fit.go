@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -38,6 +39,7 @@ import (
 // ErrNotExact instead of falling back. Inputs are not modified.
 func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	began := time.Now()
+	defaultTol := opt.CertTol == 0
 	opt = opt.withDefaults()
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -47,6 +49,10 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
+	}
+	if defaultTol {
+		// The certificate's tolerance follows the data's precision.
+		opt.CertTol = certify.DefaultTol(p.roundoff)
 	}
 	var res *Result
 	switch opt.Route {
@@ -96,7 +102,11 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		return nil, err
 	}
 	k, m := st.K, Y.RawMatrix().Cols
+	// coarse data (float32) cannot give the exact polish float64-exact
+	// zeros; their certificate comes from a refined fit (certify.DefaultTol).
+	coarse := p.roundoff > certify.Float64Roundoff
 	res := &Result{Warnings: append([]string{}, st.Warnings...)}
+	res.Diagnostics.Precision = certify.PrecisionName(p.roundoff)
 	diag := &res.Diagnostics
 	diag.Selection = sel
 	diag.Hidden, diag.HiddenInferred = k, st.Inferred
@@ -114,7 +124,10 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		res.Certificate.Residual = residualOf(F, Y, U)
 		res.Certificate.Tol = opt.CertTol
 		res.Certificate.Samples = X.RawMatrix().Rows
-		res.Certificate.Met = res.Route == RouteExact && res.Certificate.Residual <= opt.CertTol
+		// A refined answer on float32 data is certified at their precision:
+		// the exact polish needs float64-exact zeros, which such data lack.
+		certifiable := res.Route == RouteExact || res.Route == RouteNoisy && coarse && opt.Refine
+		res.Certificate.Met = certifiable && res.Certificate.Residual <= opt.CertTol
 		diag.CondF = linalg.Cond(F)
 		res.Elapsed = time.Since(began)
 		return res, nil
@@ -122,9 +135,14 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 
 	tryExact := opt.Route != "noisy"
 	why := ""
+	if tryExact && coarse && opt.Route != "exact" {
+		// The polish looks for float64-exact zeros that float32 data lack.
+		tryExact = false
+		why = "the exact polish needs float64 data"
+	}
 	if tryExact && k < m && !st.ExactRank {
 		tryExact = false
-		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], exactRankTol)
+		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], p.rankTol)
 	}
 	if tryExact {
 		V, U, reason, ok, err := exactRoute(ctx, X, Y, st, opt, res)
@@ -142,6 +160,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	}
 	if opt.Route == "noisy" {
 		why = "the noisy route was requested"
+	} else if coarse {
+		why += fmt.Sprintf("; the data are %s, so the moment estimate is refined by least squares and certified at their precision (%.1e)", certify.PrecisionName(p.roundoff), opt.CertTol)
+		opt.Refine = true
 	}
 
 	V, U, err := noisyRoute(ctx, X, Y, st.V, opt, res)

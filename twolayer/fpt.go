@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -347,7 +348,7 @@ func fitFPT(ctx context.Context, p *problem, opt FPTOptions) (*Result, error) {
 		opt.CollinearTol = 1e-9
 	}
 	if opt.CertTol <= 0 {
-		opt.CertTol = 1e-10
+		opt.CertTol = certify.DefaultTol(p.roundoff)
 	}
 	if err := checkHidden(opt.Hidden); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/ica"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
@@ -230,7 +231,7 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 	began := time.Now()
 	X, Y := p.X, p.Y
 	if opt.CertTol <= 0 {
-		opt.CertTol = 1e-10
+		opt.CertTol = certify.DefaultTol(p.roundoff)
 	}
 	est, err := icaStart(ctx, p, opt)
 	if err != nil {
@@ -241,7 +242,7 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 	diag := &res.Diagnostics
 	diag.Hidden, diag.HiddenInferred, diag.SingularValuesY = k, est.Inferred, est.SingularValues
 	if k < Y.RawMatrix().Cols && !est.ExactRank {
-		return nil, fmt.Errorf("%w: Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise, and the ICA route is exact-only; use the noisy route", ErrNotExact, k, k+1, est.SingularValues[k]/est.SingularValues[0], exactRankTol)
+		return nil, fmt.Errorf("%w: Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise, and the ICA route is exact-only; use the noisy route", ErrNotExact, k, k+1, est.SingularValues[k]/est.SingularValues[0], p.rankTol)
 	}
 
 	found := &certifiedRows{}

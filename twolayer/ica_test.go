@@ -163,7 +163,7 @@ func TestICABadInput(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"k > m", in.X, in.Y, ICAOptions{Hidden: 7}, ErrInput, "FPT route"},
+		{"k > m", in.X, in.Y, ICAOptions{Hidden: 7}, ErrInput, "Options.Route = fpt"},
 		{"too few samples", small.X, small.Y, ICAOptions{}, ErrInput, "needs n ≥"},
 		{"NaN", nan, in.Y, ICAOptions{}, ErrInput, "NaN"},
 		{"shapes", in.X, small.Y, ICAOptions{}, ErrInput, "rows"},

@@ -95,8 +95,13 @@ type Certificate = certify.Certificate
 
 // Diagnostics reports what the learner met on the way.
 type Diagnostics struct {
-	Hidden          int       `json:"hidden"`
-	HiddenInferred  bool      `json:"hidden_inferred"`
+	Hidden         int  `json:"hidden"`
+	HiddenInferred bool `json:"hidden_inferred"`
+	// Precision is the storage precision the data show ("float64", or
+	// "float32" when every value of X and Y is a float32;
+	// certify.Roundoff), which sets the rank test's and the certificate's
+	// default tolerances.
+	Precision       string    `json:"precision,omitempty"`
 	SingularValuesY []float64 `json:"singular_values_y"`
 	TensorOrder     int       `json:"tensor_order"`
 	Whitened        bool      `json:"whitened"`

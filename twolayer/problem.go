@@ -3,6 +3,7 @@ package twolayer
 import (
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -14,6 +15,10 @@ import (
 type problem struct {
 	X, Y    *mat.Dense
 	n, d, m int
+	// roundoff is the unit roundoff of the data (certify.Roundoff), and
+	// rankTol the relative singular value below which Y counts as exactly
+	// low-rank at that precision (rankTolFor).
+	roundoff, rankTol float64
 
 	svd *thinSVD
 	// svdCount counts the SVDs of Y computed for this problem; a test holds
@@ -34,7 +39,8 @@ func newProblem(X, Y *mat.Dense) (*problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &problem{X: X, Y: Y, n: n, d: d, m: m}, nil
+	u := certify.Roundoff(X, Y)
+	return &problem{X: X, Y: Y, n: n, d: d, m: m, roundoff: u, rankTol: rankTolFor(u)}, nil
 }
 
 // svdY returns the thin SVD of Y, computing it on the first call. Callers

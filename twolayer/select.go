@@ -97,12 +97,12 @@ func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: the SVD of Y failed: %v", ErrInput, err)
 	}
 	sv := svd.S
-	s.sel.Rank = linalg.NumericalRank(sv, exactRankTol)
+	s.sel.Rank = linalg.NumericalRank(sv, s.p.rankTol)
 	s.k = opt.Hidden
 	if s.k == 0 {
-		s.k, _ = inferHidden(sv, d, n)
+		s.k, _ = inferHidden(sv, d, n, s.p.rankTol)
 	}
-	s.sel.ExactRank = s.k >= min(m, len(sv)) || sv[s.k] <= exactRankTol*sv[0]
+	s.sel.ExactRank = s.k >= min(m, len(sv)) || sv[s.k] <= s.p.rankTol*sv[0]
 
 	for _, step := range []func() (*Result, error){s.worstCase, s.fpt, s.ica, s.sparse} {
 		res, err := step()

@@ -17,6 +17,15 @@ import (
 // rank k (practical default, not in [BJW19]: σ_{k+1}/σ_1 < 1e-10 in the noiseless case).
 const exactRankTol = 1e-10
 
+// rankTolFor is the exact-rank tolerance for data of unit roundoff u:
+// exactRankTol for float64 data and 64·u (3.8e-6) for float32 data, whose
+// rounding alone puts the "zero" singular values of Y near 1e-7 relative
+// (a float32 copy of 20-5-8 data showed σ_6/σ_1 = 8e-8 and was read as
+// six units).
+func rankTolFor(u float64) float64 {
+	return math.Max(exactRankTol, 64*u)
+}
+
 // Start is the output of TensorStart: approximate hidden weights, each row
 // equal to ±(a true row) up to the moment estimation error, plus what the
 // later routes reuse.
@@ -272,9 +281,9 @@ func (st *Start) decompose(ctx context.Context, rng *rand.Rand, opt Options) err
 //     (Marchenko–Pastur), so the values within 1 + 4√(m/n) of the smallest
 //     are taken as noise when there are at least two of them;
 //   - otherwise m (no visible floor), with a warning.
-func inferHidden(s []float64, d, n int) (int, []string) {
+func inferHidden(s []float64, d, n int, rankTol float64) (int, []string) {
 	m := len(s)
-	if r := linalg.NumericalRank(s, exactRankTol); r < m {
+	if r := linalg.NumericalRank(s, rankTol); r < m {
 		return min(max(r, 1), d), nil
 	}
 	floor := s[m-1] * (1 + 4*math.Sqrt(float64(m)/float64(n)))
@@ -422,7 +431,7 @@ func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, erro
 	uY, sY, vY := svd.U, svd.S, svd.V
 	r := &outputReduction{U: uY, V: vY, S: sY, K: hidden}
 	if r.K == 0 {
-		r.K, r.Warnings = inferHidden(sY, d, n)
+		r.K, r.Warnings = inferHidden(sY, d, n, p.rankTol)
 		r.Inferred = true
 	}
 	k := r.K
@@ -432,9 +441,9 @@ func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, erro
 	if need := minSamples(d, k); n < need {
 		return nil, fmt.Errorf("%w: %s needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, route, need, d, k, n)
 	}
-	if rk := linalg.NumericalRank(sY, exactRankTol); rk < k {
+	if rk := linalg.NumericalRank(sY, p.rankTol); rk < k {
 		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; set Options.Hidden = %d, or use the FPT route for rank-deficient U*", ErrInput, rk, k, route, rk)
 	}
-	r.ExactRank = k < m && sY[k] <= exactRankTol*sY[0]
+	r.ExactRank = k < m && sY[k] <= p.rankTol*sY[0]
 	return r, nil
 }

@@ -416,7 +416,7 @@ func TestInferHidden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if k, _ := inferHidden(s, 20, 100000); k != 5 {
+			if k, _ := inferHidden(s, 20, 100000, exactRankTol); k != 5 {
 				t.Errorf("noise %.2f seed %d: inferred k = %d, want 5 (singular values %.3g)", level, seed, k, s)
 			}
 		}
@@ -504,5 +504,28 @@ func TestSmallest(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Issue 13: a float32 copy of exact data is ordinary data — the rank test
+// reads k from it (it used to count the rounding's singular values as a
+// sixth unit), the exact polish is skipped, and the refined estimate is
+// certified at float32 precision.
+func TestFloat32DataLearnedAtTheirPrecision(t *testing.T) {
+	in, err := synth.DrawTwoLayerProblem(synth.TwoLayerProblemConfig{Teacher: synth.TwoLayerConfig{D: 10, K: 3, M: 5}, N: 20000}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][]float64{in.X.RawMatrix().Data, in.Y.RawMatrix().Data} {
+		for i, v := range m {
+			m[i] = float64(float32(v))
+		}
+	}
+	res, err := Fit(context.Background(), in.X, in.Y, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Diagnostics.Precision != "float32" || res.Diagnostics.Hidden != 3 || !res.Certificate.Met || res.Certificate.Tol > 1e-6 {
+		t.Fatalf("precision %q, k %d, route %s, certificate %+v (%s)", res.Diagnostics.Precision, res.Diagnostics.Hidden, res.Route, res.Certificate, res.Reason)
 	}
 }
