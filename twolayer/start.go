@@ -115,7 +115,7 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	red.Mul(Y, vY.Slice(0, m, 0, k))
 
 	// 2. Whitening (Remark 3).
-	Xw, unwhiten, err := whiten(X, opt.Whiten, st)
+	Xw, unwhiten, err := whiten(ctx, X, opt.Whiten, st)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
 	// it) and removes most of its variance: the ReLU is half linear.
 	S2 := mat.DenseCopyOf(S)
-	if _, err := tensor.Residualize(ctx, Xw, S2, 1); err != nil {
+	if err := residualize(ctx, Xw, S2, 1); err != nil {
 		return nil, err
 	}
 	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
@@ -143,7 +143,7 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 		blocks = append(blocks, M1)
 	}
 	if c2 := act.Coeff(2); math.Abs(c2) > 1e-8 {
-		M2, err := tensor.HermiteMoment2(ctx, Xw, S2, func(done, total int) { opt.progress("order-2 moment", done, total) })
+		M2, err := hermiteMoment2(ctx, Xw, S2, func(done, total int) { opt.progress("order-2 moment", done, total) })
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +170,7 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	Z := mat.NewDense(n, k, nil)
 	Z.Mul(Xw, span)
 	redRes := mat.DenseCopyOf(red)
-	if _, err := tensor.Residualize(ctx, Z, redRes, order-2); err != nil {
+	if err := residualize(ctx, Z, redRes, order-2); err != nil {
 		return nil, err
 	}
 	M1z := mat.NewDense(k, k, nil)
@@ -303,13 +303,15 @@ func inferHidden(s []float64, d, n int, rankTol float64) (int, []string) {
 // whiten returns X·Σ̂^{-1/2} and Σ̂^{-1/2} when mode asks for it (or, in
 // "auto", when the sample covariance differs from I by more than three times
 // its expected sampling error 2√(d/n) + d/n in spectral norm); otherwise X and nil.
-func whiten(X *mat.Dense, mode Whiten, st *Start) (*mat.Dense, *mat.Dense, error) {
+func whiten(ctx context.Context, X *mat.Dense, mode Whiten, st *Start) (*mat.Dense, *mat.Dense, error) {
 	n, d := X.Dims()
 	if mode == "never" {
 		return X, nil, nil
 	}
-	cov := mat.NewSymDense(d, nil)
-	cov.SymOuterK(1/float64(n), X.T())
+	cov, err := symOuter(ctx, X, 1/float64(n))
+	if err != nil {
+		return nil, nil, err
+	}
 	if mode == "auto" {
 		var eig mat.EigenSym
 		if !eig.Factorize(cov, false) {
