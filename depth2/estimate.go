@@ -322,13 +322,14 @@ const momentChunk = 1024
 func project(X, P *mat.Dense) *mat.Dense {
 	n, d := X.Dims()
 	_, k := P.Dims()
-	Pt := mat.DenseCopyOf(P.T()) // row j: basis vector j
+	pt := rowMajor(mat.DenseCopyOf(P.T())) // row j: basis vector j
 	Z := mat.NewDense(n, k, nil)
+	xr, zd := X.RawMatrix(), Z.RawMatrix().Data
 	parallel.For((n+momentChunk-1)/momentChunk, func(_, c int) {
 		for q := c * momentChunk; q < min((c+1)*momentChunk, n); q++ {
-			x, z := X.RawRowView(q), Z.RawRowView(q)
+			x, z := xr.Data[q*xr.Stride:q*xr.Stride+d], zd[q*k:(q+1)*k]
 			for j := range z {
-				z[j] = dot(Pt.RawRowView(j)[:d], x)
+				z[j] = dotRow(pt[j*d:(j+1)*d], x)
 			}
 		}
 	})

@@ -138,11 +138,13 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 	if n < 2*f {
 		return nil, fmt.Errorf("%w: the improper learner fits %d features and needs n ≥ %d samples, got %d", ErrInput, f, 2*f, n)
 	}
+	rn := newRowNet(W, B, nil, nil, nil)
+	xr, yr := X.RawMatrix(), Y.RawMatrix()
 	coef, _, err := linalg.GramLstSq(ctx, n, f, p, 1, func(lo, hi int, dst blas64.General) {
 		for q := lo; q < hi; q++ {
 			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
-			improperFeatures(row[:f], X.RawRowView(q), W, B)
-			copy(row[f:], Y.RawRowView(q))
+			rn.improperFeatures(row[:f], xr.Data[q*xr.Stride:q*xr.Stride+d])
+			copy(row[f:], yr.Data[q*yr.Stride:q*yr.Stride+p])
 		}
 	})
 	if errors.Is(err, linalg.ErrIllConditioned) {
@@ -169,12 +171,9 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 
 // improperFeatures writes FitImproper's features of the sample x into row
 // (length m+d+1): ReLU(w_i·x + b_i) for every unit, then x, then 1.
-func improperFeatures(row, x []float64, W *mat.Dense, B []float64) {
-	m := len(B)
-	for i := 0; i < m; i++ {
-		row[i] = math.Max(dot(W.RawRowView(i), x)+B[i], 0)
-	}
-	copy(row[m:], x)
+func (r *rowNet) improperFeatures(row, x []float64) {
+	r.hidden(x, row[:r.m])
+	copy(row[r.m:], x)
 	row[len(row)-1] = 1
 }
 
@@ -188,11 +187,12 @@ func improperQR(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64)
 	m := len(B)
 	f := m + d + 1
 	F := mat.NewDense(n, f, nil)
+	rn := newRowNet(W, B, nil, nil, nil)
 	for q := 0; q < n; q++ {
 		if q%65536 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		improperFeatures(F.RawRowView(q), X.RawRowView(q), W, B)
+		rn.improperFeatures(F.RawRowView(q), X.RawRowView(q))
 	}
 	coef, err := linalg.LstSq(F, Y)
 	if errors.Is(err, linalg.ErrRankDeficient) {

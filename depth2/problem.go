@@ -146,6 +146,8 @@ func (pr *problem) eval(net *Network) evaluation {
 	groups := min(chunks, evalGroups)
 	type sums struct{ rr, yy float64 }
 	parts := make([]sums, groups)
+	rn := newRowNet(net.W, net.B, net.A, net.C, net.L)
+	xr, yr := pr.X.RawMatrix(), pr.Y.RawMatrix()
 	scratch := make([][]float64, runtime.GOMAXPROCS(0))
 	parallel.For(groups, func(wk, g int) {
 		if scratch[wk] == nil {
@@ -154,9 +156,9 @@ func (pr *problem) eval(net *Network) evaluation {
 		h, out := scratch[wk][:m], scratch[wk][m:]
 		var s sums
 		for q := g * chunks / groups * evalChunk; q < min((g+1)*chunks/groups*evalChunk, n); q++ {
-			x := pr.X.RawRowView(q)
-			net.forwardRow(x, h, out)
-			for t, y := range pr.Y.RawRowView(q) {
+			x := xr.Data[q*xr.Stride : q*xr.Stride+xr.Cols]
+			rn.forward(x, h, out)
+			for t, y := range yr.Data[q*yr.Stride : q*yr.Stride+p] {
 				r := out[t] - y
 				s.rr += r * r
 				s.yy += y * y
@@ -183,22 +185,98 @@ func (pr *problem) eval(net *Network) evaluation {
 	return e
 }
 
-// forwardRow writes f(x) into out (length p), using h (length m) as
-// scratch: the network's forward pass on one sample.
-func (net *Network) forwardRow(x, h, out []float64) {
-	for i := range h {
-		h[i] = math.Max(dot(net.W.RawRowView(i), x)+net.B[i], 0)
+// rowNet is a network's parameters as contiguous row-major slices, for
+// the per-sample loops of eval and FitImproper (mat.Dense's RawRowView and
+// math.Max cost more than the arithmetic at these sizes).
+type rowNet struct {
+	m, d, p int
+	w, b    []float64 // W (m×d), B
+	a, c, l []float64 // A (p×m), C (nil: zero), L (p×d; nil: none)
+}
+
+func newRowNet(W *mat.Dense, B []float64, A *mat.Dense, C []float64, L *mat.Dense) rowNet {
+	m, d := W.Dims()
+	r := rowNet{m: m, d: d, w: rowMajor(W), b: B, c: C}
+	if A != nil {
+		r.p, _ = A.Dims()
+		r.a = rowMajor(A)
 	}
-	for t := range out {
-		s := dot(net.A.RawRowView(t), h)
-		if net.L != nil {
-			s += dot(net.L.RawRowView(t), x)
+	if L != nil {
+		r.l = rowMajor(L)
+	}
+	return r
+}
+
+// rowMajor returns M's entries row by row (M's own backing when it has no
+// gaps).
+func rowMajor(M *mat.Dense) []float64 {
+	raw := M.RawMatrix()
+	if raw.Stride == raw.Cols {
+		return raw.Data[:raw.Rows*raw.Cols]
+	}
+	out := make([]float64, 0, raw.Rows*raw.Cols)
+	for i := 0; i < raw.Rows; i++ {
+		out = append(out, raw.Data[i*raw.Stride:i*raw.Stride+raw.Cols]...)
+	}
+	return out
+}
+
+// hidden writes ReLU(W·x + B) into h (length m). The builtin max is
+// branch-free (a branch on the sign mispredicts half the time) and, unlike
+// math.Max, inlined.
+func (r *rowNet) hidden(x, h []float64) {
+	d := r.d
+	x = x[:d]
+	for i := range h {
+		w := r.w[i*d : (i+1)*d]
+		w = w[:len(x)]
+		var s0, s1, s2, s3 float64
+		j := 0
+		for ; j+4 <= len(x); j += 4 {
+			s0 += w[j] * x[j]
+			s1 += w[j+1] * x[j+1]
+			s2 += w[j+2] * x[j+2]
+			s3 += w[j+3] * x[j+3]
 		}
-		if net.C != nil {
-			s += net.C[t]
+		for ; j < len(x); j++ {
+			s0 += w[j] * x[j]
+		}
+		h[i] = max((s0+s1)+(s2+s3)+r.b[i], 0)
+	}
+}
+
+// forward writes f(x) = A·ReLU(W·x + B) + L·x + C into out (length p),
+// using h (length m) as scratch.
+func (r *rowNet) forward(x, h, out []float64) {
+	r.hidden(x, h)
+	m, d := r.m, r.d
+	for t := range out {
+		s := dotRow(r.a[t*m:(t+1)*m], h)
+		if r.l != nil {
+			s += dotRow(r.l[t*d:(t+1)*d], x)
+		}
+		if r.c != nil {
+			s += r.c[t]
 		}
 		out[t] = s
 	}
+}
+
+// dotRow is w·x for len(w) == len(x), in four interleaved sums.
+func dotRow(w, x []float64) float64 {
+	w = w[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += w[i] * x[i]
+		s1 += w[i+1] * x[i+1]
+		s2 += w[i+2] * x[i+2]
+		s3 += w[i+3] * x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += w[i] * x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // sameParams reports whether a and b have the same parameters, bit for bit.
