@@ -81,10 +81,15 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 	half := n / 2
 	mp := &momentParts{halves: [2][2]int{{0, half}, {half, n}}}
 	mp.m0 = [2][]float64{halfMean(Y, mp.halves[0]), halfMean(Y, mp.halves[1])}
-	S := centred(Y)
+	// The centred outputs: residualising on features that include the
+	// constant centres them anyway, so only the plain estimator needs them.
+	S := Y
+	if opt.NoResidualize {
+		S = centred(Y)
+	}
 
 	// 1. Orders 1 and 2 in d dimensions.
-	if err := mp.lowOrders(ctx, X, S, opt); err != nil {
+	if err := mp.lowOrders(ctx, X, Y, opt); err != nil {
 		return nil, err
 	}
 	// 2. Dimension reduction.
@@ -96,12 +101,8 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 			return nil, err
 		}
 	}
-	Z := X
-	if mo.Basis != nil {
-		Z = project(X, mo.Basis)
-	}
-	// 3. Orders ≥ 3 in k dimensions.
-	if err := mp.highOrders(ctx, Z, S, R, opt); err != nil {
+	// 3. Orders ≥ 3 in k dimensions, from z = Pᵀx computed on the fly.
+	if err := mp.highOrders(ctx, newInputs(X, mo.Basis), S, R, opt); err != nil {
 		return nil, err
 	}
 	mp.assemble(mo, d, k, p, R)
@@ -117,6 +118,8 @@ type momentParts struct {
 	T1     [2]*mat.Dense
 	T2     [2][]*mat.SymDense
 	high   [2][][]*tensor.Symmetric
+	// scratch is lowOrders' n×p residuals, which highOrders overwrites.
+	scratch *mat.Dense
 }
 
 // halfMean is the mean of Y's rows in [rows[0], rows[1]).
@@ -152,20 +155,28 @@ func centred(Y *mat.Dense) *mat.Dense {
 	return S
 }
 
-// lowOrders estimates T̂_1 and, from the outputs residualised on [1, x],
-// T̂_2 on each half, in d dimensions.
-func (mp *momentParts) lowOrders(ctx context.Context, X, S *mat.Dense, opt MomentOptions) error {
+// lowOrders estimates T̂_1 (from the centred Y) and, from Y residualised
+// on [1, x], T̂_2 on each half, in d dimensions. The residuals' buffer is
+// kept in mp.scratch for highOrders.
+func (mp *momentParts) lowOrders(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) error {
 	_, d := X.Dims()
-	_, p := S.Dims()
-	for h := 0; h < 2; h++ {
-		mp.T1[h] = crossMean(X, S, mp.halves[h])
+	n, p := Y.Dims()
+	mean := make([]float64, p)
+	for t := range mean {
+		mean[t] = (mp.m0[0][t]*float64(mp.halves[0][1]) + mp.m0[1][t]*float64(n-mp.halves[0][1])) / float64(n)
 	}
-	S1 := S
-	if !opt.NoResidualize {
+	for h := 0; h < 2; h++ {
+		mp.T1[h] = crossMean(X, Y, mean, mp.halves[h])
+	}
+	S1 := Y
+	if opt.NoResidualize {
+		S1 = centred(Y)
+	} else {
 		var err error
-		if S1, err = residualize(ctx, X, S, 1); err != nil {
+		if S1, err = residualize(ctx, newInputs(X, nil), Y, 1, nil); err != nil {
 			return fmt.Errorf("depth2: residualising for T_2: %w", err)
 		}
+		mp.scratch = S1
 	}
 	for h := 0; h < 2; h++ {
 		lo, hi := mp.halves[h][0], mp.halves[h][1]
@@ -219,28 +230,77 @@ func (mp *momentParts) reduce(mo *Moments, d, p, dim int) (int, error) {
 	return k, nil
 }
 
-// highOrders estimates the orders 3…R on each half from Z (n×k) and the
-// outputs residualised on the Hermite features of z up to degree 2.
-func (mp *momentParts) highOrders(ctx context.Context, Z, S *mat.Dense, R int, opt MomentOptions) error {
-	_, k := Z.Dims()
-	_, p := S.Dims()
+// momentBlock is the number of samples per block of projected inputs that
+// highOrders hands to tensor.HermiteMoments (a multiple of its 4096-row
+// chunks, so the chunks are those of one call per half).
+const momentBlock = 1 << 16
+
+// highOrders estimates the orders 3…R on each half from z (the inputs, or
+// their projections computed block by block into a reused buffer: no n×k
+// matrix) and the outputs S residualised on the Hermite features of z up to
+// degree 2.
+func (mp *momentParts) highOrders(ctx context.Context, in inputs, S *mat.Dense, R int, opt MomentOptions) error {
+	n, p := S.Dims()
 	S2 := S
 	if !opt.NoResidualize {
 		var err error
-		if S2, err = residualize(ctx, Z, S, 2); err != nil {
+		if S2, err = residualize(ctx, in, S, 2, mp.scratch); err != nil {
 			return fmt.Errorf("depth2: residualising for orders ≥ 3: %w", err)
 		}
 	}
 	if R < 3 {
 		return nil
 	}
+	k := in.k
+	var Zb *mat.Dense
+	if in.pt != nil {
+		Zb = mat.NewDense(min(momentBlock, n), k, nil)
+	}
 	for h := 0; h < 2; h++ {
 		lo, hi := mp.halves[h][0], mp.halves[h][1]
-		mh, err := tensor.HermiteMoments(ctx, Z.Slice(lo, hi, 0, k).(*mat.Dense), S2.Slice(lo, hi, 0, p).(*mat.Dense), R, opt.progress(fmt.Sprintf("order-%d moments (half %d)", R, h+1)))
-		if err != nil {
-			return err
+		progress := opt.progress(fmt.Sprintf("order-%d moments (half %d)", R, h+1))
+		if Zb == nil {
+			mh, err := tensor.HermiteMoments(ctx, in.X.Slice(lo, hi, 0, k).(*mat.Dense), S2.Slice(lo, hi, 0, p).(*mat.Dense), R, progress)
+			if err != nil {
+				return err
+			}
+			mp.high[h] = mh
+			continue
 		}
-		mp.high[h] = mh
+		total, before := (hi-lo+4095)/4096, 0
+		var sum [][]*tensor.Symmetric
+		for b0 := lo; b0 < hi; b0 += momentBlock {
+			b1 := min(b0+momentBlock, hi)
+			zb := Zb.Slice(0, b1-b0, 0, k).(*mat.Dense)
+			in.project(zb, b0)
+			var prog func(done, total int)
+			if progress != nil {
+				prog = func(done, _ int) { progress(before+done, total) }
+			}
+			mh, err := tensor.HermiteMoments(ctx, zb, S2.Slice(b0, b1, 0, p).(*mat.Dense), R, prog)
+			if err != nil {
+				return err
+			}
+			before += (b1 - b0 + 4095) / 4096
+			// HermiteMoments returns block means; the half's mean weighs
+			// them by their rows.
+			w := float64(b1-b0) / float64(hi-lo)
+			if sum == nil {
+				sum = mh
+				for _, ch := range sum {
+					for _, T := range ch {
+						T.Scale(w)
+					}
+				}
+				continue
+			}
+			for t, ch := range sum {
+				for r, T := range ch {
+					T.AddScaled(w, mh[t][r])
+				}
+			}
+		}
+		mp.high[h] = sum
 	}
 	return nil
 }
@@ -317,30 +377,66 @@ func project2(basis *mat.Dense, M *mat.SymDense, k int) *tensor.Symmetric {
 // so that sums do not depend on GOMAXPROCS).
 const momentChunk = 1024
 
-// project returns X·P (n×k) for a d×k basis P, row by row over parallel
-// chunks (gonum's GEMM is slow for such narrow products).
-func project(X, P *mat.Dense) *mat.Dense {
-	n, d := X.Dims()
+// inputs are the rows z_q of EstimateMoments' inputs: x_q, or Pᵀx_q for
+// a d×k basis P, computed on the fly (gonum's GEMM is slow for such narrow
+// products, and an n×k matrix is memory that is new on every call).
+type inputs struct {
+	X  *mat.Dense
+	pt []float64 // Pᵀ (k×d, row-major); nil: z = x
+	k  int
+}
+
+func newInputs(X, P *mat.Dense) inputs {
+	_, d := X.Dims()
+	if P == nil {
+		return inputs{X: X, k: d}
+	}
 	_, k := P.Dims()
-	pt := rowMajor(mat.DenseCopyOf(P.T())) // row j: basis vector j
-	Z := mat.NewDense(n, k, nil)
-	xr, zd := X.RawMatrix(), Z.RawMatrix().Data
-	parallel.For((n+momentChunk-1)/momentChunk, func(_, c int) {
-		for q := c * momentChunk; q < min((c+1)*momentChunk, n); q++ {
-			x, z := xr.Data[q*xr.Stride:q*xr.Stride+d], zd[q*k:(q+1)*k]
-			for j := range z {
-				z[j] = dotRow(pt[j*d:(j+1)*d], x)
-			}
+	return inputs{X: X, pt: rowMajor(mat.DenseCopyOf(P.T())), k: k}
+}
+
+// row returns z_q, in buf (length k) when projected.
+func (in inputs) row(q int, buf []float64) []float64 {
+	xr := in.X.RawMatrix()
+	x := xr.Data[q*xr.Stride : q*xr.Stride+xr.Cols]
+	if in.pt == nil {
+		return x
+	}
+	d := xr.Cols
+	buf = buf[:in.k]
+	for j := range buf {
+		buf[j] = dotRow(in.pt[j*d:(j+1)*d], x)
+	}
+	return buf
+}
+
+// project writes z_q for q = lo…lo+rows−1 into the rows of Z (rows×k),
+// over parallel chunks.
+func (in inputs) project(Z *mat.Dense, lo int) {
+	rows, k := Z.Dims()
+	zr := Z.RawMatrix()
+	parallel.For((rows+momentChunk-1)/momentChunk, func(_, c int) {
+		for q := c * momentChunk; q < min((c+1)*momentChunk, rows); q++ {
+			z := zr.Data[q*zr.Stride : q*zr.Stride+k]
+			copy(z, in.row(lo+q, z))
 		}
 	})
+}
+
+// project returns X·P (n×k) for a d×k basis P.
+func project(X, P *mat.Dense) *mat.Dense {
+	n, _ := X.Dims()
+	_, k := P.Dims()
+	Z := mat.NewDense(n, k, nil)
+	newInputs(X, P).project(Z, 0)
 	return Z
 }
 
-// crossMean returns Σ x_q s_qᵀ/(hi−lo) (d×p) over the rows [lo, hi) of X
-// and S, summed over fixed chunks in order.
-func crossMean(X, S *mat.Dense, rows [2]int) *mat.Dense {
+// crossMean returns Σ x_q (y_q − mean)ᵀ/(hi−lo) (d×p) over the rows
+// [lo, hi) of X and Y, summed over fixed chunks in order.
+func crossMean(X, Y *mat.Dense, mean []float64, rows [2]int) *mat.Dense {
 	_, d := X.Dims()
-	_, p := S.Dims()
+	_, p := Y.Dims()
 	lo, hi := rows[0], rows[1]
 	chunks := (hi - lo + momentChunk - 1) / momentChunk
 	groups := min(chunks, 32)
@@ -349,7 +445,8 @@ func crossMean(X, S *mat.Dense, rows [2]int) *mat.Dense {
 		acc := make([]float64, p*d) // transposed: row t is Σ s_t·x
 		for q := lo + g*chunks/groups*momentChunk; q < min(lo+(g+1)*chunks/groups*momentChunk, hi); q++ {
 			x := X.RawRowView(q)
-			for t, v := range S.RawRowView(q) {
+			for t, v := range Y.RawRowView(q) {
+				v -= mean[t]
 				if v == 0 {
 					continue
 				}
@@ -374,17 +471,17 @@ func crossMean(X, S *mat.Dense, rows [2]int) *mat.Dense {
 }
 
 // residualize returns S minus its least-squares fit on the Hermite features
-// of the rows of Z up to the given degree (1 or 2) — what
+// of the rows z of in up to the given degree (1 or 2) — what
 // tensor.Residualize computes in place, and the same features (1, z_a, and
 // z_a·z_b − δ_ab for a ≤ b while there are at most
 // tensor.MaxResidualFeatures) — with the normal equations over fixed chunks
 // (linalg.GramLstSq: 4-row Gram kernel, parallel, the same sums at any
-// GOMAXPROCS) and the fit subtracted in one more pass; S is not modified.
-// Features too ill-conditioned for the normal equations go to
-// tensor.Residualize.
-func residualize(ctx context.Context, Z, S *mat.Dense, degree int) (*mat.Dense, error) {
-	n, k := Z.Dims()
-	_, p := S.Dims()
+// GOMAXPROCS) and the fit subtracted in one more pass, written to dst (n×p;
+// nil: a new matrix; it may not be S). Features too ill-conditioned for the
+// normal equations go to tensor.Residualize.
+func residualize(ctx context.Context, in inputs, S *mat.Dense, degree int, dst *mat.Dense) (*mat.Dense, error) {
+	n, p := S.Dims()
+	k := in.k
 	f := 1 + k
 	quad := degree >= 2 && f+k*(k+1)/2 <= tensor.MaxResidualFeatures
 	if quad {
@@ -410,12 +507,16 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) (*mat.Dense, 
 		}
 	}
 	coef, _, err := linalg.GramLstSq(ctx, n, f, p, 0, func(lo, hi int, dst blas64.General) {
+		buf := make([]float64, k)
 		for q := lo; q < hi; q++ {
 			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
-			features(Z.RawRowView(q), row[:f])
+			features(in.row(q, buf), row[:f])
 			copy(row[f:], S.RawRowView(q))
 		}
 	})
+	if dst == nil {
+		dst = mat.NewDense(n, p, nil)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -423,27 +524,31 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) (*mat.Dense, 
 		if !errors.Is(err, linalg.ErrIllConditioned) {
 			return nil, err
 		}
-		out := mat.DenseCopyOf(S)
-		if _, err := tensor.Residualize(ctx, Z, out, degree); err != nil {
+		dst.Copy(S)
+		Z := in.X
+		if in.pt != nil {
+			Z = mat.NewDense(n, k, nil)
+			in.project(Z, 0)
+		}
+		if _, err := tensor.Residualize(ctx, Z, dst, degree); err != nil {
 			return nil, err
 		}
-		return out, nil
+		return dst, nil
 	}
-	ct := mat.DenseCopyOf(coef.T()) // row t: the coefficients of output t
-	out := mat.NewDense(n, p, nil)
+	ct := rowMajor(mat.DenseCopyOf(coef.T())) // row t: the coefficients of output t
 	scratch := make([][]float64, runtime.GOMAXPROCS(0))
 	parallel.For((n+momentChunk-1)/momentChunk, func(wk, c int) {
 		if scratch[wk] == nil {
-			scratch[wk] = make([]float64, f)
+			scratch[wk] = make([]float64, f+k)
 		}
-		row := scratch[wk]
+		row, buf := scratch[wk][:f], scratch[wk][f:]
 		for q := c * momentChunk; q < min((c+1)*momentChunk, n); q++ {
-			features(Z.RawRowView(q), row)
-			o, s := out.RawRowView(q), S.RawRowView(q)
+			features(in.row(q, buf), row)
+			o, s := dst.RawRowView(q), S.RawRowView(q)
 			for t := range o {
-				o[t] = s[t] - dot(ct.RawRowView(t), row)
+				o[t] = s[t] - dotRow(ct[t*f:(t+1)*f], row)
 			}
 		}
 	})
-	return out, ctx.Err()
+	return dst, ctx.Err()
 }

@@ -36,7 +36,7 @@ func TestEstimateChunkedPasses(t *testing.T) {
 	var want mat.Dense
 	want.Mul(X.Slice(100, 7000, 0, d).T(), S.Slice(100, 7000, 0, p))
 	want.Scale(1/6900.0, &want)
-	close("crossMean", crossMean(X, S, [2]int{100, 7000}), &want, 1e-14)
+	close("crossMean", crossMean(X, S, make([]float64, p), [2]int{100, 7000}), &want, 1e-14)
 
 	P := mat.NewDense(d, 3, nil)
 	for i := range P.RawMatrix().Data {
@@ -49,8 +49,9 @@ func TestEstimateChunkedPasses(t *testing.T) {
 	Z := project(X, P)
 	for _, c := range []struct {
 		Z      *mat.Dense
+		in     inputs
 		degree int
-	}{{X, 1}, {Z, 2}} {
+	}{{X, newInputs(X, nil), 1}, {Z, newInputs(X, P), 2}} {
 		ref := mat.DenseCopyOf(S)
 		if _, err := tensor.Residualize(context.Background(), c.Z, ref, c.degree); err != nil {
 			t.Fatal(err)
@@ -58,7 +59,7 @@ func TestEstimateChunkedPasses(t *testing.T) {
 		var first *mat.Dense
 		for _, procs := range []int{1, 3} {
 			prev := runtime.GOMAXPROCS(procs)
-			got, err := residualize(context.Background(), c.Z, S, c.degree)
+			got, err := residualize(context.Background(), c.in, S, c.degree, nil)
 			runtime.GOMAXPROCS(prev)
 			if err != nil {
 				t.Fatal(err)
