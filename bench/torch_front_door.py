@@ -24,6 +24,7 @@ within the tolerances (1e-9 for parameters and 1e-12 for outputs in float64;
 
     /usr/bin/python3 bench/torch_front_door.py                 # 10 seeds, 20-5-8 and 30-10-1, n = 2e5
     /usr/bin/python3 bench/torch_front_door.py --float32 --seeds 3
+    /usr/bin/python3 bench/torch_front_door.py --both --seeds 5      # float64 vs float32 time, same run
 
 Needs python3-torch and python3-numpy (Debian), and builds ./relurec with go.
 """
@@ -131,16 +132,47 @@ def run(exe, tmp, d, k, m, n, seed, f32):
     }
 
 
+def compare_dtypes(args, archs):
+    """float64 and float32 side by side, alternating per seed."""
+    if not os.path.exists(args.relurec):
+        subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
+    torch.set_num_threads(1)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for d, k, m in archs:
+            print("# nn.Sequential(Linear(%d, %d), ReLU(), Linear(%d, %d)), n = %d: float64 vs float32" % (d, k, k, m, args.n))
+            print("%4s %10s %10s %10s %10s %8s %8s %7s" % ("seed", "err64", "err32", "resid64", "resid32", "fit64_s", "fit32_s", "ratio"))
+            ratios = []
+            for seed in range(args.seeds):
+                a = run(args.relurec, tmp, d, k, m, args.n, seed, False)
+                b = run(args.relurec, tmp, d, k, m, args.n, seed, True)
+                if "error" in a or "error" in b:
+                    ok = False
+                    print("%4d FAILED: %s" % (seed, a.get("error") or b.get("error")))
+                    continue
+                ratios.append(b["fit_s"] / a["fit_s"])
+                ok = ok and a["param_err"] <= 1e-9 and b["param_err"] <= 1e-6 and a["hidden"] == k and b["hidden"] == k
+                print("%4d %10.1e %10.1e %10.1e %10.1e %8.2f %8.2f %7.2f" % (
+                    seed, a["param_err"], b["param_err"], a["residual"], b["residual"], a["fit_s"], b["fit_s"], ratios[-1]))
+            ratios.sort()
+            if ratios:
+                print("# float32/float64 fit time: median %.2f (range %.2f-%.2f)\n" % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--n", type=int, default=200000)
     ap.add_argument("--float32", action="store_true", help="save X and Y as float32")
+    ap.add_argument("--both", action="store_true", help="per seed, float64 then float32 on the same network and inputs; prints the fit-time ratio")
     ap.add_argument("--arch", action="append", help="d,k,m (default 20,5,8 and 30,10,1)")
     ap.add_argument("--relurec", default="./relurec", help="the relurec binary (built with go build when missing)")
     ap.add_argument("--json-out", help="also write the rows as JSON here")
     args = ap.parse_args()
     archs = [tuple(int(v) for v in a.split(",")) for a in (args.arch or ["20,5,8", "30,10,1"])]
+    if args.both:
+        sys.exit(compare_dtypes(args, archs))
     if not os.path.exists(args.relurec):
         subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
     ptol, otol = (1e-6, 1e-6) if args.float32 else (1e-9, 1e-12)
