@@ -230,10 +230,15 @@ func (mp *momentParts) reduce(mo *Moments, d, p, dim int) (int, error) {
 	return k, nil
 }
 
-// momentBlock is the number of samples per block of projected inputs that
-// highOrders hands to tensor.HermiteMoments (a multiple of its 4096-row
-// chunks, so the chunks are those of one call per half).
-const momentBlock = 1 << 16
+// momentBlockRows is the number of samples per block of projected inputs
+// that highOrders hands to tensor.HermiteMoments for k dimensions: about
+// 8 MB of z, at least 65 536 rows (each call allocates ~1.4 MB of scratch
+// for k = 5, so fewer calls make less garbage), a multiple of its 4096-row
+// chunks (so the chunks are those of one call per half) and fixed by k
+// alone (so the sums do not depend on GOMAXPROCS).
+func momentBlockRows(k int) int {
+	return max(1<<16, (8<<20)/(8*k)/4096*4096)
+}
 
 // highOrders estimates the orders 3…R on each half from z (the inputs, or
 // their projections computed block by block into a reused buffer: no n×k
@@ -252,9 +257,10 @@ func (mp *momentParts) highOrders(ctx context.Context, in inputs, S *mat.Dense, 
 		return nil
 	}
 	k := in.k
+	block := momentBlockRows(k)
 	var Zb *mat.Dense
 	if in.pt != nil {
-		Zb = mat.NewDense(min(momentBlock, n), k, nil)
+		Zb = mat.NewDense(min(block, n), k, nil)
 	}
 	for h := 0; h < 2; h++ {
 		lo, hi := mp.halves[h][0], mp.halves[h][1]
@@ -269,8 +275,8 @@ func (mp *momentParts) highOrders(ctx context.Context, in inputs, S *mat.Dense, 
 		}
 		total, before := (hi-lo+4095)/4096, 0
 		var sum [][]*tensor.Symmetric
-		for b0 := lo; b0 < hi; b0 += momentBlock {
-			b1 := min(b0+momentBlock, hi)
+		for b0 := lo; b0 < hi; b0 += block {
+			b1 := min(b0+block, hi)
 			zb := Zb.Slice(0, b1-b0, 0, k).(*mat.Dense)
 			in.project(zb, b0)
 			var prog func(done, total int)
