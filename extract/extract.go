@@ -1,0 +1,342 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/synth"
+)
+
+// Options controls Extract. The zero value works.
+type Options struct {
+	// Seed fixes the random lines, check directions and certificate
+	// queries (default 0, itself a valid seed).
+	Seed uint64 `json:"seed"`
+	// MaxQueries caps the number of queries (rows sent to the oracle),
+	// certificate included. 0: no cap. When the cap stops the search,
+	// the units found so far are assembled and certified, with a warning.
+	MaxQueries int `json:"max_queries"`
+	// Hidden is the number of hidden units m, if known: the search stops
+	// once m units are found and reproduce the oracle on the searched
+	// lines. 0 searches until a line brings no new unit and the units
+	// found reproduce the oracle on every line searched (or three lines
+	// in a row bring no new unit).
+	Hidden int `json:"hidden"`
+	// CertTol is the relative residual ‖Y − f̂(X)‖_F/‖Y‖_F on fresh
+	// Gaussian queries below which the extraction counts as exact.
+	// Default 1e-10 (certify.DefaultTol for float64); an oracle whose
+	// rounding looks like float32 arithmetic gets certify.DefaultTol of
+	// float32 instead, with a warning.
+	CertTol float64 `json:"cert_tol"`
+	// CertQueries is the number of fresh standard Gaussian queries the
+	// certificate is computed on. Default 256.
+	CertQueries int `json:"cert_queries"`
+	// Grid is the number of grid cells per line. Default 8 per expected
+	// kink: 8·max(Hidden, 16) on the first line, then 8·(most kinks seen
+	// on a line).
+	Grid int `json:"grid"`
+	// Reach is the half-width of the searched stretch of each line, in
+	// units of √d (the scale of the kinks' positions). Default 40, which
+	// holds a unit's kink with probability ≈ 0.98 when its bias is small.
+	Reach float64 `json:"reach"`
+	// MaxLines caps the number of lines searched. Default 64.
+	MaxLines int `json:"max_lines"`
+	// Batch caps the rows of one oracle call. Default 16384.
+	Batch int `json:"batch"`
+	// Exact makes Extract return an error wrapping errs.ErrNotExact (with
+	// the Result) when the certificate is not met. By default such a
+	// Result is returned with Certificate.Met = false and a nil error.
+	Exact bool `json:"exact"`
+	// Progress, if set, is called after each line ("lines", units found,
+	// Hidden or 0) and before the certificate ("certify", 0, CertQueries).
+	Progress func(stage string, done, total int) `json:"-"`
+}
+
+// Result is an extracted network and the evidence behind it.
+type Result struct {
+	// Model is the extracted network in the normalisation of
+	// depth2.Network.Normalize: ‖w_i‖ = 1, units sorted by ‖A_{:,i}‖.
+	Model *depth2.Network `json:"-"`
+	// Queries is the number of rows sent to the oracle (the query count
+	// the literature compares), Calls the number of oracle calls.
+	Queries int `json:"queries"`
+	Calls   int `json:"calls"`
+	// Certificate is the relative residual of Model on CertQueries fresh
+	// standard Gaussian queries that played no part in the extraction.
+	Certificate certify.Certificate `json:"certificate"`
+	// Units is the number of hidden units found, Lines the number of
+	// lines searched, Kinks the kinks located on them.
+	Units int `json:"units"`
+	Lines int `json:"lines"`
+	Kinks int `json:"kinks"`
+	// Diagnostics break the work down.
+	Diagnostics Diagnostics   `json:"diagnostics"`
+	Warnings    []string      `json:"warnings,omitempty"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+}
+
+// Diagnostics are the internals of an extraction.
+type Diagnostics struct {
+	// QueriesSearch, QueriesJacobian and QueriesCert split Queries into
+	// the line searches, the Jacobian measurements and the certificate.
+	QueriesSearch   int `json:"queries_search"`
+	QueriesJacobian int `json:"queries_jacobian"`
+	QueriesCert     int `json:"queries_cert"`
+	// Jacobians counts Jacobian measurements (d + 2 queries each),
+	// JacobianRetries those repeated with a smaller step after failing
+	// their check.
+	Jacobians       int `json:"jacobians"`
+	JacobianRetries int `json:"jacobian_retries"`
+	// KnownKinks counts kinks recognised as crossings of units already
+	// found (no Jacobian needed), Duplicates units found twice,
+	// Rejected kinks whose Jacobian jump was not a single unit.
+	KnownKinks int `json:"known_kinks"`
+	Duplicates int `json:"duplicates"`
+	Rejected   int `json:"rejected"`
+	// Unresolved counts clusters of kinks too close to separate.
+	Unresolved int `json:"unresolved"`
+	// Noise is the largest median relative bend of a straight grid
+	// triple over the lines: the oracle's relative rounding (≈ 1e-16 for
+	// float64 arithmetic, ≈ 1e-8 for float32).
+	Noise float64 `json:"noise"`
+	// MaxRank2 is the largest σ₂/σ₁ of an accepted Jacobian jump (0 for
+	// one output): how far the jumps were from rank one.
+	MaxRank2 float64 `json:"max_rank2"`
+	// SignResidual is the relative residual of the affine term left by
+	// the sign resolution: ‖L − Σ β_i â_i ŵ_iᵀ‖/‖Σ |β_i|·‖â_i‖‖ (0 when
+	// every unit's orientation is resolved exactly).
+	SignResidual float64 `json:"sign_residual"`
+	// LineResidual is the relative residual of the assembled model on the
+	// searched lines' samples near the origin (|t| ≤ 2√d), the search's
+	// stopping test.
+	LineResidual float64 `json:"line_residual"`
+}
+
+// unit is a hidden unit as found: unit normal w (oriented so that w·v > 0
+// on the line it was found on), offset b = −w·x*, output column a =
+// A_{:,i}·‖w_i‖ (true scale), and winf = ‖w‖_∞.
+type unit struct {
+	w    []float64
+	b    float64
+	a    []float64
+	winf float64
+}
+
+// jpoint is a measured Jacobian and where.
+type jpoint struct {
+	x []float64
+	J *mat.Dense
+}
+
+type extractor struct {
+	d        int
+	opt      Options
+	o        *counted
+	rng      *rand.Rand
+	units    []unit
+	jpoints  []jpoint
+	lines    []*lineResult
+	diag     Diagnostics
+	warn     []string
+	etaFloor float64
+	noiseMed float64
+}
+
+// Extract recovers a one-hidden-layer ReLU network f(x) = A·ReLU(W·x + b) +
+// c with d inputs from queries to oracle alone, by locating the kinks of f
+// along random lines and measuring the jump of its Jacobian across each
+// (the critical-point approach of the cryptanalytic extraction
+// literature; see the package comment for the algorithm and its
+// assumptions). Bad arguments and an oracle that answers with the wrong
+// shape or non-finite values give errors wrapping errs.ErrInput.
+func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, error) {
+	start := time.Now()
+	if oracle == nil {
+		return nil, errs.Inputf("extract.Extract: the oracle is nil")
+	}
+	if d < 1 {
+		return nil, errs.Inputf("extract.Extract: d = %d inputs; need d ≥ 1", d)
+	}
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	e := &extractor{d: d, opt: opt, o: &counted{f: oracle, d: d}, rng: synth.NewRand(opt.Seed), etaFloor: 1e-13}
+	if opt.MaxQueries > 0 {
+		need := opt.CertQueries + 4*(d+2)
+		if opt.MaxQueries < need {
+			return nil, errs.Inputf("extract.Extract: MaxQueries = %d cannot pay for even two Jacobians (2·(d+2)), a line and the certificate: need at least %d", opt.MaxQueries, need)
+		}
+		e.o.limit = opt.MaxQueries - opt.CertQueries
+	}
+	stop, err := e.search(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if stop != "" {
+		e.warn = append(e.warn, stop)
+	}
+	net, err := e.assemble(true)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Lines: len(e.lines), Units: len(e.units)}
+	for _, lr := range e.lines {
+		res.Kinks += len(lr.kinks)
+	}
+	// The certificate: fresh Gaussian queries, not part of the budget of
+	// the search.
+	if opt.Progress != nil {
+		opt.Progress("certify", 0, opt.CertQueries)
+	}
+	e.o.limit = 0
+	X := mat.NewDense(opt.CertQueries, d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = e.rng.NormFloat64()
+	}
+	Y, err := e.o.query(ctx, X)
+	if err != nil {
+		return nil, err
+	}
+	e.diag.QueriesCert = opt.CertQueries
+	tol := opt.CertTol
+	if tol == 0 {
+		tol = certify.DefaultTol(certify.Float64Roundoff)
+		if e.noiseMed > 1e-12 {
+			tol = certify.DefaultTol(certify.Float32Roundoff)
+			e.warn = append(e.warn, fmt.Sprintf("the oracle's rounding (%.1e relative) looks like float32 arithmetic: certificate tolerance %.1e", e.noiseMed, tol))
+		}
+	}
+	if net != nil {
+		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
+		res.Model = net.Normalize()
+	} else {
+		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
+	}
+	res.Queries, res.Calls = e.o.queries, e.o.calls
+	e.diag.Noise = e.noiseMed
+	e.diag.QueriesSearch = res.Queries - e.diag.QueriesJacobian - e.diag.QueriesCert
+	res.Diagnostics = e.diag
+	if opt.Hidden > 0 && len(e.units) != opt.Hidden {
+		e.warn = append(e.warn, fmt.Sprintf("found %d units, Hidden = %d (units never active along the lines — dead for every input queried — are invisible to queries)", len(e.units), opt.Hidden))
+	}
+	res.Warnings = e.warn
+	res.Elapsed = time.Since(start)
+	if !res.Certificate.Met {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries))
+		if opt.Exact {
+			return res, fmt.Errorf("%w: extracted network's relative residual %.2e > %.0e on %d fresh queries (%d units found)", errs.ErrNotExact, res.Certificate.Residual, tol, opt.CertQueries, len(e.units))
+		}
+	}
+	return res, nil
+}
+
+func (o *Options) defaults() error {
+	bad := func(name string, v float64) error {
+		return errs.Inputf("extract.Extract: Options.%s = %v; it must be ≥ 0 and finite (0 means the default)", name, v)
+	}
+	for name, v := range map[string]float64{"MaxQueries": float64(o.MaxQueries), "Hidden": float64(o.Hidden), "CertTol": o.CertTol, "CertQueries": float64(o.CertQueries), "Grid": float64(o.Grid), "Reach": o.Reach, "MaxLines": float64(o.MaxLines), "Batch": float64(o.Batch)} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return bad(name, v)
+		}
+	}
+	if o.CertQueries == 0 {
+		o.CertQueries = 256
+	}
+	if o.Reach == 0 {
+		o.Reach = 40
+	}
+	if o.MaxLines == 0 {
+		o.MaxLines = 64
+	}
+	if o.Batch == 0 {
+		o.Batch = 16384
+	}
+	return nil
+}
+
+// search runs lines until the stopping rule holds; it returns a warning
+// when it stopped for another reason.
+func (e *extractor) search(ctx context.Context) (string, error) {
+	maxKinks := max(e.opt.Hidden, 16)
+	quiet := 0
+	for ln := 0; ln < e.opt.MaxLines; ln++ {
+		grid := e.opt.Grid
+		if grid == 0 {
+			grid = 8 * maxKinks
+		}
+		l := &line{x0: make([]float64, e.d), v: make([]float64, e.d)}
+		for j := range l.x0 {
+			l.x0[j] = e.rng.NormFloat64()
+			l.v[j] = e.rng.NormFloat64()
+		}
+		nv := math.Sqrt(dotf(l.v, l.v))
+		for j := range l.v {
+			l.v[j] /= nv
+		}
+		before, rejected := len(e.units), e.diag.Rejected
+		lr, err := e.searchLine(ctx, l, grid)
+		if err == nil {
+			e.lines = append(e.lines, lr)
+			err = e.learnLine(ctx, lr)
+		}
+		if errors.Is(err, errBudget) {
+			return fmt.Sprintf("the query budget (MaxQueries = %d) ran out after %d lines", e.opt.MaxQueries, len(e.lines)), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		maxKinks = max(maxKinks, len(lr.kinks)+lr.unresolved)
+		e.diag.Unresolved += lr.unresolved
+		if e.opt.Progress != nil {
+			e.opt.Progress("lines", len(e.units), e.opt.Hidden)
+		}
+		// A clean line: every kink on it was a unit already found.
+		clean := len(e.units) == before && e.diag.Rejected == rejected
+		if clean {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if len(e.units) == 0 {
+			continue
+		}
+		done := clean
+		if e.opt.Hidden > 0 {
+			done = len(e.units) >= e.opt.Hidden || quiet >= 3
+		}
+		if !done && quiet < 3 {
+			continue
+		}
+		if _, err := e.assemble(false); err != nil {
+			return "", err
+		}
+		if e.diag.LineResidual <= e.stopTol() {
+			return "", nil
+		}
+		if quiet >= 3 {
+			return fmt.Sprintf("three lines in a row found no new unit, and the %d units found leave a relative residual of %.2e on the lines", len(e.units), e.diag.LineResidual), nil
+		}
+	}
+	return fmt.Sprintf("stopped after MaxLines = %d lines", e.opt.MaxLines), nil
+}
+
+// stopTol is the line residual that ends the search: the certificate's
+// tolerance.
+func (e *extractor) stopTol() float64 {
+	if e.opt.CertTol > 0 {
+		return e.opt.CertTol
+	}
+	if e.noiseMed > 1e-12 {
+		return certify.DefaultTol(certify.Float32Roundoff)
+	}
+	return certify.DefaultTol(certify.Float64Roundoff)
+}

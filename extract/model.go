@@ -1,0 +1,342 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/depth2"
+)
+
+// identify marks the kinks of a line that are crossings of units already
+// found: the unit's hyperplane passes through x(t*) and its predicted slope
+// change â·|ŵ·v| matches the measured one.
+func (e *extractor) identify(lr *lineResult) {
+	l := lr.l
+	x := make([]float64, e.d)
+	for _, k := range lr.kinks {
+		l.at(k.t, x)
+		nx := math.Sqrt(dotf(x, x))
+		dsInf := 0.0
+		for _, v := range k.ds {
+			dsInf = math.Max(dsInf, math.Abs(v))
+		}
+		for i, u := range e.units {
+			wv := dotf(u.w, l.v)
+			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx) {
+				continue
+			}
+			dev := 0.0
+			for o, a := range u.a {
+				dev = math.Max(dev, math.Abs(k.ds[o]-a*math.Abs(wv)))
+			}
+			if dev <= 1e-3*dsInf {
+				k.unit = i
+				e.diag.KnownKinks++
+				break
+			}
+		}
+	}
+}
+
+// learnLine finds the new units of a searched line: it measures the
+// Jacobian on the pieces either side of each new kink (a piece shared by
+// two kinks once) and carries it across kinks of known units, whose jumps
+// are known.
+func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
+	e.identify(lr)
+	// Plan: in each chain of pieces joined by located kinks, measure the
+	// piece left of the first new kink and the piece right of every new
+	// kink; the rest follow by propagation.
+	var jobs []*jacJob
+	have := false
+	for g := range lr.kinkAt {
+		ki := lr.kinkAt[g]
+		if ki < 0 {
+			have = false
+			continue
+		}
+		if lr.kinks[ki].unit >= 0 {
+			continue
+		}
+		if !have {
+			jobs = append(jobs, &jacJob{lr: lr, p: lr.pieces[g]})
+		}
+		jobs = append(jobs, &jacJob{lr: lr, p: lr.pieces[g+1]})
+		have = true
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if err := e.measure(ctx, jobs); err != nil {
+		return err
+	}
+	// Walk the pieces left to right, propagating J across known kinks and
+	// reading new units off the jumps across new ones.
+	var cur *mat.Dense
+	for i, p := range lr.pieces {
+		if i > 0 {
+			ki := lr.kinkAt[i-1]
+			var k *kink
+			if ki >= 0 {
+				k = lr.kinks[ki]
+			}
+			switch {
+			case k == nil:
+				cur = nil
+			case k.unit >= 0:
+				if cur != nil && p.J == nil {
+					u := e.units[k.unit]
+					s := 1.0
+					if dotf(u.w, lr.l.v) < 0 {
+						s = -1
+					}
+					J := mat.DenseCopyOf(cur)
+					for o := range u.a {
+						row := J.RawRowView(o)
+						for j := range row {
+							row[j] += s * u.a[o] * u.w[j]
+						}
+					}
+					p.J = J
+				}
+			default:
+				if cur != nil && p.J != nil {
+					e.newUnit(lr, k, cur, p.J)
+				}
+			}
+		}
+		cur = p.J
+	}
+	return nil
+}
+
+// newUnit reads a unit off the Jacobian jump ΔJ = J_R − J_L = â·ŵᵀ across a
+// kink (ŵ·v > 0; then â is the unit's true output column times ‖w‖, while
+// ŵ = ±w/‖w‖ depending on which side the unit is active on) and adds it
+// unless it is a unit already found.
+func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
+	p, d := JL.Dims()
+	var dJ mat.Dense
+	dJ.Sub(JR, JL)
+	w := make([]float64, d)
+	if p == 1 {
+		copy(w, dJ.RawRowView(0))
+	} else {
+		var G mat.SymDense
+		G.SymOuterK(1, &dJ)
+		var eig mat.EigenSym
+		if !eig.Factorize(&G, true) {
+			e.diag.Rejected++
+			return
+		}
+		vals := eig.Values(nil)
+		var V mat.Dense
+		eig.VectorsTo(&V)
+		top := vals[p-1]
+		r2 := math.Sqrt(math.Max(vals[p-2], 0) / top)
+		if top <= 0 || r2 > 1e-4 {
+			e.diag.Rejected++
+			return
+		}
+		e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
+		u := mat.Col(nil, p-1, &V)
+		for o := 0; o < p; o++ {
+			row := dJ.RawRowView(o)
+			for j := range w {
+				w[j] += u[o] * row[j]
+			}
+		}
+	}
+	nw := math.Sqrt(dotf(w, w))
+	if nw == 0 {
+		e.diag.Rejected++
+		return
+	}
+	if dotf(w, lr.l.v) < 0 {
+		nw = -nw
+	}
+	winf := 0.0
+	for j := range w {
+		w[j] /= nw
+		winf = math.Max(winf, math.Abs(w[j]))
+	}
+	a := make([]float64, p)
+	for o := range a {
+		a[o] = dotf(dJ.RawRowView(o), w)
+	}
+	// The jump along the line must be the measured slope change.
+	wv := dotf(w, lr.l.v)
+	dsInf, dev := 0.0, 0.0
+	for o := range a {
+		dsInf = math.Max(dsInf, math.Abs(k.ds[o]))
+		dev = math.Max(dev, math.Abs(a[o]*wv-k.ds[o]))
+	}
+	if dev > 1e-4*dsInf {
+		e.diag.Rejected++
+		return
+	}
+	x := make([]float64, d)
+	lr.l.at(k.t, x)
+	b := -dotf(w, x)
+	for _, u := range e.units {
+		c := dotf(u.w, w)
+		if math.Abs(c) > 1-1e-8 && math.Abs(b-math.Copysign(1, c)*u.b) <= 1e-6*(1+math.Abs(b)) {
+			e.diag.Duplicates++
+			return
+		}
+	}
+	k.unit = len(e.units)
+	e.units = append(e.units, unit{w: w, b: b, a: a, winf: winf})
+}
+
+// assemble resolves the units' orientations and the output bias and
+// returns the network; it records the line residual (and, when final,
+// a warning for an unresolved affine part).
+//
+// Orientation. A unit found as (ŵ, b̂) with the opposite orientation to the
+// true one contributes â·ReLU(−z) = â·ReLU(z) − â·z, so every measured
+// Jacobian satisfies J(x) = Σ_i â_i ŵ_iᵀ·1[ŵ_i·x + b̂_i > 0] + L with L =
+// Σ_i β_i â_i ŵ_iᵀ, β_i = −1 for a flipped unit and 0 otherwise. L is read
+// off every measured Jacobian, β solved by least squares (the m×m Gram
+// (â_i·â_k)(ŵ_i·ŵ_k), invertible when the ŵ_i are independent, m ≤ d) and
+// rounded to {0, −1}.
+func (e *extractor) assemble(final bool) (*depth2.Network, error) {
+	m := len(e.units)
+	if m == 0 || e.o.p == 0 {
+		return nil, nil
+	}
+	p, d := e.o.p, e.d
+	L := mat.NewDense(p, d, nil)
+	for _, jp := range e.jpoints {
+		L.Add(L, jp.J)
+		for _, u := range e.units {
+			if dotf(u.w, jp.x)+u.b > 0 {
+				for o := 0; o < p; o++ {
+					row := L.RawRowView(o)
+					for j := range row {
+						row[j] -= u.a[o] * u.w[j]
+					}
+				}
+			}
+		}
+	}
+	L.Scale(1/float64(len(e.jpoints)), L)
+	G := mat.NewSymDense(m, nil)
+	rhs := mat.NewVecDense(m, nil)
+	for i, u := range e.units {
+		for k := i; k < m; k++ {
+			G.SetSym(i, k, dotf(u.a, e.units[k].a)*dotf(u.w, e.units[k].w))
+		}
+		var Lw mat.VecDense
+		Lw.MulVec(L, mat.NewVecDense(d, u.w))
+		rhs.SetVec(i, dotf(u.a, Lw.RawVector().Data))
+	}
+	var beta mat.VecDense
+	var chol mat.Cholesky
+	flip := make([]bool, m)
+	if chol.Factorize(G) && chol.SolveVecTo(&beta, rhs) == nil {
+		for i := range flip {
+			flip[i] = beta.AtVec(i) < -0.5
+		}
+	} else if final {
+		e.warn = append(e.warn, "the units' normals are linearly dependent (m > d?): orientations left as found")
+	}
+	// Residual of the affine term after the rounding.
+	R := mat.DenseCopyOf(L)
+	scale := 0.0
+	for i, u := range e.units {
+		if !flip[i] {
+			continue
+		}
+		scale += math.Sqrt(dotf(u.a, u.a))
+		for o := 0; o < p; o++ {
+			row := R.RawRowView(o)
+			for j := range row {
+				row[j] += u.a[o] * u.w[j]
+			}
+		}
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	e.diag.SignResidual = mat.Norm(R, 2) / scale
+	W := mat.NewDense(m, d, nil)
+	A := mat.NewDense(p, m, nil)
+	B := make([]float64, m)
+	for i, u := range e.units {
+		s := 1.0
+		if flip[i] {
+			s = -1
+		}
+		row := W.RawRowView(i)
+		for j := range row {
+			row[j] = s * u.w[j]
+		}
+		B[i] = s * u.b
+		A.SetCol(i, u.a)
+	}
+	net := &depth2.Network{W: W, B: B, A: A, C: make([]float64, p)}
+	// Output bias: the mean residual over the lines' samples near the
+	// origin; the same samples give the line residual.
+	X, Y := e.bulk()
+	if X == nil {
+		return net, nil
+	}
+	F := net.Forward(X)
+	n, _ := X.Dims()
+	for o := 0; o < p; o++ {
+		s := 0.0
+		for r := 0; r < n; r++ {
+			s += Y.At(r, o) - F.At(r, o)
+		}
+		net.C[o] = s / float64(n)
+	}
+	for r := 0; r < n; r++ {
+		row := F.RawRowView(r)
+		for o := range row {
+			row[o] += net.C[o]
+		}
+	}
+	e.diag.LineResidual = relResidual(Y, F)
+	if final && e.diag.SignResidual > 1e-6 {
+		e.warn = append(e.warn, fmt.Sprintf("the Jacobians leave an affine part that no choice of unit orientations explains (relative %.1e): units are missing", e.diag.SignResidual))
+	}
+	return net, nil
+}
+
+// bulk returns the searched lines' samples with |t| ≤ 2√d.
+func (e *extractor) bulk() (*mat.Dense, *mat.Dense) {
+	lim := 2 * math.Sqrt(float64(e.d))
+	var xs, ys [][]float64
+	for _, lr := range e.lines {
+		l := lr.l
+		for k, t := range l.t {
+			if math.Abs(t) > lim {
+				continue
+			}
+			x := make([]float64, e.d)
+			l.at(t, x)
+			xs = append(xs, x)
+			ys = append(ys, l.y[k])
+		}
+	}
+	if len(xs) == 0 {
+		return nil, nil
+	}
+	X := mat.NewDense(len(xs), e.d, nil)
+	Y := mat.NewDense(len(xs), e.o.p, nil)
+	for i := range xs {
+		X.SetRow(i, xs[i])
+		Y.SetRow(i, ys[i])
+	}
+	return X, Y
+}
+
+func relResidual(Y, F *mat.Dense) float64 {
+	var D mat.Dense
+	D.Sub(Y, F)
+	return mat.Norm(&D, 2) / mat.Norm(Y, 2)
+}
