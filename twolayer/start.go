@@ -190,6 +190,9 @@ type startMoments struct {
 	m1z      *mat.Dense // k×k first moment E[red·zᵀ] (unresidualised)
 	span     *mat.Dense // d×k basis of the span of V (whitened coordinates)
 	unwhiten *mat.Dense // Σ̂^{-1/2}, or nil
+	// base holds the channel sums E[red_c·[1, z_a·z_b, z]] (k rows) that
+	// every slice pass combines (hermiteSlices); set by the first pass.
+	base []float64
 }
 
 // Resample decomposes the same moments again with fresh random contractions
@@ -208,7 +211,7 @@ func (st *Start) Resample(ctx context.Context, seed uint64, opt Options) (*mat.D
 // passes, and the lift back to d dimensions. It sets st.V.
 func (st *Start) decompose(ctx context.Context, rng *rand.Rand, opt Options) error {
 	mo, k, order := st.moments, st.K, st.Order
-	Z, redRes, M1z := mo.z, mo.red, mo.m1z
+	M1z := mo.m1z
 	nslices := max(2*k, 6)
 	thetas := mat.NewDense(k, nslices, nil)
 	cs := make([]tensor.Contraction, nslices)
@@ -216,7 +219,7 @@ func (st *Start) decompose(ctx context.Context, rng *rand.Rand, opt Options) err
 		thetas.SetCol(i, randUnit(k, rng))
 		cs[i] = contraction(order, i, randUnit(k, rng), randUnit(k, rng))
 	}
-	slices, err := hermiteSlices(ctx, Z, redRes, thetas, cs, fmt.Sprintf("order-%d moment", order), opt)
+	slices, err := mo.hermiteSlices(ctx, thetas, cs, opt.stage(fmt.Sprintf("order-%d moment", order)))
 	if err != nil {
 		return err
 	}
@@ -246,7 +249,7 @@ func (st *Start) decompose(ctx context.Context, rng *rand.Rand, opt Options) err
 			w := mat.Col(nil, j, W)
 			cs[j] = contraction(order, j, w, w)
 		}
-		slices, err = hermiteSlices(ctx, Z, redRes, thetas.Slice(0, k, 0, k).(*mat.Dense), cs[:k], fmt.Sprintf("order-%d moment, aligned pass %d", order, pass), opt)
+		slices, err = mo.hermiteSlices(ctx, thetas.Slice(0, k, 0, k).(*mat.Dense), cs[:k], opt.stage(fmt.Sprintf("order-%d moment, aligned pass %d", order, pass)))
 		if err != nil {
 			return err
 		}
@@ -336,13 +339,9 @@ func whiten(ctx context.Context, X *mat.Dense, mode Whiten, st *Start) (*mat.Den
 	return Xw, inv, nil
 }
 
-// hermiteSlices computes the slices cs with weight channels red·thetas.
-func hermiteSlices(ctx context.Context, Z, red, thetas *mat.Dense, cs []tensor.Contraction, stage string, opt Options) ([]*mat.SymDense, error) {
-	n, _ := red.Dims()
-	_, p := thetas.Dims()
-	S := mat.NewDense(n, p, nil)
-	S.Mul(red, thetas)
-	return tensor.HermiteSlices(ctx, Z, S, cs, func(done, total int) { opt.progress(stage, done, total) })
+// stage is the progress callback of one named stage.
+func (o Options) stage(name string) func(done, total int) {
+	return func(done, total int) { o.progress(name, done, total) }
 }
 
 func contraction(order, channel int, alpha, beta []float64) tensor.Contraction {
