@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"strconv"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -34,6 +35,9 @@ func parseGraph(b []byte) (*MLP, error) {
 		}
 	}
 	c.flush()
+	if c.afterExp {
+		return nil, onnxErrf("an Exp node after a Relu must be followed by Sub 1 (the rectified exponential e^{max(x,0)} − 1); other uses of Exp are not supported")
+	}
 	if c.cur != g.outputs[0] {
 		return nil, onnxErrf("the chain of nodes ends at %q but the graph output is %q", c.cur, g.outputs[0])
 	}
@@ -141,6 +145,9 @@ type chainBuilder struct {
 	m     *MLP
 	pend  *Layer // the layer being assembled (weight seen, activation not yet)
 	cur   string // the name of the running value
+	// afterExp is set between the Exp and the Sub of a rectified
+	// exponential (Relu, Exp, Sub 1), which WriteONNX writes for reluexp.
+	afterExp bool
 }
 
 // flush appends the pending layer, if any, to the model.
@@ -190,13 +197,15 @@ func (c *chainBuilder) step(n onnxNode) error {
 		err = c.add(n)
 	case "Relu":
 		err = c.relu(n)
+	case "Pow", "Exp", "Sub":
+		err = c.rectified(n)
 	case "Identity", "Dropout":
 	case "Flatten":
 		if a, ok := n.attrs["axis"]; ok && a.hasI && a.i != 1 {
 			err = onnxErrf("Flatten %q with axis %d; only axis 1 keeps samples as rows", n.name, a.i)
 		}
 	default:
-		err = onnxErrf("unsupported operator %s (node %q); supported: Gemm, MatMul, Add, Relu, Identity, Flatten, Dropout, Constant", n.op, n.name)
+		err = onnxErrf("unsupported operator %s (node %q); supported: Gemm, MatMul, Add, Relu, Identity, Flatten, Dropout, Constant, and Pow, Exp, Sub after a Relu (WriteONNX's relupow and reluexp)", n.op, n.name)
 	}
 	if err != nil {
 		return err
@@ -309,6 +318,57 @@ func (c *chainBuilder) relu(n onnxNode) error {
 	}
 	c.pend.Act = ReLU
 	c.flush()
+	return nil
+}
+
+// rectified reads the activations WriteONNX writes after a Relu: Pow with
+// a scalar exponent c (relupow<c>), and Exp then Sub of the scalar 1
+// (reluexp). The Relu has already ended the layer, so they change the last
+// layer's activation.
+func (c *chainBuilder) rectified(n onnxNode) error {
+	last := len(c.m.Layers) - 1
+	if c.pend != nil || last < 0 || c.m.Layers[last].Act != ReLU {
+		return onnxErrf("%s %q does not follow a Relu; only relupow (Relu, Pow) and reluexp (Relu, Exp, Sub 1) are supported", n.op, n.name)
+	}
+	scalar := func() (float64, error) {
+		if len(n.inputs) != 2 || n.inputs[0] != c.cur {
+			return 0, onnxErrf("%s %q: expected the running value and a constant", n.op, n.name)
+		}
+		t, err := c.weightOf(n, 1)
+		if err != nil {
+			return 0, err
+		}
+		if len(t.data) != 1 {
+			return 0, onnxErrf("%s %q: the constant %q has %d values; expected one", n.op, n.name, t.name, len(t.data))
+		}
+		return t.data[0], nil
+	}
+	switch {
+	case n.op == "Pow" && !c.afterExp:
+		p, err := scalar()
+		if err != nil {
+			return err
+		}
+		act, err := ParseActivation(relupowPrefix + strconv.FormatFloat(p, 'g', -1, 64))
+		if err != nil {
+			return onnxErrf("Pow %q: %v", n.name, err)
+		}
+		c.m.Layers[last].Act = act
+	case n.op == "Exp" && !c.afterExp:
+		c.afterExp = true
+	case n.op == "Sub" && c.afterExp:
+		one, err := scalar()
+		if err != nil {
+			return err
+		}
+		if one != 1 {
+			return onnxErrf("Sub %q subtracts %v after Exp; the rectified exponential subtracts 1", n.name, one)
+		}
+		c.afterExp = false
+		c.m.Layers[last].Act = RectExp
+	default:
+		return onnxErrf("%s %q in this place is not supported; only relupow (Relu, Pow) and reluexp (Relu, Exp, Sub 1) are", n.op, n.name)
+	}
 	return nil
 }
 

@@ -96,9 +96,8 @@ func SaveONNX(path string, m *MLP, meta map[string]string, dtype string) error {
 // graph (weights that overflow float32 are an error). meta goes into the
 // model's metadata_props, keys sorted, together with the architecture under
 // MetaArchitecture (which overrides a caller key of that name). ReadONNX
-// reads the file back to the same MLP (bit for bit in F64) when every
-// activation is relu or identity; it does not read the Pow and Exp nodes of
-// the rectified power and exponential.
+// reads the file back to the same MLP (bit for bit in F64), rectified
+// powers and exponentials included.
 func WriteONNX(w io.Writer, m *MLP, meta map[string]string, dtype string) error {
 	if err := m.Validate(); err != nil {
 		return err
