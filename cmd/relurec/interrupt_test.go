@@ -19,6 +19,10 @@ import (
 const mainArgsEnv = "RELUREC_TEST_MAIN_ARGS"
 
 func TestMain(m *testing.M) {
+	if model, ok := os.LookupEnv(serveEnv); ok {
+		serveModel(model, os.Getenv(serveModeEnv))
+		return
+	}
 	if args, ok := os.LookupEnv(mainArgsEnv); ok {
 		os.Args = append([]string{"relurec"}, strings.Split(args, "\x1f")...)
 		main()

@@ -79,7 +79,7 @@ wrong shapes, NaN/Inf), 1 any other failure.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v", err)
 	})
-	root.AddCommand(newDemoCmd(a), newGenCmd(a), newLearnCmd(a), newEvalCmd(a), newExperimentCmd(a))
+	root.AddCommand(newDemoCmd(a), newGenCmd(a), newLearnCmd(a), newExtractCmd(a), newEvalCmd(a), newExperimentCmd(a))
 	root.AddCommand(newTrainCmd(a), newCompressCmd(a))
 	root.AddCommand(newRecoverCmd(a))
 	return root

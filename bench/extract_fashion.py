@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Extract a trained PyTorch MLP from queries alone with `relurec extract`.
+
+For each seed this script
+  1. trains nn.Sequential(nn.Linear(784, H), nn.ReLU(), nn.Linear(H, 10)) with
+     biases on Fashion-MNIST (Adam, lr 1e-3, batches of 128, --epochs) and
+     reports its test accuracy;
+  2. exports it as ONNX (torch.onnx.export, float32 weights) and as
+     safetensors (float32, keys 0.weight, 0.bias, 2.weight, 2.bias);
+  3. runs `relurec extract --teacher model.onnx` and `--teacher
+     model.safetensors` (relurec runs the file in-process as the only access
+     to it) and `--query-cmd` against this script's own --serve mode, a
+     separate Python process answering .npy queries with PyTorch in float64;
+  4. reports the query count, the time and the largest parameter error
+     (relurec's comparison, and for --query-cmd this script's own, up to
+     permutation and positive scaling).
+
+    /usr/bin/python3 bench/extract_fashion.py                   # H = 64, 1 seed
+    /usr/bin/python3 bench/extract_fashion.py --hidden 128 --seeds 3
+
+Needs python3-torch, python3-onnx optional (torch.onnx.export works without
+it), python3-numpy, the Fashion-MNIST files (scripts/install-datasets.sh) and
+the Go toolchain (builds ./relurec when missing).
+"""
+
+import argparse
+import gzip
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def write_safetensors(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, t in tensors.items():
+        b = t.detach().cpu().numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def serve(path):
+    """--serve: answer .npy queries on stdin with the model's outputs (float64)."""
+    from numpy.lib import format as npformat
+    state = torch.load(path)
+    model = nn.Sequential(nn.Linear(state["0.weight"].shape[1], state["0.weight"].shape[0]), nn.ReLU(),
+                          nn.Linear(state["2.weight"].shape[1], state["2.weight"].shape[0])).double()
+    model.load_state_dict(state)
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    with torch.no_grad():
+        while True:
+            try:
+                x = npformat.read_array(inp)
+            except ValueError:
+                return
+            npformat.write_array(out, model(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))).numpy())
+            out.flush()
+
+
+def relurec(exe, *args):
+    t = time.perf_counter()
+    p = subprocess.run([exe, *args, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit("relurec %s failed (exit %d): %s" % (" ".join(args), p.returncode, p.stderr))
+    return json.loads(p.stdout), time.perf_counter() - t
+
+
+def param_error(model, path):
+    """Largest error of the extracted parameters vs model's, up to permutation and positive scaling."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        h = json.loads(f.read(n))
+        blob = f.read()
+    got = {}
+    for k, v in h.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        got[k] = np.frombuffer(blob[a:b], dtype={"F64": "<f8", "F32": "<f4"}[v["dtype"]]).reshape(v["shape"]).astype(np.float64)
+    want = {k: v.detach().double().numpy() for k, v in model.state_dict().items()}
+
+    def norm(s):
+        r = np.linalg.norm(s["0.weight"], axis=1)
+        return s["0.weight"] / r[:, None], s["0.bias"] / r, s["2.weight"] * r[None, :], s["2.bias"]
+
+    tw, tb, ta, tc = norm(want)
+    gw, gb, ga, gc = norm(got)
+    if gw.shape != tw.shape:
+        return float("inf")
+    order = np.argmax(tw @ gw.T, axis=1)
+    gw, gb, ga = gw[order], gb[order], ga[:, order]
+    return float(max(np.abs(tw - gw).max(), np.abs(tb - gb).max(), np.abs(ta - ga).max(), np.abs(tc - gc).max()))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--relurec", default="./relurec")
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        return serve(args.serve)
+    if not os.path.exists(args.relurec):
+        subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
+    exe = os.path.abspath(args.relurec)
+    torch.set_num_threads(1)
+    xtr = torch.from_numpy(idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
+    ytr = torch.from_numpy(idx(os.path.join(DATA, "train-labels-idx1-ubyte.gz")).astype(np.int64))
+    xte = torch.from_numpy(idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
+    yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    ok = True
+    print("%4s %8s %13s %9s %9s %9s %10s" % ("seed", "test acc", "access", "queries", "units", "time_s", "param_err"))
+    for seed in range(args.seeds):
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for _ in range(args.epochs):
+            perm = torch.randperm(len(xtr))
+            for k in range(0, len(xtr), 128):
+                b = perm[k:k + 128]
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
+                opt.step()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(xte).argmax(1) == yte).float().mean().item()
+        with tempfile.TemporaryDirectory() as tmp:
+            onnx_path = os.path.join(tmp, "mlp.onnx")
+            st_path = os.path.join(tmp, "mlp.safetensors")
+            pt_path = os.path.join(tmp, "mlp.pt")
+            torch.onnx.export(model, xte[:1], onnx_path, input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "n"}})
+            write_safetensors(st_path, model.state_dict())
+            torch.save(model.state_dict(), pt_path)
+            runs = [("onnx", ["--teacher", onnx_path]), ("safetensors", ["--teacher", st_path]),
+                    ("query-cmd", ["--query-cmd", "%s %s --serve %s" % (sys.executable, os.path.abspath(__file__), pt_path), "--d", "784"])]
+            for name, flags in runs:
+                out = os.path.join(tmp, "x-%s.safetensors" % name)
+                res, wall = relurec(exe, "extract", *flags, "--seed", str(seed), "--out", out)
+                err = res["weights"]["max_err"] if "weights" in res else param_error(model, out)
+                good = res["certificate"]["met"] and err <= 1e-8 and res["units"] == args.hidden
+                ok = ok and good
+                print("%4d %8.4f %13s %9d %9d %9.2f %10.1e%s" % (seed, acc, name, res["queries"], res["units"], wall, err, "" if good else "  <-- not within 1e-8"))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

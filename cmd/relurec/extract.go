@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/extract"
+	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/metrics"
+	"github.com/relurec/relurec/nn"
+)
+
+const extractLong = `Extract a one-hidden-layer ReLU network y = A·ReLU(W·x + b) + c from
+queries alone: the model is a black box that answers inputs with outputs. The
+queries locate the kinks of the piecewise-linear function along random lines and
+measure the jump of its Jacobian across each (the critical-point approach of the
+cryptanalytic extraction literature, Carlini, Jagielski, Mironov 2020), then
+resolve the units' signs and the output layer by least squares (package extract).
+The answer is certified by its relative residual on fresh Gaussian queries.
+
+The model answers either in-process, from a file (--teacher: a .safetensors or
+.onnx nn.Sequential(Linear, ReLU, Linear); relurec only calls it, and then also
+reports the parameter error against it), or from another process (--query-cmd):
+the command is started once with sh -c, and each batch of queries is one .npy
+array (n×d, float64) on its stdin, answered by one .npy array (n×outputs) on its
+stdout. In Python:
+
+    import sys, numpy as np
+    from numpy.lib import format
+    while True:
+        try:
+            X = format.read_array(sys.stdin.buffer)
+        except ValueError:        # end of input
+            break
+        format.write_array(sys.stdout.buffer, model(X)); sys.stdout.buffer.flush()
+
+The extracted model is written like learn's (safetensors with 0.weight, 0.bias,
+2.weight, 2.bias, or ONNX), with the query count in its metadata.`
+
+const extractExample = `  # A model file you hold (the query count is what an attacker would need)
+  relurec extract --teacher mlp.onnx --out extracted.safetensors
+
+  # A model served by another process; d inputs must be given
+  relurec extract --query-cmd 'python3 serve.py' --d 784 --out extracted.safetensors
+
+  # Known width, a query budget
+  relurec extract --teacher mlp.safetensors --hidden 64 --max-queries 500000 --out extracted.onnx`
+
+// extractOptions are extract's flags, as recorded in the manifest.
+type extractOptions struct {
+	Teacher  string `json:"teacher,omitempty"`
+	QueryCmd string `json:"query_cmd,omitempty"`
+	D        int    `json:"d,omitempty"`
+	extract.Options
+	Out   string `json:"out"`
+	DType string `json:"dtype"`
+}
+
+// extractResult is what extract prints and stores in the manifest.
+type extractResult struct {
+	Command string `json:"command"`
+	Out     string `json:"out"`
+	D       int    `json:"d"`
+	Outputs int    `json:"outputs"`
+	// The extraction's report (extract.Result without the model).
+	Units       int                 `json:"units"`
+	Queries     int                 `json:"queries"`
+	Calls       int                 `json:"calls"`
+	Lines       int                 `json:"lines"`
+	Kinks       int                 `json:"kinks"`
+	Certificate certify.Certificate `json:"certificate"`
+	Diagnostics extract.Diagnostics `json:"diagnostics"`
+	Warnings    []string            `json:"warnings"`
+	// Weights compares the extracted parameters with the teacher's (up to
+	// permutation and positive scaling) when --teacher was given.
+	Weights  *metrics.Depth2Error `json:"weights,omitempty"`
+	Seconds  float64              `json:"seconds"`
+	Options  extractOptions       `json:"options"`
+	Manifest string               `json:"manifest"`
+}
+
+func newExtractCmd(a *app) *cobra.Command {
+	opt := extractOptions{DType: "f64"}
+	c := &cobra.Command{
+		Use:     "extract",
+		Short:   "Extract a ReLU network's weights from queries to it (a model file or a process)",
+		Long:    extractLong,
+		Example: extractExample,
+		Args:    cobra.NoArgs,
+		RunE: a.leaf(func(cmd *cobra.Command, _ []string) error {
+			return a.runExtract(cmd, opt)
+		}),
+	}
+	f := c.Flags()
+	f.StringVar(&opt.Teacher, "teacher", "", "the model to query in-process (.safetensors or .onnx, Linear–ReLU–Linear)")
+	f.StringVar(&opt.QueryCmd, "query-cmd", "", "a command answering .npy queries on stdin with .npy outputs on stdout (instead of --teacher)")
+	f.IntVar(&opt.D, "d", 0, "input dimension (required with --query-cmd)")
+	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units, if known (0 = search until the units found reproduce the model)")
+	f.IntVar(&opt.MaxQueries, "max-queries", 0, "query budget (0 = none)")
+	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual on fresh queries that certifies the extraction (0 = 1e-10)")
+	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the lines and the certificate's queries")
+	f.StringVar(&opt.Out, "out", "", "output model file ("+modelFormatsHelp+"); required")
+	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	return c
+}
+
+// runExtract is extract: validate the flags, open the model's access
+// (in-process teacher or query command), extract, write, print.
+func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
+	start := time.Now()
+	if (opt.Teacher == "") == (opt.QueryCmd == "") {
+		return usageErrorf("extract needs exactly one of --teacher (a model file) and --query-cmd (a command that answers queries)")
+	}
+	if opt.QueryCmd != "" && opt.D <= 0 {
+		return usageErrorf("--query-cmd needs --d, the number of inputs the model takes")
+	}
+	var inputs []string
+	if opt.Teacher != "" {
+		inputs = append(inputs, opt.Teacher)
+	}
+	if err := checkModelOut(&opt.DType, opt.Out, inputs...); err != nil {
+		return err
+	}
+	man, err := a.newManifest("extract", opt, opt.Seed, inputs...)
+	if err != nil {
+		return err
+	}
+	ctx := a.context()
+	oracle, teacher, d, done, err := openOracle(ctx, opt)
+	if err != nil {
+		return err
+	}
+	defer done()
+	progress, clear := a.progress()
+	eopt := opt.Options
+	eopt.Progress = progress
+	res, err := extract.Extract(ctx, oracle, d, eopt)
+	clear()
+	if err != nil {
+		return err
+	}
+	out := extractResult{
+		Command: "extract", Out: opt.Out, D: d, Outputs: res.Model.Out(),
+		Units: res.Units, Queries: res.Queries, Calls: res.Calls, Lines: res.Lines, Kinks: res.Kinks,
+		Certificate: res.Certificate, Diagnostics: res.Diagnostics, Warnings: append([]string{}, res.Warnings...),
+		Options: opt, Manifest: dataio.ManifestPath(opt.Out),
+	}
+	model := res.Model.MLP()
+	if teacher != nil {
+		w, err := metrics.CompareDepth2(teacher, model, false)
+		if err != nil {
+			return err
+		}
+		out.Weights = &w
+	}
+	timings := map[string]float64{"extract": res.Elapsed.Seconds()}
+	man.Timings = timings
+	man.Results = jsonsafe.Finite(map[string]any{"queries": res.Queries, "units": res.Units, "certificate": res.Certificate, "weights": out.Weights, "diagnostics": res.Diagnostics, "warnings": res.Warnings})
+	meta := map[string]string{
+		"producer": "relurec extract", "relurec_version": relurecVersion(),
+		"queries": strconv.Itoa(res.Queries), "hidden": strconv.Itoa(res.Units),
+		"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
+		"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
+		"certificate_met":      strconv.FormatBool(res.Certificate.Met),
+		"seed":                 strconv.FormatUint(opt.Seed, 10),
+	}
+	if err := a.writeModel(man, opt.Out, model, meta, opt.DType, timings); err != nil {
+		return err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return a.emit(out, func(w io.Writer) { table(w, out.rows()) })
+}
+
+// openOracle is the model's access: the teacher file run in-process (also
+// returned, to score the extraction) or the query command; done releases it.
+func openOracle(ctx context.Context, opt extractOptions) (oracle extract.Oracle, teacher *nn.MLP, d int, done func(), err error) {
+	if opt.Teacher != "" {
+		teacher, _, err = loadNetwork(opt.Teacher)
+		if err != nil {
+			return nil, nil, 0, nil, inputErrorf("--teacher %s: %v", opt.Teacher, err)
+		}
+		if err := checkOneHiddenLayer(teacher); err != nil {
+			return nil, nil, 0, nil, inputErrorf("--teacher %s: %v", opt.Teacher, err)
+		}
+		return extract.FromMLP(teacher), teacher, teacher.Layers[0].In(), func() {}, nil
+	}
+	q, err := startQueryCommand(ctx, opt.QueryCmd)
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	return q.query, nil, opt.D, q.close, nil
+}
+
+// checkOneHiddenLayer accepts Linear–ReLU–Linear networks, the model extract
+// recovers.
+func checkOneHiddenLayer(m *nn.MLP) error {
+	if len(m.Layers) != 2 || m.Layers[0].Act != nn.ReLU || m.Layers[1].Act != nn.Identity {
+		acts := make([]string, len(m.Layers))
+		for i, l := range m.Layers {
+			acts[i] = string(l.Act)
+		}
+		return fmt.Errorf("extract recovers Linear–ReLU–Linear networks; this one has %d layers with activations %v", len(m.Layers), acts)
+	}
+	return nil
+}
+
+// rows is extract's human table.
+func (out *extractResult) rows() [][2]string {
+	rows := [][2]string{
+		{"model", fmt.Sprintf("d=%d inputs, %d outputs", out.D, out.Outputs)},
+		{"hidden units", fmt.Sprintf("%d found on %d lines (%d kinks)", out.Units, out.Lines, out.Kinks)},
+		{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesCert)},
+		{"certificate", certificateText(out.Certificate) + " on fresh Gaussian queries"},
+	}
+	if w := out.Weights; w != nil {
+		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max parameter error %.2e (W %.1e, b %.1e, A %.1e, c %.1e)", w.MaxErr, w.MaxErrW, w.MaxErrB, w.MaxErrA, w.MaxErrC)})
+	}
+	rows = append(rows, warningRows(out.Warnings)...)
+	return append(rows,
+		[2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)},
+		[2]string{"model file", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
+		[2]string{"manifest", out.Manifest})
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
+)
+
+// serveEnv, when set to a model file, makes the test binary a query server
+// for extract --query-cmd: .npy queries on stdin, .npy answers on stdout.
+// serveModeEnv "nan" answers with a NaN, "rows" with one row too few.
+const (
+	serveEnv     = "RELUREC_TEST_SERVE"
+	serveModeEnv = "RELUREC_TEST_SERVE_MODE"
+)
+
+func serveModel(path, mode string) {
+	net, _, err := loadNetwork(path)
+	if err != nil {
+		os.Exit(3)
+	}
+	in := bufio.NewReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		X, err := dataio.ReadNPYFrom(context.Background(), in)
+		if err != nil {
+			os.Exit(0) // end of input
+		}
+		Y := net.Forward(X)
+		switch mode {
+		case "nan":
+			Y.Set(0, 0, math.NaN())
+		case "rows":
+			r, c := Y.Dims()
+			Y = mat.DenseCopyOf(Y.Slice(0, r-1, 0, c))
+		}
+		if dataio.WriteNPYTo(out, Y) != nil || out.Flush() != nil {
+			os.Exit(4)
+		}
+	}
+}
+
+// Issue 13, item 3: a network is extracted from queries alone — in-process
+// from a model file, and from another process through --query-cmd — with
+// its parameters within 1e-9 and the query count reported; a server that
+// answers NaN or the wrong shape exits 2 writing nothing.
+func TestExtractFromTeacherAndQueryCommand(t *testing.T) {
+	dir := t.TempDir()
+	teacher := filepath.Join(dir, "teacher.onnx")
+	data := filepath.Join(dir, "unused.npz")
+	if code, _, errs := cli(t, "gen", "depth2", "--d", "12", "--m", "4", "--outputs", "3", "--output-bias", "--n", "2000", "--seed", "9", "--out", data, "--model-out", teacher, "--quiet"); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "x.safetensors")
+	code, stdout, errs := cli(t, "extract", "--teacher", teacher, "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("extract --teacher: exit %d: %s", code, errs)
+	}
+	res := decodeOne(t, stdout)
+	if e := res["weights"].(map[string]any)["max_err"].(float64); e > 1e-9 || res["queries"].(float64) <= 0 || res["units"].(float64) != 4 {
+		t.Fatalf("extract --teacher: %v", res)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(serveEnv, teacher)
+	served := filepath.Join(dir, "served.safetensors")
+	code, stdout, errs = cli(t, "extract", "--query-cmd", exe, "--d", "12", "--out", served, "--json")
+	if code != 0 {
+		t.Fatalf("extract --query-cmd: exit %d: %s", code, errs)
+	}
+	if r := decodeOne(t, stdout); r["certificate"].(map[string]any)["met"] != true || r["units"].(float64) != 4 {
+		t.Fatalf("extract --query-cmd: %v", r)
+	}
+	code, stdout, errs = cli(t, "eval", "--model", served, "--truth", teacher, "--json")
+	if code != 0 || decodeOne(t, stdout)["weights"].(map[string]any)["max_err"].(float64) > 1e-9 {
+		t.Fatalf("eval of the served extraction: exit %d %s %s", code, stdout, errs)
+	}
+	for mode, want := range map[string]string{"nan": "finite", "rows": "expected"} {
+		t.Setenv(serveModeEnv, mode)
+		bad := filepath.Join(dir, mode+".safetensors")
+		code, _, errs := cli(t, "extract", "--query-cmd", exe, "--d", "12", "--out", bad)
+		if code != exitBadInput || !strings.Contains(errs, want) {
+			t.Errorf("server answering %s: exit %d, %s", mode, code, errs)
+		}
+		if _, err := os.Stat(bad); err == nil {
+			t.Errorf("server answering %s: %s written", mode, bad)
+		}
+	}
+	t.Setenv(serveModeEnv, "")
+	if code, _, errs := cli(t, "extract", "--out", out); code != exitBadInput || !strings.Contains(errs, "--teacher") {
+		t.Errorf("no model: exit %d, %s", code, errs)
+	}
+	if code, _, errs := cli(t, "extract", "--query-cmd", exe, "--out", out); code != exitBadInput || !strings.Contains(errs, "--d") {
+		t.Errorf("--query-cmd without --d: exit %d, %s", code, errs)
+	}
+}
