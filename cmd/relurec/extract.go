@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/extract"
 	"github.com/relurec/relurec/internal/jsonsafe"
 	"github.com/relurec/relurec/metrics"
@@ -145,6 +147,9 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 	clear()
 	if err != nil {
 		return err
+	}
+	if res.Model == nil {
+		return fmt.Errorf("%w: no hidden unit was found after %d queries on %d lines (%s); try --seed, a larger --max-queries, or --hidden", errs.ErrNotExact, res.Queries, res.Lines, strings.Join(res.Warnings, "; "))
 	}
 	out := extractResult{
 		Command: "extract", Out: opt.Out, D: d, Outputs: res.Model.Out(),
