@@ -48,6 +48,12 @@ type Options struct {
 	// units of √d (the scale of the kinks' positions). Default 40, which
 	// holds a unit's kink with probability ≈ 0.98 when its bias is small.
 	Reach float64 `json:"reach"`
+	// PolishTol is the expected parameter error (from the oracle's
+	// rounding and the steps the Jacobians were measured with) above which
+	// a unit is re-measured, once all units are found, at a point far from
+	// every other hyperplane (2·(d + 2) queries per unit). Default 1e-10;
+	// negative: never.
+	PolishTol float64 `json:"polish_tol"`
 	// MaxLines caps the number of lines searched. Default 64.
 	MaxLines int `json:"max_lines"`
 	// Batch caps the rows of one oracle call. Default 16384.
@@ -102,6 +108,11 @@ type Diagnostics struct {
 	KnownKinks int `json:"known_kinks"`
 	Duplicates int `json:"duplicates"`
 	Rejected   int `json:"rejected"`
+	// Polished counts units re-measured at a point far from the other
+	// hyperplanes (their first measurement's expected error exceeded
+	// PolishTol); PolishRejected those whose re-measurement disagreed.
+	Polished       int `json:"polished"`
+	PolishRejected int `json:"polish_rejected"`
 	// Unresolved counts clusters of kinks too close to separate.
 	Unresolved int `json:"unresolved"`
 	// Noise is the largest median relative bend of a straight grid
@@ -129,6 +140,11 @@ type unit struct {
 	b    float64
 	a    []float64
 	winf float64
+	// est is the expected error of w and b from the rounding of the
+	// Jacobians it was read from; polish re-measures units whose est is
+	// large.
+	est, estW float64
+	polished  bool
 }
 
 // jpoint is a measured Jacobian and where.
@@ -148,6 +164,7 @@ type extractor struct {
 	diag     Diagnostics
 	warn     []string
 	etaFloor float64
+	eta      float64
 	noiseMed float64
 }
 
@@ -243,13 +260,16 @@ func (o *Options) defaults() error {
 	bad := func(name string, v float64) error {
 		return errs.Inputf("extract.Extract: Options.%s = %v; it must be ≥ 0 and finite (0 means the default)", name, v)
 	}
-	for name, v := range map[string]float64{"MaxQueries": float64(o.MaxQueries), "Hidden": float64(o.Hidden), "CertTol": o.CertTol, "CertQueries": float64(o.CertQueries), "Grid": float64(o.Grid), "Reach": o.Reach, "MaxLines": float64(o.MaxLines), "Batch": float64(o.Batch)} {
+	for name, v := range map[string]float64{"MaxQueries": float64(o.MaxQueries), "PolishTol": math.Abs(o.PolishTol), "Hidden": float64(o.Hidden), "CertTol": o.CertTol, "CertQueries": float64(o.CertQueries), "Grid": float64(o.Grid), "Reach": o.Reach, "MaxLines": float64(o.MaxLines), "Batch": float64(o.Batch)} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return bad(name, v)
 		}
 	}
 	if o.CertQueries == 0 {
 		o.CertQueries = 256
+	}
+	if o.PolishTol == 0 {
+		o.PolishTol = 1e-10
 	}
 	if o.Reach == 0 {
 		o.Reach = 40
@@ -288,11 +308,8 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 			e.lines = append(e.lines, lr)
 			err = e.learnLine(ctx, lr)
 		}
-		if errors.Is(err, errBudget) {
-			return fmt.Sprintf("the query budget (MaxQueries = %d) ran out after %d lines", e.opt.MaxQueries, len(e.lines)), nil
-		}
 		if err != nil {
-			return "", err
+			return e.stopMsg(err)
 		}
 		maxKinks = max(maxKinks, len(lr.kinks)+lr.unresolved)
 		e.diag.Unresolved += lr.unresolved
@@ -316,6 +333,11 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if !done && quiet < 3 {
 			continue
 		}
+		if e.opt.PolishTol > 0 {
+			if err := e.polish(ctx, e.opt.PolishTol); err != nil {
+				return e.stopMsg(err)
+			}
+		}
 		if _, err := e.assemble(false); err != nil {
 			return "", err
 		}
@@ -327,6 +349,14 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		}
 	}
 	return fmt.Sprintf("stopped after MaxLines = %d lines", e.opt.MaxLines), nil
+}
+
+// stopMsg turns a budget stop into a warning and passes other errors on.
+func (e *extractor) stopMsg(err error) (string, error) {
+	if errors.Is(err, errBudget) {
+		return fmt.Sprintf("the query budget (MaxQueries = %d) ran out after %d lines", e.opt.MaxQueries, len(e.lines)), nil
+	}
+	return "", err
 }
 
 // stopTol is the line residual that ends the search: the certificate's

@@ -11,32 +11,52 @@ import (
 // the measurement point to the nearest kink on the line. Another unit's
 // hyperplane is crossed by a coordinate step h·e_j only if h·|ŵ_kj| exceeds
 // |z_k|; kinks near a point have |ŵ_k·v| distributed like |ŵ_k|·Rayleigh, so
-// 1/32 makes a crossing rare, and the check step catches the rest.
-const hFrac = 1.0 / 32
+// 1/16 makes a crossing rare, and the check step catches the rest.
+const hFrac = 1.0 / 16
 
-// jobs is a batch of Jacobian measurements: piece p of line lr at its
-// midpoint with step h.
+// jacJob is one Jacobian measurement: at x with coordinate step h (shrunk
+// on retries), outputs compared against scale in the check. For a line's
+// piece, p is the piece (x and h are set from it).
 type jacJob struct {
-	lr    *lineResult
-	p     *piece
-	shrnk float64
 	x     []float64
 	h     float64
-	ok    bool
+	scale []float64
+	lr    *lineResult
+	p     *piece
+	// Results: J (p×d), f0 = f(x), ok when the check passed.
+	J    *mat.Dense
+	f0   []float64
+	errJ float64
+	ok   bool
 }
 
-// measure computes the Jacobian of f on the linear region of each job's
-// piece by forward differences along the coordinate axes from the piece's
-// midpoint (d + 1 queries), plus one check query along a random ±1
-// direction whose prediction J·s must match to rounding. f is exactly
-// affine on the region, so the only errors are the oracle's rounding over
-// the step. Jobs that fail the check are retried with steps 8 and 64 times
-// smaller; a job that fails all three is left without J.
+// pieceJob returns the job measuring the Jacobian of a line's piece at its
+// midpoint, with a step of hFrac times the distance to the piece's ends,
+// capped so that no known unit's hyperplane is crossed.
+func (e *extractor) pieceJob(lr *lineResult, p *piece) *jacJob {
+	tm := (p.ta + p.tb) / 2
+	p.tm = tm
+	x := make([]float64, e.d)
+	lr.l.at(tm, x)
+	h := hFrac * (p.tb - p.ta) / 2
+	h = math.Min(h, e.knownMargin(x, -1)/4)
+	return &jacJob{x: x, h: h, scale: lr.scale, lr: lr, p: p}
+}
+
+// measure computes the Jacobian of f on the linear region around each
+// job's point by forward differences along the coordinate axes (d + 1
+// queries), plus one check query along a random ±1 direction s whose
+// prediction f(x) + J·s must match to rounding. f is exactly affine on the
+// region, so the only errors are the oracle's rounding over the step. Jobs
+// that fail the check are retried with steps 8 and 64 times smaller; a job
+// that fails all three is left with ok = false.
 func (e *extractor) measure(ctx context.Context, jobs []*jacJob) error {
 	todo := jobs
-	for _, shrink := range []float64{1, 1.0 / 8, 1.0 / 64} {
-		for _, j := range todo {
-			j.shrnk = shrink
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			for _, j := range todo {
+				j.h /= 8
+			}
 		}
 		if err := e.measureOnce(ctx, todo); err != nil {
 			return err
@@ -50,7 +70,9 @@ func (e *extractor) measure(ctx context.Context, jobs []*jacJob) error {
 		if len(next) == 0 {
 			return nil
 		}
-		e.diag.JacobianRetries += len(next)
+		if try < 2 {
+			e.diag.JacobianRetries += len(next)
+		}
 		todo = next
 	}
 	return nil
@@ -66,21 +88,13 @@ func (e *extractor) measureOnce(ctx context.Context, jobs []*jacJob) error {
 		steps := make([][]float64, len(batch))
 		checks := make([][]float64, len(batch))
 		for b, j := range batch {
-			l := j.lr.l
-			tm := (j.p.ta + j.p.tb) / 2
-			if math.IsInf(tm, 0) || math.IsNaN(tm) {
-				tm = j.p.ta
-			}
-			j.p.tm = tm
-			x := make([]float64, d)
-			l.at(tm, x)
-			j.x = x
-			h := hFrac * (j.p.tb - j.p.ta) / 2 * j.shrnk
-			h = math.Min(h, e.knownMargin(x))
+			x := j.x
 			// The step must stay well above the rounding of x itself.
-			h = math.Max(h, 1e-8*(1+maxAbs(x)))
+			h := math.Max(j.h, 1e-8*(1+maxAbs(x)))
 			j.h = h
-			j.p.h = h
+			if j.p != nil {
+				j.p.h = h
+			}
 			r0 := b * rowsPer
 			X.SetRow(r0, x)
 			st := make([]float64, d)
@@ -121,36 +135,55 @@ func (e *extractor) measureOnce(ctx context.Context, jobs []*jacJob) error {
 				}
 			}
 			fk := Y.RawRowView(r0 + d + 1)
-			pred := make([]float64, p)
-			for o := 0; o < p; o++ {
-				pred[o] = f0[o] + dotf(J.RawRowView(o), checks[b])
-			}
 			j.ok = true
-			sc := j.lr.scale
 			for o := 0; o < p; o++ {
-				tol := 10 * j.lr.eta * (math.Abs(f0[o]) + math.Abs(fk[o]) + sc[o])
-				if math.Abs(fk[o]-pred[o]) > tol {
+				pred := f0[o] + dotf(J.RawRowView(o), checks[b])
+				sc := math.Abs(f0[o])
+				if j.scale != nil {
+					sc = j.scale[o]
+				}
+				tol := 10 * e.eta * (math.Abs(f0[o]) + math.Abs(fk[o]) + sc)
+				if math.Abs(fk[o]-pred) > tol {
 					j.ok = false
 				}
 			}
 			e.diag.Jacobians++
+			// Each entry carries the rounding of two values of f over the
+			// step: ‖δJ‖_F ≈ ν·F·√(p·d)/h.
+			F := 0.0
+			for o := 0; o < p; o++ {
+				sc := 0.0
+				if j.scale != nil {
+					sc = j.scale[o]
+				}
+				F = math.Max(F, 2*math.Abs(f0[o])+sc)
+			}
+			j.errJ = e.nu() * F * math.Sqrt(float64(p*d)) / j.h
 			if j.ok {
-				j.p.J = J
-				j.p.measured = true
+				j.J = J
+				j.f0 = append([]float64(nil), f0...)
 				e.jpoints = append(e.jpoints, jpoint{x: j.x, J: J})
+				if j.p != nil {
+					j.p.errJ = j.errJ
+					j.p.J = J
+					j.p.measured = true
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// knownMargin is the largest step along a coordinate axis from x that
-// crosses no known unit's hyperplane (with a factor 4 to spare).
-func (e *extractor) knownMargin(x []float64) float64 {
+// knownMargin is the largest coordinate step from x that crosses no known
+// unit's hyperplane (unit skip excepted): min_k |z_k(x)|/‖ŵ_k‖_∞.
+func (e *extractor) knownMargin(x []float64, skip int) float64 {
 	m := math.Inf(1)
-	for _, u := range e.units {
+	for i, u := range e.units {
+		if i == skip {
+			continue
+		}
 		z := math.Abs(dotf(u.w, x) + u.b)
-		m = math.Min(m, z/u.winf/4)
+		m = math.Min(m, z/u.winf)
 	}
 	return m
 }

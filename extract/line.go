@@ -187,7 +187,10 @@ type piece struct {
 	measured bool
 	// tm is where J was measured.
 	tm float64
-	h  float64
+	// h is the step J was measured with; errJ estimates ‖δJ‖_F, the
+	// rounding over the step (measured) plus the errors of the jumps it
+	// was carried across.
+	h, errJ float64
 }
 
 // kink is a located crossing of one unit's hyperplane: t*, the slope change
@@ -238,7 +241,10 @@ func (e *extractor) searchLine(ctx context.Context, l *line, grid int) (*lineRes
 		return nil, err
 	}
 	scale := l.scale()
-	eta := e.noise(l, scale)
+	eta, err := e.noise(ctx, l, scale)
+	if err != nil {
+		return nil, err
+	}
 	for round := 0; round < 60; round++ {
 		st := l.state(eta, scale)
 		var sub []float64
@@ -375,22 +381,35 @@ func runs(st lineState) [][2]int {
 	return out
 }
 
-// noise estimates the line's relative rounding level from the bends of the
-// grid (most triples are straight; their bends are pure rounding) and
-// returns the threshold above which a bend counts as a kink.
-func (e *extractor) noise(l *line, scale []float64) float64 {
-	var b []float64
-	for k := 1; k < len(l.t)-1; k++ {
-		b = append(b, l.bend(k, scale))
+// noise measures the oracle's relative rounding once, on 8 triples of
+// samples 1e-5·σ apart at random places on the first line (almost surely
+// straight: their bends are pure rounding), and returns the threshold
+// above which a bend counts as a kink: 100 times their median, at least
+// etaFloor. The grid itself cannot tell: with many units most of its
+// triples are bent.
+func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float64, error) {
+	if e.eta > 0 {
+		return e.eta, nil
 	}
-	if len(b) == 0 {
-		return e.etaFloor
+	sigma := math.Sqrt(float64(e.d))
+	tight := &line{x0: l.x0, v: l.v}
+	const triples = 8
+	var ts []float64
+	for q := 0; q < triples; q++ {
+		t := sigma * (2*e.rng.Float64() - 1)
+		ts = append(ts, t, t+1e-5*sigma, t+2e-5*sigma)
+	}
+	if err := e.add(ctx, tight, ts); err != nil {
+		return 0, err
+	}
+	var b []float64
+	for k := 1; k < len(tight.t)-1; k += 3 {
+		b = append(b, tight.bend(k, scale))
 	}
 	slices.Sort(b)
-	med := b[len(b)/2]
-	eta := math.Max(e.etaFloor, 100*med)
-	e.noiseMed = math.Max(e.noiseMed, med)
-	return eta
+	e.noiseMed = b[len(b)/2]
+	e.eta = math.Max(e.etaFloor, 100*e.noiseMed)
+	return e.eta, nil
 }
 
 // result turns the final samples into pieces and kinks.

@@ -62,9 +62,9 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 			continue
 		}
 		if !have {
-			jobs = append(jobs, &jacJob{lr: lr, p: lr.pieces[g]})
+			jobs = append(jobs, e.pieceJob(lr, lr.pieces[g]))
 		}
-		jobs = append(jobs, &jacJob{lr: lr, p: lr.pieces[g+1]})
+		jobs = append(jobs, e.pieceJob(lr, lr.pieces[g+1]))
 		have = true
 	}
 	if len(jobs) == 0 {
@@ -89,6 +89,7 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 			case k.unit >= 0:
 				if cur != nil && p.J == nil {
 					u := e.units[k.unit]
+					p.errJ = lr.pieces[i-1].errJ + math.Sqrt(dotf(u.a, u.a))*u.estW
 					s := 1.0
 					if dotf(u.w, lr.l.v) < 0 {
 						s = -1
@@ -113,35 +114,32 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 	return nil
 }
 
-// newUnit reads a unit off the Jacobian jump ΔJ = J_R − J_L = â·ŵᵀ across a
-// kink (ŵ·v > 0; then â is the unit's true output column times ‖w‖, while
-// ŵ = ±w/‖w‖ depending on which side the unit is active on) and adds it
-// unless it is a unit already found.
-func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
-	p, d := JL.Dims()
-	var dJ mat.Dense
-	dJ.Sub(JR, JL)
-	w := make([]float64, d)
+// unitFromJump reads â and ŵ off a Jacobian jump ΔJ = â·ŵᵀ, with ŵ a unit
+// vector oriented so that ŵ·orient > 0. For p ≥ 2 the jump must be rank
+// one: r2 = σ₂/σ₁ ≤ 1e-4, else ok is false.
+func unitFromJump(dJ *mat.Dense, orient []float64) (w, a []float64, r2 float64, ok bool) {
+	p, d := dJ.Dims()
+	w = make([]float64, d)
 	if p == 1 {
 		copy(w, dJ.RawRowView(0))
 	} else {
 		var G mat.SymDense
-		G.SymOuterK(1, &dJ)
+		G.SymOuterK(1, dJ)
 		var eig mat.EigenSym
 		if !eig.Factorize(&G, true) {
-			e.diag.Rejected++
-			return
+			return nil, nil, 0, false
 		}
 		vals := eig.Values(nil)
 		var V mat.Dense
 		eig.VectorsTo(&V)
 		top := vals[p-1]
-		r2 := math.Sqrt(math.Max(vals[p-2], 0) / top)
-		if top <= 0 || r2 > 1e-4 {
-			e.diag.Rejected++
-			return
+		if top <= 0 {
+			return nil, nil, 0, false
 		}
-		e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
+		r2 = math.Sqrt(math.Max(vals[p-2], 0) / top)
+		if r2 > 1e-4 {
+			return nil, nil, r2, false
+		}
 		u := mat.Col(nil, p-1, &V)
 		for o := 0; o < p; o++ {
 			row := dJ.RawRowView(o)
@@ -152,20 +150,33 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	}
 	nw := math.Sqrt(dotf(w, w))
 	if nw == 0 {
-		e.diag.Rejected++
-		return
+		return nil, nil, r2, false
 	}
-	if dotf(w, lr.l.v) < 0 {
+	if dotf(w, orient) < 0 {
 		nw = -nw
 	}
-	winf := 0.0
 	for j := range w {
 		w[j] /= nw
-		winf = math.Max(winf, math.Abs(w[j]))
 	}
-	a := make([]float64, p)
+	a = make([]float64, p)
 	for o := range a {
 		a[o] = dotf(dJ.RawRowView(o), w)
+	}
+	return w, a, r2, true
+}
+
+// newUnit reads a unit off the Jacobian jump ΔJ = J_R − J_L = â·ŵᵀ across a
+// kink (ŵ·v > 0; then â is the unit's true output column times ‖w‖, while
+// ŵ = ±w/‖w‖ depending on which side the unit is active on) and adds it
+// unless it is a unit already found.
+func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
+	_, d := JL.Dims()
+	var dJ mat.Dense
+	dJ.Sub(JR, JL)
+	w, a, r2, ok := unitFromJump(&dJ, lr.l.v)
+	if !ok {
+		e.diag.Rejected++
+		return
 	}
 	// The jump along the line must be the measured slope change.
 	wv := dotf(w, lr.l.v)
@@ -178,6 +189,7 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 		e.diag.Rejected++
 		return
 	}
+	e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
 	x := make([]float64, d)
 	lr.l.at(k.t, x)
 	b := -dotf(w, x)
@@ -189,8 +201,24 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 		}
 	}
 	k.unit = len(e.units)
-	e.units = append(e.units, unit{w: w, b: b, a: a, winf: winf})
+	e.units = append(e.units, newUnitRec(w, b, a, lr.pieces[k.left].errJ+lr.pieces[k.right].errJ, x))
 }
+
+// newUnitRec returns the unit record, with the expected errors of ŵ and b̂
+// from the error errJ of the jump it was read from at x* (ŵ: errJ/‖â‖;
+// b̂ = −ŵ·x* adds ‖x*‖/√d times that).
+func newUnitRec(w []float64, b float64, a []float64, errJ float64, x []float64) unit {
+	winf := 0.0
+	for _, v := range w {
+		winf = math.Max(winf, math.Abs(v))
+	}
+	estW := errJ / math.Sqrt(dotf(a, a))
+	est := estW * math.Max(1, math.Sqrt(dotf(x, x)/float64(len(x))))
+	return unit{w: w, b: b, a: a, winf: winf, est: est, estW: estW}
+}
+
+// nu is the oracle's relative rounding, at least float64's unit roundoff.
+func (e *extractor) nu() float64 { return math.Max(e.noiseMed, 0x1p-53) }
 
 // assemble resolves the units' orientations and the output bias and
 // returns the network; it records the line residual (and, when final,

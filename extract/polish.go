@@ -1,0 +1,149 @@
+package extract
+
+import (
+	"context"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// polishCandidates is the number of random points on a unit's hyperplane
+// polish compares to find one far from every other hyperplane.
+const polishCandidates = 128
+
+// polish re-measures the units whose expected error exceeds tol, once all
+// units are known. A unit's first measurement used steps limited by the
+// kinks that happened to lie near it on its line; now the whole
+// arrangement is known, so the Jacobians either side of unit i are
+// measured at the point of its hyperplane (among random candidates, the
+// projections of Gaussian points) farthest from every other hyperplane, in
+// units of a coordinate step (min_k |z_k|/‖ŵ_k‖_∞), with the largest step
+// that crosses none. b̂ is re-read from the same measurements: the affine
+// pieces f(x±) + J±(x − x±) agree exactly on the hyperplane. A re-measured
+// unit replaces the old one only if it agrees with it to within 100 times
+// the old expected error (a crossing of an unknown unit would not).
+func (e *extractor) polish(ctx context.Context, tol float64) error {
+	var idx []int
+	for i, u := range e.units {
+		if u.est > tol && !u.polished {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	d, m := e.d, len(e.units)
+	W := mat.NewDense(m, d, nil)
+	bias := make([]float64, m)
+	for i, u := range e.units {
+		W.SetRow(i, u.w)
+		bias[i] = u.b
+	}
+	type plan struct {
+		i      int
+		xs     []float64
+		delta  float64
+		jp, jm *jacJob
+	}
+	var plans []plan
+	var jobs []*jacJob
+	C := mat.NewDense(polishCandidates, d, nil)
+	var Z mat.Dense
+	for _, i := range idx {
+		u := e.units[i]
+		for r := 0; r < polishCandidates; r++ {
+			row := C.RawRowView(r)
+			for j := range row {
+				row[j] = e.rng.NormFloat64()
+			}
+			z := dotf(u.w, row) + u.b
+			for j := range row {
+				row[j] -= z * u.w[j]
+			}
+		}
+		Z.Mul(C, W.T())
+		// z_k(x* ± δŵ_i) = z_k(x*) ± δ·(ŵ_k·ŵ_i).
+		cos := make([]float64, m)
+		for k := range cos {
+			cos[k] = dotf(e.units[k].w, u.w)
+		}
+		best, bestH, bestDelta := -1, 0.0, 0.0
+		for r := 0; r < polishCandidates; r++ {
+			zr := Z.RawRowView(r)
+			marg := math.Inf(1)
+			for k := 0; k < m; k++ {
+				if k != i {
+					marg = math.Min(marg, math.Abs(zr[k]+bias[k])/e.units[k].winf)
+				}
+			}
+			for _, f := range []float64{0.25, 0.5, 1} {
+				delta := f * marg * u.winf
+				h := delta / u.winf
+				for k := 0; k < m; k++ {
+					if k == i {
+						continue
+					}
+					z := zr[k] + bias[k]
+					h = math.Min(h, (math.Abs(z)-delta*math.Abs(cos[k]))/e.units[k].winf)
+				}
+				if h > bestH {
+					best, bestH, bestDelta = r, h, delta
+				}
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		xs := mat.Row(nil, best, C)
+		xp := make([]float64, d)
+		xm := make([]float64, d)
+		for j := range xs {
+			xp[j] = xs[j] + bestDelta*u.w[j]
+			xm[j] = xs[j] - bestDelta*u.w[j]
+		}
+		h := bestH / 2
+		pl := plan{i: i, xs: xs, delta: bestDelta, jp: &jacJob{x: xp, h: h}, jm: &jacJob{x: xm, h: h}}
+		plans = append(plans, pl)
+		jobs = append(jobs, pl.jp, pl.jm)
+	}
+	if err := e.measure(ctx, jobs); err != nil {
+		return err
+	}
+	for _, pl := range plans {
+		u := &e.units[pl.i]
+		u.polished = true
+		if !pl.jp.ok || !pl.jm.ok {
+			continue
+		}
+		var dJ mat.Dense
+		dJ.Sub(pl.jp.J, pl.jm.J)
+		w, a, r2, ok := unitFromJump(&dJ, u.w)
+		if !ok {
+			continue
+		}
+		// b̂ from the agreement of the two affine pieces on the hyperplane:
+		// r = f(x₊) − f(x₋) − δ·(J₊ + J₋)·ŵ_old, ŵ·y = −â·r/‖â‖² for the
+		// hyperplane's points x* + y.
+		p := len(a)
+		num, aa := 0.0, dotf(a, a)
+		for o := 0; o < p; o++ {
+			r := pl.jp.f0[o] - pl.jm.f0[o] - pl.delta*(dotf(pl.jp.J.RawRowView(o), u.w)+dotf(pl.jm.J.RawRowView(o), u.w))
+			num += a[o] * r
+		}
+		b := -dotf(w, pl.xs) + num/aa
+		dw := 0.0
+		for j := range w {
+			dw += (w[j] - u.w[j]) * (w[j] - u.w[j])
+		}
+		if math.Sqrt(dw) > 100*u.est+1e-9 || math.Abs(b-u.b) > 100*u.est+1e-9 {
+			e.diag.PolishRejected++
+			continue
+		}
+		e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
+		nu := newUnitRec(w, b, a, pl.jp.errJ+pl.jm.errJ, pl.xs)
+		nu.polished = true
+		*u = nu
+		e.diag.Polished++
+	}
+	return nil
+}
