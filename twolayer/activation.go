@@ -109,15 +109,26 @@ func SolveU(X, Y, V *mat.Dense, act nn.Activation) (*mat.Dense, float64, error) 
 	if err := checkActivation(act); err != nil {
 		return nil, math.Inf(1), err
 	}
-	F := activationsOf(X, V, act)
-	if err := checkFinite(F, act); err != nil {
+	U, F, err := solveU(X, Y, V, act)
+	if err != nil {
 		return nil, math.Inf(1), err
+	}
+	return U, linalg.Cond(F), nil
+}
+
+// solveU is SolveU on checked arguments, without κ: the least-squares U and
+// the activations F = φ(X·Vᵀ) it was fitted to (for a certificate that
+// reuses them).
+func solveU(X, Y, V *mat.Dense, act nn.Activation) (U, F *mat.Dense, err error) {
+	F = activationsOf(X, V, act)
+	if err := checkFinite(F, act); err != nil {
+		return nil, nil, err
 	}
 	Ut, err := linalg.LstSq(F, Y)
 	if err != nil {
-		return nil, math.Inf(1), fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
+		return nil, nil, fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
 	}
-	return mat.DenseCopyOf(Ut.T()), linalg.Cond(F), nil
+	return mat.DenseCopyOf(Ut.T()), F, nil
 }
 
 // relResidualAct returns ‖Y − φ(X·Vᵀ)·Uᵀ‖_F/‖Y‖_F.

@@ -118,10 +118,15 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor decomposition's eigenvalue gap is small (%.1e): the start may be inaccurate", st.JennrichGap))
 	}
 
-	finish := func(V, U *mat.Dense) (*Result, error) {
+	// finish certifies V, U; F = φ(X·Vᵀ) and its residual, when the route
+	// already has them, are not computed again.
+	finish := func(V, U, F *mat.Dense, resid float64) (*Result, error) {
 		res.Model = nn.NewTwoLayerAct(V, U, opt.Activation).Canonical()
-		F := activationsOf(X, V, opt.Activation)
-		res.Certificate.Residual = residualOf(F, Y, U)
+		if F == nil {
+			F = activationsOf(X, V, opt.Activation)
+			resid = residualOf(F, Y, U)
+		}
+		res.Certificate.Residual = resid
 		res.Certificate.Tol = opt.CertTol
 		res.Certificate.Samples = X.RawMatrix().Rows
 		// A refined answer on float32 data is certified at their precision:
@@ -145,13 +150,13 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], p.rankTol)
 	}
 	if tryExact {
-		V, U, reason, ok, err := exactRoute(ctx, X, Y, st, opt, res)
+		V, U, F, resid, reason, ok, err := exactRoute(ctx, X, Y, st, opt, res)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			res.Route, res.Reason = RouteExact, reason
-			return finish(V, U)
+			return finish(V, U, F, resid)
 		}
 		why = reason
 	}
@@ -170,7 +175,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		return nil, err
 	}
 	res.Route, res.Reason = RouteNoisy, why
-	return finish(V, U)
+	return finish(V, U, nil, 0)
 }
 
 // startRetries is the number of extra tensor starts (fresh random
@@ -182,7 +187,7 @@ const startRetries = 2
 // decomposition, or a row outside the polish margin) are looked for in up to
 // startRetries fresh starts, then, as a last resort, by refining the start by
 // least squares and polishing again. ok reports a certified exact answer.
-func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result) (V, U *mat.Dense, reason string, ok bool, err error) {
+func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
 	k := st.K
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
@@ -196,7 +201,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	}
 	reps, err := polish(st.V, "exact polish")
 	if err != nil {
-		return nil, nil, "", false, err
+		return nil, nil, nil, 0, "", false, err
 	}
 	for _, r := range reps {
 		if r.OK {
@@ -204,7 +209,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		}
 	}
 	if len(found.rows) == 0 {
-		return nil, nil, fmt.Sprintf("no unit could be polished to an exact row: the data are not exactly a %s network of this width (noise, or another activation?)", opt.Activation), false, nil
+		return nil, nil, nil, 0, fmt.Sprintf("no unit could be polished to an exact row: the data are not exactly a %s network of this width (noise, or another activation?)", opt.Activation), false, nil
 	}
 	how := "every unit was polished to an exact row"
 	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
@@ -215,10 +220,10 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		}
 		V2, err := st.Resample(ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
 		if err != nil {
-			return nil, nil, "", false, err
+			return nil, nil, nil, 0, "", false, err
 		}
 		if _, err := polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
-			return nil, nil, "", false, err
+			return nil, nil, nil, 0, "", false, err
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start left %d of %d units uncertified; tensor start %d (fresh random contractions) certified %d more", k-before, k, retry+1, len(found.rows)-before))
 		how = fmt.Sprintf("every unit was polished to an exact row (%d tensor starts)", retry+1)
@@ -229,39 +234,39 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		before := len(found.rows)
 		Vs, _, err := RecoverSigns(ctx, X, Y, st.V, opt.Activation)
 		if err != nil {
-			return nil, nil, "", false, err
+			return nil, nil, nil, 0, "", false, err
 		}
 		Us, _, err := SolveU(X, Y, Vs, opt.Activation)
 		if err != nil {
-			return nil, nil, "", false, err
+			return nil, nil, nil, 0, "", false, err
 		}
 		ref, err := Refine(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
 		if err != nil {
-			return nil, nil, "", false, err
+			return nil, nil, nil, 0, "", false, err
 		}
 		if _, err := polish(ref.V, "exact polish (refined start)"); err != nil {
-			return nil, nil, "", false, err
+			return nil, nil, nil, 0, "", false, err
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
 		how = "every unit was polished to an exact row after refining the start"
 	}
 	res.Diagnostics.PolishedUnits = len(found.rows)
 	if len(found.rows) < k {
-		return nil, nil, fmt.Sprintf("only %d of %d units could be certified exact (too few samples, a nearly degenerate network, or noise)", len(found.rows), k), false, nil
+		return nil, nil, nil, 0, fmt.Sprintf("only %d of %d units could be certified exact (too few samples, a nearly degenerate network, or noise)", len(found.rows), k), false, nil
 	}
 	V = mat.NewDense(k, X.RawMatrix().Cols, nil)
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, _, err = SolveU(X, Y, V, opt.Activation)
+	U, F, err = solveU(X, Y, V, opt.Activation)
 	if err != nil {
-		return nil, nil, "", false, err
+		return nil, nil, nil, 0, "", false, err
 	}
-	resid := relResidualAct(X, Y, V, U, opt.Activation)
+	resid = residualOf(F, Y, U)
 	if resid > opt.CertTol {
-		return nil, nil, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
+		return nil, nil, nil, 0, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
 	}
-	return V, U, fmt.Sprintf("Y is exactly rank %d and %s; residual %.1e ≤ %.0e", k, how, resid, opt.CertTol), true, nil
+	return V, U, F, resid, fmt.Sprintf("Y is exactly rank %d and %s; residual %.1e ≤ %.0e", k, how, resid, opt.CertTol), true, nil
 }
 
 // certifiedRows accumulates distinct rows that passed the polish's per-unit

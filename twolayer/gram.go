@@ -217,12 +217,7 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) error {
 	if err != nil {
 		return err
 	}
-	ct := make([]float64, p*f) // Cᵀ: row t holds the coefficients of column t
-	for i := 0; i < f; i++ {
-		for t := 0; t < p; t++ {
-			ct[t*f+i] = C.At(i, t)
-		}
-	}
+	cr := C.RawMatrix()
 	chunks := (n + linalg.GramChunk - 1) / linalg.GramChunk
 	buf := make([][]float64, maxProcs())
 	parallel.For(chunks, func(wk, c int) {
@@ -230,18 +225,34 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) error {
 			return
 		}
 		if buf[wk] == nil {
-			buf[wk] = make([]float64, f)
+			buf[wk] = make([]float64, f+p)
 		}
-		phi := buf[wk]
+		phi, fit := buf[wk][:f], buf[wk][f:]
 		for q := c * linalg.GramChunk; q < min((c+1)*linalg.GramChunk, n); q++ {
 			features(Z.RawRowView(q), phi)
+			rowTimes(fit, phi, cr.Data, cr.Stride)
 			s := S.RawRowView(q)
-			for t := range s {
-				s[t] -= dot(phi, ct[t*f:(t+1)*f])
+			for t, v := range fit {
+				s[t] -= v
 			}
 		}
 	})
 	return ctx.Err()
+}
+
+// rowTimes sets out = x·B for B (len(x)×len(out), row-major in b with the
+// given stride). Each entry is summed over x in order, as dot does, but the
+// len(out) sums run side by side instead of as one chain of dependent adds.
+func rowTimes(out, x, b []float64, stride int) {
+	for j := range out {
+		out[j] = 0
+	}
+	for i, xi := range x {
+		row := b[i*stride : i*stride+len(out)]
+		for j, v := range row {
+			out[j] += xi * v
+		}
+	}
 }
 
 // maxProcs is the number of goroutines parallel.For may run (the size of

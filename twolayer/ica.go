@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
@@ -189,15 +190,28 @@ func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEs
 		}
 		rows := smallest(col, -1, top, scratch)
 		est.Positives[i] = len(rows)
-		A := mat.NewDense(len(rows), d, nil)
-		b := mat.NewDense(len(rows), 1, nil)
-		for j, q := range rows {
-			A.SetRow(j, X.RawRowView(q))
-			b.Set(j, 0, Z.At(q, i))
-		}
-		sol, err := linalg.LstSq(A, b)
+		// The normal equations (chunked Gram, no copy of the rows) suffice
+		// for Gaussian samples; QR takes over when they do not.
+		sol, _, err := linalg.GramLstSq(ctx, len(rows), d, 1, 0, func(lo, hi int, dst blas64.General) {
+			for j := lo; j < hi; j++ {
+				row := dst.Data[(j-lo)*dst.Stride : (j-lo)*dst.Stride+d+1]
+				copy(row[:d], X.RawRowView(rows[j]))
+				row[d] = Z.At(rows[j], i)
+			}
+		})
 		if err != nil {
-			return fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			A := mat.NewDense(len(rows), d, nil)
+			b := mat.NewDense(len(rows), 1, nil)
+			for j, q := range rows {
+				A.SetRow(j, X.RawRowView(q))
+				b.Set(j, 0, Z.At(q, i))
+			}
+			if sol, err = linalg.LstSq(A, b); err != nil {
+				return fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
+			}
 		}
 		est.V.SetRow(i, mat.Col(nil, 0, sol))
 	}

@@ -61,13 +61,29 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 		size += k * fq
 	}
 	chunk := linalg.GramChunk
-	type scratch struct{ q, w, v, s []float64 }
+	// ab holds the contraction vectors as columns, [α_i, β_i] (or α_i), so
+	// that a row z gives every z·α_i and z·β_i in one pass.
+	na := nc
+	if order4 {
+		na = 2 * nc
+	}
+	ab := make([]float64, k*na)
+	for i, c := range cs {
+		for x := 0; x < k; x++ {
+			if order4 {
+				ab[x*na+2*i], ab[x*na+2*i+1] = c.Alpha[x], c.Beta[x]
+			} else {
+				ab[x*na+i] = c.Alpha[x]
+			}
+		}
+	}
+	type scratch struct{ q, w, v, s, a []float64 }
 	bufs := make([]*scratch, maxProcs())
 	th := thetas.RawMatrix()
 	acc, err := groupSums(ctx, n, size, func(wk int, acc []float64, lo, hi int) {
 		b := bufs[wk]
 		if b == nil {
-			b = &scratch{q: make([]float64, chunk*fq), w: make([]float64, chunk*nc), v: make([]float64, chunk*nv), s: make([]float64, p)}
+			b = &scratch{q: make([]float64, chunk*fq), w: make([]float64, chunk*nc), v: make([]float64, chunk*nv), s: make([]float64, p), a: make([]float64, na)}
 			bufs[wk] = b
 		}
 		rows := hi - lo
@@ -84,26 +100,20 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 					at++
 				}
 			}
-			s := b.s
-			for t := range s {
-				v := 0.0
-				for c, rc := range r {
-					v += rc * th.Data[c*th.Stride+t]
-				}
-				s[t] = v
-			}
+			s, za := b.s, b.a
+			rowTimes(s, r, th.Data, th.Stride)
+			rowTimes(za, z, ab, na)
 			wr := b.w[(q-lo)*nc : (q-lo+1)*nc]
 			vr := b.v[(q-lo)*nv : (q-lo+1)*nv]
 			for i, c := range cs {
 				st := s[c.Channel]
-				a := dot(z, c.Alpha)
 				if order4 {
-					bb := dot(z, c.Beta)
+					a, bb := za[2*i], za[2*i+1]
 					wr[i] = st * a * bb
 					vr[2*i] = st * bb
 					vr[2*i+1] = st * a
 				} else {
-					wr[i] = st * a
+					wr[i] = st * za[i]
 				}
 			}
 		}
