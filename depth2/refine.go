@@ -224,11 +224,25 @@ type normalEq struct {
 // and Jᵀr from Σ u·(Aᵀr) and Σ r vᵀ: n·(m(d+1))² work instead of
 // n·p·P², 15× less for 20-5-8.
 type gramParts struct {
-	nu, nv   int
-	uu, uv   []float64 // Σ u uᵀ (upper), Σ u vᵀ
-	vv       []float64 // Σ v vᵀ (upper)
-	ur, rv   []float64 // Σ u ∘ (Aᵀr expanded), Σ r vᵀ (p×nv)
-	u, v, ar []float64 // per-chunk scratch: U (b×nu), V (b×nv), R·A (b×m)
+	nu, nv int
+	uu, uv []float64 // Σ u uᵀ (upper), Σ u vᵀ
+	vv     []float64 // Σ v vᵀ (upper)
+	ur, rv []float64 // Σ u ∘ (Aᵀr expanded), Σ r vᵀ (p×nv)
+}
+
+// gramScratch is one worker's per-chunk buffers for gramParts.add: U
+// (b×nu), V (b×nv), R·A (b×m). Per worker, not per group: fresh pages
+// cost more than the arithmetic here.
+type gramScratch struct {
+	u, v, ar []float64
+}
+
+func newGramScratch(l layout) *gramScratch {
+	nu, nv := l.m*(l.d+1), l.m+1
+	if l.affine {
+		nv += l.d
+	}
+	return &gramScratch{u: make([]float64, refineChunk*nu), v: make([]float64, refineChunk*nv), ar: make([]float64, refineChunk*l.m)}
 }
 
 func newGramParts(l layout) *gramParts {
@@ -240,18 +254,17 @@ func newGramParts(l layout) *gramParts {
 		nu: nu, nv: nv,
 		uu: make([]float64, nu*nu), uv: make([]float64, nu*nv), vv: make([]float64, nv*nv),
 		ur: make([]float64, nu), rv: make([]float64, l.p*nv),
-		u: make([]float64, refineChunk*nu), v: make([]float64, refineChunk*nv), ar: make([]float64, refineChunk*l.m),
 	}
 }
 
 // add accumulates one chunk: X its inputs (b×d), Z the pre-activations
 // (b×m, biases added) and R the residuals f − y (b×p).
-func (g *gramParts) add(X, Z, R *mat.Dense, net *Network, l layout) {
+func (g *gramParts) add(X, Z, R *mat.Dense, net *Network, l layout, sc *gramScratch) {
 	b, d := X.Dims()
 	m := l.m
-	U := blas64.General{Rows: b, Cols: g.nu, Stride: g.nu, Data: g.u[:b*g.nu]}
-	V := blas64.General{Rows: b, Cols: g.nv, Stride: g.nv, Data: g.v[:b*g.nv]}
-	AR := mat.NewDense(b, m, g.ar[:b*m])
+	U := blas64.General{Rows: b, Cols: g.nu, Stride: g.nu, Data: sc.u[:b*g.nu]}
+	V := blas64.General{Rows: b, Cols: g.nv, Stride: g.nv, Data: sc.v[:b*g.nv]}
+	AR := mat.NewDense(b, m, sc.ar[:b*m])
 	AR.Mul(R, net.A) // row q: (Aᵀ r_q)ᵀ
 	for q := 0; q < b; q++ {
 		x := X.RawRowView(q)
@@ -354,11 +367,15 @@ func accumulate(X, Y *mat.Dense, net *Network, l layout, jac bool) (float64, *no
 	grams := make([]*gramParts, groups)
 	type scratch struct {
 		z, r []float64
+		g    *gramScratch
 	}
 	scr := make([]*scratch, runtime.GOMAXPROCS(0))
 	parallel.For(groups, func(w, gr int) {
 		if scr[w] == nil {
 			scr[w] = &scratch{z: make([]float64, refineChunk*m), r: make([]float64, refineChunk*p)}
+			if jac {
+				scr[w].g = newGramScratch(l)
+			}
 		}
 		sc := scr[w]
 		var gp *gramParts
@@ -401,7 +418,7 @@ func accumulate(X, Y *mat.Dense, net *Network, l layout, jac bool) (float64, *no
 				loss += v * v
 			}
 			if jac {
-				gp.add(Xc, Z, R, net, l)
+				gp.add(Xc, Z, R, net, l, sc.g)
 			}
 		}
 		losses[gr], grams[gr] = loss, gp
