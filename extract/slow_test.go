@@ -10,31 +10,21 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
 // torchInit draws nn.Sequential(Linear(d, m), ReLU, Linear(m, p)) with
-// PyTorch's default initialisation: weights and biases U(−1/√fan_in,
-// 1/√fan_in).
+// PyTorch's default initialisation (nn.NewMLP: weights and biases
+// U(−1/√fan_in, 1/√fan_in)).
 func torchInit(d, m, p int, seed uint64) *nn.MLP {
-	rng := synth.NewRand(seed)
-	u := func(r, c, fan int) (*mat.Dense, []float64) {
-		s := 1 / math.Sqrt(float64(fan))
-		W := mat.NewDense(r, c, nil)
-		for i := range W.RawMatrix().Data {
-			W.RawMatrix().Data[i] = s * (2*rng.Float64() - 1)
-		}
-		b := make([]float64, r)
-		for i := range b {
-			b[i] = s * (2*rng.Float64() - 1)
-		}
-		return W, b
+	net, err := nn.NewMLP([]int{d, m, p}, seed)
+	if err != nil {
+		panic(err)
 	}
-	W, b := u(m, d, d)
-	A, c := u(p, m, m)
-	return &nn.MLP{Layers: []nn.Layer{{Weight: W, Bias: b, Act: nn.ReLU}, {Weight: A, Bias: c, Act: nn.Identity}}}
+	return net
 }
 
 // TestSlowTorchSized measures extraction at MNIST sizes: 784-64-10 (the
@@ -45,7 +35,7 @@ func TestSlowTorchSized(t *testing.T) {
 		for seed := uint64(1); seed <= 3; seed++ {
 			net := torchInit(c.d, c.m, c.p, seed)
 			start := time.Now()
-			res, err := Extract(context.Background(), FromMLP(net), c.d, Options{Seed: seed, PolishTol: slowPolish})
+			res, err := Extract(context.Background(), FromMLP(net), c.d, Options{Seed: seed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,4 +54,92 @@ func TestSlowTorchSized(t *testing.T) {
 	}
 }
 
-var slowPolish = 0.0
+// TestSlowFashionTrained trains 784-64-10 on Fashion-MNIST (nn.Train, Adam,
+// 2 epochs), rounds its parameters to float32 (what an ONNX or float32
+// safetensors export holds), and extracts it from queries evaluated in
+// float64.
+func TestSlowFashionTrained(t *testing.T) {
+	if err := dataio.FashionMNISTAvailable(""); err != nil {
+		t.Skip(err)
+	}
+	train, err := dataio.LoadFashionMNIST("", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := dataio.LoadFashionMNIST("", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 2; seed++ {
+		net := torchInit(784, 64, 10, seed)
+		if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 2, Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range net.Layers {
+			data := l.Weight.RawMatrix().Data
+			for i := range data {
+				data[i] = float64(float32(data[i]))
+			}
+			for i := range l.Bias {
+				l.Bias[i] = float64(float32(l.Bias[i]))
+			}
+		}
+		acc := accuracy(net, test.X, test.Labels)
+		dead := deadUnits(net)
+		for _, polish := range []float64{0, -1} {
+			start := time.Now()
+			res, err := Extract(context.Background(), FromMLP(net), 784, Options{Seed: seed, PolishTol: polish})
+			if err != nil {
+				t.Fatal(err)
+			}
+			el := time.Since(start)
+			cmp, err := metrics.CompareDepth2(net, res.Model.MLP(), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dg := res.Diagnostics
+			t.Logf("Fashion-MNIST 784-64-10 seed %d (test accuracy %.3f, %d units never active on 10k Gaussian inputs), PolishTol %g: units %d, lines %d, queries %d = 2^%.2f (search %d, Jacobians %d, %d polished, certificate %d), %.1f s, residual %.1e, max parameter error %.1e (W %.1e, b %.1e, A %.1e, c %.1e), missing %d, warnings %v",
+				seed, acc, dead, polish, res.Units, res.Lines, res.Queries, math.Log2(float64(res.Queries)), dg.QueriesSearch, dg.QueriesJacobian, dg.Polished, dg.QueriesCert, el.Seconds(), res.Certificate.Residual, cmp.MaxErr, cmp.MaxErrW, cmp.MaxErrB, cmp.MaxErrA, cmp.MaxErrC, cmp.Missing, res.Warnings)
+			if cmp.MaxErr > 1e-8 && polish == 0 || !res.Certificate.Met {
+				t.Errorf("max error %.2e, certificate %+v", cmp.MaxErr, res.Certificate)
+			}
+		}
+	}
+}
+
+func accuracy(net *nn.MLP, X *mat.Dense, labels []int) float64 {
+	Y := net.Forward(X)
+	ok := 0
+	for i, l := range labels {
+		row := Y.RawRowView(i)
+		best := 0
+		for j := range row {
+			if row[j] > row[best] {
+				best = j
+			}
+		}
+		if best == l {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(labels))
+}
+
+// deadUnits counts hidden units inactive on 10 000 standard Gaussian
+// inputs.
+func deadUnits(net *nn.MLP) int {
+	X, _ := synth.GaussianInputs(10000, net.In(), nil, synth.NewRand(99))
+	H := net.Hidden(X, 0)
+	n, m := H.Dims()
+	dead := 0
+	for j := 0; j < m; j++ {
+		live := false
+		for i := 0; i < n && !live; i++ {
+			live = H.At(i, j) > 0
+		}
+		if !live {
+			dead++
+		}
+	}
+	return dead
+}
