@@ -33,9 +33,9 @@ type Options struct {
 	Hidden int `json:"hidden"`
 	// CertTol is the relative residual ‖Y − f̂(X)‖_F/‖Y‖_F on fresh
 	// Gaussian queries below which the extraction counts as exact.
-	// Default 1e-10 (certify.DefaultTol for float64); an oracle whose
-	// rounding looks like float32 arithmetic gets certify.DefaultTol of
-	// float32 instead, with a warning.
+	// Default 1e-10 (certify.DefaultTol for float64), or 100 times the
+	// oracle's measured relative rounding if that is larger (float32
+	// arithmetic: ≈ 5e-6), with a warning.
 	CertTol float64 `json:"cert_tol"`
 	// CertQueries is the number of fresh standard Gaussian queries the
 	// certificate is computed on. Default 256.
@@ -226,9 +226,8 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	e.diag.QueriesCert = opt.CertQueries
 	tol := opt.CertTol
 	if tol == 0 {
-		tol = certify.DefaultTol(certify.Float64Roundoff)
+		tol = e.stopTol()
 		if e.noiseMed > 1e-12 {
-			tol = certify.DefaultTol(certify.Float32Roundoff)
 			e.warn = append(e.warn, fmt.Sprintf("the oracle's rounding (%.1e relative) looks like float32 arithmetic: certificate tolerance %.1e", e.noiseMed, tol))
 		}
 	}
@@ -365,8 +364,7 @@ func (e *extractor) stopTol() float64 {
 	if e.opt.CertTol > 0 {
 		return e.opt.CertTol
 	}
-	if e.noiseMed > 1e-12 {
-		return certify.DefaultTol(certify.Float32Roundoff)
-	}
-	return certify.DefaultTol(certify.Float64Roundoff)
+	// An oracle that rounds coarser than float64 (float32 arithmetic)
+	// cannot be reproduced closer than its own rounding.
+	return math.Max(certify.DefaultTol(certify.Float64Roundoff), 100*e.noiseMed)
 }

@@ -25,14 +25,16 @@ func (e *extractor) identify(lr *lineResult) {
 		}
 		for i, u := range e.units {
 			wv := dotf(u.w, l.v)
-			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx) {
+			// Tolerances: tight for float64-exact units, widened by a
+			// unit's own expected error (a noisy oracle).
+			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx)+10*(u.estW*nx+u.est) {
 				continue
 			}
 			dev := 0.0
 			for o, a := range u.a {
 				dev = math.Max(dev, math.Abs(k.ds[o]-a*math.Abs(wv)))
 			}
-			if dev <= 1e-3*dsInf {
+			if dev <= 1e-3*dsInf+10*u.estW*math.Sqrt(dotf(u.a, u.a)) {
 				k.unit = i
 				e.diag.KnownKinks++
 				break
@@ -116,8 +118,9 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 
 // unitFromJump reads â and ŵ off a Jacobian jump ΔJ = â·ŵᵀ, with ŵ a unit
 // vector oriented so that ŵ·orient > 0. For p ≥ 2 the jump must be rank
-// one: r2 = σ₂/σ₁ ≤ 1e-4, else ok is false.
-func unitFromJump(dJ *mat.Dense, orient []float64) (w, a []float64, r2 float64, ok bool) {
+// one: r2 = σ₂/σ₁ ≤ 1e-4 + 10·errJ/‖ΔJ‖ (errJ the expected error of ΔJ),
+// else ok is false.
+func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64, r2 float64, ok bool) {
 	p, d := dJ.Dims()
 	w = make([]float64, d)
 	if p == 1 {
@@ -137,7 +140,7 @@ func unitFromJump(dJ *mat.Dense, orient []float64) (w, a []float64, r2 float64, 
 			return nil, nil, 0, false
 		}
 		r2 = math.Sqrt(math.Max(vals[p-2], 0) / top)
-		if r2 > 1e-4 {
+		if r2 > 1e-4+10*errJ/math.Sqrt(top) {
 			return nil, nil, r2, false
 		}
 		u := mat.Col(nil, p-1, &V)
@@ -173,7 +176,8 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	_, d := JL.Dims()
 	var dJ mat.Dense
 	dJ.Sub(JR, JL)
-	w, a, r2, ok := unitFromJump(&dJ, lr.l.v)
+	errJ := lr.pieces[k.left].errJ + lr.pieces[k.right].errJ
+	w, a, r2, ok := unitFromJump(&dJ, lr.l.v, errJ)
 	if !ok {
 		e.diag.Rejected++
 		return
@@ -185,7 +189,7 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 		dsInf = math.Max(dsInf, math.Abs(k.ds[o]))
 		dev = math.Max(dev, math.Abs(a[o]*wv-k.ds[o]))
 	}
-	if dev > 1e-4*dsInf {
+	if dev > 1e-4*dsInf+10*errJ {
 		e.diag.Rejected++
 		return
 	}
@@ -193,15 +197,17 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	x := make([]float64, d)
 	lr.l.at(k.t, x)
 	b := -dotf(w, x)
+	rec := newUnitRec(w, b, a, errJ, x)
 	for _, u := range e.units {
 		c := dotf(u.w, w)
-		if math.Abs(c) > 1-1e-8 && math.Abs(b-math.Copysign(1, c)*u.b) <= 1e-6*(1+math.Abs(b)) {
+		ew := 10 * (u.estW + rec.estW)
+		if math.Abs(c) > 1-math.Max(1e-8, ew*ew/2) && math.Abs(b-math.Copysign(1, c)*u.b) <= 1e-6*(1+math.Abs(b))+10*(u.est+rec.est) {
 			e.diag.Duplicates++
 			return
 		}
 	}
 	k.unit = len(e.units)
-	e.units = append(e.units, newUnitRec(w, b, a, lr.pieces[k.left].errJ+lr.pieces[k.right].errJ, x))
+	e.units = append(e.units, rec)
 }
 
 // newUnitRec returns the unit record, with the expected errors of ŵ and b̂

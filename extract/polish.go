@@ -117,7 +117,7 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 		}
 		var dJ mat.Dense
 		dJ.Sub(pl.jp.J, pl.jm.J)
-		w, a, r2, ok := unitFromJump(&dJ, u.w)
+		w, a, r2, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ)
 		if !ok {
 			continue
 		}
