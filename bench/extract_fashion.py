@@ -68,7 +68,11 @@ def serve(path):
     model = nn.Sequential(nn.Linear(state["0.weight"].shape[1], state["0.weight"].shape[0]), nn.ReLU(),
                           nn.Linear(state["2.weight"].shape[1], state["2.weight"].shape[0])).double()
     model.load_state_dict(state)
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    class Pipe:  # numpy reads a real file object with fromfile, which cannot seek on a pipe
+        def __init__(self, f):
+            self.read = f.read
+
+    inp, out = Pipe(sys.stdin.buffer), sys.stdout.buffer
     with torch.no_grad():
         while True:
             try:

@@ -36,9 +36,13 @@ stdout. In Python:
 
     import sys, numpy as np
     from numpy.lib import format
+    class Pipe:                   # numpy reads a real file object with fromfile,
+        def __init__(self, f):    # which cannot seek on a pipe; give it read only
+            self.read = f.read
+    stdin = Pipe(sys.stdin.buffer)
     while True:
         try:
-            X = format.read_array(sys.stdin.buffer)
+            X = format.read_array(stdin)
         except ValueError:        # end of input
             break
         format.write_array(sys.stdout.buffer, model(X)); sys.stdout.buffer.flush()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +103,51 @@ func TestExtractFromTeacherAndQueryCommand(t *testing.T) {
 	}
 	if code, _, errs := cli(t, "extract", "--query-cmd", exe, "--out", out); code != exitBadInput || !strings.Contains(errs, "--d") {
 		t.Errorf("--query-cmd without --d: exit %d, %s", code, errs)
+	}
+}
+
+// The Python server printed in `relurec extract --help` works as printed
+// (numpy's read_array on a raw pipe does not, so the help's wrapper is
+// load-bearing): the snippet, with a model() that evaluates the teacher's
+// network, serves an extraction that is certified. Skipped without a
+// python3 that imports numpy.
+func TestExtractHelpPythonServer(t *testing.T) {
+	py := ""
+	for _, c := range []string{os.Getenv("RELUREC_PYTHON"), "python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(c); c != "" && err == nil && exec.Command(p, "-c", "import numpy").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 with numpy (Debian: apt-get install python3-numpy)")
+	}
+	start := strings.Index(extractLong, "    import sys")
+	end := strings.Index(extractLong, "flush()\n")
+	if start < 0 || end < start {
+		t.Fatal("extract --help no longer shows the Python server")
+	}
+	var snippet strings.Builder
+	for _, line := range strings.Split(extractLong[start:end+len("flush()")], "\n") {
+		snippet.WriteString(strings.TrimPrefix(line, "    ") + "\n")
+		if strings.HasPrefix(line, "    from numpy.lib import format") {
+			// The teacher: 3 inputs, 2 units, 2 outputs, biases on.
+			snippet.WriteString("W = np.array([[1.0, -2.0, 0.5], [0.3, 0.7, -1.1]]); b = np.array([0.2, -0.4])\n")
+			snippet.WriteString("A = np.array([[1.5, -0.5], [0.25, 2.0]]); c = np.array([0.1, -0.3])\n")
+			snippet.WriteString("def model(X): return np.maximum(X @ W.T + b, 0) @ A.T + c\n")
+		}
+	}
+	dir := t.TempDir()
+	server := filepath.Join(dir, "serve.py")
+	if err := os.WriteFile(server, []byte(snippet.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "x.safetensors")
+	code, stdout, errs := cli(t, "extract", "--query-cmd", py+" "+server, "--d", "3", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("extract with the help's server: exit %d: %s\n%s", code, errs, snippet.String())
+	}
+	if r := decodeOne(t, stdout); r["certificate"].(map[string]any)["met"] != true || r["units"].(float64) != 2 {
+		t.Fatalf("extract with the help's server: %v", r)
 	}
 }
