@@ -30,8 +30,9 @@ type Options struct {
 	// Must lie in (0, 1]. Layers whose share would not save parameters stay
 	// dense.
 	Keep float64
-	// Allocation is how Keep is split over layers: AllocGlobal (default) or
-	// AllocUniform.
+	// Allocation is how Keep is split over layers: AllocGlobal (default),
+	// AllocUniform, AllocSensitivity (measured end-to-end error), or the
+	// baselines AllocASVD and AllocSVDLLM2 (see Allocations).
 	Allocation Allocation
 	// Ranks fixes each layer's rank (one entry per layer of the original
 	// network; 0 keeps that layer dense). A rank that would not save
@@ -109,8 +110,11 @@ type Result struct {
 	DenseMultiplyAdds int           `json:"dense_multiply_adds"`
 	CalibrationRows   int           `json:"calibration_rows"`
 	Layers            []LayerReport `json:"layers"`
-	Warnings          []string      `json:"warnings,omitempty"`
-	Elapsed           time.Duration `json:"elapsed"`
+	// Profiles are the measured per-layer output errors a sensitivity or
+	// ASVD-style allocation chose the ranks from.
+	Profiles []RankProfile `json:"profiles,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
+	Elapsed  time.Duration `json:"elapsed"`
 }
 
 // CheckNetwork returns an error wrapping ErrInput unless net is a chain of
@@ -252,16 +256,36 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 
 	// Global budget: allocate ranks from spectra of the original network.
 	var ranks []int
+	var pre []*Fit // fits on the original activations, reusable where X̌ = X
 	if mode == "keep" {
 		budget := int(math.Floor(o.Keep * float64(res.DenseParams)))
 		res.Budget = budget
-		spectra, err := allocationSpectra(ctx, net, ws, xs, ys, o.Method, lo)
-		if err != nil {
-			return nil, err
-		}
-		ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
-		if err != nil {
-			return nil, err
+		if o.Allocation.measured() {
+			fits, err := originalFits(ctx, net, ws, xs, ys, costs, o.Method, lo)
+			if err != nil {
+				return nil, err
+			}
+			var curves [][]float64
+			if o.Allocation != AllocSVDLLM2 {
+				if curves, res.Profiles, err = measureCurves(ctx, net, ws, xs, costs, fits); err != nil {
+					return nil, err
+				}
+			}
+			if ranks, _, err = allocateMeasured(costs, curves, fits, budget, o.Allocation); err != nil {
+				return nil, err
+			}
+			if o.Method != MethodConvex && o.Method != MethodReLU { // their fits depend on the rank
+				pre = fits
+			}
+		} else {
+			spectra, err := allocationSpectra(ctx, net, ws, xs, ys, o.Method, lo)
+			if err != nil {
+				return nil, err
+			}
+			ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -299,10 +323,14 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 		if !keepDense {
 			lo2 := lo
 			lo2.Rank = r
-			var err error
-			fit, err = FitLayer(prob, o.Method, lo2)
-			if err != nil {
-				return nil, fmt.Errorf("layer %d: %w", i, err)
+			if pre != nil && pre[i] != nil && prob.Xc == nil {
+				fit = pre[i]
+			} else {
+				var err error
+				fit, err = FitLayer(prob, o.Method, lo2)
+				if err != nil {
+					return nil, fmt.Errorf("layer %d: %w", i, err)
+				}
 			}
 			switch mode {
 			case "energy":

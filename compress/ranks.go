@@ -23,7 +23,53 @@ const (
 	// parameters, r_i = ⌊(keep·P_i − bias_i)/(d_i + d2_i)⌋ ≥ 1 (the spec's
 	// ρ rule, Alg 2 rank selection); tiny layers get rank 1.
 	AllocUniform Allocation = "uniform"
+	// AllocSensitivity minimises the end-to-end error under the budget. It
+	// measures, for each layer alone and a geometric grid of ranks, the
+	// squared relative error ‖f̂(X) − f(X)‖²_F/‖f(X)‖²_F of the network's
+	// output on the calibration rows when only that layer is compressed
+	// (with Options.Method, on the original inputs), interpolates it
+	// linearly to every rank, and spends the budget greedily on the step —
+	// to any larger rank or to the dense layer — that removes the most of
+	// that error per parameter (the convex-hull greedy of budgeted rank
+	// selection, spec §5 [28], with a measured rather than a spectral
+	// objective). It assumes the layers' errors add, which holds to first
+	// order for small perturbations. Cost: one fit per layer on the
+	// original activations (reused when a layer is fit on them again) and
+	// about 15 forward passes of the rest of the network per layer.
+	AllocSensitivity Allocation = "sensitivity"
+	// AllocASVD is a baseline: ASVD's sensitivity-based truncation rank
+	// search (Yuan et al. 2023, §3.3) on the same measured errors as
+	// AllocSensitivity: every layer takes the smallest rank whose error
+	// (that layer alone compressed) is at most a common threshold, and the
+	// threshold is the smallest that fits the budget (binary search over
+	// the sorted errors). ASVD measures perplexity at parameter ratios
+	// 0.1…0.9; here the score is the output error (no labels) and the grid
+	// is AllocSensitivity's, so that budgets below 0.1 are reachable.
+	AllocASVD Allocation = "asvd-search"
+	// AllocSVDLLM2 is a baseline: SVD-LLM V2's heterogeneous compression
+	// ratio allocation (Wang et al. 2025, §3.1): each layer's theoretical
+	// truncation loss L_i — the method's own calibration loss (Fit.Residual)
+	// at the rank the uniform rule gives it — sets its removed fraction in
+	// proportion to 1/log L_i, so layers that lose more are cut less. SVD-LLM
+	// V2 applies the rule within groups of same-type matrices; an MLP has
+	// one matrix per type, so here all layers form one group. The paper's
+	// fractions meet the ratio on average; here a common scale of the
+	// removed fractions is found by bisection so that the parameter budget
+	// holds exactly. log L_i is floored at 10⁻⁶ (L_i is a squared error
+	// summed over the calibration rows, so L_i ≤ 1 only for a nearly exact
+	// layer, which the rule then cuts the most).
+	AllocSVDLLM2 Allocation = "svd-llm-v2"
 )
+
+// Allocations lists the allocation names, in the order the docs present
+// them.
+var Allocations = []Allocation{AllocGlobal, AllocUniform, AllocSensitivity, AllocASVD, AllocSVDLLM2}
+
+// measured reports whether an allocation needs per-layer fits on the
+// calibration data before the ranks are chosen.
+func (a Allocation) measured() bool {
+	return a == AllocSensitivity || a == AllocASVD || a == AllocSVDLLM2
+}
 
 // layerCost describes one layer's parameter accounting.
 type layerCost struct {
@@ -48,22 +94,9 @@ func (c layerCost) worthFactoring(r int) bool {
 // (descending); energy fractions are relative to each layer's total.
 func allocate(costs []layerCost, spectra [][]float64, budget int, strategy Allocation) ([]int, int, error) {
 	n := len(costs)
-	ranks := make([]int, n)
-	dense := make([]bool, n)
-	// Start every layer at its cheapest form: rank 1, or dense when even
-	// rank 1 would not save parameters.
-	total := 0
-	for i, c := range costs {
-		if c.worthFactoring(1) {
-			ranks[i] = 1
-			total += c.factoredParams(1)
-		} else {
-			dense[i] = true
-			total += c.dense
-		}
-	}
-	if total > budget {
-		return nil, 0, fmt.Errorf("compress: a budget of %d parameters cannot hold the network: rank 1 in every layer already needs %d: %w", budget, total, ErrInput)
+	ranks, dense, total, err := cheapest(costs, budget)
+	if err != nil {
+		return nil, 0, err
 	}
 	cost := func(i int) int {
 		if dense[i] {
@@ -116,7 +149,7 @@ func allocate(costs []layerCost, spectra [][]float64, budget int, strategy Alloc
 		return ranks, total, nil
 	case AllocGlobal, "":
 	default:
-		return nil, 0, fmt.Errorf("compress: unknown allocation %q (expected global or uniform): %w", strategy, ErrInput)
+		return nil, 0, fmt.Errorf("compress: unknown allocation %q (expected global or uniform; the measured ones go through allocateMeasured): %w", strategy, ErrInput)
 	}
 	energy := make([]float64, n)
 	for i, s := range spectra {
@@ -172,6 +205,29 @@ func allocate(costs []layerCost, spectra [][]float64, budget int, strategy Alloc
 		}
 	}
 	return ranks, total, nil
+}
+
+// cheapest starts every layer at its cheapest form: rank 1, or dense
+// (dense[i]) when even rank 1 would not save parameters. It returns the
+// ranks, the dense flags and the parameter total, or an error wrapping
+// ErrInput when that already exceeds the budget.
+func cheapest(costs []layerCost, budget int) ([]int, []bool, int, error) {
+	ranks := make([]int, len(costs))
+	dense := make([]bool, len(costs))
+	total := 0
+	for i, c := range costs {
+		if c.worthFactoring(1) {
+			ranks[i] = 1
+			total += c.factoredParams(1)
+		} else {
+			dense[i] = true
+			total += c.dense
+		}
+	}
+	if total > budget {
+		return nil, nil, 0, fmt.Errorf("compress: a budget of %d parameters cannot hold the network: rank 1 in every layer already needs %d: %w", budget, total, ErrInput)
+	}
+	return ranks, dense, total, nil
 }
 
 func sumDense(costs []layerCost) int {

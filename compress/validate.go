@@ -18,10 +18,12 @@ func (o Options) Validate() error {
 		}
 		return fmt.Errorf("%w: Options.Method must be one of %s, got %q", ErrInput, strings.Join(names, ", "), o.Method)
 	}
-	switch o.Allocation {
-	case "", AllocGlobal, AllocUniform:
-	default:
-		return fmt.Errorf("%w: Options.Allocation must be global or uniform, got %q", ErrInput, o.Allocation)
+	if o.Allocation != "" && !slices.Contains(Allocations, o.Allocation) {
+		names := make([]string, len(Allocations))
+		for i, a := range Allocations {
+			names[i] = string(a)
+		}
+		return fmt.Errorf("%w: Options.Allocation must be one of %s, got %q", ErrInput, strings.Join(names, ", "), o.Allocation)
 	}
 	switch o.Layer.Bias {
 	case "", BiasCenter, BiasAugment, BiasKeep:
