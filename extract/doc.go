@@ -48,19 +48,22 @@
 //     (default 1e-10).
 //
 // Assumptions and limits. The oracle is the exact network evaluated in
-// float64 (float32 weights evaluated in float64 are fine; float32
-// arithmetic gives ≈ 1e-7 relative rounding, which the line test detects
-// and reports, but Jacobians by differences then hold only ≈ 1e-5). m ≤ d
+// float64 (float32 weights evaluated in float64 are fine). An oracle
+// computing in float32 rounds at ≈ 1e-7 relative; the line test measures
+// that, every tolerance widens by each unit's expected error, and the
+// network comes back to float32 accuracy (parameters ≈ 1e-6) with a
+// certificate tolerance of 100× the measured rounding and a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly
 // independent). A unit that is inactive, or active, everywhere on the
 // searched lines (|t| ≤ Reach·√d) is invisible; a dead unit (never active)
 // does not change f and is not reported. Units with identical hyperplanes
 // are found as one.
 //
-// Measured (2 cores, GOMAXPROCS=2, pure-Go gonum): see the table in the
-// Extract documentation below the package example, reproduced by
+// Measured (queries, parameter errors, time, and the comparison with
+// Carlini et al.'s query counts): docs/extract.md, reproduced by
 //
 //	go test -tags slow ./extract -run TestSlow -v
+//	/usr/bin/python3 bench/extract_fashion.py --seeds 3
 //
 // Deviations from Carlini et al.: their critical points come from binary
 // search along lines and their weights from second differences at each
