@@ -36,7 +36,9 @@ func LstSq(a, b mat.Matrix) (*mat.Dense, error) {
 	if r < c {
 		return nil, fmt.Errorf("linalg.LstSq: %w: a is %d×%d (underdetermined, fewer rows than columns); use Pinv for the minimum-norm solution", ErrShape, r, c)
 	}
-	qr := newTallQR(da.RawMatrix())
+	// The lean factorization keeps no copy of a; applyQT refactorizes its
+	// leaf blocks (the same bits, one more pass over a).
+	qr := newLeanQR(da.RawMatrix())
 	rf := qr.r()
 	_, s, _, err := gonumSVD(mat.NewDense(c, c, append([]float64(nil), rf.Data...)), false)
 	if err != nil {

@@ -39,13 +39,76 @@ func thinSVD(d *mat.Dense, vectors bool) (u *mat.Dense, s []float64, v *mat.Dens
 	if r < 2*c {
 		return gonumSVD(d, vectors)
 	}
+	if !vectors {
+		// Only R is needed: the lean factorization keeps no r×c copy.
+		rf := mat.NewDense(c, c, newLeanQR(d.RawMatrix()).r().Data)
+		_, s, _, err := gonumSVD(rf, false)
+		return nil, s, nil, err
+	}
 	qr := newTallQR(d.RawMatrix())
 	rf := mat.NewDense(c, c, qr.r().Data)
 	ur, s, v, err := gonumSVD(rf, vectors)
-	if err != nil || !vectors {
+	if err != nil {
 		return nil, s, nil, err
 	}
 	return mat.NewDense(r, c, qr.qInPlace(ur.RawMatrix())), s, v, nil
+}
+
+// TallSVD is the thin SVD a = U·diag(S)·Vᵀ of a tall r×c matrix (r ≥ c)
+// that holds S and V but not the r×c factor U: U's leading columns are
+// computed on request (UCols) from a, through a TSQR that keeps only its
+// small R factors. It takes O(c²) memory besides a, where ThinSVD takes two
+// r×c buffers (the QR's copy of a, then U in its place), and its S, V and
+// U columns are bit for bit those of ThinSVD. a must not change while the
+// TallSVD is in use.
+type TallSVD struct {
+	// S holds the c singular values, descending; V (c×c) the right
+	// singular vectors.
+	S []float64
+	V *mat.Dense
+
+	qr *tallQR
+	ur *mat.Dense // c×c left singular vectors of R
+}
+
+// NewTallSVD factorizes a (r×c); see TallSVD. A matrix with r < 2c is
+// factorized as ThinSVD does and keeps its U. It returns an error wrapping
+// ErrShape for a nil or empty matrix, ErrNotFinite for NaN
+// or Inf entries and ErrNoConvergence when the SVD fails.
+func NewTallSVD(a mat.Matrix) (*TallSVD, error) {
+	d, err := view("a", a)
+	if err != nil {
+		return nil, fmt.Errorf("linalg.NewTallSVD: %w", err)
+	}
+	r, c := d.Dims()
+	t := &TallSVD{}
+	var rf *mat.Dense
+	if r < 2*c {
+		// Not tall enough for the TSQR: ThinSVD's own route, keeping its
+		// U (at most 2c×c).
+		u, s, v, err := thinSVD(d, true)
+		if err != nil {
+			return nil, fmt.Errorf("linalg.NewTallSVD: %w", err)
+		}
+		t.S, t.V, t.ur = s, v, u
+		return t, nil
+	}
+	t.qr = newLeanQR(d.RawMatrix())
+	rf = mat.NewDense(c, c, t.qr.r().Data)
+	if t.ur, t.S, t.V, err = gonumSVD(rf, true); err != nil {
+		return nil, fmt.Errorf("linalg.NewTallSVD: %w", err)
+	}
+	return t, nil
+}
+
+// UCols returns the first q columns of U (r×q), 1 ≤ q ≤ min(r, c), as a new
+// matrix: one pass over a, refactorizing its leaf blocks.
+func (t *TallSVD) UCols(q int) *mat.Dense {
+	if t.qr == nil {
+		r, _ := t.ur.Dims()
+		return mat.DenseCopyOf(t.ur.Slice(0, r, 0, q))
+	}
+	return mat.NewDense(t.qr.rows, q, t.qr.qCols(t.ur.RawMatrix(), q))
 }
 
 // gonumSVD wraps mat.SVD (LAPACK Dgesvd) with an error for non-convergence.

@@ -28,6 +28,10 @@ type tallQR struct {
 	blocks     []qrBlock
 	top        *tallQR   // QR of the stacked block R factors; nil with one block
 	data       []float64 // backing store of all blocks' reflectors, r×c row-major
+	// src is the factorized matrix of a lean factorization (newLeanQR),
+	// which keeps no leaf reflectors (blocks[i].a has no data) and
+	// recomputes them from src when Q is applied; nil otherwise.
+	src *blas64.General
 }
 
 // qrBlock holds the compact Householder QR (Geqrf output) of rows
@@ -105,6 +109,100 @@ func newTallQR(src blas64.General) *tallQR {
 	return t
 }
 
+// newLeanQR factorizes src (r×c, r ≥ c) like newTallQR, but keeps only
+// the stacked R factors of the leaf blocks, not their reflectors: a leaf is
+// factorized in a per-worker scratch buffer of about leafBytes and
+// factorized again, from src, whenever Q is applied (qCols, applyQT). The
+// leaves' Geqrf is deterministic, so the reflectors and every result are
+// bit-for-bit those of newTallQR; the cost is one more pass over src per
+// application of Q, the saving an r×c buffer. src must not change while
+// the factorization is in use. With one block (r < 2·blockRows(c)) the
+// leaf is kept, as it is no bigger than the scratch.
+func newLeanQR(src blas64.General) *tallQR {
+	t := &tallQR{rows: src.Rows, cols: src.Cols}
+	if t.oneBlock() {
+		return newTallQR(src)
+	}
+	t.src = &src
+	nb := t.numBlocks()
+	t.blocks = make([]qrBlock, nb)
+	c := t.cols
+	stacked := blas64.General{Rows: nb * c, Cols: c, Stride: c, Data: make([]float64, nb*c*c)}
+	scratch := make([][]float64, runtime.GOMAXPROCS(0))
+	parallel.For(nb, func(wk, i int) {
+		a, tau := t.leaf(i, &scratch[wk])
+		t.blocks[i] = qrBlock{start: i * blockRows(c), a: blas64.General{Rows: a.Rows, Cols: c, Stride: c}, tau: tau}
+		for p := 0; p < c; p++ {
+			copy(stacked.Data[(i*c+p)*c+p:(i*c+p+1)*c], a.Data[p*c+p:(p+1)*c])
+		}
+	})
+	t.top = newTallQR(stacked)
+	return t
+}
+
+// numBlocks is the number of leaf blocks: the last block takes the
+// remainder, so every block has ≥ blockRows(c) ≥ 2c rows (or all r rows).
+func (t *tallQR) numBlocks() int { return max(1, t.rows/blockRows(t.cols)) }
+
+func (t *tallQR) oneBlock() bool { return t.numBlocks() == 1 }
+
+// leaf copies leaf block i of src into *buf (grown as needed) and
+// factorizes it there, returning the block's compact QR and tau.
+func (t *tallQR) leaf(i int, buf *[]float64) (blas64.General, []float64) {
+	src, c := *t.src, t.cols
+	b := blockRows(c)
+	start, n := i*b, b
+	if i == t.numBlocks()-1 {
+		n = t.rows - start
+	}
+	if cap(*buf) < n*c {
+		*buf = make([]float64, n*c)
+	}
+	a := blas64.General{Rows: n, Cols: c, Stride: c, Data: (*buf)[:n*c]}
+	if src.Stride == c {
+		copy(a.Data, src.Data[start*c:(start+n)*c])
+	} else {
+		for j := 0; j < n; j++ {
+			copy(a.Data[j*c:(j+1)*c], src.Data[(start+j)*src.Stride:(start+j)*src.Stride+c])
+		}
+	}
+	return a, geqrf(a)
+}
+
+// qCols returns the first q columns of Q·w as an r×q row-major slice,
+// where Q is the r×c thin orthonormal factor and w is c×c: for q < c, the
+// leading columns of what qInPlace returns, bit for bit (Q is applied to
+// each column on its own), without an r×c buffer. t is not modified.
+func (t *tallQR) qCols(w blas64.General, q int) []float64 {
+	c := t.cols
+	out := make([]float64, t.rows*q)
+	var mid []float64 // c rows per block: the upper levels' Q applied to w
+	if t.top != nil {
+		mid = t.top.qCols(w, c)
+	}
+	refls := make([][]float64, runtime.GOMAXPROCS(0))
+	parallel.For(len(t.blocks), func(wk, i int) {
+		blk := t.blocks[i]
+		var refl blas64.General
+		if t.src != nil {
+			refl, _ = t.leaf(i, &refls[wk])
+		} else {
+			refls[wk] = append(refls[wk][:0], blk.a.Data...)
+			refl = blas64.General{Rows: blk.a.Rows, Cols: c, Stride: c, Data: refls[wk]}
+		}
+		d := blas64.General{Rows: blk.a.Rows, Cols: q, Stride: q, Data: out[blk.start*q : (blk.start+blk.a.Rows)*q]}
+		for j := 0; j < c; j++ {
+			if mid != nil {
+				copy(d.Data[j*q:(j+1)*q], mid[(i*c+j)*c:(i*c+j)*c+q])
+			} else {
+				copy(d.Data[j*q:(j+1)*q], w.Data[j*w.Stride:j*w.Stride+q])
+			}
+		}
+		ormqr(blas.NoTrans, refl, blk.tau, d)
+	})
+	return out
+}
+
 // r returns the c×c upper triangular factor (zeros below the diagonal).
 func (t *tallQR) r() blas64.General {
 	if t.top != nil {
@@ -155,14 +253,25 @@ func (t *tallQR) qInPlace(w blas64.General) []float64 {
 func (t *tallQR) applyQT(b blas64.General) blas64.General {
 	c, q := t.cols, b.Cols
 	stacked := blas64.General{Rows: len(t.blocks) * c, Cols: q, Stride: q, Data: make([]float64, len(t.blocks)*c*q)}
-	parallel.For(len(t.blocks), func(_, i int) {
+	// Per-worker buffers: a block's copy of b, and a lean factorization's
+	// recomputed reflectors.
+	tmps := make([][]float64, runtime.GOMAXPROCS(0))
+	refls := make([][]float64, runtime.GOMAXPROCS(0))
+	parallel.For(len(t.blocks), func(wk, i int) {
 		blk := t.blocks[i]
+		refl := blk.a
+		if t.src != nil {
+			refl, _ = t.leaf(i, &refls[wk])
+		}
 		n := blk.a.Rows
-		tmp := blas64.General{Rows: n, Cols: q, Stride: q, Data: make([]float64, n*q)}
+		if cap(tmps[wk]) < n*q {
+			tmps[wk] = make([]float64, n*q)
+		}
+		tmp := blas64.General{Rows: n, Cols: q, Stride: q, Data: tmps[wk][:n*q]}
 		for j := 0; j < n; j++ {
 			copy(tmp.Data[j*q:(j+1)*q], b.Data[(blk.start+j)*b.Stride:(blk.start+j)*b.Stride+q])
 		}
-		ormqr(blas.Trans, blk.a, blk.tau, tmp)
+		ormqr(blas.Trans, refl, blk.tau, tmp)
 		copy(stacked.Data[i*c*q:(i+1)*c*q], tmp.Data[:c*q])
 	})
 	if t.top == nil {

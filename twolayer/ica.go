@@ -119,9 +119,9 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 	if err != nil {
 		return nil, err
 	}
-	uY, vY, k := red0.U, red0.V, red0.K
+	vY, k := red0.V, red0.K
 	est := &ICAEstimate{SingularValues: red0.S, Warnings: red0.Warnings, Inferred: red0.Inferred, K: k, ExactRank: red0.ExactRank}
-	est.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))
+	est.Basis = red0.svd.UCols(k)
 	est.Reduction = mat.DenseCopyOf(vY.Slice(0, m, 0, k))
 	red := mat.NewDense(n, k, nil)
 	red.Mul(Y, est.Reduction)

@@ -20,17 +20,10 @@ type problem struct {
 	// low-rank at that precision (rankTolFor).
 	roundoff, rankTol float64
 
-	svd *thinSVD
+	svd *linalg.TallSVD
 	// svdCount counts the SVDs of Y computed for this problem; a test holds
 	// Fit's automatic route to one.
 	svdCount int
-}
-
-// thinSVD is Y = U·diag(S)·Vᵀ with singular values in descending order.
-type thinSVD struct {
-	U *mat.Dense // n×m'
-	S []float64
-	V *mat.Dense // m×m'
 }
 
 // newProblem checks X and Y once and returns the problem they define.
@@ -44,15 +37,17 @@ func newProblem(X, Y *mat.Dense) (*problem, error) {
 }
 
 // svdY returns the thin SVD of Y, computing it on the first call. Callers
-// must not modify the factors.
-func (p *problem) svdY() (*thinSVD, error) {
+// must not modify the factors. It holds S and V only: the n×m left factor
+// would cost as much as Y, and the routes need just its first k columns
+// (UCols), once.
+func (p *problem) svdY() (*linalg.TallSVD, error) {
 	if p.svd == nil {
-		u, s, v, err := linalg.ThinSVD(p.Y)
+		svd, err := linalg.NewTallSVD(p.Y)
 		if err != nil {
 			return nil, err
 		}
 		p.svdCount++
-		p.svd = &thinSVD{U: u, S: s, V: v}
+		p.svd = svd
 	}
 	return p.svd, nil
 }

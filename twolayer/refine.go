@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	gonumlapack "gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
@@ -191,9 +192,35 @@ func relResidual(X, Y, V, U *mat.Dense) float64 {
 }
 
 // residualOf returns ‖Y − F·Uᵀ‖_F/‖Y‖_F for activations F.
+//
+// The residual is formed a block of rows at a time (residualRows), never as
+// an n×m matrix as big as Y, and its norm carries LAPACK's scaled sum of
+// squares (Dlassq) from row to row, as mat.Norm does over a whole matrix:
+// each entry is the same F·Uᵀ dot product, so the result is bit for bit
+// that of the whole-matrix computation.
 func residualOf(F, Y, U *mat.Dense) float64 {
-	var R mat.Dense
-	R.Mul(F, U.T())
-	R.Sub(&R, Y)
-	return mat.Norm(&R, 2) / mat.Norm(Y, 2)
+	n, m := Y.Dims()
+	_, k := F.Dims()
+	rows := min(n, max(1, residualRows/m))
+	R := mat.NewDense(rows, m, nil)
+	scale, sum := 0.0, 1.0
+	for i0 := 0; i0 < n; i0 += rows {
+		i1 := min(n, i0+rows)
+		Rb := R.Slice(0, i1-i0, 0, m).(*mat.Dense)
+		Rb.Mul(F.Slice(i0, i1, 0, k), U.T())
+		Rb.Sub(Rb, Y.Slice(i0, i1, 0, m))
+		raw := Rb.RawMatrix()
+		for i := 0; i < raw.Rows; i++ {
+			scale, sum = lapackImpl.Dlassq(m, raw.Data[i*raw.Stride:i*raw.Stride+m], 1, scale, sum)
+		}
+	}
+	return scale * math.Sqrt(sum) / mat.Norm(Y, 2)
 }
+
+// residualRows is about how many residual entries residualOf holds at once
+// (4 MiB).
+const residualRows = 1 << 19
+
+// lapackImpl is the pure-Go LAPACK whose Dlassq mat.Norm's Frobenius norm
+// uses (lapack64's default).
+var lapackImpl gonumlapack.Implementation

@@ -107,10 +107,10 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	if err != nil {
 		return nil, err
 	}
-	uY, vY, k := red0.U, red0.V, red0.K
+	vY, k := red0.V, red0.K
 	st.SingularValues, st.Warnings, st.Inferred = red0.S, red0.Warnings, red0.Inferred
 	st.K, st.ExactRank = k, red0.ExactRank
-	st.Basis = mat.DenseCopyOf(uY.Slice(0, n, 0, k))
+	st.Basis = red0.svd.UCols(k)
 	red := mat.NewDense(n, k, nil)
 	red.Mul(Y, vY.Slice(0, m, 0, k))
 
@@ -412,7 +412,8 @@ func normalizeRows(V *mat.Dense) {
 // outputReduction is the SVD of Y and the hidden width k that the routes
 // needing U* of full column rank (tensor start, ICA) share.
 type outputReduction struct {
-	U, V      *mat.Dense // thin SVD factors of Y (n×m', m×m')
+	svd       *linalg.TallSVD
+	V         *mat.Dense // right singular vectors of Y (m×m')
 	S         []float64  // singular values, descending
 	K         int
 	Inferred  bool
@@ -429,8 +430,8 @@ func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, erro
 	if err != nil {
 		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
 	}
-	uY, sY, vY := svd.U, svd.S, svd.V
-	r := &outputReduction{U: uY, V: vY, S: sY, K: hidden}
+	sY, vY := svd.S, svd.V
+	r := &outputReduction{svd: svd, V: vY, S: sY, K: hidden}
 	if r.K == 0 {
 		r.K, r.Warnings = inferHidden(sY, d, n, p.rankTol)
 		r.Inferred = true

@@ -167,7 +167,7 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
 	}
-	u, s := svd.U, svd.S
+	s := svd.S
 	rank := linalg.NumericalRank(s, opt.RankTol)
 	k := opt.Hidden
 	if k == 0 {
@@ -183,7 +183,7 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 		return nil, nil, fmt.Errorf("%w: k = %d needs at least k outputs and samples (m = %d, n = %d)", ErrInput, k, m, n)
 	}
 	rep := &WorstCaseReport{Work: WorstCaseWork(n, k)}
-	B := mat.DenseCopyOf(u.Slice(0, n, 0, k))
+	B := svd.UCols(k)
 	prob, err := newWCProblem(X, B, opt)
 	if err != nil {
 		return nil, nil, err
