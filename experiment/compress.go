@@ -30,6 +30,15 @@ func init() {
 		Run: runCompressFashion,
 	})
 	Register(Experiment{
+		Name: "compress-allocation",
+		Description: "How the parameter budget is split over layers, for sequential data-driven compression of the " +
+			"compress-fashion model (784-512-256-10, Fashion-MNIST, 15 epochs, seed = --seed): the global spectral rule, " +
+			"uniform, the measured end-to-end sensitivity rule, ASVD's sensitivity threshold search and SVD-LLM V2's " +
+			"truncation-loss ratios, at keeps 0.05 … 0.9; accuracy, agreement with the dense model, logit error, and " +
+			"paired counts with McNemar's exact test of the sensitivity rule against each other allocation.",
+		Run: runCompressAllocation,
+	})
+	Register(Experiment{
 		Name: "compress-rate",
 		Description: "Theorem 3.1's error ‖X̌(M − M̂)‖_F²/(d1·d2) versus the number of calibration rows d1 for synthetic " +
 			"layers Ỹ = X̌M + G (d=30, d2=50, rank 4, σ=0.5, X̌ ≠ X), rank-constrained least squares against " +
@@ -50,6 +59,7 @@ type FashionRun struct {
 	Seed       uint64  `json:"seed"` // the seed of the trained model
 	Method     string  `json:"method"`
 	Sequential bool    `json:"sequential"`
+	Allocation string  `json:"allocation,omitempty"`
 	Keep       float64 `json:"keep"`
 	Params     int     `json:"params"`
 	Kept       float64 `json:"kept"`
@@ -75,9 +85,11 @@ type FashionModel struct {
 	TrainSeconds float64 `json:"train_seconds"`
 }
 
-// FashionPaired is the paired comparison of sequential data-driven
-// compression with a baseline at one budget, pooled over the models: the
-// test images only one of the two classifies correctly.
+// FashionPaired is the paired comparison of the reference (sequential
+// data-driven compression in compress-fashion, the sensitivity allocation in
+// compress-allocation) with a baseline at one budget, pooled over the
+// models: the test images only one of the two classifies correctly.
+// OnlySequential counts the reference's.
 type FashionPaired struct {
 	Keep           float64 `json:"keep"`
 	Other          string  `json:"other"`
@@ -96,6 +108,20 @@ type FashionResults struct {
 	Keeps        []float64       `json:"keeps"`
 	Runs         []FashionRun    `json:"runs"`
 	Paired       []FashionPaired `json:"paired"`
+	// Reference is the label the paired comparisons and verdicts are about
+	// and Baselines the labels it is compared with; empty means
+	// compress-fashion's ("data --sequential" against svd and asvd).
+	Reference string   `json:"reference,omitempty"`
+	Baselines []string `json:"baselines,omitempty"`
+}
+
+// ref returns the reference label, its name in sentences, and the
+// baselines.
+func (res *FashionResults) ref() (label, name string, baselines []string) {
+	if res.Reference == "" {
+		return fashionSequential, "sequential data-driven", fashionBaselines
+	}
+	return res.Reference, res.Reference + " allocation", res.Baselines
 }
 
 // fashionSequential is the method the issue's verdicts are about, and
@@ -108,6 +134,7 @@ type fashionMethod struct {
 	label string
 	name  compress.Method
 	seq   bool
+	alloc compress.Allocation // "" = the default (global)
 }
 
 // runCompressFashion trains one model per seed (--seeds, default 1) and
@@ -115,6 +142,47 @@ type fashionMethod struct {
 // table shows means over the models, so that a comparison is not decided by
 // a handful of test images of one model.
 func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
+	keeps := []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
+	methods := []fashionMethod{
+		{"svd", compress.MethodSVD, false, ""},
+		{"asvd", compress.MethodASVD, false, ""},
+		{"svd-llm", compress.MethodSVDLLM, false, ""},
+		{"output-pca", compress.MethodOutputPCA, false, ""},
+		{"input-pca", compress.MethodInputPCA, false, ""},
+		{"data", compress.MethodData, false, ""},
+		{"data --sequential", compress.MethodData, true, ""},
+	}
+	if cfg.Quick {
+		keeps = []float64{0.1, 0.5}
+		methods = []fashionMethod{methods[0], methods[1], methods[6]}
+	}
+	return runFashion(ctx, cfg, "compress-fashion", keeps, methods, &FashionResults{})
+}
+
+// runCompressAllocation is compress-fashion's loop over the rank
+// allocations of sequential data-driven compression, the sensitivity rule
+// being the reference of the paired comparisons.
+func runCompressAllocation(ctx context.Context, cfg Config) (*Report, error) {
+	keeps := []float64{0.05, 0.1, 0.2, 0.3, 0.5, 0.9}
+	var methods []fashionMethod
+	var baselines []string
+	for _, a := range compress.Allocations {
+		methods = append(methods, fashionMethod{string(a), compress.MethodData, true, a})
+		if a != compress.AllocSensitivity {
+			baselines = append(baselines, string(a))
+		}
+	}
+	if cfg.Quick {
+		keeps = []float64{0.1}
+		methods = []fashionMethod{methods[0], methods[2]}
+		baselines = []string{methods[0].label}
+	}
+	return runFashion(ctx, cfg, "compress-allocation", keeps, methods, &FashionResults{Reference: string(compress.AllocSensitivity), Baselines: baselines})
+}
+
+// runFashion trains one model per seed and compresses each with every
+// method at every budget, into res.
+func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, methods []fashionMethod, res *FashionResults) (*Report, error) {
 	if err := dataio.FashionMNISTAvailable(""); err != nil {
 		return nil, err
 	}
@@ -127,24 +195,12 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	epochs := 15
-	keeps := []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
-	methods := []fashionMethod{
-		{"svd", compress.MethodSVD, false},
-		{"asvd", compress.MethodASVD, false},
-		{"svd-llm", compress.MethodSVDLLM, false},
-		{"output-pca", compress.MethodOutputPCA, false},
-		{"input-pca", compress.MethodInputPCA, false},
-		{"data", compress.MethodData, false},
-		{"data --sequential", compress.MethodData, true},
-	}
 	if cfg.Quick {
 		epochs = 2
-		keeps = []float64{0.1, 0.5}
-		methods = []fashionMethod{methods[0], methods[1], methods[6]}
 	}
 	seeds := cfg.seeds(1, 1)
 	arch := []int{784, 512, 256, 10}
-	res := &FashionResults{Architecture: arch, Epochs: epochs, Calibration: 10000, Keeps: keeps}
+	res.Architecture, res.Epochs, res.Calibration, res.Keeps = arch, epochs, 10000, keeps
 	calib := train.Head(res.Calibration).X
 	total := seeds * len(keeps) * len(methods)
 	done := 0
@@ -156,7 +212,7 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		st := time.Now()
 		if _, err := nn.Train(ctx, net, train.X, train.Labels, nn.TrainOptions{Epochs: epochs, Seed: seed,
-			Progress: func(_ string, d, t int) { cfg.progress("compress-fashion: training", d, t) }}); err != nil {
+			Progress: func(_ string, d, t int) { cfg.progress(name+": training", d, t) }}); err != nil {
 			return nil, err
 		}
 		model := FashionModel{Seed: seed, TrainSeconds: time.Since(st).Seconds()}
@@ -176,9 +232,9 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				run := FashionRun{Seed: seed, Method: m.label, Sequential: m.seq, Keep: keep}
+				run := FashionRun{Seed: seed, Method: m.label, Sequential: m.seq, Allocation: string(m.alloc), Keep: keep}
 				t0 := time.Now()
-				r, err := compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep})
+				r, err := compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep, Allocation: m.alloc})
 				run.Seconds = time.Since(t0).Seconds()
 				if err != nil {
 					if ctx.Err() != nil {
@@ -205,7 +261,7 @@ func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 				}
 				res.Runs = append(res.Runs, run)
 				done++
-				cfg.progress("compress-fashion: compressing", done, total)
+				cfg.progress(name+": compressing", done, total)
 			}
 		}
 		res.addPaired(right, keeps)
@@ -233,12 +289,13 @@ func countTrue(b []bool) int {
 	return n
 }
 
-// addPaired adds one model's discordant counts between sequential
-// data-driven compression and each baseline to the pooled counts.
+// addPaired adds one model's discordant counts between the reference and
+// each baseline to the pooled counts.
 func (res *FashionResults) addPaired(right map[string][]bool, keeps []float64) {
+	label, _, baselines := res.ref()
 	for _, k := range keeps {
-		seq := right[fmt.Sprint(fashionSequential, k)]
-		for _, other := range fashionBaselines {
+		seq := right[fmt.Sprint(label, k)]
+		for _, other := range baselines {
 			o := right[fmt.Sprint(other, k)]
 			if seq == nil || o == nil {
 				continue
@@ -319,6 +376,7 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		rep.Columns = append(rep.Columns, fmt.Sprintf("%g", k))
 	}
 	cells := fashionCells(res)
+	seq, refName, baselines := res.ref()
 	agree := Table{Title: "Agreement with the dense model: fraction of test images given the dense model's class" + of, Columns: rep.Columns}
 	logits := Table{Title: "Relative error of the test logits, ‖Z − Z_dense‖_F / ‖Z_dense‖_F" + of, Columns: rep.Columns}
 	for _, m := range methods {
@@ -350,8 +408,8 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		if seeds > 1 {
 			pooled = fmt.Sprintf(", summed over %d models", seeds)
 		}
-		paired := Table{Title: "Paired comparison on the test images" + pooled + ": images only sequential data-driven gets right / only the baseline gets right, McNemar's exact p", Columns: rep.Columns}
-		for _, other := range fashionBaselines {
+		paired := Table{Title: "Paired comparison on the test images" + pooled + ": images only " + refName + " gets right / only the baseline gets right, McNemar's exact p", Columns: rep.Columns}
+		for _, other := range baselines {
 			row := []string{"vs " + other}
 			for _, k := range res.Keeps {
 				cell := "–"
@@ -366,10 +424,9 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	}
 	rep.Series = append(rep.Series, Series{Name: "dense", X: []float64{res.Keeps[0], 1}, Y: []float64{denseAcc, denseAcc}, Dashed: true})
 	// Verdicts the issue asks for, on the means over the models.
-	const seq = fashionSequential
-	for _, k := range []float64{0.1, 0.5} {
+	for _, k := range []float64{0.05, 0.1, 0.5} {
 		if c := cells[seq][k]; c != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: sequential data-driven %+.2f points (dense %.4f → %.4f)", k, 100*(c.acc-denseAcc), denseAcc, c.acc))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: %s %+.2f points (dense %.4f → %.4f)", k, refName, 100*(c.acc-denseAcc), denseAcc, c.acc))
 		}
 		if c := cells["svd"][k]; c != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: truncated SVD %+.2f points", k, 100*(c.acc-denseAcc)))
@@ -381,10 +438,10 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		if a == nil {
 			continue
 		}
-		for _, b := range fashionBaselines {
+		for _, b := range baselines {
 			if v := cells[b][k]; v != nil && v.acc > a.acc {
 				worse++
-				note := fmt.Sprintf("keep %g: %s (%.4f) beats sequential data-driven (%.4f)", k, b, v.acc, a.acc)
+				note := fmt.Sprintf("keep %g: %s (%.4f) beats %s (%.4f)", k, b, v.acc, refName, a.acc)
 				if p := res.paired(k, b); p != nil {
 					note += fmt.Sprintf(": %d test images only it gets right against %d, McNemar's exact p %s", p.OnlyOther, p.OnlySequential, formatP(p.McNemarP))
 				}
@@ -393,7 +450,11 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		}
 	}
 	if worse == 0 {
-		rep.Notes = append(rep.Notes, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget")
+		if res.Reference == "" {
+			rep.Notes = append(rep.Notes, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget")
+		} else {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is at least as accurate as %s at every budget", refName, strings.Join(baselines, ", ")))
+		}
 	}
 	var train float64
 	for _, m := range res.Models {

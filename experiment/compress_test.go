@@ -29,7 +29,7 @@ func TestFashionReportVerdicts(t *testing.T) {
 		{Method: "svd", Keep: 0.1, Accuracy: 0.8, Kept: 0.1}, {Method: "svd", Keep: 0.5, Accuracy: 0.89, Kept: 0.5},
 		{Method: "data --sequential", Keep: 0.1, Accuracy: 0.88, Kept: 0.1}, {Method: "data --sequential", Keep: 0.5, Accuracy: 0.895, Kept: 0.5},
 	}}
-	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false}, {"data --sequential", "data", true}})
+	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false, ""}, {"data --sequential", "data", true, ""}})
 	if len(rep.Rows) != 2 || rep.Rows[1][1] != "0.8800" {
 		t.Fatalf("rows %v", rep.Rows)
 	}
@@ -48,7 +48,7 @@ func TestFashionReportMeansOverSeeds(t *testing.T) {
 		{Seed: 1, Method: "svd", Keep: 0.5, Accuracy: 0.89, Kept: 0.5, Agreement: 0.9}, {Seed: 2, Method: "svd", Keep: 0.5, Accuracy: 0.70, Kept: 0.5, Agreement: 0.8},
 		{Seed: 1, Method: "data --sequential", Keep: 0.5, Accuracy: 0.88, Kept: 0.5, Agreement: 1}, {Seed: 2, Method: "data --sequential", Keep: 0.5, Accuracy: 0.79, Kept: 0.5, Agreement: 0.98},
 	}}
-	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false}, {"data --sequential", "data", true}})
+	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false, ""}, {"data --sequential", "data", true, ""}})
 	if rep.Rows[0][1] != "0.7950" || rep.Rows[1][1] != "0.8350" {
 		t.Fatalf("rows %v, want the means 0.7950 and 0.8350", rep.Rows)
 	}
@@ -78,7 +78,7 @@ func TestFashionPairedPooled(t *testing.T) {
 	if p == nil || p.OnlySequential != 1 || p.OnlyOther != 2 || p.McNemarP != 1 || res.paired(0.5, "svd") != nil {
 		t.Fatalf("paired %+v", res.Paired)
 	}
-	rep := fashionReport(res, []fashionMethod{{"asvd", "asvd", false}, {"data --sequential", "data", true}})
+	rep := fashionReport(res, []fashionMethod{{"asvd", "asvd", false, ""}, {"data --sequential", "data", true, ""}})
 	if !hasNote(rep, "keep 0.5: asvd (0.7500) beats sequential data-driven (0.6250): 2 test images only it gets right against 1, McNemar's exact p = 1") {
 		t.Fatalf("notes %v", rep.Notes)
 	}
@@ -100,4 +100,25 @@ func hasNote(rep *Report, note string) bool {
 		}
 	}
 	return false
+}
+
+// compress-allocation's results compare its reference, the sensitivity
+// allocation, with each other allocation.
+func TestFashionReportOtherReference(t *testing.T) {
+	res := &FashionResults{DenseParams: 100, Models: []FashionModel{{Seed: 1, Accuracy: 0.9}}, Keeps: []float64{0.05}, Reference: "sensitivity", Baselines: []string{"global"}, Runs: []FashionRun{
+		{Method: "global", Keep: 0.05, Accuracy: 0.5, Kept: 0.05}, {Method: "sensitivity", Keep: 0.05, Accuracy: 0.75, Kept: 0.05},
+	}}
+	res.addPaired(map[string][]bool{"global0.05": {true, false, false, true}, "sensitivity0.05": {true, true, true, false}}, res.Keeps)
+	p := res.paired(0.05, "global")
+	if p == nil || p.OnlySequential != 2 || p.OnlyOther != 1 {
+		t.Fatalf("paired %+v", res.Paired)
+	}
+	rep := fashionReport(res, []fashionMethod{{"global", "data", true, "global"}, {"sensitivity", "data", true, "sensitivity"}})
+	if !hasNote(rep, "keep 0.05: sensitivity allocation -15.00 points (dense 0.9000 → 0.7500)") ||
+		!hasNote(rep, "sensitivity allocation is at least as accurate as global at every budget") {
+		t.Fatalf("notes %v", rep.Notes)
+	}
+	if got := rep.Tables[2].Rows[0][1]; got != "2 / 1, p = 1" {
+		t.Fatalf("paired table cell %q", got)
+	}
 }

@@ -80,6 +80,17 @@ weight and bias counted; the budget is printed), --ranks r1,r2,… (0 keeps a
 layer dense), --energy E, --target-error T (relative layer error). A layer
 whose rank would not save parameters stays dense.
 
+Allocation of --keep over layers (--allocation):
+  global       the next rank goes where the layer's next singular direction
+               removes the most of that layer's energy per parameter (default)
+  uniform      every layer keeps the same fraction of its parameters
+  sensitivity  measured: the network's output error on the calibration data
+               with each layer alone compressed, on a grid of ranks, then
+               greedy by error removed per parameter (end-to-end)
+  asvd-search  baseline, ASVD's sensitivity search on the same measurements:
+               every layer at the smallest rank under a common error threshold
+  svd-llm-v2   baseline, SVD-LLM V2: removed fractions ∝ 1/log(truncation loss)
+
 Calibration: --calib X.npy (rows are samples; .npy, .npz, .csv or IDX) or
 --data fashion-mnist (the first --calib-samples training images; the test
 images are then the held-out set and accuracy before/after is reported).
@@ -127,7 +138,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&ranks, "ranks", "", "fixed rank per layer, comma-separated (0 keeps a layer dense)")
 	f.Float64Var(&opt.Energy, "energy", 0, "per-layer spectral energy to keep, in (0, 1]")
 	f.Float64Var(&opt.TargetError, "target-error", 0, "per-layer relative error of the pre-activations to reach")
-	f.StringVar((*string)(&opt.Allocation), "allocation", string(opt.Allocation), "how --keep is split over layers: global or uniform")
+	f.StringVar((*string)(&opt.Allocation), "allocation", string(opt.Allocation), "how --keep is split over layers: "+allocationList()+" (see above)")
 	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
 	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
@@ -276,6 +287,15 @@ func (opt *compressOptions) library(holdout *mat.Dense) compress.Options {
 		Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
 		Holdout: holdout,
 	}
+}
+
+// allocationList is compress.Allocations as "global, uniform, …" for --help.
+func allocationList() string {
+	names := make([]string, len(compress.Allocations))
+	for i, a := range compress.Allocations {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
 }
 
 // methodList is compress.Methods as "svd, asvd, …" for --help.

@@ -63,6 +63,15 @@ func TestCompressCommand(t *testing.T) {
 	if _, err := os.Stat(dataio.ManifestPath(out)); err != nil {
 		t.Fatal("no manifest")
 	}
+	// The measured allocation reports its per-layer profiles.
+	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", calib, "--keep", "0.3", "--allocation", "sensitivity", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("--allocation sensitivity: exit %d: %s", code, stderr)
+	}
+	v = decodeOne(t, stdout)
+	if v["params"].(float64) > v["budget"].(float64) || len(v["profiles"].([]any)) == 0 || !strings.Contains(v["selection"].(string), "sensitivity") {
+		t.Fatalf("--allocation sensitivity: params %v budget %v selection %v profiles %v", v["params"], v["budget"], v["selection"], v["profiles"])
+	}
 	// The human report prints the budget and the per-layer table.
 	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", calib, "--ranks", "4,0,2", "--method", "svd", "--out", out)
 	if code != 0 || !strings.Contains(stdout, "weights and biases counted") || !strings.Contains(stdout, "dense") {
@@ -105,6 +114,7 @@ func TestCompressBadInputExitTwoAndNoOutput(t *testing.T) {
 		"corrupt calibration": {"--model", model, "--calib", corruptNPY},
 		"missing model":       {"--model", filepath.Join(dir, "nope.safetensors"), "--calib", calib},
 		"unknown method":      {"--model", model, "--calib", calib, "--method", "zip"},
+		"unknown allocation":  {"--model", model, "--calib", calib, "--allocation", "sensitive"},
 		"two selections":      {"--model", model, "--calib", calib, "--keep", "0.5", "--energy", "0.9"},
 		"budget too small":    {"--model", model, "--calib", calib, "--keep", "0.0001"},
 		"output is input":     {"--model", model, "--calib", calib, "--out", calib},
