@@ -189,9 +189,17 @@ const startRetries = 2
 // least squares and polishing again. ok reports a certified exact answer.
 func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
 	k := st.K
+	// The polish reads the basis of col(Y), not the start's moments: those
+	// are released (a retry rebuilds them), and the basis is dropped before
+	// the output fit, so no stage carries another's n×k matrices.
+	st.releaseMoments()
+	basis, err := st.basis()
+	if err != nil {
+		return nil, nil, nil, 0, "", false, err
+	}
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		Vp, reps, err := ExactPolish(ctx, X, st.Basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
+		Vp, reps, err := ExactPolish(ctx, X, basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
 		if err != nil {
 			return nil, err
 		}
@@ -250,6 +258,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
 		how = "every unit was polished to an exact row after refining the start"
 	}
+	basis = nil
 	res.Diagnostics.PolishedUnits = len(found.rows)
 	if len(found.rows) < k {
 		return nil, nil, nil, 0, fmt.Sprintf("only %d of %d units could be certified exact (too few samples, a nearly degenerate network, or noise)", len(found.rows), k), false, nil

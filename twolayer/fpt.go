@@ -105,17 +105,30 @@ func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) 
 		norms[q] = math.Sqrt(dot(row, row))
 		maxNorm = math.Max(maxNorm, norms[q])
 	}
-	type class struct {
-		dir     []float64
-		members []int
-	}
-	var classes []*class
-	buckets := map[uint64][]int32{}
+	// Most rows of a network with several active units are classes of
+	// their own, so a class holds no copy of its direction: it is its first
+	// member's row, normalised again when needed (the same division, the
+	// same bits). Classes live in flat arrays, a bucket is a list threaded
+	// through next, and members are listed only once a second one joins:
+	// about 30 bytes per row instead of a copy of Y.
+	var (
+		first   []int32             // each class's first member
+		next    []int32             // the class after it in its bucket, −1 at the end
+		members = map[int32][]int{} // classes with ≥ 2 members
+	)
+	buckets := map[uint64][2]int32{} // first and last class of a bucket
 	u := make([]float64, m)
+	dir := make([]float64, m)
 	cells := make([]int64, m)
 	var edges []int // coordinates within tol of a cell edge, and the neighbour's offset
 	var offs []int64
 	zeros := 0
+	direction := func(dst []float64, q int) []float64 {
+		for j, v := range Y.RawRowView(q)[:m] {
+			dst[j] = v / norms[q]
+		}
+		return dst
+	}
 	for q := 0; q < n; q++ {
 		if norms[q] <= 1e-14*maxNorm {
 			zeros++
@@ -135,7 +148,7 @@ func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) 
 				edges, offs = append(edges, j), append(offs, 1)
 			}
 		}
-		found := -1
+		found := int32(-1)
 		// Try the row's own cell and, for rows near cell edges, the
 		// neighbouring cells (at most 2^10 combinations; beyond that a
 		// near-edge coordinate is simply not explored, which can only split
@@ -143,30 +156,40 @@ func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) 
 		ne := min(len(edges), 10)
 		for mask := 0; mask < 1<<ne && found < 0; mask++ {
 			key := cellKey(cells, edges[:ne], offs[:ne], mask)
-			for _, ci := range buckets[key] {
-				c := classes[ci]
+			b, ok := buckets[key]
+			for ci := b[0]; ok && ci >= 0; ci = next[ci] {
 				d2 := 0.0
-				for j, v := range c.dir {
+				for j, v := range direction(dir, int(first[ci])) {
 					d2 += (u[j] - v) * (u[j] - v)
 				}
 				if d2 <= tol*tol {
-					found = int(ci)
+					found = ci
 					break
 				}
 			}
 		}
 		if found >= 0 {
-			classes[found].members = append(classes[found].members, q)
+			ms := members[found]
+			if ms == nil {
+				ms = []int{int(first[found])}
+			}
+			members[found] = append(ms, q)
 			continue
 		}
 		key := cellKey(cells, nil, nil, 0)
-		buckets[key] = append(buckets[key], int32(len(classes)))
-		classes = append(classes, &class{dir: slices.Clone(u), members: []int{q}})
+		ci := int32(len(first))
+		first, next = append(first, int32(q)), append(next, -1)
+		if b, ok := buckets[key]; ok {
+			next[b[1]] = ci
+			buckets[key] = [2]int32{b[0], ci}
+		} else {
+			buckets[key] = [2]int32{ci, ci}
+		}
 	}
 	var out []CollinearClass
-	for _, c := range classes {
-		if len(c.members) >= 2 {
-			out = append(out, CollinearClass{Direction: c.dir, Members: c.members})
+	for ci := range first {
+		if ms := members[int32(ci)]; len(ms) >= 2 {
+			out = append(out, CollinearClass{Direction: direction(make([]float64, m), int(first[ci])), Members: ms})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b CollinearClass) int {

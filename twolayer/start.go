@@ -56,6 +56,10 @@ type Start struct {
 	Warnings         []string
 
 	moments *startMoments
+	// p and opt rebuild the moments (steps 1–3) when Resample finds them
+	// released (releaseMoments).
+	p   *problem
+	opt Options
 }
 
 // TensorStart computes the tensor initializer of [BJW19, Alg 4] (Bakshi et al.
@@ -91,33 +95,69 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 	if err != nil {
 		return nil, err
 	}
-	return tensorStart(ctx, p, opt)
+	st, err := tensorStart(ctx, p, opt)
+	if err != nil {
+		return nil, err
+	}
+	st.Basis, err = st.basis()
+	return st, err
 }
 
-// tensorStart is TensorStart on a resolved problem; opt has its defaults and
-// was validated.
+// tensorStart is TensorStart on a resolved problem, without Basis (see
+// basis); opt has its defaults and was validated.
 func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
-	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
+	st := &Start{p: p, opt: opt}
+	if err := st.buildMoments(ctx, rng); err != nil {
+		return nil, err
+	}
+	if err := st.decompose(ctx, rng, opt); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// basis returns Basis, computing it from the SVD of Y when it is not set
+// (U's first k columns: one pass over Y, no n×m matrix).
+func (st *Start) basis() (*mat.Dense, error) {
+	if st.Basis != nil {
+		return st.Basis, nil
+	}
+	svd, err := st.p.svdY()
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
+	}
+	return svd.UCols(st.K), nil
+}
+
+// releaseMoments drops the start's n×k moment data (the projected inputs
+// and residualised outputs) once the caller holds the rows it needs, so
+// that the polish and the output fit do not carry them; a later Resample
+// rebuilds them (steps 1–3 again, the same bits).
+func (st *Start) releaseMoments() { st.moments = nil }
+
+// buildMoments is steps 1–3 of TensorStart: it sets the start's sizes and
+// checks and st.moments, drawing the order-2 channels from rng.
+func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
+	p, opt := st.p, st.opt
+	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
 	act := hermiteActivation(opt.Activation)
-	st := &Start{}
 
 	// 1. Rank and output reduction.
 	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	vY, k := red0.V, red0.K
 	st.SingularValues, st.Warnings, st.Inferred = red0.S, red0.Warnings, red0.Inferred
 	st.K, st.ExactRank = k, red0.ExactRank
-	st.Basis = red0.svd.UCols(k)
 	red := mat.NewDense(n, k, nil)
 	red.Mul(Y, vY.Slice(0, m, 0, k))
 
 	// 2. Whitening (Remark 3).
 	Xw, unwhiten, err := whiten(ctx, X, opt.Whiten, st)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	// 3. Span of the hidden weights from the order-1 and order-2 moments.
@@ -132,9 +172,9 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	// Residualising the weights on [1, x] (a degree-1 polynomial) leaves the
 	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
 	// it) and removes most of its variance: the ReLU is half linear.
-	S2 := mat.DenseCopyOf(S)
+	S2 := S // S is not read again: residualised in place
 	if err := residualize(ctx, Xw, S2, 1); err != nil {
-		return nil, err
+		return err
 	}
 	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
 		M1 := mat.NewDense(d, k, nil)
@@ -145,7 +185,7 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	if c2 := act.Coeff(2); math.Abs(c2) > 1e-8 {
 		M2, err := hermiteMoment2(ctx, Xw, S2, func(done, total int) { opt.progress("order-2 moment", done, total) })
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, M := range M2 {
 			var s mat.Dense
@@ -155,7 +195,7 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	}
 	span, _, _, err := linalg.TopK(hstack(blocks), k)
 	if err != nil {
-		return nil, fmt.Errorf("twolayer: span of the hidden weights: %w", err)
+		return fmt.Errorf("twolayer: span of the hidden weights: %w", err)
 	}
 
 	// 4. Order-r slices in k dimensions. Every slice gets its own output
@@ -164,22 +204,20 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	// can be nearly invisible).
 	order, err := hermite.TensorOrder(act)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	st.Order = order
 	Z := mat.NewDense(n, k, nil)
 	Z.Mul(Xw, span)
-	redRes := mat.DenseCopyOf(red)
-	if err := residualize(ctx, Z, redRes, order-2); err != nil {
-		return nil, err
-	}
+	// The first moment reads red before it is residualised in place (no
+	// second n×k copy).
 	M1z := mat.NewDense(k, k, nil)
 	M1z.Mul(red.T(), Z)
-	st.moments = &startMoments{z: Z, red: redRes, m1z: M1z, span: span, unwhiten: unwhiten}
-	if err := st.decompose(ctx, rng, opt); err != nil {
-		return nil, err
+	if err := residualize(ctx, Z, red, order-2); err != nil {
+		return err
 	}
-	return st, nil
+	st.moments = &startMoments{z: Z, red: red, m1z: M1z, span: span, unwhiten: unwhiten}
+	return nil
 }
 
 // startMoments is what the order-r decomposition needs from the earlier
@@ -200,6 +238,15 @@ type startMoments struct {
 // The decomposition is the only randomised step, so a retry costs only the
 // order-r slice passes, not the SVD, whitening or span steps.
 func (st *Start) Resample(ctx context.Context, seed uint64, opt Options) (*mat.Dense, error) {
+	if st.moments == nil {
+		// Released after the first polish: rebuild steps 1–3 from the same
+		// seed, which gives the same moments bit for bit.
+		re := &Start{p: st.p, opt: st.opt}
+		if err := re.buildMoments(ctx, rand.New(rand.NewPCG(st.opt.Seed, 0x5eed_7e45))); err != nil {
+			return nil, err
+		}
+		st.moments = re.moments
+	}
 	again := *st
 	if err := again.decompose(ctx, rand.New(rand.NewPCG(seed, 0x5eed_7e45)), opt.withDefaults()); err != nil {
 		return nil, err
