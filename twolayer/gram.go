@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"sync"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -173,6 +174,14 @@ func hermiteMoment2(ctx context.Context, X, S *mat.Dense, progress func(done, to
 // orthonormal) it falls back to tensor.Residualize.
 func residualize(ctx context.Context, Z, S *mat.Dense, degree int) error {
 	n, k := Z.Dims()
+	return residualizeRows(ctx, n, k, func(lo, hi int, _ *[]float64) blas64.General { return rowsOf(Z, lo, hi) }, func() *mat.Dense { return Z }, S, degree)
+}
+
+// residualizeRows is residualize with the rows of the n×k matrix Z given a
+// chunk at a time by zrows (which may compute them into *buf, grown as
+// needed), so that Z need not be held; whole returns Z itself, for the
+// rare fallback to tensor.Residualize.
+func residualizeRows(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, whole func() *mat.Dense, S *mat.Dense, degree int) error {
 	_, p := S.Dims()
 	f := 1
 	if degree >= 1 {
@@ -203,15 +212,21 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) error {
 			}
 		}
 	}
+	// GramLstSq's fill has no worker index: the chunk buffers of Z's rows
+	// come from a pool.
+	pool := sync.Pool{New: func() any { return new([]float64) }}
 	C, _, err := linalg.GramLstSq(ctx, n, f, p, 0, func(lo, hi int, dst blas64.General) {
+		buf := pool.Get().(*[]float64)
+		z := zrows(lo, hi, buf)
 		for q := lo; q < hi; q++ {
 			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
-			features(Z.RawRowView(q), row[:f])
+			features(z.Data[(q-lo)*z.Stride:(q-lo)*z.Stride+k], row[:f])
 			copy(row[f:], S.RawRowView(q))
 		}
+		pool.Put(buf)
 	})
 	if errors.Is(err, linalg.ErrIllConditioned) || errors.Is(err, linalg.ErrShape) {
-		_, err = tensor.Residualize(ctx, Z, S, degree)
+		_, err = tensor.Residualize(ctx, whole(), S, degree)
 		return err
 	}
 	if err != nil {
@@ -220,6 +235,7 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) error {
 	cr := C.RawMatrix()
 	chunks := (n + linalg.GramChunk - 1) / linalg.GramChunk
 	buf := make([][]float64, maxProcs())
+	zbuf := make([][]float64, maxProcs())
 	parallel.For(chunks, func(wk, c int) {
 		if ctx.Err() != nil {
 			return
@@ -228,8 +244,10 @@ func residualize(ctx context.Context, Z, S *mat.Dense, degree int) error {
 			buf[wk] = make([]float64, f+p)
 		}
 		phi, fit := buf[wk][:f], buf[wk][f:]
-		for q := c * linalg.GramChunk; q < min((c+1)*linalg.GramChunk, n); q++ {
-			features(Z.RawRowView(q), phi)
+		lo := c * linalg.GramChunk
+		z := zrows(lo, min((c+1)*linalg.GramChunk, n), &zbuf[wk])
+		for q := lo; q < min((c+1)*linalg.GramChunk, n); q++ {
+			features(z.Data[(q-lo)*z.Stride:(q-lo)*z.Stride+k], phi)
 			rowTimes(fit, phi, cr.Data, cr.Stride)
 			s := S.RawRowView(q)
 			for t, v := range fit {

@@ -32,8 +32,9 @@ import (
 // aligned passes gain alike. Sums run over linalg.GramChunk-row chunks in
 // fixed groups added in order (the same bits at any GOMAXPROCS).
 func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs []tensor.Contraction, progress func(done, total int)) ([]*mat.SymDense, error) {
-	Z, red := mo.z, mo.red
-	n, k := Z.Dims()
+	red := mo.red
+	n, _ := red.Dims()
+	k := mo.k()
 	_, p := thetas.Dims()
 	nc := len(cs)
 	order4 := nc > 0 && cs[0].Beta != nil
@@ -77,7 +78,7 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 			}
 		}
 	}
-	type scratch struct{ q, w, v, s, a []float64 }
+	type scratch struct{ q, w, v, s, a, z []float64 }
 	bufs := make([]*scratch, maxProcs())
 	th := thetas.RawMatrix()
 	acc, err := groupSums(ctx, n, size, func(wk int, acc []float64, lo, hi int) {
@@ -87,8 +88,9 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 			bufs[wk] = b
 		}
 		rows := hi - lo
+		Z := mo.zRows(lo, hi, &b.z)
 		for q := lo; q < hi; q++ {
-			z, r := Z.RawRowView(q), red.RawRowView(q)
+			z, r := Z.Data[(q-lo)*Z.Stride:(q-lo)*Z.Stride+k], red.RawRowView(q)
 			qr := b.q[(q-lo)*fq : (q-lo+1)*fq]
 			qr[0] = 1
 			copy(qr[1+kk:], z)
@@ -119,7 +121,7 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 		}
 		outer.Add(acc[:sizeW], blas64.General{Rows: rows, Cols: nc, Stride: nc, Data: b.w}, blas64.General{Rows: rows, Cols: 1 + kk, Stride: fq, Data: b.q})
 		if nv > 0 {
-			outer.Add(acc[sizeW:sizeW+sizeV], blas64.General{Rows: rows, Cols: nv, Stride: nv, Data: b.v}, rowsOf(Z, lo, hi))
+			outer.Add(acc[sizeW:sizeW+sizeV], blas64.General{Rows: rows, Cols: nv, Stride: nv, Data: b.v}, Z)
 		}
 		if base {
 			outer.Add(acc[sizeW+sizeV:], rowsOf(red, lo, hi), blas64.General{Rows: rows, Cols: fq, Stride: fq, Data: b.q})

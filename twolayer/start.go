@@ -3,6 +3,8 @@ package twolayer
 import (
 	"context"
 	"fmt"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"math"
 	"math/rand/v2"
 
@@ -207,23 +209,74 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 		return err
 	}
 	st.Order = order
-	Z := mat.NewDense(n, k, nil)
-	Z.Mul(Xw, span)
+	// The projected inputs Z = Xw·span (n×k) are not held: every pass
+	// computes its chunk's rows (zRows), the bits of the whole product.
+	mo := &startMoments{xw: Xw, red: red, span: span, unwhiten: unwhiten}
 	// The first moment reads red before it is residualised in place (no
-	// second n×k copy).
+	// second n×k copy); its chunks are summed in row order, as one GEMM
+	// over all rows sums them.
 	M1z := mat.NewDense(k, k, nil)
-	M1z.Mul(red.T(), Z)
-	if err := residualize(ctx, Z, red, order-2); err != nil {
+	var zbuf []float64
+	for lo := 0; lo < n; lo += linalg.GramChunk {
+		hi := min(n, lo+linalg.GramChunk)
+		beta := 1.0
+		if lo == 0 {
+			beta = 0
+		}
+		blas64.Gemm(blas.Trans, blas.NoTrans, 1, rowsOf(red, lo, hi), mo.zRows(lo, hi, &zbuf), beta, M1z.RawMatrix())
+	}
+	mo.m1z = M1z
+	if err := residualizeRows(ctx, n, k, mo.zRows, mo.wholeZ, red, order-2); err != nil {
 		return err
 	}
-	st.moments = &startMoments{z: Z, red: red, m1z: M1z, span: span, unwhiten: unwhiten}
+	st.moments = mo
 	return nil
+}
+
+// k is the width of the projected inputs.
+func (mo *startMoments) k() int {
+	if mo.z != nil {
+		_, k := mo.z.Dims()
+		return k
+	}
+	_, k := mo.span.Dims()
+	return k
+}
+
+// zRows returns rows lo..hi of the projected inputs Z = Xw·span: a view of
+// z when it is held, else the product of those rows of Xw with span,
+// computed into *buf (grown as needed). A GEMM sums each entry over the
+// d inputs in the same order whatever the number of rows, so the chunk is
+// bit for bit the rows of the whole product.
+func (mo *startMoments) zRows(lo, hi int, buf *[]float64) blas64.General {
+	if mo.z != nil {
+		return rowsOf(mo.z, lo, hi)
+	}
+	k := mo.k()
+	if cap(*buf) < (hi-lo)*k {
+		*buf = make([]float64, (hi-lo)*k)
+	}
+	out := blas64.General{Rows: hi - lo, Cols: k, Stride: k, Data: (*buf)[:(hi-lo)*k]}
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, rowsOf(mo.xw, lo, hi), mo.span.RawMatrix(), 0, out)
+	return out
+}
+
+// wholeZ returns Z as one n×k matrix (for tensor.Residualize's fallback).
+func (mo *startMoments) wholeZ() *mat.Dense {
+	if mo.z != nil {
+		return mo.z
+	}
+	n, _ := mo.xw.Dims()
+	Z := mat.NewDense(n, mo.k(), nil)
+	Z.Mul(mo.xw, mo.span)
+	return Z
 }
 
 // startMoments is what the order-r decomposition needs from the earlier
 // steps; keeping it lets Resample try fresh random contractions cheaply.
 type startMoments struct {
-	z        *mat.Dense // n×k projected (whitened) inputs
+	z        *mat.Dense // n×k projected (whitened) inputs, or nil: computed from xw and span (zRows)
+	xw       *mat.Dense // n×d (whitened) inputs
 	red      *mat.Dense // n×k reduced outputs, residualised for order r
 	m1z      *mat.Dense // k×k first moment E[red·zᵀ] (unresidualised)
 	span     *mat.Dense // d×k basis of the span of V (whitened coordinates)
