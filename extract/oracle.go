@@ -2,7 +2,6 @@ package extract
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -55,7 +54,8 @@ func FromNetwork(net *depth2.Network) Oracle {
 }
 
 // errBudget stops the search when Options.MaxQueries would be exceeded.
-var errBudget = errors.New("extract: query budget exhausted")
+// Internal: Extract turns it into a warning, so it never reaches a caller.
+var errBudget = errs.New("extract: query budget exhausted", nil)
 
 // counted is the oracle as Extract sees it: it checks every answer's shape
 // and values, counts rows and calls, and enforces the search budget.
