@@ -37,6 +37,8 @@ PyTorch baseline (defaults; each is a flag):
     rounds ("plateau"); the budget --epochs 100 (full batch: --steps 3000) is
     spent ("budget"). --min-lr equal to --lr gives a constant learning rate.
   * torch.set_num_threads(2) (--threads), the cores of the reference machine.
+    The same --threads is relurec's GOMAXPROCS (set in the environment of every
+    relurec subprocess), so --threads 1 is single-threaded for both sides.
     For this tiny network 1 thread is as fast on an idle machine and far
     faster on a busy one (2 OpenMP threads competing with other jobs slowed
     training 10-20x in our runs); use --threads 1 when timing on a shared
@@ -103,11 +105,17 @@ def parse_seeds(spec):
     return list(range(1, int(spec) + 1))
 
 
-def run_relurec(binary, args):
-    """Run a relurec command with --json --quiet; return (parsed JSON, wall seconds)."""
+def run_relurec(binary, args, threads=None):
+    """Run a relurec command with --json --quiet; return (parsed JSON, wall seconds).
+
+    threads, when given, sets GOMAXPROCS for the subprocess (Go's worker threads).
+    """
     cmd = [binary] + args + ["--json", "--quiet"]
+    env = None
+    if threads is not None:
+        env = dict(os.environ, GOMAXPROCS=str(threads))
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RelurecError(f"`{' '.join(cmd)}` exited {r.returncode}\nstdout: {r.stdout.strip()}\n"
@@ -206,6 +214,67 @@ def train_torch(X, Y, k, seed, a):
                    "unit": "steps" if full else "epochs", "stop": stop}
 
 
+def gen_instance(binary, work, s, d, k, m, n):
+    """`relurec gen twolayer`: a noiseless instance; returns (data .npz path, teacher safetensors path)."""
+    data = os.path.join(work, f"data_d{d}_k{k}_m{m}_n{n}_{s}.npz")
+    teacher = os.path.join(work, f"teacher_d{d}_k{k}_m{m}_n{n}_{s}.safetensors")
+    run_relurec(binary, ["gen", "twolayer", "--d", str(d), "--k", str(k), "--m", str(m),
+                         "--n", str(n), "--seed", str(s), "--out", data, "--model-out", teacher])
+    return data, teacher
+
+
+def fit_and_score(binary, work, s, k, data, teacher, X, Y, a, threads):
+    """One seed: relurec learn + eval and Adam training + eval, both limited to `threads` threads.
+
+    Returns (row, ok); ok is False when relurec learn/eval failed (the row then has err None and
+    the error text). The model files are removed unless a.work is set.
+    """
+    torch.set_num_threads(threads)
+    row = {"seed": s, "threads": threads}
+    tag = f"{s}_t{threads}"
+    ok = True
+    rmodel = os.path.join(work, f"relurec_{tag}.safetensors")
+    try:
+        learn, wall = run_relurec(binary, ["learn", "twolayer", "--data", data, "--hidden", str(k),
+                                           "--seed", str(s), "--out", rmodel], threads=threads)
+        ev, _ = run_relurec(binary, ["eval", "--model", rmodel, "--truth", teacher, "--data", data],
+                            threads=threads)
+        row["relurec"] = {"err": ev["weights"]["max_rel_err"], "wall": wall,
+                          "fit": learn.get("timings", {}).get("fit"), "route": learn.get("route"),
+                          "residual": ev.get("residual"), "warnings": learn.get("warnings")}
+    except RelurecError as e:
+        ok = False
+        print(f"seed {s}: relurec learn/eval failed:\n{e}", file=sys.stderr)
+        row["relurec"] = {"err": None, "wall": None, "fit": None, "error": str(e)}
+
+    state, info = train_torch(X, Y, k, s, a)
+    tmodel = os.path.join(work, f"torch_{tag}.safetensors")
+    write_safetensors(tmodel, state, {"format": "pt"})
+    truth_tensors, _ = read_safetensors(teacher)
+    np_err = numpy_weight_error(truth_tensors, state)
+    try:
+        ev, _ = run_relurec(binary, ["eval", "--model", tmodel, "--truth", teacher, "--data", data],
+                            threads=threads)
+        info["err"] = ev["weights"]["max_rel_err"]
+        info["residual"] = ev.get("residual")
+    except RelurecError as e:  # e.g. a dead (all-zero) unit, which eval refuses
+        info["err"], info["residual"] = np_err, None
+        info["eval_error"] = str(e)
+        print(f"seed {s}: relurec eval refused the torch student, using the numpy metric:\n{e}",
+              file=sys.stderr)
+    info["numpy_err"] = np_err
+    if np_err is not None and info["err"] is not None and \
+            abs(np_err - info["err"]) > 1e-6 * max(1.0, info["err"]) + 1e-12:
+        print(f"seed {s}: numpy metric {np_err:.3e} disagrees with relurec eval {info['err']:.3e}",
+              file=sys.stderr)
+    row["torch"] = info
+    row["load"] = os.getloadavg()[0]
+    for f in (rmodel, tmodel):
+        if not a.work and os.path.exists(f):
+            os.remove(f)
+    return row, ok
+
+
 def fmt_err(e):
     return "   fail" if e is None else f"{e:7.1e}"
 
@@ -233,7 +302,7 @@ def main():
     p.add_argument("--patience", type=int, help="ReduceLROnPlateau patience (default 3 epochs, or 100 full-batch steps)")
     p.add_argument("--tol", type=float, default=1e-28, help="stop at relative training MSE <= tol (default 1e-28)")
     p.add_argument("--float32", action="store_true", help="train in float32 (default float64)")
-    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads and relurec's GOMAXPROCS (default 2)")
     p.add_argument("--work", help="keep the generated files in this directory (default: a temporary one)")
     p.add_argument("--json-out", help="also write all per-seed results and the environment to this JSON file")
     a = p.parse_args()
@@ -277,52 +346,15 @@ def main():
 
     rows, failed = [], False
     for s in seeds:
-        row = {"seed": s}
         try:
-            data = os.path.join(work, f"data_{s}.npz")
-            teacher = os.path.join(work, f"teacher_{s}.safetensors")
-            run_relurec(binary, ["gen", "twolayer", "--d", str(a.d), "--k", str(a.k), "--m", str(a.m),
-                                 "--n", str(a.n), "--seed", str(s), "--out", data, "--model-out", teacher])
-
-            rmodel = os.path.join(work, f"relurec_{s}.safetensors")
-            try:
-                learn, wall = run_relurec(binary, ["learn", "twolayer", "--data", data, "--hidden", str(a.k),
-                                                   "--seed", str(s), "--out", rmodel])
-                ev, _ = run_relurec(binary, ["eval", "--model", rmodel, "--truth", teacher, "--data", data])
-                row["relurec"] = {"err": ev["weights"]["max_rel_err"], "wall": wall,
-                                  "fit": learn.get("timings", {}).get("fit"), "route": learn.get("route"),
-                                  "residual": ev.get("residual")}
-            except RelurecError as e:
-                failed = True
-                print(f"seed {s}: relurec learn/eval failed:\n{e}", file=sys.stderr)
-                row["relurec"] = {"err": None, "wall": None, "fit": None, "error": str(e)}
-
+            data, teacher = gen_instance(binary, work, s, a.d, a.k, a.m, a.n)
             z = np.load(data)
-            X, Y = z["X"], z["Y"]
-            state, info = train_torch(X, Y, a.k, s, a)
-            tmodel = os.path.join(work, f"torch_{s}.safetensors")
-            write_safetensors(tmodel, state, {"format": "pt"})
-            truth_tensors, _ = read_safetensors(teacher)
-            np_err = numpy_weight_error(truth_tensors, state)
-            try:
-                ev, _ = run_relurec(binary, ["eval", "--model", tmodel, "--truth", teacher, "--data", data])
-                info["err"] = ev["weights"]["max_rel_err"]
-                info["residual"] = ev.get("residual")
-            except RelurecError as e:  # e.g. a dead (all-zero) unit, which eval refuses
-                info["err"], info["residual"] = np_err, None
-                info["eval_error"] = str(e)
-                print(f"seed {s}: relurec eval refused the torch student, using the numpy metric:\n{e}",
-                      file=sys.stderr)
-            info["numpy_err"] = np_err
-            if np_err is not None and info["err"] is not None and \
-                    abs(np_err - info["err"]) > 1e-6 * max(1.0, info["err"]) + 1e-12:
-                print(f"seed {s}: numpy metric {np_err:.3e} disagrees with relurec eval {info['err']:.3e}",
-                      file=sys.stderr)
-            row["torch"] = info
-            row["load"] = os.getloadavg()[0]
-            for f in (data, rmodel, tmodel):
-                if not a.work and os.path.exists(f):
-                    os.remove(f)
+            row, ok = fit_and_score(binary, work, s, a.k, data, teacher, z["X"], z["Y"], a, a.threads)
+            failed = failed or not ok
+            if not a.work:
+                for f in (data,):
+                    if os.path.exists(f):
+                        os.remove(f)
         except RelurecError as e:
             failed = True
             print(f"seed {s}: {e}", file=sys.stderr)
