@@ -25,6 +25,11 @@ within the tolerances (1e-9 for parameters and 1e-12 for outputs in float64;
     /usr/bin/python3 bench/torch_front_door.py                 # 10 seeds, 20-5-8 and 30-10-1, n = 2e5
     /usr/bin/python3 bench/torch_front_door.py --float32 --seeds 3
     /usr/bin/python3 bench/torch_front_door.py --both --seeds 5      # float64 vs float32 time, same run
+    /usr/bin/python3 bench/torch_front_door.py --both --threads 1   # ... single-threaded, with CPU times
+
+With --both, the fit's wall time (from relurec's JSON) and the whole process's
+CPU time (user + system, from getrusage) are compared per seed; on a machine
+shared with other work the CPU time is the steadier of the two.
 
 Needs python3-torch and python3-numpy (Debian), and builds ./relurec with go.
 """
@@ -32,6 +37,7 @@ Needs python3-torch and python3-numpy (Debian), and builds ./relurec with go.
 import argparse
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -86,6 +92,16 @@ def param_error(teacher, student):
     return float(max(errs))
 
 
+# ENV is relurec's environment: GOMAXPROCS set by --threads.
+ENV = dict(os.environ)
+
+
+def child_cpu():
+    """CPU seconds (user + system) used so far by finished child processes."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def sequential(d, k, m):
     return nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)).double()
 
@@ -101,9 +117,9 @@ def run(exe, tmp, d, k, m, n, seed, f32):
     data = os.path.join(tmp, "q.npz")
     model = os.path.join(tmp, "m.safetensors")
     np.savez(data, X=x.astype(dt), Y=y.astype(dt))
-    t0 = time.perf_counter()
-    p = subprocess.run([exe, "learn", "--data", data, "--out", model, "--json"], capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), child_cpu()
+    p = subprocess.run([exe, "learn", "--data", data, "--out", model, "--json"], capture_output=True, text=True, env=ENV)
+    wall, cpu = time.perf_counter() - t0, child_cpu() - c0
     if p.returncode != 0:
         return {"seed": seed, "error": p.stderr.strip()}
     res = json.loads(p.stdout)
@@ -129,6 +145,7 @@ def run(exe, tmp, d, k, m, n, seed, f32):
         "out_err": out_err,
         "fit_s": res["timings"]["fit"],
         "wall_s": wall,
+        "cpu_s": cpu,
     }
 
 
@@ -141,8 +158,8 @@ def compare_dtypes(args, archs):
     with tempfile.TemporaryDirectory() as tmp:
         for d, k, m in archs:
             print("# nn.Sequential(Linear(%d, %d), ReLU(), Linear(%d, %d)), n = %d: float64 vs float32" % (d, k, k, m, args.n))
-            print("%4s %10s %10s %10s %10s %8s %8s %7s" % ("seed", "err64", "err32", "resid64", "resid32", "fit64_s", "fit32_s", "ratio"))
-            ratios = []
+            print("%4s %10s %10s %10s %10s %8s %8s %7s %8s %8s %7s" % ("seed", "err64", "err32", "resid64", "resid32", "fit64_s", "fit32_s", "ratio", "cpu64_s", "cpu32_s", "ratio"))
+            ratios, cpus = [], []
             for seed in range(args.seeds):
                 a = run(args.relurec, tmp, d, k, m, args.n, seed, False)
                 b = run(args.relurec, tmp, d, k, m, args.n, seed, True)
@@ -151,12 +168,16 @@ def compare_dtypes(args, archs):
                     print("%4d FAILED: %s" % (seed, a.get("error") or b.get("error")))
                     continue
                 ratios.append(b["fit_s"] / a["fit_s"])
+                cpus.append(b["cpu_s"] / a["cpu_s"])
                 ok = ok and a["param_err"] <= 1e-9 and b["param_err"] <= 1e-6 and a["hidden"] == k and b["hidden"] == k
-                print("%4d %10.1e %10.1e %10.1e %10.1e %8.2f %8.2f %7.2f" % (
-                    seed, a["param_err"], b["param_err"], a["residual"], b["residual"], a["fit_s"], b["fit_s"], ratios[-1]))
+                print("%4d %10.1e %10.1e %10.1e %10.1e %8.2f %8.2f %7.2f %8.2f %8.2f %7.2f" % (
+                    seed, a["param_err"], b["param_err"], a["residual"], b["residual"], a["fit_s"], b["fit_s"], ratios[-1],
+                    a["cpu_s"], b["cpu_s"], cpus[-1]))
             ratios.sort()
+            cpus.sort()
             if ratios:
-                print("# float32/float64 fit time: median %.2f (range %.2f-%.2f)\n" % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
+                print("# float32/float64: fit wall time median %.2f (range %.2f-%.2f); whole-process CPU time median %.2f (range %.2f-%.2f)\n" % (
+                    ratios[len(ratios) // 2], ratios[0], ratios[-1], cpus[len(cpus) // 2], cpus[0], cpus[-1]))
     return 0 if ok else 1
 
 
@@ -169,7 +190,10 @@ def main():
     ap.add_argument("--arch", action="append", help="d,k,m (default 20,5,8 and 30,10,1)")
     ap.add_argument("--relurec", default="./relurec", help="the relurec binary (built with go build when missing)")
     ap.add_argument("--json-out", help="also write the rows as JSON here")
+    ap.add_argument("--threads", type=int, help="GOMAXPROCS for relurec (default: all cores); 1 with CPU times is the fair measure on a busy machine")
     args = ap.parse_args()
+    if args.threads:
+        ENV["GOMAXPROCS"] = str(args.threads)
     archs = [tuple(int(v) for v in a.split(",")) for a in (args.arch or ["20,5,8", "30,10,1"])]
     if args.both:
         sys.exit(compare_dtypes(args, archs))
