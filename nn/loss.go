@@ -101,14 +101,25 @@ func (m *MLP) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
 	if err := m.Validate(); err != nil {
 		return Metrics{}, fmt.Errorf("%w: %w", err, ErrInput)
 	}
+	last := len(m.Layers) - 1
+	return evaluateChunks(x, labels, m.In(), m.Out(), func(xs, z *mat.Dense) {
+		m.forwardRows(xs, z, last)
+	})
+}
+
+// evaluateChunks is Evaluate for a network of in inputs and out outputs
+// whose forward pass fwd writes the logits of the rows xs into z: it checks
+// x and the labels, scores fixed chunks of evalChunk rows on all cores and
+// sums them in order.
+func evaluateChunks(x *mat.Dense, labels []int, in, out int, fwd func(xs, z *mat.Dense)) (Metrics, error) {
 	if x == nil || x.IsEmpty() {
-		return Metrics{}, fmt.Errorf("nn: Evaluate: the inputs x are nil or empty; expected n×%d (the network's input width): %w", m.In(), ErrInput)
+		return Metrics{}, fmt.Errorf("nn: Evaluate: the inputs x are nil or empty; expected n×%d (the network's input width): %w", in, ErrInput)
 	}
 	n, d := x.Dims()
-	if d != m.In() {
-		return Metrics{}, fmt.Errorf("nn: inputs have %d columns but the network takes %d: %w", d, m.In(), ErrInput)
+	if d != in {
+		return Metrics{}, fmt.Errorf("nn: inputs have %d columns but the network takes %d: %w", d, in, ErrInput)
 	}
-	if err := CheckLabels(labels, n, m.Out()); err != nil {
+	if err := CheckLabels(labels, n, out); err != nil {
 		return Metrics{}, err
 	}
 	chunks := (n + evalChunk - 1) / evalChunk
@@ -116,8 +127,8 @@ func (m *MLP) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
 	correct := make([]int, chunks)
 	parallel.For(chunks, func(_, c int) {
 		r0, r1 := c*evalChunk, min((c+1)*evalChunk, n)
-		z := mat.NewDense(r1-r0, m.Out(), nil)
-		m.forwardRows(x.Slice(r0, r1, 0, d).(*mat.Dense), z, len(m.Layers)-1)
+		z := mat.NewDense(r1-r0, out, nil)
+		fwd(x.Slice(r0, r1, 0, d).(*mat.Dense), z)
 		losses[c] = SoftmaxCrossEntropy(z, labels[r0:r1], nil) * float64(r1-r0)
 		correct[c] = countCorrect(z, labels[r0:r1])
 	})
@@ -134,8 +145,11 @@ func (m *MLP) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
 
 // Predict returns the index of the largest logit of each row of m.Forward(x)
 // (the first one on ties), like torch.argmax(model(x), dim=1).
-func (m *MLP) Predict(x *mat.Dense) []int {
-	z := m.Forward(x)
+func (m *MLP) Predict(x *mat.Dense) []int { return argmaxRows(m.Forward(x)) }
+
+// argmaxRows returns the index of the largest entry of each row of z (the
+// first one on ties).
+func argmaxRows(z *mat.Dense) []int {
 	n, _ := z.Dims()
 	out := make([]int, n)
 	for i := range out {

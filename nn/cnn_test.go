@@ -1,0 +1,246 @@
+package nn
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/errs"
+)
+
+// randCNN is a small CNN exercising every module, strides, paddings, a
+// factored conv (3×3 to 2 channels, then 1×1) and a factored Linear:
+// 2×9×7 → Conv(2,3,3×3,pad 1) → ReLU → MaxPool(2×2) → Conv(3,2,3×2,stride
+// 2×1,pad 1×0, no bias) → Conv(2,4,1×1) → ReLU → MaxPool(3×2, stride 1,
+// pad 1×1) → Flatten → Linear → Linear → ReLU → Linear(…, 5).
+func randCNN(rng *rand.Rand) *CNN {
+	conv := func(out, in, kh, kw int, bias bool) *Conv2d {
+		c := &Conv2d{Weight: randDense(rng, out, in*kh*kw), Kernel: [2]int{kh, kw}}
+		if bias {
+			c.Bias = randVec(rng, out)
+		}
+		return c
+	}
+	c1 := conv(3, 2, 3, 3, true)
+	c1.Padding = [2]int{1, 1}
+	c2 := conv(2, 3, 3, 2, false)
+	c2.Stride, c2.Padding = [2]int{2, 1}, [2]int{1, 0}
+	c3 := conv(4, 2, 1, 1, true)
+	net := &CNN{Input: FeatureShape{C: 2, H: 9, W: 7}, Layers: []CNNLayer{
+		c1, &ReLULayer{}, &MaxPool2d{Kernel: [2]int{2, 2}},
+		c2, c3, &ReLULayer{}, &MaxPool2d{Kernel: [2]int{3, 2}, Stride: [2]int{1, 1}, Padding: [2]int{1, 1}},
+		&Flatten{},
+	}}
+	s, err := net.Shapes()
+	if err != nil {
+		panic(err)
+	}
+	flat := s[len(s)-1].Size()
+	net.Layers = append(net.Layers,
+		&Linear{Weight: randDense(rng, 3, flat)},
+		&Linear{Weight: randDense(rng, 6, 3), Bias: randVec(rng, 6)}, &ReLULayer{},
+		&Linear{Weight: randDense(rng, 5, 6), Bias: randVec(rng, 5)})
+	return net
+}
+
+// naiveCNNForward computes the CNN on one sample with direct loops over the
+// PyTorch definitions (no im2col): conv as a sum over channels and kernel
+// positions with zero padding, max pooling over in-image positions.
+func naiveCNNForward(net *CNN, x []float64) []float64 {
+	sh := net.Input
+	h := append([]float64(nil), x...)
+	for _, l := range net.Layers {
+		switch l := l.(type) {
+		case *Conv2d:
+			out, _ := l.OutShape(sh)
+			s := l.strides()
+			kh, kw := l.Kernel[0], l.Kernel[1]
+			y := make([]float64, out.Size())
+			for o := 0; o < out.C; o++ {
+				for r := 0; r < out.H; r++ {
+					for q := 0; q < out.W; q++ {
+						v := 0.0
+						if l.Bias != nil {
+							v = l.Bias[o]
+						}
+						for c := 0; c < sh.C; c++ {
+							for i := 0; i < kh; i++ {
+								for j := 0; j < kw; j++ {
+									iy, ix := r*s[0]-l.Padding[0]+i, q*s[1]-l.Padding[1]+j
+									if iy >= 0 && iy < sh.H && ix >= 0 && ix < sh.W {
+										v += l.Weight.At(o, (c*kh+i)*kw+j) * h[(c*sh.H+iy)*sh.W+ix]
+									}
+								}
+							}
+						}
+						y[(o*out.H+r)*out.W+q] = v
+					}
+				}
+			}
+			h, sh = y, out
+		case *ReLULayer:
+			for i, v := range h {
+				h[i] = math.Max(v, 0)
+			}
+		case *MaxPool2d:
+			out, _ := l.OutShape(sh)
+			s := l.strides()
+			y := make([]float64, out.Size())
+			for c := 0; c < out.C; c++ {
+				for r := 0; r < out.H; r++ {
+					for q := 0; q < out.W; q++ {
+						m := math.Inf(-1)
+						for i := 0; i < l.Kernel[0]; i++ {
+							for j := 0; j < l.Kernel[1]; j++ {
+								iy, ix := r*s[0]-l.Padding[0]+i, q*s[1]-l.Padding[1]+j
+								if iy >= 0 && iy < sh.H && ix >= 0 && ix < sh.W {
+									m = math.Max(m, h[(c*sh.H+iy)*sh.W+ix])
+								}
+							}
+						}
+						y[(c*out.H+r)*out.W+q] = m
+					}
+				}
+			}
+			h, sh = y, out
+		case *Flatten:
+			sh, _ = l.OutShape(sh)
+		case *Linear:
+			r, k := l.Weight.Dims()
+			y := make([]float64, r)
+			for o := range y {
+				for j := 0; j < k; j++ {
+					y[o] += l.Weight.At(o, j) * h[j]
+				}
+				if l.Bias != nil {
+					y[o] += l.Bias[o]
+				}
+			}
+			h, sh = y, FeatureShape{C: r, H: 1, W: 1, Flat: true}
+		}
+	}
+	return h
+}
+
+// Forward (im2col + one GEMM per conv, in chunks) equals the direct
+// definition of every module, and Hidden's last layer equals Forward.
+func TestCNNForwardMatchesNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	net := randCNN(rng)
+	if err := net.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := 2*cnnChunk + 3 // several chunks, the last one partial
+	x := randDense(rng, n, net.In())
+	y := net.Forward(x)
+	if r, c := y.Dims(); r != n || c != 5 || net.Out() != 5 {
+		t.Fatalf("Forward gave %d×%d, Out %d; want %d×5", r, c, net.Out(), n)
+	}
+	worst := 0.0
+	for i := 0; i < n; i++ {
+		want := naiveCNNForward(net, x.RawRowView(i))
+		for j, v := range want {
+			worst = math.Max(worst, math.Abs(y.At(i, j)-v)/(1+math.Abs(v)))
+		}
+	}
+	if worst > 1e-12 {
+		t.Fatalf("Forward differs from the direct loops by %.3g", worst)
+	}
+	if d := maxAbsDiff(net.Hidden(x, len(net.Layers)-1), y); d != 0 {
+		t.Fatalf("Hidden(last) differs from Forward by %g", d)
+	}
+	// A conv's output before its bias is Unfold(input)·Weightᵀ.
+	shapes, _ := net.Shapes()
+	c2 := net.Layers[3].(*Conv2d)
+	p, err := c2.Unfold(net.Hidden(x, 2), shapes[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z mat.Dense
+	z.Mul(p, c2.Weight.T())
+	out := net.Hidden(x, 3)
+	hw := shapes[4].H * shapes[4].W
+	for s := 0; s < n; s++ {
+		for q := 0; q < hw; q++ {
+			for o := 0; o < shapes[4].C; o++ {
+				if d := math.Abs(z.At(s*hw+q, o) - out.At(s, o*hw+q)); d > 1e-12 {
+					t.Fatalf("Unfold·Wᵀ differs from the layer's output by %g at sample %d position %d channel %d", d, s, q, o)
+				}
+			}
+		}
+	}
+	if got := net.Ranks(); len(got) != 4 || got[0] != 0 || got[1] != 2 || got[2] != 3 || got[3] != 0 {
+		t.Fatalf("Ranks %v, want [0 2 3 0]", got)
+	}
+	wantMA := 3*18*9*7 + 2*18*shapes[4].H*shapes[4].W + 4*2*shapes[5].H*shapes[5].W + 3*shapes[8].Size() + 6*3 + 5*6
+	if ma := net.MultiplyAdds(); ma != wantMA {
+		t.Fatalf("MultiplyAdds %d, want %d", ma, wantMA)
+	}
+}
+
+// Evaluate scores the logits of Forward.
+func TestCNNEvaluate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	net := randCNN(rng)
+	x := randDense(rng, 50, net.In())
+	labels := make([]int, 50)
+	for i := range labels {
+		labels[i] = i % 5
+	}
+	m, err := net.Evaluate(x, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := net.Predict(x)
+	correct := 0
+	for i, p := range pred {
+		if p == labels[i] {
+			correct++
+		}
+	}
+	if m.Correct != correct || m.Samples != 50 {
+		t.Fatalf("Evaluate %+v, Predict gives %d correct", m, correct)
+	}
+	if loss := SoftmaxCrossEntropy(net.Forward(x), labels, nil); math.Abs(loss-m.Loss) > 1e-12 {
+		t.Fatalf("loss %g, want %g", m.Loss, loss)
+	}
+	if _, err := net.Evaluate(randDense(rng, 3, 5), labels[:3]); !errors.Is(err, errs.ErrInput) {
+		t.Fatalf("wrong input width: %v", err)
+	}
+}
+
+// Shapes that do not chain are refused, naming the layer and what is wrong.
+func TestCNNValidateErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	in := FeatureShape{C: 2, H: 6, W: 6}
+	for name, tc := range map[string]struct {
+		net  *CNN
+		want string
+	}{
+		"no layers":        {&CNN{Input: in}, "no layers"},
+		"zero input":       {&CNN{Input: FeatureShape{C: 1}, Layers: []CNNLayer{&ReLULayer{}}}, "input shape"},
+		"wrong channels":   {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 27), Kernel: [2]int{3, 3}}}}, "layer 0 (Conv2d): takes 3 input channels"},
+		"kernel mismatch":  {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 10), Kernel: [2]int{3, 3}}}}, "not a multiple of the kernel"},
+		"kernel too large": {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 2*49), Kernel: [2]int{7, 7}}}}, "larger than the padded"},
+		"no kernel":        {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 2)}}}, "kernel 0×0"},
+		"bias length":      {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 2), Kernel: [2]int{1, 1}, Bias: []float64{1}}}}, "bias of length 1"},
+		"linear on maps":   {&CNN{Input: in, Layers: []CNNLayer{&Linear{Weight: randDense(rng, 3, 72)}}}, "add a Flatten"},
+		"linear width":     {&CNN{Input: in, Layers: []CNNLayer{&Flatten{}, &Linear{Weight: randDense(rng, 3, 70)}}}, "layer 1 (Linear): takes 70 inputs"},
+		"conv after flat":  {&CNN{Input: in, Layers: []CNNLayer{&Flatten{}, &Conv2d{Weight: randDense(rng, 4, 72), Kernel: [2]int{1, 1}}}}, "after Flatten"},
+		"pool padding":     {&CNN{Input: in, Layers: []CNNLayer{&MaxPool2d{Kernel: [2]int{2, 2}, Padding: [2]int{2, 0}}}}, "half the kernel"},
+		"nil layer":        {&CNN{Input: in, Layers: []CNNLayer{nil}}, "layer 0 is nil"},
+		"NaN":              {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: mat.NewDense(1, 2, []float64{1, math.NaN()}), Kernel: [2]int{1, 1}}}}, "weight[0,1] is NaN"},
+	} {
+		err := tc.net.Validate()
+		if err == nil || !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an ErrInput error containing %q", name, err, tc.want)
+		}
+	}
+	if _, err := Unfold(randDense(rng, 2, 71), in, [2]int{3, 3}, [2]int{}, [2]int{}); !errors.Is(err, errs.ErrInput) {
+		t.Errorf("Unfold of 71 values as %v: %v", in, err)
+	}
+}
