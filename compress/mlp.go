@@ -265,13 +265,16 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 			if err != nil {
 				return nil, err
 			}
-			var curves [][]float64
-			if o.Allocation != AllocSVDLLM2 {
-				if curves, res.Profiles, err = measureCurves(ctx, net, ws, xs, costs, fits); err != nil {
-					return nil, err
-				}
+			if o.Allocation == AllocSVDLLM2 {
+				ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation)
+			} else {
+				// Sequential data-driven compression refits the later
+				// layers on the compressed stream; the measurement does too.
+				p := newProbe(net, ws, xs, ys, costs, fits, o.Sequential && o.Method == MethodData)
+				ranks, err = measuredAllocation(ctx, p, budget, o.Allocation)
+				res.Profiles = p.profiles()
 			}
-			if ranks, _, err = allocateMeasured(costs, curves, fits, budget, o.Allocation); err != nil {
+			if err != nil {
 				return nil, err
 			}
 			if o.Method != MethodConvex && o.Method != MethodReLU { // their fits depend on the rank

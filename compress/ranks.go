@@ -24,22 +24,28 @@ const (
 	// ρ rule, Alg 2 rank selection); tiny layers get rank 1.
 	AllocUniform Allocation = "uniform"
 	// AllocSensitivity minimises the end-to-end error under the budget. It
-	// measures, for each layer alone and a geometric grid of ranks, the
-	// squared relative error ‖f̂(X) − f(X)‖²_F/‖f(X)‖²_F of the network's
-	// output on the calibration rows when only that layer is compressed
-	// (with Options.Method, on the original inputs), interpolates it
-	// linearly to every rank, and spends the budget greedily on the step —
-	// to any larger rank or to the dense layer — that removes the most of
-	// that error per parameter (the convex-hull greedy of budgeted rank
-	// selection, spec §5 [28], with a measured rather than a spectral
-	// objective). It assumes the layers' errors add, which holds to first
-	// order for small perturbations. Cost: one fit per layer on the
-	// original activations (reused when a layer is fit on them again) and
-	// about 15 forward passes of the rest of the network per layer.
+	// measures, for each layer alone and a geometric grid of ranks (1, 2, 3,
+	// 4, 6, 8, 12, …), the squared relative error ‖f̂(X) − f(X)‖²_F/‖f(X)‖²_F
+	// of the network's output on the first 4096 calibration rows when only
+	// that layer is compressed (with Options.Method, fitted on the original
+	// inputs; with Sequential and MethodData the later layers are refit by
+	// least squares on the compressed stream, as Alg 3 does), interpolates
+	// it to every rank (geometrically), and spends the budget greedily on
+	// the step — to any larger rank or to the dense layer — that removes the
+	// most of that error per parameter (the convex-hull greedy of budgeted
+	// rank selection, spec §5 [28], with a measured rather than a spectral
+	// objective). It then measures each layer at the rank it got and the
+	// next, and allocates again, until those are measured (≤ 8 rounds), so
+	// that no decision rests on an interpolated value. It assumes the
+	// layers' errors add, which holds to first order for small
+	// perturbations. Cost: one fit per layer on the original activations
+	// (reused where a layer is fit on them again) and ~40–60 passes of the
+	// rest of the network (with refits) over 4096 rows.
 	AllocSensitivity Allocation = "sensitivity"
 	// AllocASVD is a baseline: ASVD's sensitivity-based truncation rank
 	// search (Yuan et al. 2023, §3.3) on the same measured errors as
-	// AllocSensitivity: every layer takes the smallest rank whose error
+	// AllocSensitivity (same grid, refits and refinement rounds): every
+	// layer takes the smallest rank whose error
 	// (that layer alone compressed) is at most a common threshold, and the
 	// threshold is the smallest that fits the budget (binary search over
 	// the sorted errors). ASVD measures perplexity at parameter ratios
