@@ -1,11 +1,9 @@
 package nn
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 
@@ -79,11 +77,7 @@ func WriteModel(w io.Writer, m *MLP, meta map[string]string, dtype string) error
 	tensors := make(map[string]Tensor, 2*len(m.Layers))
 	for i, l := range m.Layers {
 		r, c := l.Weight.Dims()
-		data := make([]float64, 0, r*c)
-		for a := 0; a < r; a++ {
-			data = append(data, l.Weight.RawRowView(a)...)
-		}
-		tensors[fmt.Sprintf("%d.weight", idx[i])] = Tensor{Shape: []int{r, c}, F64: data}
+		tensors[fmt.Sprintf("%d.weight", idx[i])] = Tensor{Shape: []int{r, c}, F64: denseData(l.Weight)}
 		if l.Bias != nil {
 			tensors[fmt.Sprintf("%d.bias", idx[i])] = Tensor{Shape: []int{r}, F64: append([]float64(nil), l.Bias...)}
 		}
@@ -110,16 +104,10 @@ func WriteModel(w io.Writer, m *MLP, meta map[string]string, dtype string) error
 // carry a common prefix ("net.0.weight"). Shapes must chain and all values
 // must be finite. Errors wrap ErrModelFile.
 func LoadModel(path string) (*MLP, map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("nn: %w", err)
-	}
-	defer f.Close()
-	m, meta, err := ReadModel(bufio.NewReaderSize(f, 1<<16))
-	if err != nil {
-		return nil, nil, fmt.Errorf("nn: %s: %w", path, err)
-	}
-	return m, meta, nil
+	var m *MLP
+	var meta map[string]string
+	err := readFile(path, func(r io.Reader) (err error) { m, meta, err = ReadModel(r); return err })
+	return m, meta, err
 }
 
 // ReadModel reads a network in safetensors format from r; see LoadModel.
@@ -127,6 +115,9 @@ func ReadModel(r io.Reader) (*MLP, map[string]string, error) {
 	tensors, meta, err := ReadSafetensors(r)
 	if err != nil {
 		return nil, nil, err
+	}
+	if isCNNFile(tensors, meta) {
+		return nil, nil, fmt.Errorf("safetensors: 4-D weights or %s metadata: %w", MetaCNN, ErrNotMLP)
 	}
 	m, err := modelFromTensors(tensors, meta)
 	if err != nil {

@@ -1,10 +1,9 @@
 package nn
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/boundedio"
@@ -22,13 +21,25 @@ var ErrONNX = errs.New("invalid or unsupported ONNX model; expected an nn.Sequen
 
 // onnxError wraps ErrONNX (so errs.ErrInput) and also reports itself as
 // ErrModelFile.
-type onnxError struct{ msg string }
+// A non-nil also (ErrNotMLP) is matched too and replaces ErrONNX's
+// message.
+type onnxError struct {
+	msg  string
+	also error
+}
 
 func (e *onnxError) Unwrap() error { return ErrONNX }
 
-func (e *onnxError) Error() string { return "onnx: " + e.msg + ": " + ErrONNX.Error() }
+func (e *onnxError) Error() string {
+	if e.also != nil {
+		return "onnx: " + e.msg + ": " + e.also.Error()
+	}
+	return "onnx: " + e.msg + ": " + ErrONNX.Error()
+}
 
-func (e *onnxError) Is(target error) bool { return target == ErrModelFile }
+func (e *onnxError) Is(target error) bool {
+	return target == ErrModelFile || e.also != nil && errors.Is(e.also, target)
+}
 
 func onnxErrf(format string, args ...any) error {
 	return &onnxError{msg: fmt.Sprintf(format, args...)}
@@ -69,6 +80,9 @@ const (
 	tensorDataLocation = 14
 
 	valueInfoName = 1
+
+	attrS    = 4
+	attrInts = 8
 )
 
 // ONNX TensorProto data types we decode.
@@ -90,6 +104,8 @@ type onnxTensor struct {
 type onnxAttr struct {
 	f    float64
 	i    int64
+	s    string
+	ints []int64
 	t    *onnxTensor
 	hasF bool
 	hasI bool
@@ -108,20 +124,28 @@ type onnxNode struct {
 // Add) and Relu nodes from the graph input to its output. Errors wrap ErrONNX
 // and ErrModelFile.
 func LoadONNX(path string) (*MLP, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
-	}
-	defer f.Close()
-	m, err := ReadONNX(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("nn: %s: %w", path, err)
-	}
-	return m, nil
+	var m *MLP
+	err := readFile(path, func(r io.Reader) (err error) { m, err = ReadONNX(r); return err })
+	return m, err
 }
 
-// ReadONNX reads an ONNX model from r; see LoadONNX.
+// ReadONNX reads an ONNX model from r; see LoadONNX. A convolutional
+// network is refused with an error wrapping ErrNotMLP (ReadONNXNetwork and
+// ReadCNNONNX read it).
 func ReadONNX(r io.Reader) (*MLP, error) {
+	g, err := readONNXGraph(r)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := g.convNode(); ok {
+		return nil, &onnxError{msg: fmt.Sprintf("node %q is a %s", n.name, n.op), also: ErrNotMLP}
+	}
+	return mlpFromGraph(g)
+}
+
+// readONNXGraph reads a ModelProto from r and returns its graph, the
+// Constant nodes added to the weights.
+func readONNXGraph(r io.Reader) (*onnxGraph, error) {
 	b, over, err := boundedio.ReadAll(r, maxONNXBytes)
 	if err != nil {
 		return nil, err
@@ -145,5 +169,10 @@ func ReadONNX(r io.Reader) (*MLP, error) {
 	if graph == nil {
 		return nil, onnxErrf("the model has no graph")
 	}
-	return parseGraph(graph)
+	g, err := readGraph(graph)
+	if err != nil {
+		return nil, err
+	}
+	g.addConstants()
+	return g, nil
 }

@@ -2,28 +2,27 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"gonum.org/v1/gonum/mat"
 )
 
-// onnxGraph is what parseGraph reads from a GraphProto: the weights
-// (initializers and Constant nodes), the nodes in file order, and the names
-// of the graph's inputs and outputs.
+// onnxGraph is what readGraph reads from a GraphProto: the weights
+// (initializers and Constant nodes), the nodes in file order, the names of
+// the graph's inputs and outputs, and the inputs' shapes.
 type onnxGraph struct {
 	inits           map[string]*onnxTensor
 	nodes           []onnxNode
 	inputs, outputs []string
+	// inputDims is the declared shape of each input; -1 marks a symbolic
+	// or unknown dimension, nil an input without a declared shape.
+	inputDims map[string][]int
 }
 
-// parseGraph reads a GraphProto and assembles the MLP its chain of nodes
-// computes from its one data input to its one output.
-func parseGraph(b []byte) (*MLP, error) {
-	g, err := readGraph(b)
-	if err != nil {
-		return nil, err
-	}
-	g.addConstants()
+// mlpFromGraph assembles the MLP the chain of nodes of g computes from its
+// one data input to its one output.
+func mlpFromGraph(g *onnxGraph) (*MLP, error) {
 	in, err := g.dataInput()
 	if err != nil {
 		return nil, err
@@ -56,7 +55,7 @@ func readGraph(b []byte) (*onnxGraph, error) {
 	if err != nil {
 		return nil, onnxErrf("graph: %v", err)
 	}
-	g := &onnxGraph{inits: map[string]*onnxTensor{}}
+	g := &onnxGraph{inits: map[string]*onnxTensor{}, inputDims: map[string][]int{}}
 	for _, f := range fields {
 		switch f.num {
 		case graphInitializer:
@@ -72,12 +71,13 @@ func readGraph(b []byte) (*onnxGraph, error) {
 			}
 			g.nodes = append(g.nodes, n)
 		case graphInput, graphOutput:
-			name, err := valueInfoNameOf(f)
+			name, dims, err := valueInfoOf(f)
 			if err != nil {
 				return nil, err
 			}
 			if f.num == graphInput {
 				g.inputs = append(g.inputs, name)
+				g.inputDims[name] = dims
 			} else {
 				g.outputs = append(g.outputs, name)
 			}
@@ -86,25 +86,82 @@ func readGraph(b []byte) (*onnxGraph, error) {
 	return g, nil
 }
 
-// valueInfoNameOf returns the name of a graph input or output (a
-// ValueInfoProto).
-func valueInfoNameOf(f pbField) (string, error) {
+// valueInfoOf returns the name and the declared shape of a graph input or
+// output (a ValueInfoProto): one entry per dimension, -1 where it is
+// symbolic ("N") or unknown; nil when no tensor shape is declared.
+func valueInfoOf(f pbField) (string, []int, error) {
 	if f.wire != wireBytes {
-		return "", onnxErrf("graph input/output is not a message")
+		return "", nil, onnxErrf("graph input/output is not a message")
 	}
 	vf, err := pbFields(f.b)
 	if err != nil {
-		return "", onnxErrf("graph input/output: %v", err)
+		return "", nil, onnxErrf("graph input/output: %v", err)
 	}
 	name := ""
+	var dims []int
 	for _, v := range vf {
-		if v.num == valueInfoName {
+		switch v.num {
+		case valueInfoName:
 			if name, err = v.str(); err != nil {
-				return "", onnxErrf("graph input/output name: %v", err)
+				return "", nil, onnxErrf("graph input/output name: %v", err)
+			}
+		case valueInfoType:
+			// TypeProto.tensor_type.shape.dim[].dim_value
+			shape := pbSub(pbSub(v.b, typeTensorType), tensorShape)
+			for _, d := range pbAll(shape, shapeDim) {
+				val := -1
+				for _, x := range pbAll(d.b, dimValue) {
+					if n, ok := x.int(); ok && n > 0 && n <= math.MaxInt32 {
+						val = int(n)
+					}
+				}
+				dims = append(dims, val)
 			}
 		}
 	}
-	return name, nil
+	return name, dims, nil
+}
+
+// pbSub returns the bytes of the last message field num in msg (nil if
+// there is none or msg does not parse): a lenient walk for optional
+// metadata such as shapes, where a malformed part only loses the shape.
+func pbSub(msg []byte, num int) []byte {
+	var out []byte
+	for _, f := range pbAll(msg, num) {
+		if f.wire == wireBytes {
+			out = f.b
+		}
+	}
+	return out
+}
+
+// pbAll returns the fields numbered num of msg (none if it does not parse).
+func pbAll(msg []byte, num int) []pbField {
+	fields, err := pbFields(msg)
+	if err != nil {
+		return nil
+	}
+	var out []pbField
+	for _, f := range fields {
+		if f.num == num {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// int returns a varint field's value.
+func (f pbField) int() (int64, bool) { return int64(f.v), f.wire == wireVarint }
+
+// convNode returns the first node only a convolutional network has (Conv
+// or MaxPool).
+func (g *onnxGraph) convNode() (onnxNode, bool) {
+	for _, n := range g.nodes {
+		if n.op == "Conv" || n.op == "MaxPool" {
+			return n, true
+		}
+	}
+	return onnxNode{}, false
 }
 
 // addConstants adds the Constant nodes, which are initializers written as
@@ -177,15 +234,8 @@ func (c *chainBuilder) step(n onnxNode) error {
 	if n.op == "Constant" {
 		return nil
 	}
-	if len(n.outs) == 0 {
-		return onnxErrf("node %q (%s) has no output", n.name, n.op)
-	}
-	consumes := false
-	for _, in := range n.inputs {
-		consumes = consumes || in == c.cur
-	}
-	if !consumes {
-		return onnxErrf("node %q (%s) does not take the running value %q: the graph is not a simple chain", n.name, n.op, c.cur)
+	if err := checkChained(n, c.cur); err != nil {
+		return err
 	}
 	var err error
 	switch n.op {
@@ -212,6 +262,20 @@ func (c *chainBuilder) step(n onnxNode) error {
 	}
 	c.cur = n.outs[0]
 	return nil
+}
+
+// checkChained checks that node n has an output and takes the running
+// value cur, as every node of a sequential model does.
+func checkChained(n onnxNode, cur string) error {
+	if len(n.outs) == 0 {
+		return onnxErrf("node %q (%s) has no output", n.name, n.op)
+	}
+	for _, in := range n.inputs {
+		if in == cur {
+			return nil
+		}
+	}
+	return onnxErrf("node %q (%s) does not take the running value %q: the graph is not a simple chain", n.name, n.op, cur)
 }
 
 // gemm starts a layer from Y = alpha·A·op(B) + beta·C with A the data.

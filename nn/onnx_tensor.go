@@ -46,7 +46,7 @@ func parseNode(b []byte) (onnxNode, error) {
 }
 
 // parseAttribute decodes an AttributeProto of node nodeName: its name and
-// the float, integer or tensor value an MLP's nodes use.
+// the float, integer, string, integer list or tensor value our nodes use.
 func parseAttribute(nodeName string, b []byte) (string, onnxAttr, error) {
 	var name string
 	var a onnxAttr
@@ -70,6 +70,16 @@ func parseAttribute(nodeName string, b []byte) (string, onnxAttr, error) {
 				return name, a, onnxErrf("attribute i has wire type %d", x.wire)
 			}
 			a.i, a.hasI = int64(x.v), true
+		case attrS:
+			if a.s, err = x.str(); err != nil {
+				return name, a, onnxErrf("node %q attribute s: %v", nodeName, err)
+			}
+		case attrInts:
+			v, err := x.ints()
+			if err != nil {
+				return name, a, onnxErrf("node %q attribute ints: %v", nodeName, err)
+			}
+			a.ints = append(a.ints, v...)
 		case attrT:
 			if x.wire != wireBytes {
 				return name, a, onnxErrf("attribute t is not a message")

@@ -9,6 +9,8 @@ import (
 	"math"
 	"sort"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
 )
@@ -34,8 +36,9 @@ const (
 
 	graphName = 2
 
-	attrType    = 20
-	attrTypeInt = 2 // AttributeProto.INT
+	attrType     = 20
+	attrTypeInt  = 2 // AttributeProto.INT
+	attrTypeInts = 7 // AttributeProto.INTS
 
 	valueInfoType = 2
 
@@ -102,19 +105,32 @@ func WriteONNX(w io.Writer, m *MLP, meta map[string]string, dtype string) error 
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	var elem int
-	switch dtype {
-	case "", "F64":
-		elem = onnxDouble
-	case "F32":
-		elem = onnxFloat
-	default:
-		return errs.Inputf("nn: onnx: cannot write dtype %q; choose \"F64\" (exact) or \"F32\"", dtype)
+	elem, err := onnxElemType(dtype)
+	if err != nil {
+		return err
 	}
 	model, err := onnxModel(m, meta, elem)
 	if err != nil {
 		return err
 	}
+	return writeONNXModel(w, model)
+}
+
+// onnxElemType is the ONNX tensor type of a file dtype: DOUBLE for "" or
+// "F64", FLOAT for "F32".
+func onnxElemType(dtype string) (int, error) {
+	switch dtype {
+	case "", "F64":
+		return onnxDouble, nil
+	case "F32":
+		return onnxFloat, nil
+	}
+	return 0, errs.Inputf("nn: onnx: cannot write dtype %q; choose \"F64\" (exact) or \"F32\"", dtype)
+}
+
+// writeONNXModel writes an encoded ModelProto to w, refusing one larger
+// than a protobuf message may be.
+func writeONNXModel(w io.Writer, model *pbEnc) error {
 	if model.size > maxONNXMessage {
 		return errs.Inputf("nn: onnx: the model needs %d bytes but a protobuf message holds at most 2 GiB; save it as .safetensors", model.size)
 	}
@@ -139,11 +155,19 @@ func onnxModel(m *MLP, meta map[string]string, elem int) (*pbEnc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return onnxModelProto(g, "MLP written by relurec (nn.WriteONNX)", meta, MetaArchitecture, string(archJSON)), nil
+}
+
+// onnxModelProto encodes a ModelProto around the graph g: IR version,
+// producer, doc string, opset, and meta in metadata_props (keys sorted)
+// together with the architecture arch under archKey, which overrides a
+// caller key of that name.
+func onnxModelProto(g *pbEnc, doc string, meta map[string]string, archKey, arch string) *pbEnc {
 	all := make(map[string]string, len(meta)+1)
 	for k, v := range meta {
 		all[k] = v
 	}
-	all[MetaArchitecture] = string(archJSON)
+	all[archKey] = arch
 	keys := make([]string, 0, len(all))
 	for k := range all {
 		keys = append(keys, k)
@@ -153,7 +177,7 @@ func onnxModel(m *MLP, meta map[string]string, elem int) (*pbEnc, error) {
 	model := &pbEnc{}
 	model.varint(modelIRVersion, onnxIRVersion)
 	model.str(modelProducerName, "relurec")
-	model.str(modelDocString, "MLP written by relurec (nn.WriteONNX)")
+	model.str(modelDocString, doc)
 	model.msg(modelGraph, g)
 	opset := &pbEnc{}
 	opset.str(opsetDomain, "")
@@ -165,7 +189,7 @@ func onnxModel(m *MLP, meta map[string]string, elem int) (*pbEnc, error) {
 		e.str(entryValue, all[k])
 		model.msg(modelMetadataProps, e)
 	}
-	return model, nil
+	return model
 }
 
 // onnxGraphProto encodes the GraphProto: one chain of nodes from ONNXInput
@@ -195,11 +219,7 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 		}
 
 		r, c := l.Weight.Dims()
-		w := make([]float64, 0, r*c)
-		for a := 0; a < r; a++ {
-			w = append(w, l.Weight.RawRowView(a)...)
-		}
-		wt, err := onnxTensorProto(prefix+".weight", []int{r, c}, w, elem)
+		wt, err := onnxTensorProto(prefix+".weight", []int{r, c}, denseData(l.Weight), elem)
 		if err != nil {
 			return nil, err
 		}
@@ -214,11 +234,7 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 			in = append(in, prefix+".bias")
 		}
 		cur = next("Gemm")
-		transB := &pbEnc{}
-		transB.str(attrName, "transB")
-		transB.varint(attrI, 1)
-		transB.varint(attrType, attrTypeInt)
-		g.msg(graphNode, onnxNodeProto("/"+prefix+"/Gemm", "Gemm", in, cur, transB))
+		g.msg(graphNode, onnxNodeProto("/"+prefix+"/Gemm", "Gemm", in, cur, onnxIntAttr("transB", 1)))
 
 		switch {
 		case l.Act == Identity:
@@ -263,8 +279,8 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 	for _, t := range inits {
 		g.msg(graphInitializer, t)
 	}
-	g.msg(graphInput, onnxValueInfo(ONNXInput, elem, m.In()))
-	g.msg(graphOutput, onnxValueInfo(ONNXOutput, elem, m.Out()))
+	g.msg(graphInput, onnxValueInfo(ONNXInput, elem, []int{m.In()}))
+	g.msg(graphOutput, onnxValueInfo(ONNXOutput, elem, []int{m.Out()}))
 	return g, nil
 }
 
@@ -297,15 +313,39 @@ func onnxNodeProto(name, op string, in []string, out string, attrs ...*pbEnc) *p
 	return n
 }
 
+// onnxIntAttr encodes an AttributeProto holding one integer.
+func onnxIntAttr(name string, v int64) *pbEnc {
+	a := &pbEnc{}
+	a.str(attrName, name)
+	a.varint(attrI, uint64(v))
+	a.varint(attrType, attrTypeInt)
+	return a
+}
+
+// onnxIntsAttr encodes an AttributeProto holding a list of non-negative
+// integers (unpacked, as the ONNX Python helpers write them).
+func onnxIntsAttr(name string, vs ...int) *pbEnc {
+	a := &pbEnc{}
+	a.str(attrName, name)
+	for _, v := range vs {
+		a.varint(attrInts, uint64(v))
+	}
+	a.varint(attrType, attrTypeInts)
+	return a
+}
+
 // onnxValueInfo encodes the ValueInfoProto of a graph input or output: a
-// tensor of type elem and shape [N, width].
-func onnxValueInfo(name string, elem, width int) *pbEnc {
-	batch, cols := &pbEnc{}, &pbEnc{}
+// tensor of type elem and shape [N, dims...] with N the symbolic batch.
+func onnxValueInfo(name string, elem int, dims []int) *pbEnc {
+	batch := &pbEnc{}
 	batch.str(dimParam, onnxBatchDim)
-	cols.varint(dimValue, uint64(width))
 	shape := &pbEnc{}
 	shape.msg(shapeDim, batch)
-	shape.msg(shapeDim, cols)
+	for _, d := range dims {
+		e := &pbEnc{}
+		e.varint(dimValue, uint64(d))
+		shape.msg(shapeDim, e)
+	}
 	tt := &pbEnc{}
 	tt.varint(tensorElemType, uint64(elem))
 	tt.msg(tensorShape, shape)
@@ -315,6 +355,17 @@ func onnxValueInfo(name string, elem, width int) *pbEnc {
 	vi.str(valueInfoName, name)
 	vi.msg(valueInfoType, typ)
 	return vi
+}
+
+// denseData returns the entries of m row-major (PyTorch's layout of a
+// weight tensor), copied.
+func denseData(m *mat.Dense) []float64 {
+	r, c := m.Dims()
+	out := make([]float64, 0, r*c)
+	for a := 0; a < r; a++ {
+		out = append(out, m.RawRowView(a)...)
+	}
+	return out
 }
 
 // onnxTensorProto encodes a TensorProto with the values in raw_data

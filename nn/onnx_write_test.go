@@ -270,6 +270,31 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+def windows(x, kernel, strides, pads, fill):
+    """Yield (i, j, view): the input under kernel position (i, j) at every output position."""
+    p = pads or [0, 0, 0, 0]
+    s = strides or [1, 1]
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])), constant_values=fill)
+    oh = (xp.shape[2] - kernel[0]) // s[0] + 1
+    ow = (xp.shape[3] - kernel[1]) // s[1] + 1
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            yield i, j, xp[:, :, i:i + s[0] * (oh - 1) + 1:s[0], j:j + s[1] * (ow - 1) + 1:s[1]]
+
+def conv(x, w, b, a):
+    assert a.get("group", 1) == 1 and list(a.get("dilations", [1, 1])) == [1, 1]
+    y = 0
+    for i, j, v in windows(x, w.shape[2:], a.get("strides"), a.get("pads"), 0):
+        y = y + np.einsum("nchw,oc->nohw", v, w[:, :, i, j])
+    return y if b is None else y + b[None, :, None, None]
+
+def maxpool(x, a):
+    assert a.get("ceil_mode", 0) == 0
+    y = None
+    for _, _, v in windows(x, a["kernel_shape"], a.get("strides"), a.get("pads"), -np.inf):
+        y = v if y is None else np.maximum(y, v)
+    return y
+
 def interpret(model, x):
     env = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     env[model.graph.input[0].name] = x
@@ -282,6 +307,12 @@ def interpret(model, x):
             y = a.get("alpha", 1.0) * (A @ B)
             if len(i) > 2:
                 y = y + a.get("beta", 1.0) * i[2]
+        elif n.op_type == "Conv":
+            y = conv(i[0], i[1], i[2] if len(i) > 2 else None, a)
+        elif n.op_type == "MaxPool":
+            y = maxpool(i[0], a)
+        elif n.op_type == "Flatten":
+            y = i[0].reshape(len(i[0]), -1)
         elif n.op_type == "Relu":
             y = np.maximum(i[0], 0)
         elif n.op_type == "Pow":
@@ -306,6 +337,9 @@ for path in sys.argv[2:]:
     onnx.checker.check_model(model, full_check=True)
     elem = model.graph.input[0].type.tensor_type.elem_type
     x = np.load(x_path).astype(np.float64 if elem == onnx.TensorProto.DOUBLE else np.float32)
+    # A CNN's input is [N, C, H, W]: the rows of X are flattened images.
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+    x = x.reshape([len(x)] + dims)
     if ReferenceEvaluator is not None:
         y = ReferenceEvaluator(model).run(None, {"input": x})[0]
     else:
@@ -313,7 +347,7 @@ for path in sys.argv[2:]:
     want = np.float64 if elem == onnx.TensorProto.DOUBLE else np.float32
     if y.dtype != want:
         raise SystemExit(path + ": output dtype " + str(y.dtype))
-    np.save(path + ".y.npy", y.astype(np.float64))
+    np.save(path + ".y.npy", y.reshape(len(y), -1).astype(np.float64))
 `
 
 // onnxPython returns a Python interpreter that imports onnx: $RELUREC_PYTHON,
