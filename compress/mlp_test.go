@@ -229,26 +229,8 @@ func TestCompressMLPBadInput(t *testing.T) {
 // that data-driven compression keeps more accuracy than truncated SVD. It
 // skips when the data set is not installed (scripts/install-datasets.sh).
 func TestFashionMNISTSmall(t *testing.T) {
-	if err := dataio.FashionMNISTAvailable(""); err != nil {
-		t.Skipf("Fashion-MNIST not installed (run scripts/install-datasets.sh): %v", err)
-	}
-	// Only the 10 000 test images are read (fast): 6000 train the model,
-	// 2000 calibrate, 2000 measure.
-	te, err := dataio.LoadFashionMNIST("", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	train := te.Head(6000)
-	net, err := nn.NewMLP([]int{784, 64, 32, 10}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 10, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	test := te.Slice(8000, 10000)
+	net, calib, test := smallFashionMLP(t, []int{784, 64, 32, 10})
 	base, _ := net.Evaluate(test.X, test.Labels)
-	calib := te.Slice(6000, 8000).X
 	acc := func(method Method) float64 {
 		res, err := CompressMLP(context.Background(), net, calib, Options{Method: method, Keep: 0.15, Sequential: true})
 		if err != nil {
@@ -303,4 +285,28 @@ func TestSequentialRefitsDenseLayers(t *testing.T) {
 	} else {
 		t.Logf("calibration error of the last layer: original weights %.4g, refit %.4g", b, a)
 	}
+}
+
+// smallFashionMLP trains an MLP of the given sizes on part of Fashion-MNIST,
+// reading only the 10 000 test images (fast): 6000 train the model (10
+// epochs, seed 1), 2000 calibrate, 2000 measure. It skips when the data
+// set is not installed (scripts/install-datasets.sh).
+func smallFashionMLP(t *testing.T, sizes []int) (*nn.MLP, *mat.Dense, *dataio.Labeled) {
+	t.Helper()
+	if err := dataio.FashionMNISTAvailable(""); err != nil {
+		t.Skipf("Fashion-MNIST not installed (run scripts/install-datasets.sh): %v", err)
+	}
+	te, err := dataio.LoadFashionMNIST("", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := te.Head(6000)
+	net, err := nn.NewMLP(sizes, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 10, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return net, te.Slice(6000, 8000).X, te.Slice(8000, 10000)
 }

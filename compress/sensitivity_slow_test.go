@@ -7,9 +7,6 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/nn"
 )
 
 // TestSensitivityFashionSmall: on a small MLP trained on Fashion-MNIST, the
@@ -18,23 +15,7 @@ import (
 // compression), and it is within budget. It skips when the data set is not
 // installed.
 func TestSensitivityFashionSmall(t *testing.T) {
-	if err := dataio.FashionMNISTAvailable(""); err != nil {
-		t.Skipf("Fashion-MNIST not installed (run scripts/install-datasets.sh): %v", err)
-	}
-	te, err := dataio.LoadFashionMNIST("", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	train := te.Head(6000)
-	net, err := nn.NewMLP([]int{784, 128, 64, 10}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 10, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	test := te.Slice(8000, 10000)
-	calib := te.Slice(6000, 8000).X
+	net, calib, test := smallFashionMLP(t, []int{784, 128, 64, 10})
 	ref := net.Forward(test.X)
 	for _, keep := range []float64{0.05, 0.1, 0.2} {
 		errs := map[Allocation]float64{}

@@ -85,8 +85,10 @@ Allocation of --keep over layers (--allocation):
                removes the most of that layer's energy per parameter (default)
   uniform      every layer keeps the same fraction of its parameters
   sensitivity  measured: the network's output error on the calibration data
-               with each layer alone compressed, on a grid of ranks, then
-               greedy by error removed per parameter (end-to-end)
+               with each layer alone compressed (later layers refit with
+               --sequential), on a grid of ranks refined where the ranks
+               land, then greedy by error removed per parameter (end-to-end;
+               about 4× the time of global)
   asvd-search  baseline, ASVD's sensitivity search on the same measurements:
                every layer at the smallest rank under a common error threshold
   svd-llm-v2   baseline, SVD-LLM V2: removed fractions ∝ 1/log(truncation loss)
