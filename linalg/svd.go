@@ -103,12 +103,27 @@ func NewTallSVD(a mat.Matrix) (*TallSVD, error) {
 
 // UCols returns the first q columns of U (r×q), 1 ≤ q ≤ min(r, c), as a new
 // matrix: one pass over a, refactorizing its leaf blocks.
-func (t *TallSVD) UCols(q int) *mat.Dense {
+func (t *TallSVD) UCols(q int) *mat.Dense { return t.UColsTo(nil, q) }
+
+// UColsTo is UCols computed into buf, whatever it holds, when it has room
+// for the r×q entries (the result's backing is then buf[:r·q]); otherwise
+// it allocates as UCols does. The bits are UCols' either way. It lets a
+// caller that is done with an r×q matrix reuse its memory instead of
+// holding two.
+func (t *TallSVD) UColsTo(buf []float64, q int) *mat.Dense {
 	if t.qr == nil {
 		r, _ := t.ur.Dims()
-		return mat.DenseCopyOf(t.ur.Slice(0, r, 0, q))
+		if len(buf) < r*q {
+			return mat.DenseCopyOf(t.ur.Slice(0, r, 0, q))
+		}
+		u := mat.NewDense(r, q, buf[:r*q])
+		u.Copy(t.ur.Slice(0, r, 0, q))
+		return u
 	}
-	return mat.NewDense(t.qr.rows, q, t.qr.qCols(t.ur.RawMatrix(), q))
+	if len(buf) < t.qr.rows*q {
+		buf = nil
+	}
+	return mat.NewDense(t.qr.rows, q, t.qr.qCols(t.ur.RawMatrix(), q, buf))
 }
 
 // gonumSVD wraps mat.SVD (LAPACK Dgesvd) with an error for non-convergence.

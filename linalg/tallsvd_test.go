@@ -42,6 +42,18 @@ func TestTallSVDMatchesThinSVDBits(t *testing.T) {
 			if !mat.Equal(uq, u.Slice(0, r, 0, q)) {
 				t.Fatalf("%v: U[:, :%d] differs", sz, q)
 			}
+			// UColsTo into a buffer that holds another matrix's entries:
+			// the same bits, in the buffer's memory.
+			buf := make([]float64, r*q+3)
+			for i := range buf {
+				buf[i] = rng.NormFloat64()
+			}
+			if ut := ts.UColsTo(buf, q); !mat.Equal(ut, uq) || &ut.RawMatrix().Data[0] != &buf[0] {
+				t.Fatalf("%v: UColsTo(buf, %d) differs from UCols or does not use buf", sz, q)
+			}
+			if ut := ts.UColsTo(buf[:r*q-1], q); !mat.Equal(ut, uq) {
+				t.Fatalf("%v: UColsTo(short buf, %d) differs from UCols", sz, q)
+			}
 		}
 		if r < 2*c {
 			continue

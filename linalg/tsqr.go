@@ -172,13 +172,17 @@ func (t *tallQR) leaf(i int, buf *[]float64) (blas64.General, []float64) {
 // qCols returns the first q columns of Q·w as an r×q row-major slice,
 // where Q is the r×c thin orthonormal factor and w is c×c: for q < c, the
 // leading columns of what qInPlace returns, bit for bit (Q is applied to
-// each column on its own), without an r×c buffer. t is not modified.
-func (t *tallQR) qCols(w blas64.General, q int) []float64 {
+// each column on its own), without an r×c buffer. t is not modified. The
+// result goes into out (len ≥ r·q, overwritten) when out is not nil.
+func (t *tallQR) qCols(w blas64.General, q int, out []float64) []float64 {
 	c := t.cols
-	out := make([]float64, t.rows*q)
+	if out == nil {
+		out = make([]float64, t.rows*q)
+	}
+	out = out[:t.rows*q]
 	var mid []float64 // c rows per block: the upper levels' Q applied to w
 	if t.top != nil {
-		mid = t.top.qCols(w, c)
+		mid = t.top.qCols(w, c, nil)
 	}
 	refls := make([][]float64, runtime.GOMAXPROCS(0))
 	parallel.For(len(t.blocks), func(wk, i int) {
@@ -198,6 +202,7 @@ func (t *tallQR) qCols(w blas64.General, q int) []float64 {
 				copy(d.Data[j*q:(j+1)*q], w.Data[j*w.Stride:j*w.Stride+q])
 			}
 		}
+		clear(d.Data[c*q:]) // [w_i; 0]: out may hold another matrix's entries
 		ormqr(blas.NoTrans, refl, blk.tau, d)
 	})
 	return out

@@ -19,6 +19,8 @@ package twolayer
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"runtime/metrics"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -64,12 +66,19 @@ func homogeneous(a nn.Activation) bool {
 
 // activationsOf returns φ(X·Vᵀ) (n×k). The ReLU keeps its branch-free loop.
 func activationsOf(X, V *mat.Dense, act nn.Activation) *mat.Dense {
+	return activationsTo(nil, X, V, act)
+}
+
+// activationsTo is activationsOf computed into buf, whatever it holds, when
+// it has room for the n×k entries (see newDenseIn): same bits, no new n×k
+// matrix.
+func activationsTo(buf []float64, X, V *mat.Dense, act nn.Activation) *mat.Dense {
 	if act == "" || act == nn.ReLU {
-		return activations(X, V)
+		return activationsIn(buf, X, V)
 	}
 	n, _ := X.Dims()
 	k, _ := V.Dims()
-	F := mat.NewDense(n, k, nil)
+	F := newDenseIn(buf, n, k)
 	F.Mul(X, V.T())
 	f := act.Func()
 	data := F.RawMatrix().Data
@@ -120,7 +129,13 @@ func SolveU(X, Y, V *mat.Dense, act nn.Activation) (*mat.Dense, float64, error) 
 // the activations F = φ(X·Vᵀ) it was fitted to (for a certificate that
 // reuses them).
 func solveU(X, Y, V *mat.Dense, act nn.Activation) (U, F *mat.Dense, err error) {
-	F = activationsOf(X, V, act)
+	return solveUTo(nil, X, Y, V, act)
+}
+
+// solveUTo is solveU with F computed into buf when it has room (see
+// activationsTo).
+func solveUTo(buf []float64, X, Y, V *mat.Dense, act nn.Activation) (U, F *mat.Dense, err error) {
+	F = activationsTo(buf, X, V, act)
 	if err := checkFinite(F, act); err != nil {
 		return nil, nil, err
 	}
@@ -261,4 +276,41 @@ func quickMedian(v []float64) float64 {
 	idx := make([]int, len(v))
 	sel := smallest(v, 1, len(v)/2+1, idx)
 	return v[sel[len(sel)-1]]
+}
+
+// newDenseIn returns an r×c matrix backed by buf[:r·c] when buf has room
+// for it, keeping whatever buf holds (the caller overwrites every entry),
+// and a new zero matrix (makeLarge) otherwise.
+func newDenseIn(buf []float64, r, c int) *mat.Dense {
+	if len(buf) >= r*c {
+		return mat.NewDense(r, c, buf[:r*c])
+	}
+	return mat.NewDense(r, c, makeLarge(r*c))
+}
+
+// largeBytes is the size from which makeLarge looks at the collector's
+// goal before allocating (16 MiB: an n×k matrix of a big fit, not the
+// per-chunk scratch).
+const largeBytes = 16 << 20
+
+// makeLarge returns a new zeroed slice of size floats, first running a
+// collection when the buffer is at least largeBytes and would take the heap
+// past the collector's goal. Under a soft memory limit (the CLI sets the
+// data plus a quarter) the heap sits at that goal with short-lived garbage
+// most of the time, and a large allocation is granted before the
+// collection it triggers can free anything: the heap then overshoots the
+// limit by the buffer's whole size (n = 1e6, k = 10: 76 MiB, the peak RSS
+// of the fit; docs/files.md). Collected first, the garbage's pages are
+// reused or returned to the OS by the scavenger. The collection marks
+// little on a heap that is mostly pointer-free data (milliseconds), and it
+// runs at most once per n×k matrix of a route.
+func makeLarge(size int) []float64 {
+	if bytes := uint64(size) * 8; bytes >= largeBytes {
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 && s[1].Value.Uint64()+bytes > s[0].Value.Uint64() {
+			runtime.GC()
+		}
+	}
+	return make([]float64, size)
 }

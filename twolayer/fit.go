@@ -197,6 +197,13 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
+	// Once the polish is done, the activations F take the basis's memory
+	// (unless it is the caller's Start.Basis): the route holds one n×k
+	// matrix at a time.
+	var work []float64
+	if st.Basis == nil {
+		work = basis.RawMatrix().Data
+	}
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
 		Vp, reps, err := ExactPolish(ctx, X, basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
@@ -267,7 +274,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, F, err = solveU(X, Y, V, opt.Activation)
+	U, F, err = solveUTo(work, X, Y, V, opt.Activation)
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}

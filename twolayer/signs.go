@@ -135,10 +135,14 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation)
 }
 
 // activations returns ReLU(X·Vᵀ) (n×k).
-func activations(X, V *mat.Dense) *mat.Dense {
+func activations(X, V *mat.Dense) *mat.Dense { return activationsIn(nil, X, V) }
+
+// activationsIn is activations computed into buf when it has room for the
+// n×k entries (see newDenseIn).
+func activationsIn(buf []float64, X, V *mat.Dense) *mat.Dense {
 	n, _ := X.Dims()
 	k, _ := V.Dims()
-	F := mat.NewDense(n, k, nil)
+	F := newDenseIn(buf, n, k)
 	F.Mul(X, V.T())
 	data := F.RawMatrix().Data
 	for i, v := range data {

@@ -58,6 +58,12 @@ type Start struct {
 	Warnings         []string
 
 	moments *startMoments
+	// work is the memory of an n×k matrix no longer in use (the reduced
+	// outputs, once releaseMoments drops them), for the next n×k matrix
+	// the exact route needs (the basis of col(Y)): one buffer instead of a
+	// fresh 8·n·k bytes on top of the data, which would lift the heap
+	// above the CLI's soft memory limit by that much (docs/files.md).
+	work []float64
 	// p and opt rebuild the moments (steps 1–3) when Resample finds them
 	// released (releaseMoments).
 	p   *problem
@@ -120,7 +126,8 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 }
 
 // basis returns Basis, computing it from the SVD of Y when it is not set
-// (U's first k columns: one pass over Y, no n×m matrix).
+// (U's first k columns: one pass over Y, no n×m matrix), into the start's
+// spare n×k buffer when it has one (work).
 func (st *Start) basis() (*mat.Dense, error) {
 	if st.Basis != nil {
 		return st.Basis, nil
@@ -129,14 +136,25 @@ func (st *Start) basis() (*mat.Dense, error) {
 	if err != nil {
 		return nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
 	}
-	return svd.UCols(st.K), nil
+	work := st.work
+	st.work = nil
+	if len(work) < st.p.n*st.K {
+		work = makeLarge(st.p.n * st.K)
+	}
+	return svd.UColsTo(work, st.K), nil
 }
 
 // releaseMoments drops the start's n×k moment data (the projected inputs
 // and residualised outputs) once the caller holds the rows it needs, so
 // that the polish and the output fit do not carry them; a later Resample
-// rebuilds them (steps 1–3 again, the same bits).
-func (st *Start) releaseMoments() { st.moments = nil }
+// rebuilds them (steps 1–3 again, the same bits). The residualised
+// outputs' memory becomes the start's spare buffer (work).
+func (st *Start) releaseMoments() {
+	if st.moments != nil && st.moments.red != nil {
+		st.work = st.moments.red.RawMatrix().Data
+	}
+	st.moments = nil
+}
 
 // buildMoments is steps 1–3 of TensorStart: it sets the start's sizes and
 // checks and st.moments, drawing the order-2 channels from rng.
@@ -153,7 +171,7 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	vY, k := red0.V, red0.K
 	st.SingularValues, st.Warnings, st.Inferred = red0.S, red0.Warnings, red0.Inferred
 	st.K, st.ExactRank = k, red0.ExactRank
-	red := mat.NewDense(n, k, nil)
+	red := newDenseIn(nil, n, k)
 	red.Mul(Y, vY.Slice(0, m, 0, k))
 
 	// 2. Whitening (Remark 3).
