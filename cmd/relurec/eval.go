@@ -160,10 +160,11 @@ func (a *app) runEval(cmd *cobra.Command, modelPath, truthPath string, df dataFl
 	if err != nil {
 		return err
 	}
-	model, _, err := loadNetwork(modelPath)
+	model, _, err := loadAnyNetwork(modelPath)
 	if err != nil {
 		return fmt.Errorf("reading --model: %w", err)
 	}
+	mlp, isMLP := model.(*nn.MLP) // a CNN is scored on data only
 	var tout *truthOutputs
 	refPath := truthPath // the reference model, if --truth is one
 	if truthData {
@@ -188,19 +189,26 @@ func (a *app) runEval(cmd *cobra.Command, modelPath, truthPath string, df dataFl
 			return a.evalLabeled(cmd, modelPath, model, labeled, labelName, refPath, tout, df, start)
 		}
 	}
-	if hasBiases(model) && (refPath != "" || isDepth2(model)) {
+	if isMLP && hasBiases(mlp) && (refPath != "" || isDepth2(mlp)) {
 		// A depth-2 network with biases (depth2_eval.go).
-		return a.evalDepth2(modelPath, refPath, tout, model, x, y, start)
+		return a.evalDepth2(modelPath, refPath, tout, mlp, x, y, start)
 	}
 	return a.evalTwoLayer(modelPath, refPath, tout, model, x, y, start)
 }
 
 // evalTwoLayer compares a bias-free two-layer model with the reference
 // model refPath (if any) and measures its residual on x, y (if not nil).
-// Without a reference model any MLP is accepted: only its outputs are
+// Without a reference model any MLP or CNN is accepted: only its outputs are
 // measured.
-func (a *app) evalTwoLayer(modelPath, refPath string, tout *truthOutputs, model *nn.MLP, x, y *mat.Dense, start time.Time) error {
-	d, k, m, err := twoLayerShape("--model "+modelPath, model)
+func (a *app) evalTwoLayer(modelPath, refPath string, tout *truthOutputs, model nn.Network, x, y *mat.Dense, start time.Time) error {
+	mlp, isMLP := model.(*nn.MLP)
+	if !isMLP && refPath != "" {
+		return inputErrorf("--model %s is a convolutional network and --truth %s a model: eval compares the weights of two-layer MLPs only; score the CNN on data (--data fashion-mnist, or labelled data) — with such data a --truth model is the reference classifier — or against a --truth .npz of inputs X and outputs Y", modelPath, refPath)
+	}
+	d, k, m, err := 0, 0, 0, errNotMLP
+	if isMLP {
+		d, k, m, err = twoLayerShape("--model "+modelPath, mlp)
+	}
 	res := evalResult{Command: "eval", Model: modelPath, D: d, K: k, M: m, TruthOutputs: tout}
 	if err != nil {
 		if refPath != "" {
@@ -210,7 +218,7 @@ func (a *app) evalTwoLayer(modelPath, refPath string, tout *truthOutputs, model 
 	}
 	if refPath != "" {
 		res.Truth, res.TruthKind = refPath, truthKindModel
-		if res.Weights, err = compareWithTruth(model, refPath, d, k, m); err != nil {
+		if res.Weights, err = compareWithTruth(mlp, refPath, d, k, m); err != nil {
 			return err
 		}
 	}
@@ -237,8 +245,17 @@ func isDepth2(m *nn.MLP) bool {
 	return err == nil
 }
 
-// architecture lists the widths of a network's layers, inputs first.
-func architecture(m *nn.MLP) []int {
+// errNotMLP stands for twoLayerShape's error when the model is a CNN.
+var errNotMLP = errors.New("a convolutional network")
+
+// architecture lists the widths of a network's layers, inputs first: for a
+// CNN, the input channels and the output channels or width of every Conv2d
+// and Linear (nn.CNN.Widths).
+func architecture(n nn.Network) []int {
+	m, ok := n.(*nn.MLP)
+	if !ok {
+		return n.(*nn.CNN).Widths()
+	}
 	a := []int{m.In()}
 	for _, l := range m.Layers {
 		a = append(a, l.Out())
@@ -271,6 +288,17 @@ func truthIsData(path string) (bool, error) {
 	return false, nil
 }
 
+// loadTruthNetwork reads a --truth model that may be an MLP or a CNN (the
+// reference classifier), saying what --truth takes when the file is not
+// one.
+func loadTruthNetwork(path string) (nn.Network, error) {
+	m, _, err := loadAnyNetwork(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --truth: %w\n%s", err, truthHint)
+	}
+	return m, nil
+}
+
 // loadTruthModel reads a --truth model, saying what --truth takes when the
 // file is not one.
 func loadTruthModel(path string) (*nn.MLP, error) {
@@ -284,7 +312,7 @@ func loadTruthModel(path string) (*nn.MLP, error) {
 // compareWithTruthData runs model on the inputs X of the --truth data file
 // (read like --data, with --x-name/--y-name) and compares its outputs with
 // the true outputs Y there.
-func compareWithTruthData(a *app, model *nn.MLP, path string, df dataFlags) (*truthOutputs, error) {
+func compareWithTruthData(a *app, model nn.Network, path string, df dataFlags) (*truthOutputs, error) {
 	x, y, err := (&dataFlags{data: path, xName: df.xName, yName: df.yName}).read(a.context())
 	if err != nil {
 		return nil, fmt.Errorf("--truth %s: %w\n%s", path, err, truthHint)
@@ -309,7 +337,7 @@ func compareWithTruthData(a *app, model *nn.MLP, path string, df dataFlags) (*tr
 // outputs are labels (integers in [0, outputs)), returned as labeled with
 // the name they were read under. Without --y-name, an .npz lacking Y offers
 // its y or labels array (train mlp's convention is X and y).
-func (a *app) readEvalData(cmd *cobra.Command, df dataFlags, model *nn.MLP) (x, y *mat.Dense, labeled *dataio.Labeled, yName string, err error) {
+func (a *app) readEvalData(cmd *cobra.Command, df dataFlags, model nn.Network) (x, y *mat.Dense, labeled *dataio.Labeled, yName string, err error) {
 	if df.data != "" && !cmd.Flags().Changed("y-name") && strings.EqualFold(filepath.Ext(df.data), ".npz") {
 		if names, err := dataio.NPZNames(df.data); err == nil && !slices.Contains(names, df.yName) {
 			for _, alt := range []string{"y", "labels"} {

@@ -25,6 +25,8 @@ type evalDataResult struct {
 	Data         string `json:"data"`
 	Labels       string `json:"labels,omitempty"` // the labels' array or file, for the user's data
 	Architecture []int  `json:"architecture"`
+	// Layers describes a CNN's modules (nn.CNN.String); empty for an MLP.
+	Layers       string `json:"layers,omitempty"`
 	Ranks        []int  `json:"ranks"` // per original layer: inner rank of a factored layer, 0 if dense
 	Parameters   int    `json:"parameters"`
 	MultiplyAdds int    `json:"multiply_adds"`
@@ -52,7 +54,7 @@ type evalDataResult struct {
 }
 
 // evalDataset evaluates a classifier on a named data set's test split.
-func (a *app) evalDataset(cmd *cobra.Command, modelPath string, model *nn.MLP, refPath string, tout *truthOutputs, df dataFlags, start time.Time) error {
+func (a *app) evalDataset(cmd *cobra.Command, modelPath string, model nn.Network, refPath string, tout *truthOutputs, df dataFlags, start time.Time) error {
 	_, test, _, err := labeledSplits(df.data, "test-only", "")
 	if err != nil {
 		return err
@@ -67,7 +69,7 @@ func (a *app) evalDataset(cmd *cobra.Command, modelPath string, model *nn.MLP, r
 
 // evalLabeled evaluates a classifier on the user's data: inputs and integer
 // labels (already checked against the model's outputs by readEvalData).
-func (a *app) evalLabeled(cmd *cobra.Command, modelPath string, model *nn.MLP, test *dataio.Labeled, labelName, refPath string, tout *truthOutputs, df dataFlags, start time.Time) error {
+func (a *app) evalLabeled(cmd *cobra.Command, modelPath string, model nn.Network, test *dataio.Labeled, labelName, refPath string, tout *truthOutputs, df dataFlags, start time.Time) error {
 	res := evalDataResult{Data: df.data, Labels: labelName}
 	desc := fmt.Sprintf("%s (X and labels %s)", df.data, labelName)
 	if df.data == "" {
@@ -79,7 +81,7 @@ func (a *app) evalLabeled(cmd *cobra.Command, modelPath string, model *nn.MLP, t
 
 // evalClassifier scores a classifier on labelled data (desc names it in the
 // table): accuracy, loss, size, latency, and the comparison with --truth.
-func (a *app) evalClassifier(cmd *cobra.Command, res *evalDataResult, modelPath string, model *nn.MLP, test *dataio.Labeled, desc, refPath string, tout *truthOutputs, start time.Time) error {
+func (a *app) evalClassifier(cmd *cobra.Command, res *evalDataResult, modelPath string, model nn.Network, test *dataio.Labeled, desc, refPath string, tout *truthOutputs, start time.Time) error {
 	met, err := model.Evaluate(test.X, test.Labels)
 	if err != nil {
 		return err
@@ -96,6 +98,9 @@ func (a *app) evalClassifier(cmd *cobra.Command, res *evalDataResult, modelPath 
 		res.TruthKind, res.TruthOutputs = truthKindData, tout
 	}
 	res.Architecture = architecture(model)
+	if c, ok := model.(*nn.CNN); ok {
+		res.Layers = c.String()
+	}
 	if err := res.measureLatency(cmd.Context(), model, test.X); err != nil {
 		return err
 	}
@@ -109,12 +114,17 @@ func (res *evalDataResult) rows(desc string) [][2]string {
 	rows := [][2]string{
 		{"model", fmt.Sprintf("%s (%s, %d layers)", res.Model, archString(res.Architecture), len(res.Architecture)-1)},
 		{"data", fmt.Sprintf("%s, %d samples", desc, met.Samples)},
+	}
+	if res.Layers != "" {
+		rows = append(rows, [2]string{"layers", res.Layers})
+	}
+	rows = append(rows, [][2]string{
 		{"accuracy", fmt.Sprintf("%.4f (%d of %d correct: argmax of the outputs = label)", met.Accuracy, met.Correct, met.Samples)},
 		{"loss", fmt.Sprintf("%.4f (mean cross-entropy)", met.Loss)},
 		{"parameters", strconv.Itoa(res.Parameters)},
 		{"multiply-adds", fmt.Sprintf("%d per sample", res.MultiplyAdds)},
 		{"latency", fmt.Sprintf("%.1f ms per batch of %d (%.2f µs/sample), %.1f µs for one sample (medians)", 1e3*res.BatchSeconds, n, res.MicrosPerSample, res.SingleMicros)},
-	}
+	}...)
 	if f := res.Fidelity; f != nil {
 		r := res.ReferenceTest
 		rows = append(rows,
@@ -130,8 +140,8 @@ func (res *evalDataResult) rows(desc string) [][2]string {
 // compareWithReference scores a reference classifier on the same test
 // images: its accuracy, the agreement and logit error of the model with it,
 // and the paired accuracy comparison.
-func (res *evalDataResult) compareWithReference(model *nn.MLP, truthPath string, test *dataio.Labeled) error {
-	ref, err := loadTruthModel(truthPath)
+func (res *evalDataResult) compareWithReference(model nn.Network, truthPath string, test *dataio.Labeled) error {
+	ref, err := loadTruthNetwork(truthPath)
 	if err != nil {
 		return err
 	}
@@ -152,7 +162,7 @@ func (res *evalDataResult) compareWithReference(model *nn.MLP, truthPath string,
 
 // measureLatency times the forward pass: medians over repeats of the whole
 // test batch and of one sample, after one warm-up.
-func (res *evalDataResult) measureLatency(ctx context.Context, model *nn.MLP, X *mat.Dense) error {
+func (res *evalDataResult) measureLatency(ctx context.Context, model nn.Network, X *mat.Dense) error {
 	const repeats = 5
 	n, d := X.Dims()
 	model.Forward(X)

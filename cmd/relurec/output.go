@@ -233,14 +233,32 @@ func saveNetwork(path, file string, net *nn.MLP, meta map[string]string, dtype s
 	return checkModelExt("out", path)
 }
 
-// loadNetwork reads a model file by extension: ONNX for .onnx (no
-// metadata: nil), safetensors otherwise.
+// loadNetwork reads an MLP from a model file by extension: ONNX for .onnx
+// (no metadata: nil), safetensors otherwise. A convolutional network is
+// refused with a pointer to the command that takes one.
 func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
+	var m *nn.MLP
+	var meta map[string]string
+	var err error
 	if strings.EqualFold(filepath.Ext(path), extONNX) {
-		m, err := nn.LoadONNX(path)
-		return m, nil, err
+		m, err = nn.LoadONNX(path)
+	} else {
+		m, meta, err = nn.LoadModel(path)
 	}
-	return nn.LoadModel(path)
+	if errors.Is(err, nn.ErrNotMLP) {
+		return nil, nil, fmt.Errorf("%w\n(this command works on MLPs; relurec eval scores a CNN: relurec eval --model %s --data fashion-mnist)", err, path)
+	}
+	return m, meta, err
+}
+
+// loadAnyNetwork reads an MLP or a CNN from a model file by extension (see
+// loadNetwork), for the commands that only run the network.
+func loadAnyNetwork(path string) (nn.Network, map[string]string, error) {
+	if strings.EqualFold(filepath.Ext(path), extONNX) {
+		n, err := nn.LoadONNXNetwork(path)
+		return n, nil, err
+	}
+	return nn.LoadNetwork(path)
 }
 
 // checkOutputs validates output paths before any work, given as
