@@ -54,10 +54,16 @@ func ReadONNXNetwork(r io.Reader) (Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	var net Network
 	if _, ok := g.convNode(); ok {
-		return cnnFromGraph(g)
+		net, err = cnnFromGraph(g)
+	} else {
+		net, err = mlpFromGraph(g)
 	}
-	return mlpFromGraph(g)
+	if err != nil {
+		return nil, err // a nil Network, not a nil *CNN in one
+	}
+	return net, nil
 }
 
 // ReadCNNONNX reads a CNN from an ONNX model as torch.onnx.export writes an

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -164,9 +165,9 @@ func TestCNNFileRoundTrip(t *testing.T) {
 	}
 }
 
-// cnnGraph is a hand-made ONNX graph: the example CNN's nodes with one
+// cnnGraphBytes is a hand-made ONNX graph: the example CNN's nodes with one
 // changed by edit, for the reader's error tests.
-func cnnGraphBytes(t *testing.T, edit func(nodes []*pbEnc, inits map[string]*pbEnc)) []byte {
+func cnnGraphBytes(t *testing.T, edit func(nodes *[]*pbEnc, inits map[string]*pbEnc)) []byte {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(13, 14))
 	tensor := func(name string, dims ...int) *pbEnc {
@@ -192,12 +193,17 @@ func cnnGraphBytes(t *testing.T, edit func(nodes []*pbEnc, inits map[string]*pbE
 		onnxNodeProto("flat3", "Flatten", []string{"c"}, "d", onnxIntAttr("axis", 1)),
 		onnxNodeProto("gemm4", "Gemm", []string{"d", "4.weight"}, "output", onnxIntAttr("transB", 1)),
 	}
-	edit(nodes, inits)
+	edit(&nodes, inits)
 	g := &pbEnc{}
 	for _, n := range nodes {
 		g.msg(graphNode, n)
 	}
-	for _, name := range []string{"0.bias", "0.weight", "4.weight"} {
+	names := make([]string, 0, len(inits))
+	for name := range inits {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
 		g.msg(graphInitializer, inits[name])
 	}
 	g.msg(graphInput, onnxValueInfo("input", onnxDouble, []int{1, 6, 6}))
@@ -212,54 +218,79 @@ func cnnGraphBytes(t *testing.T, edit func(nodes []*pbEnc, inits map[string]*pbE
 // The hand-made graph reads; each broken variant is refused with an error
 // naming the node at fault.
 func TestCNNONNXBad(t *testing.T) {
-	net, err := ReadCNNONNX(bytes.NewReader(cnnGraphBytes(t, func([]*pbEnc, map[string]*pbEnc) {})))
+	net, err := ReadCNNONNX(bytes.NewReader(cnnGraphBytes(t, func(*[]*pbEnc, map[string]*pbEnc) {})))
 	if err != nil {
 		t.Fatalf("the unedited graph: %v", err)
 	}
 	if net.Out() != 3 || len(net.Layers) != 5 {
 		t.Fatalf("the unedited graph gave %v", net)
 	}
+	// A Linear exported as MatMul (in × out weight) then Add reads too,
+	// and so does a Conv without bias.
+	mm, err := ReadCNNONNX(bytes.NewReader(cnnGraphBytes(t, func(np *[]*pbEnc, in map[string]*pbEnc) {
+		w := net.Layers[4].(*Linear).Weight
+		in["4.weight"], _ = onnxTensorProto("4.weight", []int{36, 3}, denseData(mat.DenseCopyOf(w.T())), onnxDouble)
+		in["4.bias"], _ = onnxTensorProto("4.bias", []int{3}, []float64{1, 2, 3}, onnxDouble)
+		n := *np
+		n[0] = onnxNodeProto("conv0", "Conv", []string{"input", "0.weight"}, "a", onnxIntsAttr("pads", 1, 1, 1, 1))
+		n[4] = onnxNodeProto("mm4", "MatMul", []string{"d", "4.weight"}, "e")
+		*np = append(n, onnxNodeProto("add4", "Add", []string{"e", "4.bias"}, "output"))
+	})))
+	if err != nil {
+		t.Fatalf("MatMul + Add: %v", err)
+	}
+	if l := mm.Layers[4].(*Linear); mm.Layers[0].(*Conv2d).Bias != nil || maxAbsDiff(l.Weight, net.Layers[4].(*Linear).Weight) != 0 || len(l.Bias) != 3 || l.Bias[2] != 3 {
+		t.Fatalf("MatMul + Add gave %v", mm)
+	}
 	convAttrs := func(extra ...*pbEnc) []*pbEnc {
 		return append([]*pbEnc{onnxIntsAttr("pads", 1, 1, 1, 1)}, extra...)
 	}
 	for name, tc := range map[string]struct {
-		edit func(nodes []*pbEnc, inits map[string]*pbEnc)
+		edit func(nodes *[]*pbEnc, inits map[string]*pbEnc)
 		want string
 	}{
-		"unsupported op": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"unsupported op": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[1] = onnxNodeProto("sig1", "Sigmoid", []string{"a"}, "b")
 		}, `unsupported operator Sigmoid (node "sig1")`},
-		"kernel_shape mismatch": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"kernel_shape mismatch": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[0] = onnxNodeProto("conv0", "Conv", []string{"input", "0.weight", "0.bias"}, "a", convAttrs(onnxIntsAttr("kernel_shape", 5, 5))...)
 		}, `Conv "conv0": kernel_shape [5 5] does not match`},
-		"3-D weight": {func(_ []*pbEnc, in map[string]*pbEnc) {
+		"3-D weight": {func(_ *[]*pbEnc, in map[string]*pbEnc) {
 			tp, _ := onnxTensorProto("0.weight", []int{4, 1, 9}, make([]float64, 36), onnxDouble)
 			in["0.weight"] = tp
 		}, `Conv "conv0": weight "0.weight" has shape [4 1 9]`},
-		"groups": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"groups": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[0] = onnxNodeProto("conv0", "Conv", []string{"input", "0.weight", "0.bias"}, "a", convAttrs(onnxIntAttr("group", 2))...)
 		}, `Conv "conv0" has group [2]`},
-		"dilation": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"dilation": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[0] = onnxNodeProto("conv0", "Conv", []string{"input", "0.weight", "0.bias"}, "a", convAttrs(onnxIntsAttr("dilations", 2, 2))...)
 		}, `Conv "conv0" has dilations [2 2]`},
-		"asymmetric pads": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"asymmetric pads": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[0] = onnxNodeProto("conv0", "Conv", []string{"input", "0.weight", "0.bias"}, "a", onnxIntsAttr("pads", 1, 1, 0, 0))
 		}, `Conv "conv0": pads [1 1 0 0]`},
-		"ceil mode": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"ceil mode": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[2] = onnxNodeProto("pool2", "MaxPool", []string{"b"}, "c", onnxIntsAttr("kernel_shape", 2, 2), onnxIntAttr("ceil_mode", 1))
 		}, `MaxPool "pool2" has ceil_mode [1]`},
-		"wrong in channels": {func(_ []*pbEnc, in map[string]*pbEnc) {
+		"wrong in channels": {func(_ *[]*pbEnc, in map[string]*pbEnc) {
 			tp, _ := onnxTensorProto("0.weight", []int{4, 2, 3, 3}, make([]float64, 72), onnxDouble)
 			in["0.weight"] = tp
 		}, `node "conv0": nn: CNN layer 0 (Conv2d): takes 2 input channels`},
-		"gemm width": {func(_ []*pbEnc, in map[string]*pbEnc) {
+		"gemm width": {func(_ *[]*pbEnc, in map[string]*pbEnc) {
 			tp, _ := onnxTensorProto("4.weight", []int{3, 35}, make([]float64, 105), onnxDouble)
 			in["4.weight"] = tp
 		}, `node "gemm4": nn: CNN layer 4 (Linear): takes 35 inputs`},
-		"no flatten": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"no flatten": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[3] = onnxNodeProto("id3", "Identity", []string{"c"}, "d")
 		}, `node "gemm4": nn: CNN layer 3 (Linear): on 4×3×3 maps: add a Flatten`},
-		"broken chain": {func(n []*pbEnc, _ map[string]*pbEnc) {
+		"broken chain": {func(np *[]*pbEnc, _ map[string]*pbEnc) {
+			n := *np
 			n[1] = onnxNodeProto("relu1", "Relu", []string{"input"}, "b")
 		}, `node "relu1" (Relu) does not take the running value "a"`},
 	} {
