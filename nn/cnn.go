@@ -495,3 +495,24 @@ func (c *CNN) String() string {
 	}
 	return strings.Join(parts, " → ")
 }
+
+// FactorConv returns the two modules that store a rank-r version of the
+// convolution c, W ≈ U·V with V r × (In·KH·KW) and U Out × r, the form a
+// low-rank compression of the conv writes: a conv with c's kernel, stride
+// and padding from In to r channels (weight v, bias vb, nil for none), then
+// a 1×1 conv from r to Out channels (weight u, bias ub). The 1×1 conv acts
+// on each position alone, so the pair computes Unfold(x)·(U·V)ᵀ + U·vb + ub
+// at every position: the rank-r layer. Put the pair where c was, with
+// nothing between them. It panics if the shapes do not chain.
+func FactorConv(c *Conv2d, v, u *mat.Dense, vb, ub []float64) [2]*Conv2d {
+	r, k := v.Dims()
+	out, ru := u.Dims()
+	_, kc := c.Weight.Dims()
+	if ru != r || k != kc || vb != nil && len(vb) != r || ub != nil && len(ub) != out {
+		panic(fmt.Sprintf("nn: FactorConv: V %d×%d, U %d×%d, biases %d and %d do not factor a conv of weight %d×%d", r, k, out, ru, len(vb), len(ub), c.OutChannels(), kc))
+	}
+	return [2]*Conv2d{
+		{Weight: v, Bias: vb, Kernel: c.Kernel, Stride: c.Stride, Padding: c.Padding},
+		{Weight: u, Bias: ub, Kernel: [2]int{1, 1}},
+	}
+}

@@ -269,3 +269,37 @@ func BenchmarkCNNForward(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*256), "µs/image")
 }
+
+// A factored conv (FactorConv) computes the conv of weight U·V and bias
+// U·vb + ub, and Ranks reads its rank back.
+func TestFactorConv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	c := &Conv2d{Kernel: [2]int{3, 2}, Stride: [2]int{2, 1}, Padding: [2]int{1, 1}}
+	v, u := randDense(rng, 2, 3*6), randDense(rng, 5, 2)
+	vb, ub := randVec(rng, 2), randVec(rng, 5)
+	var w mat.Dense
+	w.Mul(u, v)
+	c.Weight = &w
+	c.Bias = make([]float64, 5)
+	mat.NewVecDense(5, c.Bias).MulVec(u, mat.NewVecDense(2, vb))
+	for i := range c.Bias {
+		c.Bias[i] += ub[i]
+	}
+	in := FeatureShape{C: 3, H: 7, W: 6}
+	dense := &CNN{Input: in, Layers: []CNNLayer{c, &ReLULayer{}}}
+	f := FactorConv(c, v, u, vb, ub)
+	fact := &CNN{Input: in, Layers: []CNNLayer{f[0], f[1], &ReLULayer{}}}
+	if err := fact.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	x := randDense(rng, 10, in.Size())
+	if d := maxRelDiff(fact.Forward(x), dense.Forward(x)); d > 1e-12 {
+		t.Fatalf("factored conv differs by %g", d)
+	}
+	if r := fact.Ranks(); len(r) != 1 || r[0] != 2 {
+		t.Fatalf("Ranks %v, want [2]", r)
+	}
+	if fact.NumParams() != 2*18+2+5*2+5 {
+		t.Fatalf("NumParams %d", fact.NumParams())
+	}
+}
