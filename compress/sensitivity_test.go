@@ -201,3 +201,58 @@ func TestSensitivityFindsTheSensitiveLayer(t *testing.T) {
 		}
 	}
 }
+
+// The two baselines' rules, on hand-made measurements: ASVD's common
+// threshold and SVD-LLM V2's 1/log-loss fractions.
+func TestBaselineRules(t *testing.T) {
+	costs := []layerCost{
+		{perRank: 20, fixed: 10, dense: 110, maxRank: 10},  // worth factoring up to rank 4
+		{perRank: 20, fixed: 10, dense: 2010, maxRank: 50}, // up to rank 49
+	}
+	curve := func(top int, f func(r int) float64) []float64 {
+		c := make([]float64, top)
+		for r := 1; r <= top; r++ {
+			c[r-1] = f(r)
+		}
+		return c
+	}
+	curves := [][]float64{
+		curve(4, func(r int) float64 { return math.Pow(0.5, float64(r)) }),
+		curve(49, func(r int) float64 { return 0.2 * math.Pow(0.9, float64(r)) }),
+	}
+	for _, budget := range []int{60, 300, 700, 1500} {
+		ranks, total, err := allocateMeasured(costs, curves, nil, budget, AllocASVD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total > budget {
+			t.Fatalf("budget %d: %d parameters", budget, total)
+		}
+		// The threshold is the largest error among the chosen steps; every
+		// layer must be at the smallest rank whose error is at or below it.
+		errAt := func(i, r int) float64 {
+			if r == 0 {
+				return 0
+			}
+			return curves[i][r-1]
+		}
+		th := math.Max(errAt(0, ranks[0]), errAt(1, ranks[1]))
+		for i, r := range ranks {
+			if r > 1 && errAt(i, r-1) <= th {
+				t.Fatalf("budget %d: layer %d at rank %d although rank %d is under the threshold %g", budget, i, r, r-1, th)
+			}
+		}
+		t.Logf("asvd-search budget %d: ranks %v, %d parameters, threshold %.4f", budget, ranks, total, th)
+	}
+	// SVD-LLM V2: the layer with the larger truncation loss keeps the
+	// larger fraction of its parameters.
+	fits := []*Fit{{S: []float64{3, 2, 1, 0.5}, Target: 1e6}, {S: []float64{3, 2, 1, 0.5}, Target: 1e2}}
+	big := []layerCost{{perRank: 20, fixed: 10, dense: 2010, maxRank: 50}, {perRank: 20, fixed: 10, dense: 2010, maxRank: 50}}
+	ranks, total, err := allocateMeasured(big, nil, fits, 1200, AllocSVDLLM2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total > 1200 || !(ranks[0] > ranks[1]) || total < 1200-2*20 {
+		t.Fatalf("svd-llm-v2: ranks %v, %d parameters of 1200 (the layer losing 1e6 should keep more than the one losing 1e2)", ranks, total)
+	}
+}
