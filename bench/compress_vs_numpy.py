@@ -6,7 +6,8 @@ for each layer, with X the original network's inputs, X̌ the compressed network
 Ỹ = X·Wᵀ + b the original pre-activations, solve
     min over rank-r Z and bias c of ‖Ỹ − X̌·Z − 1·cᵀ‖_F
 by centring, QR whitening X̌_c = Q·R, an SVD of Qᵀ·Ỹ_c, and Z = R⁻¹·[Qᵀ·Ỹ_c]_r. numpy calls
-LAPACK/OpenBLAS; relurec is pure Go. Both use the same ranks (relurec's global allocation at
+LAPACK/OpenBLAS; relurec is pure Go, or OpenBLAS when built with the openblas tag
+(scripts/openblas.sh build; `relurec --version` names the backend). Both use the same ranks (relurec's global allocation at
 --keep, read from its JSON report) and the same 10 000 calibration images.
 
 Prints per layer: rank, relative calibration error ‖Ỹ − Ŷ‖/‖Ỹ‖ from each, and their difference;
@@ -143,6 +144,8 @@ def main():
         ridges = [(l.get("whitening") or {}).get("rel_ridge", 0) for l in rep["layers"]]
         go_time = rep["timings"]["compress"]
         go_acc = rep["compressed"]["accuracy"]
+        version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
+        blas = version.split("(BLAS: ", 1)[1][:-1] if "(BLAS: " in version else "unknown BLAS"
 
     layers = load_layers(args.model)
     xtr = idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float64) / 255
@@ -161,7 +164,7 @@ def main():
     for i, (r_, a, b) in enumerate(zip(ranks, go_errs, np_errs)):
         print(f"{i:>5} {r_ if r_ else 'dense':>6} {a:>14.6f} {b:>12.6f} {abs(a - b):>9.2e}")
     print(f"test accuracy: dense {dense_acc:.4f}, relurec {go_acc:.4f}, numpy {np_acc:.4f}")
-    print(f"compression time: relurec {go_time:.2f} s (pure Go), numpy {np_time:.2f} s "
+    print(f"compression time: relurec {go_time:.2f} s ({blas}, GOMAXPROCS {os.environ.get('GOMAXPROCS', 'default')}), numpy {np_time:.2f} s "
           f"(OpenBLAS, {os.environ.get('OPENBLAS_NUM_THREADS', 'default')} threads); ratio {go_time / np_time:.2f}")
     ok = max(abs(a - b) for a, b in zip(go_errs, np_errs)) < 1e-6 and abs(go_acc - np_acc) < 2e-3
     print("agree" if ok else "DISAGREE")

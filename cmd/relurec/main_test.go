@@ -22,6 +22,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/experiment"
+	"github.com/relurec/relurec/internal/blasbackend"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 	"github.com/relurec/relurec/twolayer"
@@ -176,7 +177,7 @@ func TestUsageExitCodes(t *testing.T) {
 
 func TestVersionAndRootHelp(t *testing.T) {
 	code, out, _ := cli(t, "--version")
-	if code != 0 || !strings.Contains(out, relurecVersion()) {
+	if code != 0 || !strings.Contains(out, relurecVersion()) || !strings.Contains(out, "BLAS: "+blasbackend.Name()) {
 		t.Fatalf("--version: exit %d, %q", code, out)
 	}
 	code, out, _ = cli(t)

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/blasbackend"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -73,6 +74,9 @@ wrong shapes, NaN/Inf), 1 any other failure.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// The BLAS backend decides the speed (and the last bits) of every
+	// factorisation, so --version names it: benchmarks read it from there.
+	root.SetVersionTemplate("relurec version {{.Version}} (BLAS: " + blasbackend.Name() + ")\n")
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.jsonOut, "json", false, "print the result as one JSON object on stdout (and nothing else there)")
 	pf.BoolVar(&a.quiet, "quiet", false, "no progress bars or notes on stderr")
