@@ -58,7 +58,9 @@ const (
 	// at the rank the uniform rule gives it — sets its removed fraction in
 	// proportion to 1/log L_i, so layers that lose more are cut less. SVD-LLM
 	// V2 applies the rule within groups of same-type matrices; an MLP has
-	// one matrix per type, so here all layers form one group. The paper's
+	// one matrix per type, so here all layers form one group, except the
+	// last (the classifier), which stays dense when the budget allows, as
+	// SVD-LLM leaves a language model's output head alone. The paper's
 	// fractions meet the ratio on average; here a common scale of the
 	// removed fractions is found by bisection so that the parameter budget
 	// holds exactly. log L_i is floored at 10⁻⁶ (L_i is a squared error

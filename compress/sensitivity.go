@@ -383,6 +383,12 @@ func allocateMeasured(costs []layerCost, curves [][]float64, fits []*Fit, budget
 		at(ts[j])
 		return finish()
 	case AllocSVDLLM2:
+		// SVD-LLM compresses the blocks' matrices, not the output head:
+		// the last layer stays dense when the budget allows.
+		if last := n - 1; !dense[last] && total-costs[last].factoredParams(1)+costs[last].dense <= budget {
+			total += costs[last].dense - costs[last].factoredParams(1)
+			dense[last] = true
+		}
 		uni, _, err := allocate(costs, nil, budget, AllocUniform)
 		if err != nil {
 			return nil, 0, err
