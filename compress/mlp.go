@@ -166,64 +166,11 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 			return nil, err
 		}
 	}
-	if o.Method == "" {
-		o.Method = MethodData
-	}
-	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("compress: %w", err)
-	}
 	L := len(net.Layers)
-	mode := "keep"
-	switch {
-	case o.Ranks != nil:
-		mode = "ranks"
-		if len(o.Ranks) != L {
-			return nil, fmt.Errorf("compress: %d ranks given for a network of %d layers: %w", len(o.Ranks), L, ErrInput)
-		}
-		for i, r := range o.Ranks {
-			if r < 0 {
-				return nil, fmt.Errorf("compress: rank of layer %d is %d; ranks must be ≥ 0 (0 keeps the layer dense): %w", i, r, ErrInput)
-			}
-		}
-		res.Selection = fmt.Sprintf("fixed ranks %v", o.Ranks)
-	case o.Energy != 0:
-		mode = "energy"
-		if !(o.Energy > 0 && o.Energy <= 1) {
-			return nil, fmt.Errorf("compress: energy must lie in (0, 1], got %g: %w", o.Energy, ErrInput)
-		}
-		res.Selection = fmt.Sprintf("energy %g per layer", o.Energy)
-	case o.TargetError != 0:
-		mode = "target"
-		if !(o.TargetError > 0) || math.IsInf(o.TargetError, 0) {
-			return nil, fmt.Errorf("compress: target error must be positive, got %g: %w", o.TargetError, ErrInput)
-		}
-		res.Selection = fmt.Sprintf("relative layer error ≤ %g", o.TargetError)
-	default:
-		if o.Keep == 0 {
-			o.Keep = 0.5
-		}
-		if !(o.Keep > 0 && o.Keep <= 1) {
-			return nil, fmt.Errorf("compress: the fraction of parameters kept must lie in (0, 1], got %g: %w", o.Keep, ErrInput)
-		}
-		if o.Allocation == "" {
-			o.Allocation = AllocGlobal
-		}
-		res.Selection = fmt.Sprintf("keep %g of the parameters (%s allocation)", o.Keep, o.Allocation)
+	mode, lo, err := o.prepare(res, L)
+	if err != nil {
+		return nil, err
 	}
-	lo := o.Layer
-	if lo.Bias == "" {
-		lo.Bias = BiasCenter
-	}
-	if (o.Method == MethodConvex || o.Method == MethodReLU) && lo.Convex.MaxRows == 0 {
-		lo.Convex.MaxRows = 2000
-		if lo.ReLU.Constraint.MaxRows == 0 {
-			lo.ReLU.Constraint.MaxRows = 2000
-		}
-	}
-	if o.Method == MethodSVDLLM && o.Sequential {
-		res.Warnings = append(res.Warnings, "svd-llm whitens with the original activations (X̌ = X); the sequential flag does not apply")
-	}
-	res.Method = o.Method
 	res.DenseParams = net.NumParams()
 	res.DenseMultiplyAdds = net.MultiplyAdds()
 	res.CalibrationRows = m
@@ -233,15 +180,7 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 	costs := make([]layerCost, L)
 	for i, l := range net.Layers {
 		ws[i] = mat.DenseCopyOf(l.Weight.T())
-		dd, d2 := l.In(), l.Out()
-		c := layerCost{perRank: dd + d2, dense: denseParams(dd, d2, l.Bias != nil), maxRank: min(dd, d2)}
-		switch {
-		case methodUsesBiasMode(o.Method) && lo.Bias == BiasAugment:
-			c.perRank++
-		case methodRefitsBias(o.Method, lo.Bias) || l.Bias != nil:
-			c.fixed = d2
-		}
-		costs[i] = c
+		costs[i] = newLayerCost(l.In(), l.Out(), l.Bias != nil, o.Method, lo)
 	}
 
 	// The original network's stream on the calibration data: inputs xs[i]
@@ -307,100 +246,35 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 		if o.Sequential && o.Method != MethodSVDLLM && i > 0 {
 			prob.Xc = xc
 		}
-		var r int
-		keepDense := false
+		r := 0
 		switch mode {
 		case "keep":
 			r = ranks[i]
-			keepDense = r == 0
 		case "ranks":
 			r = o.Ranks[i]
-			keepDense = r == 0
-			if r > 0 && !costs[i].worthFactoring(min(r, costs[i].maxRank)) {
-				keepDense = true
-				res.Warnings = append(res.Warnings, fmt.Sprintf("layer %d: rank %d would store %d ≥ %d parameters of the dense layer; kept dense", i, r, costs[i].factoredParams(r), costs[i].dense))
-			}
 		}
-		var fit *Fit
-		var f Factored
-		if !keepDense {
-			lo2 := lo
-			lo2.Rank = r
-			if pre != nil && pre[i] != nil && prob.Xc == nil {
-				fit = pre[i]
-			} else {
-				var err error
-				fit, err = FitLayer(prob, o.Method, lo2)
-				if err != nil {
-					return nil, fmt.Errorf("layer %d: %w", i, err)
-				}
-			}
-			switch mode {
-			case "energy":
-				r = rankForEnergy(fit.S, o.Energy)
-			case "target":
-				curve := fit.errorCurve(prob)
-				r = len(curve)
-				for k, e := range curve {
-					if math.Sqrt(e/fit.Norm2) <= o.TargetError {
-						r = k + 1
-						break
-					}
-				}
-			}
-			r = min(r, fit.MaxRank())
-			if (mode == "energy" || mode == "target") && !costs[i].worthFactoring(r) {
-				keepDense = true
-			}
-			rep.Whitening = fit.Whitening
-			rep.Iterations, rep.Converged = fit.Iterations, fit.Converged
-			rep.Warnings = append(rep.Warnings, fit.Warnings...)
+		var pf *Fit
+		if pre != nil {
+			pf = pre[i]
 		}
+		step, err := o.fitStep(layerStep{index: i, prob: prob, cost: costs[i], mode: mode, rank: r, pre: pf}, lo, &rep, &res.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		keepDense, f := step.dense, step.f
 		var yc, ycLocal *mat.Dense
-		var refit *nn.Layer
-		if keepDense && prob.Xc != nil && o.Method == MethodData && l.Bias != nil {
-			// Alg 3 applied to every layer: a layer kept dense is still
-			// refit on the compressed network's own inputs — the full-rank
-			// data-driven fit, i.e. least squares of the original
-			// pre-activations on them — which undoes part of the upstream
-			// compression error at no cost in parameters. (Layers without
-			// a bias are left as they are: the refit would add one.)
-			lo2 := lo
-			lo2.Rank = min(dd, d2)
-			full, err := FitLayer(prob, MethodData, lo2)
-			if err != nil {
-				return nil, fmt.Errorf("layer %d (dense refit): %w", i, err)
-			}
-			if g := full.Rank(min(dd, d2, full.MaxRank())); g.Rank() > 0 {
-				lay := g.Layers(l.Act)
-				merged := (&nn.MLP{Layers: lay[:]}).Merge().Layers[0]
-				refit = &merged
-				rep.Whitening = full.Whitening
-				rep.Warnings = append(rep.Warnings, full.Warnings...)
-			}
-		}
 		if keepDense {
-			rep.Dense = true
-			rep.Params = costs[i].dense
 			lay := nn.Layer{Weight: mat.DenseCopyOf(l.Weight), Bias: cloneVec(l.Bias), Act: l.Act}
-			if refit != nil {
-				lay = *refit
-				rep.Refit = true
+			if step.refit != nil {
+				lay = *step.refit
 			}
 			out.Layers = append(out.Layers, lay)
-			wt := mat.DenseCopyOf(lay.Weight.T())
-			yc = preact(xc, wt, lay.Bias)
-			ycLocal = preact(xo, wt, lay.Bias)
-			rep.Energy = 1
+			yc, ycLocal = denseOutputs(lay, xc, xo)
 		} else {
-			f = fit.Rank(r)
-			rep.Rank = f.Rank()
-			rep.Params = f.Params()
 			lay := f.Layers(l.Act)
 			out.Layers = append(out.Layers, lay[0], lay[1])
 			yc = f.Apply(xc)
 			ycLocal = f.Apply(xo)
-			rep.Energy = energyAt(fit.S, rep.Rank)
 		}
 		yn := math.Max(mat.Norm(yo, 2), 1e-300)
 		rep.Error = diffNorm(yo, yc) / yn

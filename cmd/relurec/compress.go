@@ -167,6 +167,9 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 		return err
 	}
 	in, err := opt.read(a.context())
+	if isCNNModelErr(err) {
+		return a.runCompressCNN(cmd, opt, start)
+	}
 	if err != nil {
 		return err
 	}

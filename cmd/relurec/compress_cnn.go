@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relurec/relurec/compress"
+	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/nn"
+)
+
+// cnnCalibImages is compress's default number of calibration images for a
+// CNN (--calib-samples not given): every image is pushed through the
+// network twice (original and compressed stream), which costs about 1 ms
+// per image here for the Fashion-MNIST example, and the first Linear of
+// that network (1568 inputs) needs well over 1568 rows for its fit.
+const cnnCalibImages = 4096
+
+// cnnCompressResult is what compress prints for a CNN: the MLP report plus
+// the data of each compressed module.
+type cnnCompressResult struct {
+	compressResult
+	Modules []compress.CNNModule `json:"modules"`
+}
+
+// isCNNModelErr reports whether reading --model as an MLP failed because
+// the file holds a CNN, which runCompressCNN then takes.
+func isCNNModelErr(err error) bool { return errors.Is(err, nn.ErrNotMLP) }
+
+// runCompressCNN is compress for a convolutional network (compress.
+// CompressCNN): every Conv2d and Linear compressed to low rank, a conv on
+// its unfolded patches and written back as a KH×KW conv to r channels then
+// a 1×1 conv. The flags are compress's; --holdout is not taken (with
+// --data the test accuracy is reported instead), and without
+// --calib-samples cnnCalibImages images calibrate.
+func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time.Time) error {
+	anyNet, _, err := loadAnyNetwork(opt.Model)
+	if err != nil {
+		return fmt.Errorf("reading --model: %w", err)
+	}
+	net, ok := anyNet.(*nn.CNN)
+	if !ok {
+		return inputErrorf("--model %s: expected a convolutional network", opt.Model)
+	}
+	if err := net.Validate(); err != nil {
+		return inputErrorf("--model %s: %v", opt.Model, err)
+	}
+	if opt.Holdout != "" {
+		return usageErrorf("--holdout is not available for a CNN (per-layer held-out errors are computed for MLPs); --data fashion-mnist reports test accuracy")
+	}
+	if !cmd.Flags().Changed("calib-samples") {
+		opt.CalibSamples = cnnCalibImages
+	}
+	in := &compressInputs{files: []string{opt.Model}}
+	if err := opt.readCalibration(a.context(), in); err != nil {
+		return err
+	}
+	in.holdout = nil // the test images: accuracy, not per-layer errors
+	if _, d := in.calib.Dims(); d != net.In() {
+		return inputErrorf("the calibration data has %d columns but the model takes %d inputs (%v images)", d, net.In(), net.Input)
+	}
+	man, err := a.newManifest("compress", &opt, 0, in.files...)
+	if err != nil {
+		return err
+	}
+	readTime := time.Since(start)
+
+	progress, clear := a.progress()
+	cstart := time.Now()
+	copt := opt.library(nil)
+	copt.Progress = progress
+	res, err := compress.CompressCNN(cmd.Context(), net, in.calib, copt)
+	clear()
+	if err != nil {
+		return err
+	}
+	compressTime := time.Since(cstart)
+	out := cnnCompressResult{
+		compressResult: compressResult{Command: "compress", Result: res.Result, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)},
+		Modules:        res.Modules,
+	}
+	evalStart := time.Now()
+	if in.test != nil {
+		if net.Out() != in.test.Classes {
+			return inputErrorf("the model has %d outputs but %s has %d classes", net.Out(), opt.Data, in.test.Classes)
+		}
+		o, err := net.Evaluate(in.test.X, in.test.Labels)
+		if err != nil {
+			return err
+		}
+		c, err := res.Model.Evaluate(in.test.X, in.test.Labels)
+		if err != nil {
+			return err
+		}
+		out.Original, out.Compressed = &o, &c
+	}
+	out.Timings = map[string]float64{
+		"read":     readTime.Seconds(),
+		"compress": compressTime.Seconds(),
+		"evaluate": time.Since(evalStart).Seconds(),
+	}
+	man.Timings = out.Timings
+	man.Results = jsonsafe.Finite(map[string]any{
+		"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
+		"layers": res.Layers, "modules": res.Modules, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
+	})
+	meta := out.metadata()
+	meta["calibration"] = fmt.Sprintf("%d images", res.CalibrationRows)
+	dtype := strings.ToUpper(opt.DType)
+	if _, err := a.writeAll(man, []outFile{{path: opt.Out, write: func(p string) error {
+		t := time.Now()
+		var err error
+		if strings.EqualFold(filepath.Ext(opt.Out), extONNX) {
+			err = nn.SaveCNNONNX(p, res.Model, meta, dtype)
+		} else {
+			err = nn.SaveCNNModel(p, res.Model, meta, dtype)
+		}
+		if err != nil {
+			return fmt.Errorf("writing the model: %w", err)
+		}
+		out.Timings["write"] = time.Since(t).Seconds()
+		return nil
+	}}}); err != nil {
+		return err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return a.emit(out, func(w io.Writer) { printCompressCNN(w, &out, compressTime) })
+}
+
+// printCompressCNN is printCompress with one line per compressed module
+// saying what it was fit on.
+func printCompressCNN(w io.Writer, out *cnnCompressResult, compressTime time.Duration) {
+	fmt.Fprintf(w, "CNN: %d calibration images; layer = module index, a conv's in = in channels·KH·KW\n", out.CalibrationRows)
+	printCompress(w, &out.compressResult, compressTime)
+	fmt.Fprintln(w)
+	for _, m := range out.Modules {
+		if m.Kind == "conv2d" {
+			fmt.Fprintf(w, "module %d  conv %d×%d: fit on %d of its %d patch rows\n", m.Module, m.Kernel[0], m.Kernel[1], m.Rows, m.Patches)
+		} else {
+			fmt.Fprintf(w, "module %d  linear: fit on %d rows\n", m.Module, m.Rows)
+		}
+	}
+}
