@@ -32,7 +32,7 @@ type CNNModule struct {
 	// state-dict prefix), Kind "conv2d" or "linear".
 	Module int    `json:"module"`
 	Kind   string `json:"kind"`
-	Kernel [2]int `json:"kernel,omitempty"`
+	Kernel []int  `json:"kernel,omitempty"`
 	// Rows is the number of calibration rows the layer was fit on: sampled
 	// patches for a conv (at most ConvPatchRows of Patches), images for a
 	// Linear.
@@ -299,7 +299,7 @@ func CompressCNN(ctx context.Context, net *nn.CNN, x0 *mat.Dense, o Options) (*C
 		res.Layers = append(res.Layers, rep)
 		m := CNNModule{Module: wl.module, Kind: "linear", Rows: xo.RawMatrix().Rows}
 		if wl.conv != nil {
-			m.Kind, m.Kernel, m.Patches = "conv2d", wl.conv.Kernel, wl.all
+			m.Kind, m.Kernel, m.Patches = "conv2d", wl.conv.Kernel[:], wl.all
 		}
 		res.Modules = append(res.Modules, m)
 		if o.Progress != nil {

@@ -30,6 +30,21 @@ type cnnCompressResult struct {
 	Modules []compress.CNNModule `json:"modules"`
 }
 
+// cnnCompressJSON is cnnCompressResult for --json: jsonsafe skips an
+// embedded unexported struct, so compressResult's fields are spelled out.
+type cnnCompressJSON struct {
+	Command string `json:"command"`
+	compress.Result
+	Modules    []compress.CNNModule `json:"modules"`
+	Original   *nn.Metrics          `json:"original,omitempty"`
+	Compressed *nn.Metrics          `json:"compressed,omitempty"`
+	Seconds    float64              `json:"seconds"`
+	Timings    map[string]float64   `json:"timings"`
+	Options    compressOptions      `json:"options"`
+	Out        string               `json:"out"`
+	Manifest   string               `json:"manifest"`
+}
+
 // isCNNModelErr reports whether reading --model as an MLP failed because
 // the file holds a CNN, which runCompressCNN then takes.
 func isCNNModelErr(err error) bool { return errors.Is(err, nn.ErrNotMLP) }
@@ -131,7 +146,10 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()
-	return a.emit(out, func(w io.Writer) { printCompressCNN(w, &out, compressTime) })
+	c := &out.compressResult
+	obj := cnnCompressJSON{Command: c.Command, Result: c.Result, Modules: out.Modules, Original: c.Original, Compressed: c.Compressed,
+		Seconds: c.Seconds, Timings: c.Timings, Options: c.Options, Out: c.Out, Manifest: c.Manifest}
+	return a.emit(obj, func(w io.Writer) { printCompressCNN(w, &out, compressTime) })
 }
 
 // printCompressCNN is printCompress with one line per compressed module
