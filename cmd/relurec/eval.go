@@ -16,6 +16,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -246,7 +247,7 @@ func isDepth2(m *nn.MLP) bool {
 }
 
 // errNotMLP stands for twoLayerShape's error when the model is a CNN.
-var errNotMLP = errors.New("a convolutional network")
+var errNotMLP = errs.New("a convolutional network", errs.ErrInput)
 
 // architecture lists the widths of a network's layers, inputs first: for a
 // CNN, the input channels and the output channels or width of every Conv2d
