@@ -21,7 +21,22 @@ Run from the repository root with Debian's python3-torch, python3-onnx and pytho
     /usr/bin/python3 bench/cnn_fashion.py --out /tmp/cnn --reuse   # no training: recheck cnn.pt
     /usr/bin/python3 bench/cnn_fashion.py --out /tmp/cnn --reuse --epochs 1   # one more epoch
 
-Exit status 0 means the accuracy is at least --min-accuracy and relurec agrees with PyTorch.
+4. With --compress 0.25[,0.1,…]: for each fraction, `relurec compress --model cnn.onnx --data
+   fashion-mnist --keep F` (data-driven low rank, 4096 calibration images; --sequential with
+   --compress-sequential) to small_F.safetensors and small_F.onnx, then
+   - PyTorch builds the nn.Sequential the "relurec.cnn" metadata describes (each factored conv a
+     KH×KW Conv2d to r channels then a 1×1 Conv2d, each factored Linear two Linear modules) and
+     load_state_dict(strict=True) reads the safetensors weights; its test accuracy is compared with
+     relurec's and with the dense model's (loss ≤ --max-loss points);
+   - onnx.checker.check_model accepts small_F.onnx, and its initializers equal the safetensors
+     tensors;
+   - `relurec eval --model small_F.onnx --truth` on PyTorch's float64 logits of the compressed
+     model: relurec's outputs match to 1e-5 (max absolute difference).
+
+    /usr/bin/python3 bench/cnn_fashion.py --out /tmp/cnn --reuse --compress 0.25,0.1,0.5
+
+Exit status 0 means the accuracy is at least --min-accuracy and relurec agrees with PyTorch (and,
+with --compress, every compressed model passes its checks).
 """
 import argparse
 import json
@@ -38,7 +53,7 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "examples"))
-from torch_roundtrip import write_safetensors  # noqa: E402
+from torch_roundtrip import read_safetensors, write_safetensors  # noqa: E402
 from compress_torch_roundtrip import DATA, idx  # noqa: E402  (bench/ is on sys.path)
 
 
@@ -74,6 +89,65 @@ def architecture(model, input_shape):
     return json.dumps({"input": list(input_shape), "layers": layers})
 
 
+def build_from_arch(arch):
+    """The nn.Sequential that relurec's "relurec.cnn" metadata describes (float64)."""
+    mods = []
+    for l in json.loads(arch)["layers"]:
+        t = l["type"]
+        if t == "conv2d":
+            mods.append(nn.Conv2d(l["in"], l["out"], tuple(l["kernel"]), stride=tuple(l["stride"]),
+                                  padding=tuple(l["padding"]), bias=l["bias"]))
+        elif t == "relu":
+            mods.append(nn.ReLU())
+        elif t == "maxpool2d":
+            mods.append(nn.MaxPool2d(tuple(l["kernel"]), stride=tuple(l["stride"]), padding=tuple(l["padding"])))
+        elif t == "flatten":
+            mods.append(nn.Flatten())
+        elif t == "linear":
+            mods.append(nn.Linear(l["in"], l["out"], bias=l["bias"]))
+        else:
+            raise SystemExit(f"unknown module type {t!r} in relurec.cnn")
+    return nn.Sequential(*mods).double().eval()
+
+
+def check_compressed(exe, out, onnx_path, selection, sequential, xte, x64, yte, acc_dense, max_loss):
+    """Compress with relurec (selection: ["--keep", "0.25"] or ["--ranks", "4,16,26,0"]), read the result
+    back in PyTorch and ONNX, compare; return ok."""
+    import onnx
+    from onnx import numpy_helper
+    tag = selection[1].replace(",", "-") + ("_seq" if sequential else "")
+    st = os.path.join(out, f"small_{tag}.safetensors")
+    ox = os.path.join(out, f"small_{tag}.onnx")
+    flags = selection + (["--sequential"] if sequential else [])
+    runs = [relurec(exe, "compress", "--model", onnx_path, "--data", "fashion-mnist", *flags, "--out", p) for p in (st, ox)]
+    r = runs[0]
+    tensors, meta = read_safetensors(st)
+    model = build_from_arch(meta["relurec.cnn"])
+    model.load_state_dict({k: v.double() for k, v in tensors.items()}, strict=True)
+    acc_torch = accuracy(model, x64, yte)
+    m = onnx.load(ox)
+    onnx.checker.check_model(m, full_check=True)
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    same_weights = set(inits) == set(tensors) and all(np.array_equal(inits[k], tensors[k].numpy()) for k in tensors)
+    y = logits(model, xte.double()).numpy()
+    truth = os.path.join(out, f"truth_small_{tag}.npz")
+    np.savez(truth, X=xte.double().reshape(len(xte), -1).numpy(), Y=y)
+    ev = relurec(exe, "eval", "--model", ox, "--truth", truth)
+    ev_st = relurec(exe, "eval", "--model", st, "--truth", truth)
+    err = max(ev["truth_outputs"]["max_abs_error"], ev_st["truth_outputs"]["max_abs_error"])
+    ranks = [f"{l['rank'] if not l['dense'] else 'dense'}" for l in r["layers"]]
+    acc_rr = r["compressed"]["accuracy"]
+    loss_pts = 100 * (acc_dense - acc_torch)
+    print(f"{' '.join(flags)}: {r['params']} of {r['dense_params']} parameters "
+          f"(kept {r['kept']:.4f}), ranks {','.join(ranks)} (modules {[l['layer'] for l in r['layers']]}); "
+          f"test accuracy relurec {acc_rr:.4f}, PyTorch from safetensors {acc_torch:.4f} "
+          f"(dense {acc_dense:.4f}, {loss_pts:+.2f} points lost); compression {r['timings']['compress']:.1f} s "
+          f"(.onnx run {runs[1]['timings']['compress']:.1f} s); onnx.checker OK, ONNX initializers "
+          f"{'equal' if same_weights else 'DIFFER from'} the safetensors tensors; relurec vs PyTorch logits "
+          f"max |diff| {err:.2e}", flush=True)
+    return same_weights and err <= 1e-5 and acc_rr == acc_torch and loss_pts <= max_loss and runs[1]["params"] == r["params"]
+
+
 def accuracy(model, x, y):
     with torch.no_grad():
         correct = sum(int((model(x[k:k + 1000]).argmax(1) == y[k:k + 1000]).sum()) for k in range(0, len(x), 1000))
@@ -104,6 +178,12 @@ def main():
     ap.add_argument("--reuse", action="store_true", help="start from cnn.pt in --out (then train --epochs more)")
     ap.add_argument("--relurec", default="", help="relurec binary (default: go build ./cmd/relurec)")
     ap.add_argument("--min-accuracy", type=float, default=0.88)
+    ap.add_argument("--compress", default="", help="comma-separated --keep fractions to compress with relurec and check")
+    ap.add_argument("--compress-ranks", default="", help="also compress with these fixed ranks (one per Conv2d/Linear, "
+                    "0 = dense), e.g. 4,16,26,0 to factor the convolutions too")
+    ap.add_argument("--compress-sequential", action="store_true", help="compress with --sequential (Alg 3)")
+    ap.add_argument("--max-loss", type=float, default=1.0, help="accuracy points a compressed model may lose")
+    ap.add_argument("--skip-eval", action="store_true", help="with --compress: skip step 3's checks of the dense model")
     args = ap.parse_args()
     if args.epochs is None:
         args.epochs = 0 if args.reuse else 3
@@ -170,6 +250,21 @@ def main():
     if not exe:
         exe = os.path.join(out, "relurec")
         subprocess.run(["go", "build", "-o", exe, "./cmd/relurec"], cwd=REPO, check=True)
+    cok = True
+    if args.compress:
+        for k in args.compress.split(","):
+            cok = check_compressed(exe, out, onnx_path, ["--keep", f"{float(k):g}"], args.compress_sequential,
+                                   xte, x64, yte, acc64, args.max_loss) and cok
+    if args.compress_ranks:
+        # Fixed ranks show the conv path; their accuracy is reported, not bounded.
+        cok = check_compressed(exe, out, onnx_path, ["--ranks", args.compress_ranks], args.compress_sequential,
+                               xte, x64, yte, acc64, float("inf")) and cok
+    if args.compress or args.compress_ranks:
+        if args.skip_eval:
+            print("OK" if cok else "MISMATCH (or accuracy lost beyond --max-loss)")
+            if tmp is not None:
+                tmp.cleanup()
+            sys.exit(0 if cok else 1)
     ev_onnx = relurec(exe, "eval", "--model", onnx_path, "--data", "fashion-mnist")
     ev_st = relurec(exe, "eval", "--model", st_path, "--data", "fashion-mnist")
     tr = relurec(exe, "eval", "--model", onnx_path, "--truth", truth)
@@ -185,7 +280,7 @@ def main():
     to, to32 = tr["truth_outputs"], tr32["truth_outputs"]
     print(f"logits, relurec vs PyTorch float64: max |diff| {to['max_abs_error']:.2e}, relative {to['rel_error']:.2e}; "
           f"vs PyTorch float32: max |diff| {to32['max_abs_error']:.2e}, relative {to32['rel_error']:.2e}")
-    ok = acc64 >= args.min_accuracy
+    ok = acc64 >= args.min_accuracy and cok
     ok = ok and ev_onnx["test"]["accuracy"] == acc64 and ev_st["test"]["accuracy"] == acc64
     ok = ok and to["max_abs_error"] <= 1e-5
     print("OK" if ok else "MISMATCH (or accuracy below --min-accuracy)")
