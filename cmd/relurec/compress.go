@@ -57,7 +57,7 @@ type compressResult struct {
 }
 
 const compressLong = `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
-(two consecutive Linear layers), fitted on calibration inputs without labels,
+(two consecutive Linear layers; a CNN's convs too, below), fitted on calibration inputs without labels,
 gradients or fine-tuning (Zhang & Saab, "Theoretical guarantees for low-rank
 compression of deep neural networks").
 
@@ -100,7 +100,12 @@ The report lists per layer the rank, parameters, and the relative error
 ‖Ỹ − Ŷ‖/‖Ỹ‖ of its pre-activations on the calibration and held-out data.
 
 --model is safetensors (nn.Sequential keys) or ONNX (torch.onnx.export of an
-nn.Sequential of Linear/ReLU). The compressed model is written atomically to
+nn.Sequential of Linear/ReLU). A convolutional network (Conv2d, ReLU,
+MaxPool2d, Flatten, Linear, as ONNX or relurec's CNN safetensors) is
+compressed the same way: each conv as its Out × In·KH·KW matrix fitted on a
+sample of its unfolded input patches, written back as a KH×KW conv to r
+channels then a 1×1 conv (--allocation global, uniform or svd-llm-v2; 4096
+calibration images by default). The compressed model is written atomically to
 --out, as safetensors or ONNX by its extension (.safetensors or .onnx), plus
 <out>.manifest.json; on error nothing is written.`
 
@@ -111,7 +116,10 @@ const compressExample = `  # Keep 10% of the parameters, fitting each layer on t
   relurec compress --model mlp.safetensors --calib X.npy --ranks 32,32,0 --method svd --out svd.safetensors
 
   # A model exported from PyTorch with torch.onnx.export
-  relurec compress --model mlp.onnx --calib X.npy --keep 0.5 --out small.safetensors`
+  relurec compress --model mlp.onnx --calib X.npy --keep 0.5 --out small.safetensors
+
+  # A CNN exported from PyTorch (bench/cnn_fashion.py), written back as ONNX
+  relurec compress --model cnn.onnx --data fashion-mnist --keep 0.25 --out small.onnx`
 
 func newCompressCmd(a *app) *cobra.Command {
 	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: compress.MethodData, Allocation: compress.AllocGlobal,
@@ -119,7 +127,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	var ranks string
 	c := &cobra.Command{
 		Use:     "compress",
-		Short:   "Compress a trained MLP to low rank from unlabelled calibration data",
+		Short:   "Compress a trained MLP or CNN to low rank from unlabelled calibration data",
 		Long:    compressLong,
 		Example: compressExample,
 		Args:    cobra.NoArgs,
