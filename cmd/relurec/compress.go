@@ -57,9 +57,9 @@ type compressResult struct {
 }
 
 const compressLong = `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
-(two consecutive Linear layers; a CNN's convs too, below), fitted on calibration inputs without labels,
-gradients or fine-tuning (Zhang & Saab, "Theoretical guarantees for low-rank
-compression of deep neural networks").
+(two consecutive Linear layers; a CNN's convs too, below), fitted on
+calibration inputs without labels, gradients or fine-tuning (Zhang & Saab,
+"Theoretical guarantees for low-rank compression of deep neural networks").
 
 Methods (--method):
   data        rank-constrained least squares on the layer's outputs (Alg 2,
