@@ -6,10 +6,12 @@ import (
 	"math"
 	"runtime"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/blasbackend"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
@@ -217,11 +219,19 @@ func sumParts(parts [][]float64) []float64 {
 // AddGram adds the upper triangle of aᵀa to c (a.Cols×a.Cols, row-major,
 // stride a.Cols); the strictly lower triangle of c is not touched. It sums
 // four rows of a at a time into two rows of c, about twice as fast as
-// gonum's Dsyrk for the narrow (≲ 50-column) row-major chunks of sample
-// data.
+// gonum's pure-Go Dsyrk for the narrow (≲ 50-column) row-major chunks of
+// sample data. With a native BLAS (the openblas build tag) it is that
+// BLAS's Dsyrk instead, several times faster again; the sums' order, and so
+// the last bits, then follow that BLAS.
 func AddGram(c []float64, a blas64.General) {
 	f := a.Cols
 	_ = c[f*f-1]
+	if blasbackend.Native() {
+		if a.Rows > 0 {
+			blas64.Syrk(blas.Trans, 1, a, 1, blas64.Symmetric{Uplo: blas.Upper, N: f, Stride: f, Data: c})
+		}
+		return
+	}
 	q := 0
 	for ; q+4 <= a.Rows; q += 4 {
 		r0 := a.Data[q*a.Stride : q*a.Stride+f]

@@ -104,7 +104,7 @@ func TestThinSVDIdentities(t *testing.T) {
 		}
 		// Same values as gonum's direct LAPACK SVD.
 		var f mat.SVD
-		if !f.Factorize(a, mat.SVDNone) {
+		if !f.Factorize(a, mat.SVDThin) {
 			t.Fatal("gonum SVD failed")
 		}
 		ref := f.Values(nil)

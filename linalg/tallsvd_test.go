@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/blasbackend"
 )
 
 // TallSVD, the values-only SVD (Cond) and LstSq's lean QR give the bits of
@@ -39,7 +41,9 @@ func TestTallSVDMatchesThinSVDBits(t *testing.T) {
 				continue
 			}
 			uq := ts.UCols(q)
-			if !mat.Equal(uq, u.Slice(0, r, 0, q)) {
+			// A native BLAS (the openblas tag) may block a product with q
+			// columns differently from one with c: equal up to rounding there.
+			if same := mat.Equal(uq, u.Slice(0, r, 0, q)); !same && (!blasbackend.Native() || !mat.EqualApprox(uq, u.Slice(0, r, 0, q), 1e-13)) {
 				t.Fatalf("%v: U[:, :%d] differs", sz, q)
 			}
 			// UColsTo into a buffer that holds another matrix's entries:

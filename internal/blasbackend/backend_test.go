@@ -18,10 +18,16 @@ func TestNameMatchesInstalledBLAS(t *testing.T) {
 	impl := fmt.Sprintf("%T", blas64.Implementation())
 	switch name := blasbackend.Name(); name {
 	case "OpenBLAS":
+		if !blasbackend.Native() {
+			t.Fatalf("Name() = %q but Native() is false", name)
+		}
 		if !strings.Contains(impl, "netlib") {
 			t.Fatalf("Name() = %q but blas64 uses %s", name, impl)
 		}
 	case "gonum (pure Go)":
+		if blasbackend.Native() {
+			t.Fatalf("Name() = %q but Native() is true", name)
+		}
 		if !strings.HasPrefix(impl, "gonum.") {
 			t.Fatalf("Name() = %q but blas64 uses %s", name, impl)
 		}
