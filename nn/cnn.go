@@ -301,6 +301,7 @@ type Network interface {
 var (
 	_ Network = (*MLP)(nil)
 	_ Network = (*CNN)(nil)
+	_ Network = (*Graph)(nil)
 )
 
 // layerName is "layer 3 (Conv2d)", how errors name a module.

@@ -47,12 +47,21 @@ func readFile(path string, read func(io.Reader) error) error {
 	return nil
 }
 
-// ReadONNXNetwork reads an ONNX model from r: a *CNN if its graph has a
-// Conv or MaxPool node (ReadCNNONNX), else an *MLP (ReadONNX).
+// ReadONNXNetwork reads an ONNX model from r: a *CNN if its graph is a
+// chain with a Conv or MaxPool node (ReadCNNONNX), an *MLP if it is a
+// chain the MLP reader takes (ReadONNX), else a *Graph (ReadGraphONNX:
+// residual and mixer blocks).
 func ReadONNXNetwork(r io.Reader) (Network, error) {
 	g, err := readONNXGraph(r)
 	if err != nil {
 		return nil, err
+	}
+	if !g.isChain() {
+		gr, err := graphFromONNX(g)
+		if err != nil {
+			return nil, err
+		}
+		return gr, nil
 	}
 	var net Network
 	if _, ok := g.convNode(); ok {
@@ -61,6 +70,11 @@ func ReadONNXNetwork(r io.Reader) (Network, error) {
 		net, err = mlpFromGraph(g)
 	}
 	if err != nil {
+		// A chain of operators the MLP and CNN readers do not take
+		// (Transpose, ReduceMean, ...) may still be a Graph.
+		if gr, gerr := graphFromONNX(g); gerr == nil {
+			return gr, nil
+		}
 		return nil, err // a nil Network, not a nil *CNN in one
 	}
 	return net, nil

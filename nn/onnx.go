@@ -99,6 +99,8 @@ type onnxTensor struct {
 	name string
 	dims []int
 	data []float64
+	// dtype is the TensorProto data type read (onnxFloat, onnxInt64, ...).
+	dtype int
 }
 
 type onnxAttr struct {

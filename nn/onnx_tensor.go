@@ -125,6 +125,7 @@ func parseTensor(b []byte) (*onnxTensor, error) {
 		}
 	}
 	t := tf.t
+	t.dtype = tf.dtype
 	count := 1
 	for _, d := range t.dims {
 		if d != 0 && count > math.MaxInt32/d {

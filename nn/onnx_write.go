@@ -36,9 +36,10 @@ const (
 
 	graphName = 2
 
-	attrType     = 20
-	attrTypeInt  = 2 // AttributeProto.INT
-	attrTypeInts = 7 // AttributeProto.INTS
+	attrType      = 20
+	attrTypeFloat = 1 // AttributeProto.FLOAT
+	attrTypeInt   = 2 // AttributeProto.INT
+	attrTypeInts  = 7 // AttributeProto.INTS
 
 	valueInfoType = 2
 

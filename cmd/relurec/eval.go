@@ -251,8 +251,12 @@ var errNotMLP = errs.New("a convolutional network", errs.ErrInput)
 
 // architecture lists the widths of a network's layers, inputs first: for a
 // CNN, the input channels and the output channels or width of every Conv2d
-// and Linear (nn.CNN.Widths).
+// and Linear (nn.CNN.Widths); for a graph, its input size and the output
+// width of every MatMul and Gemm weight.
 func architecture(n nn.Network) []int {
+	if g, ok := n.(*nn.Graph); ok {
+		return append([]int{g.In()}, g.Ranks()...)
+	}
 	m, ok := n.(*nn.MLP)
 	if !ok {
 		return n.(*nn.CNN).Widths()

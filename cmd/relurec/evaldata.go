@@ -98,8 +98,8 @@ func (a *app) evalClassifier(cmd *cobra.Command, res *evalDataResult, modelPath 
 		res.TruthKind, res.TruthOutputs = truthKindData, tout
 	}
 	res.Architecture = architecture(model)
-	if c, ok := model.(*nn.CNN); ok {
-		res.Layers = c.String()
+	if c, ok := model.(interface{ String() string }); ok {
+		res.Layers = c.String() // a CNN's or a graph's modules
 	}
 	if err := res.measureLatency(cmd.Context(), model, test.X); err != nil {
 		return err
