@@ -174,6 +174,9 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	if err := opt.validate(cmd, ranks); err != nil {
 		return err
 	}
+	if g := graphModel(opt.Model); g != nil {
+		return a.runCompressGraph(cmd, opt, g, start)
+	}
 	in, err := opt.read(a.context())
 	if isCNNModelErr(err) {
 		return a.runCompressCNN(cmd, opt, start)
