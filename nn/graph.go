@@ -133,6 +133,11 @@ func (g *Graph) Validate() error {
 	if len(g.InputShape) == 0 || slices.ContainsFunc(g.InputShape, func(d int) bool { return d <= 0 }) {
 		return fmt.Errorf("nn: graph input %q has shape %v; every dimension of a sample must be known and positive: %w", g.Input, g.InputShape, ErrInput)
 	}
+	for name, t := range g.Consts {
+		if t == nil || numel(t.Shape) != len(t.Data) {
+			return fmt.Errorf("nn: graph constant %q: its shape does not match its %d values: %w", name, len(t.Data), ErrInput)
+		}
+	}
 	g.madds = 0
 	out, err := g.run(value{shape: append([]int{1}, g.InputShape...), data: make([]float64, g.In())}, func(i int, n *GraphNode, a, b value) {
 		if n.Op == "MatMul" || n.Op == "Gemm" {
