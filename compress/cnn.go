@@ -194,25 +194,8 @@ func CompressCNN(ctx context.Context, net *nn.CNN, x0 *mat.Dense, o Options) (*C
 		for j, wl := range layers {
 			sur.Layers[j] = nn.Layer{Weight: wl.w, Bias: wl.bias, Act: wl.act}
 		}
-		if o.Allocation == AllocSVDLLM2 {
-			fits, err := originalFits(ctx, sur, ws, xs, ys, costs, o.Method, lo)
-			if err != nil {
-				return nil, err
-			}
-			if ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation); err != nil {
-				return nil, err
-			}
-			if o.Method != MethodConvex && o.Method != MethodReLU {
-				pre = fits
-			}
-		} else {
-			spectra, err := allocationSpectra(ctx, sur, ws, xs, ys, o.Method, lo)
-			if err != nil {
-				return nil, err
-			}
-			if ranks, _, err = allocate(costs, spectra, budget, o.Allocation); err != nil {
-				return nil, err
-			}
+		if ranks, pre, err = o.allocateLayers(ctx, sur, ws, xs, ys, costs, budget, lo); err != nil {
+			return nil, err
 		}
 	}
 

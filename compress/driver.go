@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -214,4 +215,31 @@ func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnin
 func denseOutputs(lay nn.Layer, xc, xo *mat.Dense) (yc, ycLocal *mat.Dense) {
 	wt := mat.DenseCopyOf(lay.Weight.T())
 	return preact(xc, wt, lay.Bias), preact(xo, wt, lay.Bias)
+}
+
+// allocateLayers splits budget over the weight layers of a CNN or a graph
+// (sur: the layers as an MLP's, weights out × in; ws, xs, ys: their row-
+// convention weights, calibration inputs and pre-activations) for the
+// "keep" mode: by measured fits for AllocSVDLLM2 (returned as pre, to
+// reuse, unless the method refits them), else from the spectra.
+func (o *Options) allocateLayers(ctx context.Context, sur *nn.MLP, ws, xs, ys []*mat.Dense, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, err error) {
+	if o.Allocation == AllocSVDLLM2 {
+		fits, err := originalFits(ctx, sur, ws, xs, ys, costs, o.Method, lo)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation); err != nil {
+			return nil, nil, err
+		}
+		if o.Method != MethodConvex && o.Method != MethodReLU {
+			pre = fits
+		}
+		return ranks, pre, nil
+	}
+	spectra, err := allocationSpectra(ctx, sur, ws, xs, ys, o.Method, lo)
+	if err != nil {
+		return nil, nil, err
+	}
+	ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
+	return ranks, nil, err
 }

@@ -155,25 +155,8 @@ func CompressGraph(ctx context.Context, g *nn.Graph, x0 *mat.Dense, o Options) (
 			ws[j] = l.w
 			sur.Layers[j] = nn.Layer{Weight: mat.DenseCopyOf(l.w.T()), Bias: l.bias, Act: l.act}
 		}
-		if o.Allocation == AllocSVDLLM2 {
-			fits, err := originalFits(ctx, sur, ws, xs, ys, costs, o.Method, lo)
-			if err != nil {
-				return nil, err
-			}
-			if ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation); err != nil {
-				return nil, err
-			}
-			if o.Method != MethodConvex && o.Method != MethodReLU {
-				pre = fits
-			}
-		} else {
-			spectra, err := allocationSpectra(ctx, sur, ws, xs, ys, o.Method, lo)
-			if err != nil {
-				return nil, err
-			}
-			if ranks, _, err = allocate(costs, spectra, budget, o.Allocation); err != nil {
-				return nil, err
-			}
+		if ranks, pre, err = o.allocateLayers(ctx, sur, ws, xs, ys, costs, budget, lo); err != nil {
+			return nil, err
 		}
 	}
 
