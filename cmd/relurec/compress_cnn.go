@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/compress"
 	"github.com/relurec/relurec/dataio"
@@ -22,28 +24,6 @@ import (
 // per image here for the Fashion-MNIST example, and the first Linear of
 // that network (1568 inputs) needs well over 1568 rows for its fit.
 const cnnCalibImages = 4096
-
-// cnnCompressResult is what compress prints for a CNN: the MLP report plus
-// the data of each compressed module.
-type cnnCompressResult struct {
-	compressResult
-	Modules []compress.CNNModule `json:"modules"`
-}
-
-// cnnCompressJSON is cnnCompressResult for --json: jsonsafe skips an
-// embedded unexported struct, so compressResult's fields are spelled out.
-type cnnCompressJSON struct {
-	Command string `json:"command"`
-	compress.Result
-	Modules    []compress.CNNModule `json:"modules"`
-	Original   *nn.Metrics          `json:"original,omitempty"`
-	Compressed *nn.Metrics          `json:"compressed,omitempty"`
-	Seconds    float64              `json:"seconds"`
-	Timings    map[string]float64   `json:"timings"`
-	Options    compressOptions      `json:"options"`
-	Out        string               `json:"out"`
-	Manifest   string               `json:"manifest"`
-}
 
 // isCNNModelErr reports whether reading --model as an MLP failed because
 // the file holds a CNN, which runCompressCNN then takes.
@@ -67,11 +47,63 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 	if err := net.Validate(); err != nil {
 		return inputErrorf("--model %s: %v", opt.Model, err)
 	}
+	return a.runCompressNetwork(cmd, opt, net, "CNN", fmt.Sprintf("%v images", net.Input), cnnCalibImages, start,
+		func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
+			res, err := compress.CompressCNN(ctx, net, x, copt)
+			if err != nil {
+				return nil, err
+			}
+			return &compressedNetwork{res: res.Result, modules: res.Modules, model: res.Model, unit: "images",
+				save: func(p string, meta map[string]string, dtype string) error {
+					if strings.EqualFold(filepath.Ext(opt.Out), extONNX) {
+						return nn.SaveCNNONNX(p, res.Model, meta, dtype)
+					}
+					return nn.SaveCNNModel(p, res.Model, meta, dtype)
+				}}, nil
+		}, printCompressCNN)
+}
+
+// compressedNetwork is what a CNN's or a graph's compression hands to
+// runCompressNetwork: the evidence, the per-module data, the compressed
+// network and how to write it.
+type compressedNetwork struct {
+	res     compress.Result
+	modules any
+	model   nn.Network
+	save    func(path string, meta map[string]string, dtype string) error
+	// unit names the calibration samples in the metadata ("images").
+	unit string
+}
+
+// networkCompressJSON is compress's --json object for a CNN or a graph:
+// jsonsafe skips an embedded unexported struct, so compressResult's fields
+// are spelled out.
+type networkCompressJSON struct {
+	Command string `json:"command"`
+	compress.Result
+	Modules    any                `json:"modules"`
+	Original   *nn.Metrics        `json:"original,omitempty"`
+	Compressed *nn.Metrics        `json:"compressed,omitempty"`
+	Seconds    float64            `json:"seconds"`
+	Timings    map[string]float64 `json:"timings"`
+	Options    compressOptions    `json:"options"`
+	Out        string             `json:"out"`
+	Manifest   string             `json:"manifest"`
+}
+
+// runCompressNetwork is compress for a network other than an MLP (kind
+// "CNN" or "graph"): --holdout is refused (with --data the test accuracy
+// is reported instead), without --calib-samples calibDefault samples
+// calibrate (shape describes one for errors); run compresses, print
+// writes the human table.
+func (a *app) runCompressNetwork(cmd *cobra.Command, opt compressOptions, net nn.Network, kind, shape string, calibDefault int, start time.Time,
+	run func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error),
+	print func(w io.Writer, out *compressResult, modules any, compressTime time.Duration)) error {
 	if opt.Holdout != "" {
-		return usageErrorf("--holdout is not available for a CNN (per-layer held-out errors are computed for MLPs); --data fashion-mnist reports test accuracy")
+		return usageErrorf("--holdout is not available for a %s (per-layer held-out errors are computed for MLPs); --data fashion-mnist reports test accuracy", kind)
 	}
 	if !cmd.Flags().Changed("calib-samples") {
-		opt.CalibSamples = cnnCalibImages
+		opt.CalibSamples = calibDefault
 	}
 	in := &compressInputs{files: []string{opt.Model}}
 	if err := opt.readCalibration(a.context(), in); err != nil {
@@ -79,7 +111,7 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 	}
 	in.holdout = nil // the test images: accuracy, not per-layer errors
 	if _, d := in.calib.Dims(); d != net.In() {
-		return inputErrorf("the calibration data has %d columns but the model takes %d inputs (%v images)", d, net.In(), net.Input)
+		return inputErrorf("the calibration data has %d columns but the model takes %d inputs (%s)", d, net.In(), shape)
 	}
 	man, err := a.newManifest("compress", &opt, 0, in.files...)
 	if err != nil {
@@ -91,16 +123,14 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 	cstart := time.Now()
 	copt := opt.library(nil)
 	copt.Progress = progress
-	res, err := compress.CompressCNN(cmd.Context(), net, in.calib, copt)
+	cn, err := run(cmd.Context(), in.calib, copt)
 	clear()
 	if err != nil {
 		return err
 	}
+	res := &cn.res
 	compressTime := time.Since(cstart)
-	out := cnnCompressResult{
-		compressResult: compressResult{Command: "compress", Result: res.Result, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)},
-		Modules:        res.Modules,
-	}
+	out := compressResult{Command: "compress", Result: *res, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
 	evalStart := time.Now()
 	if in.test != nil {
 		if net.Out() != in.test.Classes {
@@ -110,7 +140,7 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 		if err != nil {
 			return err
 		}
-		c, err := res.Model.Evaluate(in.test.X, in.test.Labels)
+		c, err := cn.model.Evaluate(in.test.X, in.test.Labels)
 		if err != nil {
 			return err
 		}
@@ -124,20 +154,14 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 	man.Timings = out.Timings
 	man.Results = jsonsafe.Finite(map[string]any{
 		"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
-		"layers": res.Layers, "modules": res.Modules, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
+		"layers": res.Layers, "modules": cn.modules, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
 	})
 	meta := out.metadata()
-	meta["calibration"] = fmt.Sprintf("%d images", res.CalibrationRows)
+	meta["calibration"] = fmt.Sprintf("%d %s", res.CalibrationRows, cn.unit)
 	dtype := strings.ToUpper(opt.DType)
 	if _, err := a.writeAll(man, []outFile{{path: opt.Out, write: func(p string) error {
 		t := time.Now()
-		var err error
-		if strings.EqualFold(filepath.Ext(opt.Out), extONNX) {
-			err = nn.SaveCNNONNX(p, res.Model, meta, dtype)
-		} else {
-			err = nn.SaveCNNModel(p, res.Model, meta, dtype)
-		}
-		if err != nil {
+		if err := cn.save(p, meta, dtype); err != nil {
 			return fmt.Errorf("writing the model: %w", err)
 		}
 		out.Timings["write"] = time.Since(t).Seconds()
@@ -146,19 +170,18 @@ func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()
-	c := &out.compressResult
-	obj := cnnCompressJSON{Command: c.Command, Result: c.Result, Modules: out.Modules, Original: c.Original, Compressed: c.Compressed,
-		Seconds: c.Seconds, Timings: c.Timings, Options: c.Options, Out: c.Out, Manifest: c.Manifest}
-	return a.emit(obj, func(w io.Writer) { printCompressCNN(w, &out, compressTime) })
+	obj := networkCompressJSON{Command: out.Command, Result: out.Result, Modules: cn.modules, Original: out.Original, Compressed: out.Compressed,
+		Seconds: out.Seconds, Timings: out.Timings, Options: out.Options, Out: out.Out, Manifest: out.Manifest}
+	return a.emit(obj, func(w io.Writer) { print(w, &out, cn.modules, compressTime) })
 }
 
 // printCompressCNN is printCompress with one line per compressed module
 // saying what it was fit on.
-func printCompressCNN(w io.Writer, out *cnnCompressResult, compressTime time.Duration) {
+func printCompressCNN(w io.Writer, out *compressResult, modules any, compressTime time.Duration) {
 	fmt.Fprintf(w, "CNN: %d calibration images; layer = module index, a conv's in = in channels·KH·KW\n", out.CalibrationRows)
-	printCompress(w, &out.compressResult, compressTime)
+	printCompress(w, out, compressTime)
 	fmt.Fprintln(w)
-	for _, m := range out.Modules {
+	for _, m := range modules.([]compress.CNNModule) {
 		if m.Kind == "conv2d" {
 			fmt.Fprintf(w, "module %d  conv %d×%d: fit on %d of its %d patch rows\n", m.Module, m.Kernel[0], m.Kernel[1], m.Rows, m.Patches)
 		} else {
