@@ -105,7 +105,12 @@ MaxPool2d, Flatten, Linear, as ONNX or relurec's CNN safetensors) is
 compressed the same way: each conv as its Out × In·KH·KW matrix fitted on a
 sample of its unfolded input patches, written back as a KH×KW conv to r
 channels then a 1×1 conv (--allocation global, uniform or svd-llm-v2; 4096
-calibration images by default). The compressed model is written atomically to
+calibration images by default). An ONNX graph with residual or mixer blocks
+(MatMul, Gemm, Add, Relu, Transpose, Reshape, ReduceMean, ...) is compressed
+weight by weight: every MatMul or Gemm by a constant weight fitted on the
+activations that reach it (every axis but the last as rows, e.g. images ×
+tokens), written back as two MatMul nodes (ONNX out only; 2048 calibration
+samples by default). The compressed model is written atomically to
 --out, as safetensors or ONNX by its extension (.safetensors or .onnx), plus
 <out>.manifest.json; on error nothing is written.`
 
@@ -119,7 +124,10 @@ const compressExample = `  # Keep 10% of the parameters, fitting each layer on t
   relurec compress --model mlp.onnx --calib X.npy --keep 0.5 --out small.safetensors
 
   # A CNN exported from PyTorch (bench/cnn_fashion.py), written back as ONNX
-  relurec compress --model cnn.onnx --data fashion-mnist --keep 0.25 --out small.onnx`
+  relurec compress --model cnn.onnx --data fashion-mnist --keep 0.25 --out small.onnx
+
+  # A 2-block MLP-mixer on image rows (bench/mixer_fashion.py)
+  relurec compress --model mixer.onnx --data fashion-mnist --keep 0.5 --out small.onnx`
 
 func newCompressCmd(a *app) *cobra.Command {
 	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: compress.MethodData, Allocation: compress.AllocGlobal,
@@ -127,7 +135,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	var ranks string
 	c := &cobra.Command{
 		Use:     "compress",
-		Short:   "Compress a trained MLP or CNN to low rank from unlabelled calibration data",
+		Short:   "Compress a trained MLP, CNN or ONNX graph to low rank from unlabelled calibration data",
 		Long:    compressLong,
 		Example: compressExample,
 		Args:    cobra.NoArgs,
