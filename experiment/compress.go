@@ -72,9 +72,14 @@ type FashionRun struct {
 	// optimise, with far less test-set noise than accuracy.
 	Agreement  float64 `json:"agreement"`
 	LogitError float64 `json:"logit_error"`
-	Ranks      []int   `json:"ranks"`
-	Seconds    float64 `json:"seconds"`
-	Error      string  `json:"error,omitempty"`
+	// LayerErrors is each layer's relative pre-activation error on the
+	// test images, ‖Ỹ − Ŷ‖_F/‖Ỹ‖_F with Ŷ computed on the compressed
+	// network's own inputs (compress.Layer.HeldoutError): where along the
+	// network the fidelity is lost.
+	LayerErrors []float64 `json:"layer_errors,omitempty"`
+	Ranks       []int     `json:"ranks"`
+	Seconds     float64   `json:"seconds"`
+	Error       string    `json:"error,omitempty"`
 }
 
 // FashionModel is one trained dense model of compress-fashion.
@@ -234,7 +239,7 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 				}
 				run := FashionRun{Seed: seed, Method: m.label, Sequential: m.seq, Allocation: string(m.alloc), Keep: keep}
 				t0 := time.Now()
-				r, err := compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep, Allocation: m.alloc})
+				r, err := compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep, Allocation: m.alloc, Holdout: test.X})
 				run.Seconds = time.Since(t0).Seconds()
 				if err != nil {
 					if ctx.Err() != nil {
@@ -257,6 +262,9 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
 					for _, l := range r.Layers {
 						run.Ranks = append(run.Ranks, l.Rank)
+						if l.HeldoutError != nil {
+							run.LayerErrors = append(run.LayerErrors, *l.HeldoutError)
+						}
 					}
 				}
 				res.Runs = append(res.Runs, run)
@@ -322,6 +330,7 @@ func (res *FashionResults) addPaired(right map[string][]bool, keeps []float64) {
 type fashionCell struct {
 	n                                      int
 	kept, acc, lo, hi, loss, agree, logits float64
+	layers                                 []float64 // mean LayerErrors
 }
 
 func fashionCells(res *FashionResults) map[string]map[float64]*fashionCell {
@@ -344,12 +353,23 @@ func fashionCells(res *FashionResults) map[string]map[float64]*fashionCell {
 		c.loss += r.Loss
 		c.agree += r.Agreement
 		c.logits += r.LogitError
+		if c.layers == nil {
+			c.layers = make([]float64, len(r.LayerErrors))
+		}
+		for i, e := range r.LayerErrors {
+			if i < len(c.layers) {
+				c.layers[i] += e
+			}
+		}
 		c.lo, c.hi = math.Min(c.lo, r.Accuracy), math.Max(c.hi, r.Accuracy)
 	}
 	for _, byKeep := range cells {
 		for _, c := range byKeep {
 			f := float64(c.n)
 			c.kept, c.acc, c.loss, c.agree, c.logits = c.kept/f, c.acc/f, c.loss/f, c.agree/f, c.logits/f
+			for i := range c.layers {
+				c.layers[i] /= f
+			}
 		}
 	}
 	return cells
@@ -379,9 +399,19 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	seq, refName, baselines := res.ref()
 	agree := Table{Title: "Agreement with the dense model: fraction of test images given the dense model's class" + of, Columns: rep.Columns}
 	logits := Table{Title: "Relative error of the test logits, ‖Z − Z_dense‖_F / ‖Z_dense‖_F" + of, Columns: rep.Columns}
+	// Fidelity to the dense model, end to end (agreement, logit error: two
+	// further figures) and per layer (a table), without fine-tuning.
+	kept := PlotSpec{XLabel: "fraction of parameters kept (weights and biases)"}
+	figA := Figure{File: "agreement.png", Title: "Agreement with the dense model's predictions (test images" + of + ")", Plot: kept}
+	figA.Plot.YLabel = "agreement"
+	figL := Figure{File: "logit-error.png", Title: "Relative error of the test logits" + of, Plot: kept}
+	figL.Plot.YLabel, figL.Plot.LogY = "‖Z − Z_dense‖ / ‖Z_dense‖", true
+	perLayer := Table{Title: "Per-layer relative error of the pre-activations on the test images, ‖Ỹ − Ŷ‖/‖Ỹ‖ (Ŷ on the compressed network's own inputs)" + of, Columns: rep.Columns}
 	for _, m := range methods {
 		row, rowA, rowL := []string{m.label}, []string{m.label}, []string{m.label}
 		s := Series{Name: m.label}
+		sA, sL := Series{Name: m.label}, Series{Name: m.label}
+		var rowsLayer [][]string
 		for _, k := range res.Keeps {
 			c := cells[m.label][k]
 			if c == nil {
@@ -391,6 +421,18 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 			row = append(row, fmt.Sprintf("%.4f", c.acc))
 			rowA = append(rowA, fmt.Sprintf("%.4f", c.agree))
 			rowL = append(rowL, fmt.Sprintf("%.4f", c.logits))
+			sA.X, sA.Y = append(sA.X, c.kept), append(sA.Y, c.agree)
+			sL.X, sL.Y = append(sL.X, c.kept), append(sL.Y, c.logits)
+			for i, e := range c.layers {
+				for len(rowsLayer) <= i {
+					rowsLayer = append(rowsLayer, []string{fmt.Sprintf("%s, layer %d", m.label, len(rowsLayer))})
+				}
+				// Budgets before this one that failed left no cell.
+				for len(rowsLayer[i]) < len(row)-1 {
+					rowsLayer[i] = append(rowsLayer[i], "–")
+				}
+				rowsLayer[i] = append(rowsLayer[i], fmt.Sprintf("%.4f", e))
+			}
 			s.X = append(s.X, c.kept)
 			s.Y = append(s.Y, c.acc)
 			if seeds > 1 {
@@ -401,8 +443,19 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		agree.Rows = append(agree.Rows, rowA)
 		logits.Rows = append(logits.Rows, rowL)
 		rep.Series = append(rep.Series, s)
+		figA.Series, figL.Series = append(figA.Series, sA), append(figL.Series, sL)
+		for _, r := range rowsLayer {
+			for len(r) < len(rep.Columns) {
+				r = append(r, "–")
+			}
+			perLayer.Rows = append(perLayer.Rows, r)
+		}
 	}
 	rep.Tables = []Table{agree, logits}
+	if len(perLayer.Rows) > 0 {
+		rep.Tables = append(rep.Tables, perLayer)
+	}
+	rep.Figures = []Figure{figA, figL}
 	if len(res.Paired) > 0 {
 		pooled := ""
 		if seeds > 1 {

@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +122,35 @@ func TestFashionReportOtherReference(t *testing.T) {
 	}
 	if got := rep.Tables[2].Rows[0][1]; got != "2 / 1, p = 1" {
 		t.Fatalf("paired table cell %q", got)
+	}
+}
+
+// Fidelity without fine-tuning: the report carries agreement and logit-error
+// figures per method and a per-layer table of held-out pre-activation errors
+// (means over models; a failed run leaves "–" in its layer rows).
+func TestFashionReportFidelity(t *testing.T) {
+	res := &FashionResults{DenseParams: 100, Models: []FashionModel{{Seed: 1, Accuracy: 0.9}, {Seed: 2, Accuracy: 0.9}}, Keeps: []float64{0.1, 0.5}, Runs: []FashionRun{
+		{Seed: 1, Method: "svd", Keep: 0.1, Error: "failed"}, {Seed: 2, Method: "svd", Keep: 0.1, Error: "failed"},
+		{Seed: 1, Method: "svd", Keep: 0.5, Kept: 0.5, Agreement: 0.9, LogitError: 0.2, LayerErrors: []float64{0.1, 0.3}},
+		{Seed: 2, Method: "svd", Keep: 0.5, Kept: 0.5, Agreement: 0.8, LogitError: 0.4, LayerErrors: []float64{0.3, 0.5}},
+	}}
+	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false, ""}})
+	if len(rep.Figures) != 2 || rep.Figures[0].File != "agreement.png" || rep.Figures[1].File != "logit-error.png" || !rep.Figures[1].Plot.LogY {
+		t.Fatalf("figures %+v", rep.Figures)
+	}
+	if s := rep.Figures[1].Series[0]; len(s.Y) != 1 || math.Abs(s.Y[0]-0.3) > 1e-15 || s.X[0] != 0.5 {
+		t.Fatalf("logit-error series %+v, want the mean 0.3 at kept 0.5", s)
+	}
+	var layers *Table
+	for i := range rep.Tables {
+		if strings.HasPrefix(rep.Tables[i].Title, "Per-layer") {
+			layers = &rep.Tables[i]
+		}
+	}
+	if layers == nil || len(layers.Rows) != 2 {
+		t.Fatalf("per-layer table %+v", layers)
+	}
+	if r := layers.Rows[1]; r[0] != "svd, layer 1" || r[1] != "–" || r[2] != "0.4000" {
+		t.Fatalf("layer 1 row %v, want [svd, layer 1 – 0.4000]", r)
 	}
 }

@@ -79,6 +79,9 @@ type Report struct {
 	// Tables are further tables printed after the main one (other metrics
 	// of the same runs).
 	Tables []Table `json:"tables,omitempty"`
+	// Figures are further plots of the same runs, each written to its own
+	// PNG file next to plot.png.
+	Figures []Figure `json:"figures,omitempty"`
 	// Notes are sentences printed under the tables (fitted slopes, caveats).
 	Notes []string `json:"notes,omitempty"`
 	// Results is the raw, typed data (every run), stored in results.json.
@@ -90,6 +93,15 @@ type Table struct {
 	Title   string     `json:"title"`
 	Columns []string   `json:"columns"`
 	Rows    [][]string `json:"rows"`
+}
+
+// Figure is a further plot of a report: File (a base name ending in .png,
+// not plot.png) in the output directory, drawn like plot.png.
+type Figure struct {
+	File   string   `json:"file"`
+	Title  string   `json:"title"`
+	Plot   PlotSpec `json:"plot"`
+	Series []Series `json:"series"`
 }
 
 // PlotSpec labels the axes of the report's plot.

@@ -231,3 +231,37 @@ func TestWrapWords(t *testing.T) {
 		}
 	}
 }
+
+// Further figures are written next to plot.png as their own PNG files; a
+// figure file that is not a plain .png base name, or is plot.png, is refused.
+func TestWriteFigures(t *testing.T) {
+	s := []Series{{Name: "a", X: []float64{0.1, 0.5}, Y: []float64{0.8, 0.9}}}
+	rep := &Report{
+		Title: "figures", Columns: []string{"x"}, Rows: [][]string{{"1"}},
+		Plot: PlotSpec{XLabel: "x", YLabel: "y"}, Series: s,
+		Figures: []Figure{{File: "second.png", Title: "second", Plot: PlotSpec{XLabel: "x", YLabel: "z", LogY: true}, Series: s}},
+	}
+	dir := t.TempDir()
+	e := Experiment{Name: "figures", Description: "a test", Run: func(context.Context, Config) (*Report, error) { return rep, nil }}
+	paths, err := Write(e, Config{OutDir: dir}, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 4 || filepath.Base(paths[3]) != "second.png" {
+		t.Fatalf("wrote %v", paths)
+	}
+	f, err := os.Open(paths[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("second.png does not decode: %v", err)
+	}
+	for _, bad := range []string{"../x.png", "x.svg", PlotFile} {
+		rep.Figures[0].File = bad
+		if _, err := Write(e, Config{OutDir: t.TempDir()}, rep); err == nil {
+			t.Errorf("figure file %q accepted", bad)
+		}
+	}
+}

@@ -134,6 +134,21 @@ func Write(e Experiment, cfg Config, rep *Report) ([]string, error) {
 			return written, err
 		}
 	}
+	for _, f := range rep.Figures {
+		if f.File != filepath.Base(f.File) || filepath.Ext(f.File) != ".png" || f.File == PlotFile {
+			return written, fmt.Errorf("experiment %s: figure file %q: want a base name ending in .png other than %s", e.Name, f.File, PlotFile)
+		}
+		if len(f.Series) == 0 {
+			continue
+		}
+		wt, err := PlotPNG(&Report{Title: f.Title, Plot: f.Plot, Series: f.Series})
+		if err != nil {
+			return written, fmt.Errorf("experiment: plot %s: %w", f.File, err)
+		}
+		if err := write(f.File, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
+			return written, err
+		}
+	}
 	return written, nil
 }
 

@@ -65,6 +65,8 @@ func newExperimentRunCmd(a *app) *cobra.Command {
                 CPUs, date, relurec version)
   table.md      the summary table, with the command that reproduces it
   plot.png      the main figure
+  *.png         further figures of some experiments (compress-fashion and
+                compress-allocation: agreement.png, logit-error.png)
 
 Every random choice derives from --seed, so the same flags reproduce the same
 numbers (timings vary with the machine). --quick runs a short grid with 2
