@@ -182,13 +182,23 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	if err := opt.validate(cmd, ranks); err != nil {
 		return err
 	}
-	if g := graphModel(opt.Model); g != nil {
-		return a.runCompressGraph(cmd, opt, g, start)
+	// The model is read once; its kind picks the path.
+	model, _, err := loadAnyNetwork(opt.Model)
+	if err != nil {
+		return fmt.Errorf("reading --model: %w", err)
 	}
-	in, err := opt.read(a.context())
-	if isCNNModelErr(err) {
-		return a.runCompressCNN(cmd, opt, start)
+	var mlp *nn.MLP
+	switch net := model.(type) {
+	case *nn.Graph:
+		return a.runCompressGraph(cmd, opt, net, start)
+	case *nn.CNN:
+		return a.runCompressCNN(cmd, opt, net, start)
+	case *nn.MLP:
+		mlp = net
+	default:
+		return inputErrorf("--model %s: a %T cannot be compressed", opt.Model, model)
 	}
+	in, err := opt.read(a.context(), mlp)
 	if err != nil {
 		return err
 	}
@@ -333,11 +343,7 @@ func methodList() string {
 
 // read loads the network and the calibration, held-out and test data, and
 // checks their widths against the network.
-func (opt *compressOptions) read(ctx context.Context) (*compressInputs, error) {
-	net, _, err := loadNetwork(opt.Model)
-	if err != nil {
-		return nil, fmt.Errorf("reading --model: %w", err)
-	}
+func (opt *compressOptions) read(ctx context.Context, net *nn.MLP) (*compressInputs, error) {
 	if err := compress.CheckNetwork(net); err != nil {
 		return nil, inputErrorf("--model %s: %v", opt.Model, err)
 	}
@@ -347,6 +353,7 @@ func (opt *compressOptions) read(ctx context.Context) (*compressInputs, error) {
 	}
 	if opt.Holdout != "" {
 		in.files = append(in.files, opt.Holdout)
+		var err error
 		if in.holdout, err = readInput(ctx, "--holdout", opt.Holdout, opt.CalibName); err != nil {
 			return nil, err
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -25,25 +24,13 @@ import (
 // that network (1568 inputs) needs well over 1568 rows for its fit.
 const cnnCalibImages = 4096
 
-// isCNNModelErr reports whether reading --model as an MLP failed because
-// the file holds a CNN, which runCompressCNN then takes.
-func isCNNModelErr(err error) bool { return errors.Is(err, nn.ErrNotMLP) }
-
 // runCompressCNN is compress for a convolutional network (compress.
 // CompressCNN): every Conv2d and Linear compressed to low rank, a conv on
 // its unfolded patches and written back as a KH×KW conv to r channels then
 // a 1×1 conv. The flags are compress's; --holdout is not taken (with
 // --data the test accuracy is reported instead), and without
 // --calib-samples cnnCalibImages images calibrate.
-func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, start time.Time) error {
-	anyNet, _, err := loadAnyNetwork(opt.Model)
-	if err != nil {
-		return fmt.Errorf("reading --model: %w", err)
-	}
-	net, ok := anyNet.(*nn.CNN)
-	if !ok {
-		return inputErrorf("--model %s: expected a convolutional network", opt.Model)
-	}
+func (a *app) runCompressCNN(cmd *cobra.Command, opt compressOptions, net *nn.CNN, start time.Time) error {
 	if err := net.Validate(); err != nil {
 		return inputErrorf("--model %s: %v", opt.Model, err)
 	}

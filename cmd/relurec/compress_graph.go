@@ -21,21 +21,6 @@ import (
 // sample each weight is fit on.
 const graphCalibImages = 2048
 
-// graphModel returns the model at path if it is an ONNX graph that is
-// neither an MLP nor a sequential CNN (residual or mixer blocks), else
-// nil (the MLP and CNN paths then read it and report their errors).
-func graphModel(path string) *nn.Graph {
-	if !strings.EqualFold(filepath.Ext(path), extONNX) {
-		return nil
-	}
-	net, err := nn.LoadONNXNetwork(path)
-	if err != nil {
-		return nil
-	}
-	g, _ := net.(*nn.Graph)
-	return g
-}
-
 // runCompressGraph is compress for an ONNX graph (compress.CompressGraph):
 // every MatMul or Gemm by a constant weight compressed to low rank from
 // the activations that reach it, written back as two MatMul nodes. The
