@@ -281,28 +281,8 @@ def main():
     cells = [parse_cell(c, default_seeds) for c in a.cells]
     threads = [int(t) for t in a.threads.split(",") if t]
 
-    tmp = None
-    if a.work:
-        os.makedirs(a.work, exist_ok=True)
-        work = a.work
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="twolayer_grid_")
-        work = tmp.name
-    binary = a.relurec
-    if binary is None:
-        binary = os.path.join(work, "relurec")
-        r = subprocess.run(["go", "build", "-o", binary, "./cmd/relurec"], cwd=REPO, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"go build ./cmd/relurec failed:\n{r.stderr}")
-    binary = os.path.abspath(binary)
-
-    env = {
-        "relurec": subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip(),
-        "go": (subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
-               if shutil.which("go") else "n/a"),
-        "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
-        "cpus": os.cpu_count(), "machine": platform.machine(),
-    }
+    tmp, work, binary = pair.work_and_binary(a.work, a.relurec, "twolayer_grid_")
+    env = pair.environment(binary)
     dtype = "float32" if a.float32 else "float64"
     mode = "full batch" if a.batch <= 0 else f"minibatch {a.batch}"
     print(f"relurec vs PyTorch Adam over {len(cells)} cells, threads {threads} (GOMAXPROCS = torch threads), "

@@ -105,6 +105,35 @@ def parse_seeds(spec):
     return list(range(1, int(spec) + 1))
 
 
+def work_and_binary(work, relurec, prefix):
+    """The work directory (a temporary one, returned as tmp to keep it alive, when work is None)
+    and the relurec binary's absolute path (built into the work directory when relurec is None)."""
+    tmp = None
+    if work:
+        os.makedirs(work, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        work = tmp.name
+    binary = relurec
+    if binary is None:
+        binary = os.path.join(work, "relurec")
+        r = subprocess.run(["go", "build", "-o", binary, "./cmd/relurec"], cwd=REPO, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"go build ./cmd/relurec failed:\n{r.stderr}")
+    return tmp, work, os.path.abspath(binary)
+
+
+def environment(binary):
+    """Versions and machine, recorded with the results."""
+    return {
+        "relurec": subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip(),
+        "go": (subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
+               if shutil.which("go") else "n/a"),
+        "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
+        "cpus": os.cpu_count(), "machine": platform.machine(),
+    }
+
+
 def run_relurec(binary, args, threads=None):
     """Run a relurec command with --json --quiet; return (parsed JSON, wall seconds).
 
@@ -309,28 +338,9 @@ def main():
     seeds = parse_seeds(a.seeds)
     torch.set_num_threads(a.threads)
 
-    tmp = None
-    if a.work:
-        os.makedirs(a.work, exist_ok=True)
-        work = a.work
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="twolayer_vs_pytorch_")
-        work = tmp.name
-    binary = a.relurec
-    if binary is None:
-        binary = os.path.join(work, "relurec")
-        r = subprocess.run(["go", "build", "-o", binary, "./cmd/relurec"], cwd=REPO, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"go build ./cmd/relurec failed:\n{r.stderr}")
-    binary = os.path.abspath(binary)
-
-    env = {
-        "relurec": subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip(),
-        "go": (subprocess.run(["go", "version"], capture_output=True, text=True).stdout.strip()
-               if shutil.which("go") else "n/a"),
-        "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
-        "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(), "machine": platform.machine(),
-    }
+    tmp, work, binary = work_and_binary(a.work, a.relurec, "twolayer_vs_pytorch_")
+    env = environment(binary)
+    env["torch_threads"] = torch.get_num_threads()
     dtype = "float32" if a.float32 else "float64"
     mode = "full batch" if a.batch <= 0 else f"minibatch {a.batch}"
     print(f"relurec vs PyTorch Adam: d={a.d} k={a.k} m={a.m} n={a.n}, noiseless Gaussian inputs, {len(seeds)} seeds")
