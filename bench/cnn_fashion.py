@@ -148,6 +148,30 @@ def check_compressed(exe, out, onnx_path, selection, sequential, xte, x64, yte, 
     return same_weights and err <= 1e-5 and acc_rr == acc_torch and loss_pts <= max_loss and runs[1]["params"] == r["params"]
 
 
+def train_or_load(model, pt, reuse, epochs, xtr, ytr, xte, yte):
+    """Load the state dict saved at pt (reuse), then train `epochs` epochs of Adam (lr 1e-3,
+    batches of 128, cross-entropy) printing the test accuracy per epoch, and save it to pt.
+    Returns the seconds spent; the model is left in eval mode."""
+    t0 = time.time()
+    if reuse:
+        model.load_state_dict(torch.load(pt))
+    if epochs > 0:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for ep in range(epochs):
+            model.train()
+            perm = torch.randperm(len(xtr))
+            for k in range(0, len(xtr), 128):
+                b = perm[k:k + 128]
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
+                opt.step()
+            model.eval()
+            print(f"epoch {ep + 1}: test accuracy {accuracy(model, xte, yte):.4f} ({time.time() - t0:.0f} s)", flush=True)
+        torch.save(model.state_dict(), pt)
+    model.eval()
+    return time.time() - t0
+
+
 def accuracy(model, x, y):
     with torch.no_grad():
         correct = sum(int((model(x[k:k + 1000]).argmax(1) == y[k:k + 1000]).sum()) for k in range(0, len(x), 1000))
@@ -204,25 +228,7 @@ def main():
         out = tmp.name
     os.makedirs(out, exist_ok=True)
     model = build()
-    pt = os.path.join(out, "cnn.pt")
-    t0 = time.time()
-    if args.reuse:
-        model.load_state_dict(torch.load(pt))
-    if args.epochs > 0:
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        for ep in range(args.epochs):
-            model.train()
-            perm = torch.randperm(len(xtr))
-            for k in range(0, len(xtr), 128):
-                b = perm[k:k + 128]
-                opt.zero_grad()
-                nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
-                opt.step()
-            model.eval()
-            print(f"epoch {ep + 1}: test accuracy {accuracy(model, xte, yte):.4f} ({time.time() - t0:.0f} s)", flush=True)
-        torch.save(model.state_dict(), pt)
-    train_s = time.time() - t0
-    model.eval()
+    train_s = train_or_load(model, os.path.join(out, "cnn.pt"), args.reuse, args.epochs, xtr, ytr, xte, yte)
 
     onnx_path = os.path.join(out, "cnn.onnx")
     torch.onnx.export(model, xte[:1], onnx_path, input_names=["input"], output_names=["output"],

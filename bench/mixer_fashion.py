@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from compress_torch_roundtrip import DATA, idx  # noqa: E402
+from cnn_fashion import accuracy, logits, relurec, train_or_load  # noqa: E402  (the same training and checks)
 
 
 class Block(nn.Module):
@@ -68,27 +69,6 @@ class Mixer(nn.Module):
         for b in self.blocks:
             x = b(x)
         return self.head(x.mean(1))
-
-
-def accuracy(model, x, y):
-    with torch.no_grad():
-        correct = sum(int((model(x[k:k + 1000]).argmax(1) == y[k:k + 1000]).sum()) for k in range(0, len(x), 1000))
-    return correct / len(x)
-
-
-def logits(model, x):
-    with torch.no_grad():
-        return torch.cat([model(x[k:k + 1000]) for k in range(0, len(x), 1000)])
-
-
-def relurec(exe, *args):
-    t = time.time()
-    r = subprocess.run([exe, *args, "--json"], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"relurec {' '.join(args)} failed ({r.returncode}): {r.stderr}")
-    out = json.loads(r.stdout)
-    out["_wall"] = time.time() - t
-    return out
 
 
 def onnx_forward(path, x):
@@ -178,25 +158,7 @@ def main():
         out = tmp.name
     os.makedirs(out, exist_ok=True)
     model = Mixer()
-    pt = os.path.join(out, "mixer.pt")
-    t0 = time.time()
-    if args.reuse:
-        model.load_state_dict(torch.load(pt))
-    if args.epochs > 0:
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        for ep in range(args.epochs):
-            model.train()
-            perm = torch.randperm(len(xtr))
-            for k in range(0, len(xtr), 128):
-                b = perm[k:k + 128]
-                opt.zero_grad()
-                nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
-                opt.step()
-            model.eval()
-            print(f"epoch {ep + 1}: test accuracy {accuracy(model, xte, yte):.4f} ({time.time() - t0:.0f} s)", flush=True)
-        torch.save(model.state_dict(), pt)
-    train_s = time.time() - t0
-    model.eval()
+    train_s = train_or_load(model, os.path.join(out, "mixer.pt"), args.reuse, args.epochs, xtr, ytr, xte, yte)
 
     onnx_path = os.path.join(out, "mixer.onnx")
     torch.onnx.export(model, xte[:1], onnx_path, input_names=["input"], output_names=["output"],
