@@ -118,15 +118,22 @@ type EpochStats struct {
 	TrainLoss     float64  `json:"train_loss"`
 	TrainAccuracy float64  `json:"train_accuracy"`
 	Validation    *Metrics `json:"validation,omitempty"`
-	LearningRate  float64  `json:"learning_rate"` // at the epoch's end
-	Seconds       float64  `json:"seconds"`
+	// HoldoutLoss is Distill's divergence on DistillOptions.Holdout.
+	HoldoutLoss  *float64 `json:"holdout_loss,omitempty"`
+	LearningRate float64  `json:"learning_rate"` // at the epoch's end
+	Seconds      float64  `json:"seconds"`
 }
 
-// TrainResult is what Train returns.
+// TrainResult is what Train and Distill return.
 type TrainResult struct {
-	Epochs  []EpochStats  `json:"epochs"`
-	Steps   int           `json:"steps"`
-	Elapsed time.Duration `json:"elapsed"`
+	Epochs []EpochStats `json:"epochs"`
+	// StartHoldoutLoss and BestEpoch report Distill's early stopping: the
+	// held-out divergence before training and the epoch whose weights were
+	// kept (0 = the starting network). Both are unset without a holdout.
+	StartHoldoutLoss *float64      `json:"start_holdout_loss,omitempty"`
+	BestEpoch        int           `json:"best_epoch,omitempty"`
+	Steps            int           `json:"steps"`
+	Elapsed          time.Duration `json:"elapsed"`
 }
 
 // Train fits m in place to classify the rows of x (n×In) into labels in
@@ -142,53 +149,84 @@ type TrainResult struct {
 // so far with ctx's error, leaving m at the last completed step. Errors
 // caused by the data or options wrap ErrInput.
 func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOptions) (*TrainResult, error) {
-	start := time.Now()
 	opt = opt.withDefaults()
-	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", err, ErrInput)
+	if err := checkTraining("Train", m, x, opt); err != nil {
+		return nil, err
 	}
-	for i, l := range m.Layers {
-		if l.Act != ReLU && l.Act != Identity {
-			return nil, fmt.Errorf("nn: Train: layer %d has activation %s; training supports relu and identity layers only: %w", i, l.Act, ErrInput)
-		}
-	}
-	if x == nil || x.IsEmpty() {
-		return nil, fmt.Errorf("nn: Train: the inputs x are nil or empty; expected n×%d (the network's input width): %w", m.In(), ErrInput)
-	}
-	n, d := x.Dims()
-	if d != m.In() {
-		return nil, fmt.Errorf("nn: Train: inputs have %d columns but the network takes %d: %w", d, m.In(), ErrInput)
-	}
+	n, _ := x.Dims()
 	if opt.Classes != 0 && opt.Classes != m.Out() {
 		return nil, fmt.Errorf("nn: Train: the network has %d outputs but TrainOptions.Classes = %d: %w", m.Out(), opt.Classes, ErrInput)
 	}
 	if err := CheckLabels(labels, n, m.Out()); err != nil {
 		return nil, err
 	}
+	batchLabels := make([]int, min(opt.BatchSize, n))
+	return adamLoop(ctx, m, x, opt, func(logits, grad *mat.Dense, idx []int) (float64, int) {
+		lab := batchLabels[:len(idx)]
+		for r, i := range idx {
+			lab[r] = labels[i]
+		}
+		return SoftmaxCrossEntropy(logits, lab, grad), countCorrect(logits, lab)
+	}, nil)
+}
+
+// checkTraining checks what Train and Distill share: a valid network of
+// ReLU and Identity layers, inputs of its width, usable options and
+// validation data. fn names the caller in messages; errors wrap ErrInput.
+func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInput)
+	}
+	for i, l := range m.Layers {
+		if l.Act != ReLU && l.Act != Identity {
+			return fmt.Errorf("nn: %s: layer %d has activation %s; training supports relu and identity layers only: %w", fn, i, l.Act, ErrInput)
+		}
+	}
+	if x == nil || x.IsEmpty() {
+		return fmt.Errorf("nn: %s: the inputs x are nil or empty; expected n×%d (the network's input width): %w", fn, m.In(), ErrInput)
+	}
+	_, d := x.Dims()
+	if d != m.In() {
+		return fmt.Errorf("nn: %s: inputs have %d columns but the network takes %d: %w", fn, d, m.In(), ErrInput)
+	}
 	switch {
 	case opt.Epochs < 0:
-		return nil, fmt.Errorf("nn: Train: Epochs must be ≥ 0, got %d: %w", opt.Epochs, ErrInput)
+		return fmt.Errorf("nn: %s: Epochs must be ≥ 0, got %d: %w", fn, opt.Epochs, ErrInput)
 	case opt.BatchSize < 0:
-		return nil, fmt.Errorf("nn: Train: BatchSize must be positive, got %d: %w", opt.BatchSize, ErrInput)
+		return fmt.Errorf("nn: %s: BatchSize must be positive, got %d: %w", fn, opt.BatchSize, ErrInput)
 	case !(opt.LearningRate > 0) || math.IsInf(opt.LearningRate, 0):
-		return nil, fmt.Errorf("nn: Train: LearningRate must be positive and finite, got %g: %w", opt.LearningRate, ErrInput)
+		return fmt.Errorf("nn: %s: LearningRate must be positive and finite, got %g: %w", fn, opt.LearningRate, ErrInput)
 	case opt.Schedule != "cosine" && opt.Schedule != "constant":
-		return nil, fmt.Errorf("nn: Train: Schedule must be \"cosine\" or \"constant\", got %q: %w", opt.Schedule, ErrInput)
+		return fmt.Errorf("nn: %s: Schedule must be \"cosine\" or \"constant\", got %q: %w", fn, opt.Schedule, ErrInput)
 	case !(opt.Beta1 >= 0 && opt.Beta1 < 1) || !(opt.Beta2 >= 0 && opt.Beta2 < 1) || !(opt.Epsilon > 0):
-		return nil, fmt.Errorf("nn: Train: need 0 ≤ Beta1, Beta2 < 1 and Epsilon > 0: %w", ErrInput)
+		return fmt.Errorf("nn: %s: need 0 ≤ Beta1, Beta2 < 1 and Epsilon > 0: %w", fn, ErrInput)
 	case opt.WeightDecay < 0:
-		return nil, fmt.Errorf("nn: Train: WeightDecay must be ≥ 0, got %g: %w", opt.WeightDecay, ErrInput)
+		return fmt.Errorf("nn: %s: WeightDecay must be ≥ 0, got %g: %w", fn, opt.WeightDecay, ErrInput)
 	}
 	if opt.Validation != nil {
 		if _, vd := opt.Validation.Dims(); vd != d {
-			return nil, fmt.Errorf("nn: Train: validation inputs have %d columns, training inputs %d: %w", vd, d, ErrInput)
+			return fmt.Errorf("nn: %s: validation inputs have %d columns, training inputs %d: %w", fn, vd, d, ErrInput)
 		}
 		vn, _ := opt.Validation.Dims()
 		if err := CheckLabels(opt.ValidationLabels, vn, m.Out()); err != nil {
-			return nil, fmt.Errorf("validation: %w", err)
+			return fmt.Errorf("validation: %w", err)
 		}
 	}
+	return nil
+}
 
+// batchLoss scores the logits of the samples idx (one row each, in order):
+// it returns their mean loss and how many count as correct, and writes the
+// loss's gradient with respect to the logits into grad (same shape).
+type batchLoss func(logits, grad *mat.Dense, idx []int) (loss float64, correct int)
+
+// adamLoop is the minibatch Adam loop of Train and Distill with the
+// checked, defaulted options opt and the loss of a batch.
+// afterEpoch, if non-nil, is called with each epoch's statistics before
+// they are recorded.
+func adamLoop(ctx context.Context, m *MLP, x *mat.Dense, opt TrainOptions, loss batchLoss, afterEpoch func(*EpochStats)) (*TrainResult, error) {
+	start := time.Now()
+	n, _ := x.Dims()
 	bs := min(opt.BatchSize, n)
 	perEpoch := (n + bs - 1) / bs
 	total := perEpoch * opt.Epochs
@@ -214,8 +252,8 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 				return res, err
 			}
 			idx := perm[b*bs : min((b+1)*bs, n)]
-			loss, ok := ws.gradient(m, x, labels, idx)
-			lossSum += loss * float64(len(idx))
+			l, ok := ws.gradient(m, x, idx, loss)
+			lossSum += l * float64(len(idx))
 			correct += ok
 			lr = opt.LearningRate
 			if opt.Schedule == "cosine" && total > 1 {
@@ -240,6 +278,9 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 			}
 			st.Validation = &v
 		}
+		if afterEpoch != nil {
+			afterEpoch(&st)
+		}
 		st.Seconds = time.Since(epStart).Seconds()
 		res.Epochs = append(res.Epochs, st)
 	}
@@ -250,12 +291,11 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 
 // workspace holds one minibatch's activations and the gradients.
 type workspace struct {
-	xb     *mat.Dense   // the batch's inputs
-	h      []*mat.Dense // h[i] = output of layer i (after activation)
-	g      []*mat.Dense // g[i] = dLoss/d(pre-activation of layer i)
-	dw     []*mat.Dense
-	db     [][]float64
-	labels []int
+	xb *mat.Dense   // the batch's inputs
+	h  []*mat.Dense // h[i] = output of layer i (after activation)
+	g  []*mat.Dense // g[i] = dLoss/d(pre-activation of layer i)
+	dw []*mat.Dense
+	db [][]float64
 }
 
 func newWorkspace(m *MLP, bs int) *workspace {
@@ -264,7 +304,6 @@ func newWorkspace(m *MLP, bs int) *workspace {
 		xb: mat.NewDense(bs, m.In(), nil),
 		h:  make([]*mat.Dense, L), g: make([]*mat.Dense, L),
 		dw: make([]*mat.Dense, L), db: make([][]float64, L),
-		labels: make([]int, bs),
 	}
 	for i, l := range m.Layers {
 		ws.h[i] = mat.NewDense(bs, l.Out(), nil)
@@ -283,16 +322,14 @@ func rows(a *mat.Dense, r int) *mat.Dense {
 
 // gradient computes the loss on the samples idx and its gradient with respect
 // to every weight and bias (into ws.dw, ws.db), and returns the mean loss and
-// the number of correctly classified samples.
-func (ws *workspace) gradient(m *MLP, x *mat.Dense, labels []int, idx []int) (float64, int) {
+// the number of samples the loss counts as correct.
+func (ws *workspace) gradient(m *MLP, x *mat.Dense, idx []int, lossOf batchLoss) (float64, int) {
 	b := len(idx)
 	_, d := x.Dims()
 	xb := rows(ws.xb, b)
 	for r, i := range idx {
 		copy(xb.RawRowView(r), x.RawRowView(i)[:d])
-		ws.labels[r] = labels[i]
 	}
-	lab := ws.labels[:b]
 	in := xb
 	for i, l := range m.Layers {
 		z := rows(ws.h[i], b)
@@ -316,11 +353,10 @@ func (ws *workspace) gradient(m *MLP, x *mat.Dense, labels []int, idx []int) (fl
 	L := len(m.Layers)
 	logits := rows(ws.h[L-1], b)
 	g := rows(ws.g[L-1], b)
-	loss := SoftmaxCrossEntropy(logits, lab, g)
+	loss, ok := lossOf(logits, g, idx)
 	if m.Layers[L-1].Act == ReLU {
 		maskReLU(g, logits)
 	}
-	ok := countCorrect(logits, lab)
 	for i := L - 1; i >= 0; i-- {
 		l := m.Layers[i]
 		prev := xb
@@ -405,4 +441,202 @@ func (a *adam) step(m *MLP, ws *workspace, lr float64, o TrainOptions) {
 			upd(l.Bias, ws.db[i], a.mb[i], a.vb[i], 1)
 		}
 	}
+}
+
+// DistillOptions controls Distill: the TrainOptions of the Adam loop (their
+// Classes field is ignored) and the temperature.
+type DistillOptions struct {
+	TrainOptions
+	// Temperature T softens the teacher's and the student's softmax before
+	// they are compared (Hinton, Vinyals & Dean 2015, "Distilling the
+	// knowledge in a neural network"). Default 1. A large T approaches
+	// matching the logits themselves (their mean-centred squared error).
+	Temperature float64
+	// Holdout and HoldoutTeacher, if set, are inputs and their teacher
+	// logits kept out of training. The divergence on them is measured
+	// before training and after every epoch (EpochStats.HoldoutLoss), and
+	// Distill leaves m at the weights where it was lowest — the starting
+	// network itself if no epoch improved on it (early stopping, so a
+	// network that already matches its teacher is not made worse).
+	Holdout, HoldoutTeacher *mat.Dense
+}
+
+// Distill fits m in place so that its softmax output on the rows of x
+// matches the teacher logits (n × Out, e.g. the dense network's output on x):
+// minibatch Adam, as Train, on the mean Kullback–Leibler divergence
+// T²·KL(softmax(t/T) ‖ softmax(z/T)) between the teacher's row t and the
+// student's logits z. No labels are needed — it is how a compressed network
+// is fitted to the network it came from on unlabelled calibration data.
+// EpochStats' TrainLoss is that divergence and TrainAccuracy the fraction
+// of samples whose largest logit is the teacher's. Same determinism and
+// cancellation as Train; errors wrap ErrInput.
+func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
+	opt.TrainOptions = opt.TrainOptions.withDefaults()
+	if opt.Temperature == 0 {
+		opt.Temperature = 1
+	}
+	if err := checkTraining("Distill", m, x, opt.TrainOptions); err != nil {
+		return nil, err
+	}
+	if !(opt.Temperature > 0) || math.IsInf(opt.Temperature, 0) {
+		return nil, fmt.Errorf("nn: Distill: Temperature must be positive and finite, got %g: %w", opt.Temperature, ErrInput)
+	}
+	n, _ := x.Dims()
+	if teacher == nil {
+		return nil, fmt.Errorf("nn: Distill: no teacher logits; expected %d×%d (one row per input, one column per output): %w", n, m.Out(), ErrInput)
+	}
+	if tr, tc := teacher.Dims(); tr != n || tc != m.Out() {
+		return nil, fmt.Errorf("nn: Distill: teacher logits are %d×%d; expected %d×%d (one row per input, one column per output): %w", tr, tc, n, m.Out(), ErrInput)
+	}
+	for i := 0; i < n; i++ {
+		for j, v := range teacher.RawRowView(i) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("nn: Distill: teacher logit [%d,%d] is %v; expected finite values: %w", i, j, v, ErrInput)
+			}
+		}
+	}
+	keep, err := newBestWeights(m, opt)
+	if err != nil {
+		return nil, err
+	}
+	p, classes := softTargets(teacher, opt.Temperature)
+	bs := min(opt.BatchSize, n)
+	pb := mat.NewDense(bs, m.Out(), nil)
+	lab := make([]int, bs)
+	res, err := adamLoop(ctx, m, x, opt.TrainOptions, func(logits, grad *mat.Dense, idx []int) (float64, int) {
+		b := len(idx)
+		for r, i := range idx {
+			copy(pb.RawRowView(r), p.RawRowView(i))
+			lab[r] = classes[i]
+		}
+		loss := SoftCrossEntropy(logits, rows(pb, b), opt.Temperature, grad)
+		return loss, countCorrect(logits, lab[:b])
+	}, keep.epochEnd)
+	if keep != nil && res != nil {
+		keep.restore(m)
+		res.StartHoldoutLoss, res.BestEpoch = &keep.start, keep.epoch
+	}
+	return res, err
+}
+
+// bestWeights is Distill's early stopping: the lowest held-out divergence
+// seen so far, the epoch it was seen after, and a copy of those weights.
+type bestWeights struct {
+	m        *MLP
+	x, p     *mat.Dense // held-out inputs and teacher distributions
+	temp     float64
+	start    float64
+	loss     float64
+	epoch    int
+	snapshot *MLP
+}
+
+// newBestWeights checks the holdout of opt and records m as the best so far
+// (epoch 0); it returns nil when opt has no holdout.
+func newBestWeights(m *MLP, opt DistillOptions) (*bestWeights, error) {
+	if opt.Holdout == nil && opt.HoldoutTeacher == nil {
+		return nil, nil
+	}
+	if opt.Holdout == nil || opt.HoldoutTeacher == nil {
+		return nil, fmt.Errorf("nn: Distill: Holdout and HoldoutTeacher go together; one of them is missing: %w", ErrInput)
+	}
+	hn, hd := opt.Holdout.Dims()
+	if hd != m.In() {
+		return nil, fmt.Errorf("nn: Distill: held-out inputs have %d columns but the network takes %d: %w", hd, m.In(), ErrInput)
+	}
+	if tr, tc := opt.HoldoutTeacher.Dims(); tr != hn || tc != m.Out() {
+		return nil, fmt.Errorf("nn: Distill: held-out teacher logits are %d×%d; expected %d×%d: %w", tr, tc, hn, m.Out(), ErrInput)
+	}
+	p, _ := softTargets(opt.HoldoutTeacher, opt.Temperature)
+	b := &bestWeights{m: m, x: opt.Holdout, p: p, temp: opt.Temperature}
+	b.start = b.divergence()
+	b.loss = b.start
+	b.snapshot = m.clone()
+	return b, nil
+}
+
+func (b *bestWeights) divergence() float64 {
+	return SoftCrossEntropy(b.m.Forward(b.x), b.p, b.temp, nil)
+}
+
+// epochEnd measures the held-out divergence after an epoch and keeps the
+// weights if it is the lowest yet.
+func (b *bestWeights) epochEnd(st *EpochStats) {
+	if b == nil {
+		return
+	}
+	l := b.divergence()
+	st.HoldoutLoss = &l
+	if l < b.loss {
+		b.loss, b.epoch = l, st.Epoch
+		b.snapshot = b.m.clone()
+	}
+}
+
+// restore puts the best weights back into m.
+func (b *bestWeights) restore(m *MLP) {
+	for i, l := range b.snapshot.Layers {
+		m.Layers[i].Weight.Copy(l.Weight)
+		copy(m.Layers[i].Bias, l.Bias)
+	}
+}
+
+// softTargets returns softmax(t/T) of each row of the teacher logits t and
+// each row's largest logit's index.
+func softTargets(t *mat.Dense, temp float64) (*mat.Dense, []int) {
+	n, c := t.Dims()
+	p := mat.NewDense(n, c, nil)
+	for i := 0; i < n; i++ {
+		softmaxInto(p.RawRowView(i), t.RawRowView(i), temp)
+	}
+	return p, argmaxRows(t)
+}
+
+// softmaxInto writes softmax(z/T) into dst and returns log Σ exp(z/T), both
+// computed after subtracting the row's maximum.
+func softmaxInto(dst, z []float64, temp float64) float64 {
+	mx := math.Inf(-1)
+	for _, v := range z {
+		mx = math.Max(mx, v/temp)
+	}
+	var sum float64
+	for j, v := range z {
+		dst[j] = math.Exp(v/temp - mx)
+		sum += dst[j]
+	}
+	for j := range dst {
+		dst[j] /= sum
+	}
+	return mx + math.Log(sum)
+}
+
+// SoftCrossEntropy returns the mean T²·KL(p_i ‖ softmax(z_i/T)) over the
+// rows of the n×c logits z against the n×c target distributions p (rows
+// summing to one), and, when grad is non-nil, writes its gradient with
+// respect to z, T·(softmax(z_i/T) − p_i)/n. It is distillation's loss
+// (Hinton et al. 2015; the T² keeps the gradient's scale independent of T);
+// it is zero exactly when the student's tempered softmax equals the targets.
+func SoftCrossEntropy(z, p *mat.Dense, temp float64, grad *mat.Dense) float64 {
+	n, c := z.Dims()
+	q := make([]float64, c)
+	inv := 1 / float64(n)
+	var loss float64
+	for i := 0; i < n; i++ {
+		lse := softmaxInto(q, z.RawRowView(i), temp)
+		pr := p.RawRowView(i)
+		zr := z.RawRowView(i)
+		for j, pj := range pr {
+			if pj > 0 {
+				// p·(log p − log q), log q = z/T − lse.
+				loss += pj * (math.Log(pj) - (zr[j]/temp - lse))
+			}
+		}
+		if grad != nil {
+			gr := grad.RawRowView(i)
+			for j := range gr {
+				gr[j] = temp * (q[j] - pr[j]) * inv
+			}
+		}
+	}
+	return loss * temp * temp * inv
 }

@@ -1,0 +1,119 @@
+package nn
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// SoftCrossEntropy is a divergence: zero when the student's tempered
+// softmax is the target, positive otherwise, and its gradient is the
+// derivative of the loss (central differences), for several temperatures.
+func TestSoftCrossEntropy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	teacher := gaussDense(6, 4, rng)
+	for _, temp := range []float64{1, 4} {
+		p, _ := softTargets(teacher, temp)
+		if l := SoftCrossEntropy(teacher, p, temp, nil); math.Abs(l) > 1e-14 {
+			t.Fatalf("T=%g: divergence of the teacher from itself is %g", temp, l)
+		}
+		z := gaussDense(6, 4, rng)
+		g := mat.NewDense(6, 4, nil)
+		l := SoftCrossEntropy(z, p, temp, g)
+		if !(l > 0) {
+			t.Fatalf("T=%g: divergence %g, want > 0", temp, l)
+		}
+		const h = 1e-6
+		for i := 0; i < 6; i++ {
+			for j := 0; j < 4; j++ {
+				v := z.At(i, j)
+				z.Set(i, j, v+h)
+				fp := SoftCrossEntropy(z, p, temp, nil)
+				z.Set(i, j, v-h)
+				fm := SoftCrossEntropy(z, p, temp, nil)
+				z.Set(i, j, v)
+				if fd := (fp - fm) / (2 * h); math.Abs(fd-g.At(i, j)) > 1e-8 {
+					t.Fatalf("T=%g: gradient [%d,%d] %g, finite difference %g", temp, i, j, g.At(i, j), fd)
+				}
+			}
+		}
+	}
+}
+
+// A student distilled from a teacher of the same shape on unlabelled
+// inputs comes much closer to it on held-out inputs; with the teacher
+// itself as the student and training targets that pull it away (noisy
+// logits), early stopping on the true held-out logits leaves it untouched.
+func TestDistill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	teacher, _ := NewMLP([]int{8, 16, 3}, 1)
+	for _, l := range teacher.Layers {
+		l.Weight.Scale(3, l.Weight) // confident teacher
+	}
+	x, hx := gaussDense(2000, 8, rng), gaussDense(500, 8, rng)
+	tz, hz := teacher.Forward(x), teacher.Forward(hx)
+	student, _ := NewMLP([]int{8, 16, 3}, 2)
+	opt := DistillOptions{TrainOptions: TrainOptions{Epochs: 20, LearningRate: 1e-2, Seed: 1}, Holdout: hx, HoldoutTeacher: hz}
+	res, err := Distill(context.Background(), student, x, tz, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Epochs[len(res.Epochs)-1]
+	if res.StartHoldoutLoss == nil || last.HoldoutLoss == nil || res.BestEpoch == 0 {
+		t.Fatalf("early stopping not reported: %+v", res)
+	}
+	if !(*last.HoldoutLoss < *res.StartHoldoutLoss/5) {
+		t.Fatalf("held-out divergence %g → %g, want at least a 5× drop", *res.StartHoldoutLoss, *last.HoldoutLoss)
+	}
+	if last.TrainAccuracy < 0.9 {
+		t.Fatalf("student agrees with the teacher on %.3f of the training inputs, want ≥ 0.9", last.TrainAccuracy)
+	}
+
+	noisy := mat.DenseCopyOf(tz)
+	for i := 0; i < 2000; i++ {
+		for j := 0; j < 3; j++ {
+			noisy.Set(i, j, noisy.At(i, j)+5*rng.NormFloat64())
+		}
+	}
+	same := teacher.clone()
+	res, err = Distill(context.Background(), same, x, noisy, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BestEpoch != 0 {
+		t.Fatalf("a perfect student was replaced by epoch %d", res.BestEpoch)
+	}
+	for i, l := range same.Layers {
+		if !mat.Equal(l.Weight, teacher.Layers[i].Weight) {
+			t.Fatalf("layer %d changed although no epoch improved on the start", i)
+		}
+	}
+}
+
+func TestDistillBadInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	m, _ := NewMLP([]int{4, 5, 3}, 1)
+	x := gaussDense(10, 4, rng)
+	good := m.Forward(x)
+	cases := map[string]struct {
+		teacher *mat.Dense
+		opt     DistillOptions
+	}{
+		"no teacher":           {nil, DistillOptions{}},
+		"teacher shape":        {mat.NewDense(10, 2, nil), DistillOptions{}},
+		"teacher NaN":          {mat.NewDense(10, 3, append([]float64{math.NaN()}, make([]float64, 29)...)), DistillOptions{}},
+		"negative temperature": {good, DistillOptions{Temperature: -1}},
+		"holdout alone":        {good, DistillOptions{Holdout: x}},
+		"holdout width":        {good, DistillOptions{Holdout: gaussDense(3, 5, rng), HoldoutTeacher: mat.NewDense(3, 3, nil)}},
+		"holdout teacher":      {good, DistillOptions{Holdout: x, HoldoutTeacher: mat.NewDense(9, 3, nil)}},
+	}
+	for name, c := range cases {
+		if _, err := Distill(context.Background(), m, x, c.teacher, c.opt); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: error %v, want ErrInput", name, err)
+		}
+	}
+}
