@@ -114,6 +114,9 @@ func CompressCNN(ctx context.Context, net *nn.CNN, x0 *mat.Dense, o Options) (*C
 	if o.Holdout != nil {
 		res.Warnings = append(res.Warnings, "held-out per-layer errors are not computed for a CNN; Options.Holdout was ignored")
 	}
+	if o.Distill.Epochs > 0 {
+		return nil, fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a CNN; compress without it: %w", ErrInput)
+	}
 	shapes, err := net.Shapes()
 	if err != nil {
 		return nil, fmt.Errorf("compress: %w", err)

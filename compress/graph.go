@@ -99,6 +99,9 @@ func CompressGraph(ctx context.Context, g *nn.Graph, x0 *mat.Dense, o Options) (
 	if o.Holdout != nil {
 		res.Warnings = append(res.Warnings, "held-out per-layer errors are not computed for a graph; Options.Holdout was ignored")
 	}
+	if o.Distill.Epochs > 0 {
+		return nil, fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a graph; compress without it: %w", ErrInput)
+	}
 	layers := graphLayers(g)
 	L := len(layers)
 	if L == 0 {

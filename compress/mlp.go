@@ -50,6 +50,11 @@ type Options struct {
 	// Holdout, if non-nil, are held-out inputs (rows) on which each layer's
 	// error is also reported.
 	Holdout *mat.Dense
+	// Distill, with Epochs > 0, fits the compressed network end to end to
+	// the original network's output on the calibration inputs after the
+	// layer-by-layer fit (knowledge distillation, no labels; MLPs only).
+	// Off by default: it is not part of Zhang & Saab's algorithm.
+	Distill DistillOptions
 	// Progress, if non-nil, is called as layers complete (stage, done,
 	// total).
 	Progress func(stage string, done, total int)
@@ -76,7 +81,8 @@ type LayerReport struct {
 	// pre-activations on the original inputs, Ŷ the compressed layer's on the
 	// compressed network's inputs (what the network actually computes).
 	// LocalError is the same with the original inputs (the layer alone).
-	// HeldoutError is Error on Options.Holdout.
+	// HeldoutError is Error on Options.Holdout. All three describe the
+	// layer-by-layer fit, before any distillation (Result.Distill).
 	Error        float64  `json:"error"`
 	LocalError   float64  `json:"local_error"`
 	HeldoutError *float64 `json:"heldout_error,omitempty"`
@@ -113,8 +119,10 @@ type Result struct {
 	// Profiles are the measured per-layer output errors a sensitivity or
 	// ASVD-style allocation chose the ranks from.
 	Profiles []RankProfile `json:"profiles,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
-	Elapsed  time.Duration `json:"elapsed"`
+	// Distill reports the end-to-end distillation (Options.Distill).
+	Distill  *DistillReport `json:"distill,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	Elapsed  time.Duration  `json:"elapsed"`
 }
 
 // CheckNetwork returns an error wrapping ErrInput unless net is a chain of
@@ -298,6 +306,11 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 		res.Layers = append(res.Layers, rep)
 		if o.Progress != nil {
 			o.Progress("compress", i+1, L)
+		}
+	}
+	if o.Distill.Epochs > 0 {
+		if res.Distill, err = distill(ctx, net, out, x0, o.Distill, o.Progress); err != nil {
+			return nil, err
 		}
 	}
 	res.Model = out

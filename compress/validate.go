@@ -38,5 +38,5 @@ func (o Options) Validate() error {
 	if o.Layer.Ridge < 0 {
 		return fmt.Errorf("%w: LayerOptions.Ridge must be ≥ 0, got %g", ErrInput, o.Layer.Ridge)
 	}
-	return nil
+	return o.Distill.withDefaults().validate()
 }

@@ -117,3 +117,28 @@ func TestDistillBadInput(t *testing.T) {
 		}
 	}
 }
+
+// BalanceFactors keeps the function and equalises, per inner unit, the
+// norms of the two factors, however unequal they start.
+func TestBalanceFactors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 11))
+	first := Layer{Weight: gaussDense(3, 6, rng), Bias: []float64{1, -2, 3}, Act: Identity}
+	first.Weight.Scale(1e3, first.Weight)
+	m := &MLP{Layers: []Layer{first, {Weight: gaussDense(4, 3, rng), Bias: make([]float64, 4), Act: ReLU}, {Weight: gaussDense(2, 4, rng), Act: Identity}}}
+	x := gaussDense(20, 6, rng)
+	before := m.Forward(x)
+	m.BalanceFactors()
+	after := m.Forward(x)
+	var d mat.Dense
+	d.Sub(after, before)
+	if e := mat.Norm(&d, 2) / mat.Norm(before, 2); e > 1e-14 {
+		t.Fatalf("balancing changed the outputs by %g (relative)", e)
+	}
+	for k := 0; k < 3; k++ {
+		a := mat.Norm(m.Layers[0].Weight.RowView(k), 2)
+		b := mat.Norm(m.Layers[1].Weight.ColView(k), 2)
+		if math.Abs(a-b) > 1e-12*a {
+			t.Fatalf("unit %d: factor norms %g and %g", k, a, b)
+		}
+	}
+}

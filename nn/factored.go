@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -91,4 +92,39 @@ func (m *MLP) Ranks() []int {
 		out = append(out, 0)
 	}
 	return out
+}
+
+// BalanceFactors rescales every factored pair (a layer with the Identity
+// activation followed by another layer) so that, for each inner unit k, row
+// k of the first factor and column k of the second have the same norm: row
+// k (and its bias) times s_k, column k divided by s_k. The network computes
+// the same function up to rounding. A low-rank fit returns factors whose
+// whole scale sits in one of them (e.g. orthonormal columns times a factor
+// of norm 10³); gradient steps of a fixed size, as Adam's are, then move
+// the two very unequally, and training diverges. Balance before Distill.
+func (m *MLP) BalanceFactors() {
+	for i := 0; i+1 < len(m.Layers); i++ {
+		first, second := m.Layers[i], m.Layers[i+1]
+		if first.Act != Identity {
+			continue
+		}
+		for k := 0; k < first.Out(); k++ {
+			row := first.Weight.RawRowView(k)
+			a := floats.Norm(row, 2)
+			b := mat.Norm(second.Weight.ColView(k), 2)
+			if !(a > 0 && b > 0) {
+				continue // a dead unit: nothing to balance
+			}
+			s := math.Sqrt(b / a)
+			floats.Scale(s, row)
+			if first.Bias != nil {
+				first.Bias[k] *= s
+			}
+			out := second.Out()
+			for j := 0; j < out; j++ {
+				second.Weight.Set(j, k, second.Weight.At(j, k)/s)
+			}
+		}
+		i++ // the second layer of the pair is not the first of another
+	}
 }

@@ -1,0 +1,139 @@
+package compress
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/metrics"
+	"github.com/relurec/relurec/nn"
+)
+
+// DistillOptions tunes the end-to-end distillation that can follow the
+// layer-by-layer fit (Options.Distill). The zero value turns it off.
+//
+// This step is not in Zhang & Saab: their guarantees are per layer, and at
+// small budgets the errors of the layers compound (docs/compress.md,
+// "Fidelity without fine-tuning"). Distillation fits all factors at once to
+// the original network's output on the same unlabelled calibration inputs —
+// the network compresses itself with no labels, as the layer fit does — and
+// keeps the layer fit whenever it does not improve the held-out match.
+type DistillOptions struct {
+	// Epochs of minibatch Adam over the calibration rows; 0 = no
+	// distillation.
+	Epochs int
+	// LearningRate is Adam's step size on a cosine schedule; default 2e-3.
+	LearningRate float64
+	// Temperature of both softmaxes (nn.DistillOptions); default 4.
+	Temperature float64
+	// BatchSize; default 128.
+	BatchSize int
+	// HoldoutFraction of the calibration rows, the last ones, is kept out
+	// of training for early stopping; default 0.1 (at least one row).
+	HoldoutFraction float64
+	// Seed orders the minibatches.
+	Seed uint64
+}
+
+func (o DistillOptions) withDefaults() DistillOptions {
+	if o.LearningRate == 0 {
+		o.LearningRate = 2e-3
+	}
+	if o.Temperature == 0 {
+		o.Temperature = 4
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 128
+	}
+	if o.HoldoutFraction == 0 {
+		o.HoldoutFraction = 0.1
+	}
+	return o
+}
+
+// validate checks the options that do not need the data.
+func (o DistillOptions) validate() error {
+	switch {
+	case o.Epochs < 0:
+		return fmt.Errorf("%w: DistillOptions.Epochs must be ≥ 0 (0 = no distillation), got %d", ErrInput, o.Epochs)
+	case o.Epochs == 0:
+		return nil
+	case !(o.LearningRate > 0) || math.IsInf(o.LearningRate, 0):
+		return fmt.Errorf("%w: DistillOptions.LearningRate must be positive and finite, got %g", ErrInput, o.LearningRate)
+	case !(o.Temperature > 0) || math.IsInf(o.Temperature, 0):
+		return fmt.Errorf("%w: DistillOptions.Temperature must be positive and finite, got %g", ErrInput, o.Temperature)
+	case o.BatchSize < 0:
+		return fmt.Errorf("%w: DistillOptions.BatchSize must be positive, got %d", ErrInput, o.BatchSize)
+	case !(o.HoldoutFraction > 0 && o.HoldoutFraction < 1):
+		return fmt.Errorf("%w: DistillOptions.HoldoutFraction must lie in (0, 1), got %g", ErrInput, o.HoldoutFraction)
+	}
+	return nil
+}
+
+// DistillReport is the evidence of the distillation step. Divergences are
+// T²·KL between the original and compressed networks' tempered softmax,
+// agreements the fraction of rows on which both predict the same class,
+// on the held-out calibration rows, before and after.
+type DistillReport struct {
+	Epochs      int `json:"epochs"`
+	BestEpoch   int `json:"best_epoch"` // 0: the layer fit was kept
+	TrainRows   int `json:"train_rows"`
+	HoldoutRows int `json:"holdout_rows"`
+	// Temperature and LearningRate as used.
+	Temperature     float64 `json:"temperature"`
+	LearningRate    float64 `json:"learning_rate"`
+	StartDivergence float64 `json:"start_divergence"`
+	Divergence      float64 `json:"divergence"`
+	StartAgreement  float64 `json:"start_agreement"`
+	Agreement       float64 `json:"agreement"`
+	Seconds         float64 `json:"seconds"`
+}
+
+// distill fits the compressed network c in place to the original net's
+// logits on the calibration rows x0 (Options.Distill), keeping the epoch
+// with the lowest divergence on the last HoldoutFraction of the rows.
+func distill(ctx context.Context, net, c *nn.MLP, x0 *mat.Dense, o DistillOptions, progress func(string, int, int)) (*DistillReport, error) {
+	start := time.Now()
+	o = o.withDefaults()
+	n, d := x0.Dims()
+	hold := max(1, int(math.Round(o.HoldoutFraction*float64(n))))
+	if n-hold < 1 {
+		return nil, fmt.Errorf("compress: distillation needs at least 2 calibration rows (one to train on, one held out), got %d: %w", n, ErrInput)
+	}
+	xt := x0.Slice(0, n-hold, 0, d).(*mat.Dense)
+	xh := x0.Slice(n-hold, n, 0, d).(*mat.Dense)
+	zt, zh := net.Forward(xt), net.Forward(xh)
+	before, err := metrics.CompareLogits(c.Forward(xh), zh, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.BalanceFactors()
+	tr, err := nn.Distill(ctx, c, xt, zt, nn.DistillOptions{
+		TrainOptions: nn.TrainOptions{Epochs: o.Epochs, BatchSize: o.BatchSize, LearningRate: o.LearningRate, Seed: o.Seed,
+			Progress: func(_ string, done, total int) {
+				if progress != nil {
+					progress("distill", done, total)
+				}
+			}},
+		Temperature: o.Temperature, Holdout: xh, HoldoutTeacher: zh,
+	})
+	if err != nil {
+		return nil, err
+	}
+	after, err := metrics.CompareLogits(c.Forward(xh), zh, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep := &DistillReport{Epochs: o.Epochs, BestEpoch: tr.BestEpoch, TrainRows: n - hold, HoldoutRows: hold,
+		Temperature: o.Temperature, LearningRate: o.LearningRate,
+		StartDivergence: *tr.StartHoldoutLoss, Divergence: *tr.StartHoldoutLoss,
+		StartAgreement: before.Agreement, Agreement: after.Agreement}
+	if tr.BestEpoch > 0 {
+		rep.Divergence = *tr.Epochs[tr.BestEpoch-1].HoldoutLoss
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
