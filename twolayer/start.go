@@ -193,7 +193,7 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
 	// it) and removes most of its variance: the ReLU is half linear.
 	S2 := S // S is not read again: residualised in place
-	if err := residualize(ctx, Xw, S2, 1); err != nil {
+	if err := residualizeHermite(ctx, n, d, func(lo, hi int, _ *[]float64) blas64.General { return rowsOf(Xw, lo, hi) }, S2, 1); err != nil {
 		return err
 	}
 	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
@@ -244,7 +244,7 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1, rowsOf(red, lo, hi), mo.zRows(lo, hi, &zbuf), beta, M1z.RawMatrix())
 	}
 	mo.m1z = M1z
-	if err := residualizeRows(ctx, n, k, mo.zRows, mo.wholeZ, red, order-2); err != nil {
+	if err := residualizeHermite(ctx, n, k, mo.zRows, red, order-2); err != nil {
 		return err
 	}
 	st.moments = mo
@@ -277,17 +277,6 @@ func (mo *startMoments) zRows(lo, hi int, buf *[]float64) blas64.General {
 	out := blas64.General{Rows: hi - lo, Cols: k, Stride: k, Data: (*buf)[:(hi-lo)*k]}
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, rowsOf(mo.xw, lo, hi), mo.span.RawMatrix(), 0, out)
 	return out
-}
-
-// wholeZ returns Z as one n×k matrix (for tensor.Residualize's fallback).
-func (mo *startMoments) wholeZ() *mat.Dense {
-	if mo.z != nil {
-		return mo.z
-	}
-	n, _ := mo.xw.Dims()
-	Z := mat.NewDense(n, mo.k(), nil)
-	Z.Mul(mo.xw, mo.span)
-	return Z
 }
 
 // startMoments is what the order-r decomposition needs from the earlier
