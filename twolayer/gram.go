@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/internal/outer"
 	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
@@ -162,19 +163,10 @@ func hermiteMoment2(ctx context.Context, X, S *mat.Dense, progress func(done, to
 }
 
 // rowTimes sets out = x·B for B (len(x)×len(out), row-major in b with the
-// given stride). Each entry is summed over x in order, as dot does, but the
-// len(out) sums run side by side instead of as one chain of dependent adds.
-func rowTimes(out, x, b []float64, stride int) {
-	for j := range out {
-		out[j] = 0
-	}
-	for i, xi := range x {
-		row := b[i*stride : i*stride+len(out)]
-		for j, v := range row {
-			out[j] += xi * v
-		}
-	}
-}
+// given stride): internal/kern.RowTimes. Each entry is summed over x in
+// order, as dot does, but the len(out) sums run side by side instead of as
+// one chain of dependent adds.
+func rowTimes(out, x, b []float64, stride int) { kern.RowTimes(out, x, b, stride) }
 
 // maxProcs is the number of goroutines parallel.For may run (the size of
 // per-worker scratch tables).
@@ -263,54 +255,48 @@ func residualizeHermite(ctx context.Context, n, k int, zrows func(lo, hi int, bu
 	}
 	var beta []float64 // f×p; nil before the first estimate
 	for sweep := 0; sweep < 2; sweep++ {
+		// acc is (Fᵀ·R)ᵀ (p×f) for R = S, then S − F·β: the outer
+		// products run along the long feature rows.
 		acc, err := groupSums(ctx, n, f*p, func(wk int, acc []float64, lo, hi int) {
 			b := buf(wk)
 			fill(zrows(lo, hi, &b.z), b.phi)
 			phi := blas64.General{Rows: hi - lo, Cols: f, Stride: f, Data: b.phi}
 			if beta == nil {
-				outer.Add(acc, phi, rowsOf(S, lo, hi))
+				outer.Add(acc, rowsOf(S, lo, hi), phi)
 				return
 			}
+			kern.MulRows(b.r, p, b.phi, f, beta, p, hi-lo, f, p)
 			for q := lo; q < hi; q++ {
 				r := b.r[(q-lo)*p : (q-lo+1)*p]
-				rowTimes(r, b.phi[(q-lo)*f:(q-lo+1)*f], beta, p)
 				for t, v := range sr.Data[q*sr.Stride : q*sr.Stride+p] {
 					r[t] = v - r[t]
 				}
 			}
-			outer.Add(acc, phi, blas64.General{Rows: hi - lo, Cols: p, Stride: p, Data: b.r})
+			outer.Add(acc, blas64.General{Rows: hi - lo, Cols: p, Stride: p, Data: b.r}, phi)
 		})
 		if err != nil {
 			return err
 		}
+		if beta == nil {
+			beta = make([]float64, f*p)
+		}
 		for i := 0; i < f; i++ {
 			for t := 0; t < p; t++ {
-				acc[i*p+t] *= ginv[i]
-			}
-		}
-		if beta == nil {
-			beta = acc
-		} else {
-			for i, v := range acc {
-				beta[i] += v
+				beta[i*p+t] += ginv[i] * acc[t*f+i]
 			}
 		}
 	}
 	chunks := (n + linalg.GramChunk - 1) / linalg.GramChunk
-	fits := make([][]float64, maxProcs())
 	parallel.For(chunks, func(wk, c int) {
 		if ctx.Err() != nil {
 			return
 		}
 		b := buf(wk)
-		if fits[wk] == nil {
-			fits[wk] = make([]float64, p)
-		}
-		fit := fits[wk]
 		lo, hi := c*linalg.GramChunk, min((c+1)*linalg.GramChunk, n)
 		fill(zrows(lo, hi, &b.z), b.phi)
+		kern.MulRows(b.r, p, b.phi, f, beta, p, hi-lo, f, p)
 		for q := lo; q < hi; q++ {
-			rowTimes(fit, b.phi[(q-lo)*f:(q-lo+1)*f], beta, p)
+			fit := b.r[(q-lo)*p : (q-lo+1)*p]
 			s := sr.Data[q*sr.Stride : q*sr.Stride+p]
 			for t, v := range fit {
 				s[t] -= v

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/internal/outer"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
@@ -81,16 +82,21 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 	type scratch struct{ q, w, v, s, a, z []float64 }
 	bufs := make([]*scratch, maxProcs())
 	th := thetas.RawMatrix()
+	rr := red.RawMatrix()
 	acc, err := groupSums(ctx, n, size, func(wk int, acc []float64, lo, hi int) {
 		b := bufs[wk]
 		if b == nil {
-			b = &scratch{q: make([]float64, chunk*fq), w: make([]float64, chunk*nc), v: make([]float64, chunk*nv), s: make([]float64, p), a: make([]float64, na)}
+			b = &scratch{q: make([]float64, chunk*fq), w: make([]float64, chunk*nc), v: make([]float64, chunk*nv), s: make([]float64, chunk*p), a: make([]float64, chunk*na)}
 			bufs[wk] = b
 		}
 		rows := hi - lo
 		Z := mo.zRows(lo, hi, &b.z)
+		// The channel weights s = red·θ and the contractions z·α, z·β of
+		// the chunk's rows (each entry rowTimes's sum).
+		kern.MulRows(b.s, p, rr.Data[lo*rr.Stride:], rr.Stride, th.Data, th.Stride, rows, k, p)
+		kern.MulRows(b.a, na, Z.Data, Z.Stride, ab, na, rows, k, na)
 		for q := lo; q < hi; q++ {
-			z, r := Z.Data[(q-lo)*Z.Stride:(q-lo)*Z.Stride+k], red.RawRowView(q)
+			z := Z.Data[(q-lo)*Z.Stride : (q-lo)*Z.Stride+k]
 			qr := b.q[(q-lo)*fq : (q-lo+1)*fq]
 			qr[0] = 1
 			copy(qr[1+kk:], z)
@@ -102,9 +108,7 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 					at++
 				}
 			}
-			s, za := b.s, b.a
-			rowTimes(s, r, th.Data, th.Stride)
-			rowTimes(za, z, ab, na)
+			s, za := b.s[(q-lo)*p:(q-lo+1)*p], b.a[(q-lo)*na:(q-lo+1)*na]
 			wr := b.w[(q-lo)*nc : (q-lo+1)*nc]
 			vr := b.v[(q-lo)*nv : (q-lo+1)*nv]
 			for i, c := range cs {

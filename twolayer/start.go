@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
 )
@@ -263,9 +264,11 @@ func (mo *startMoments) k() int {
 
 // zRows returns rows lo..hi of the projected inputs Z = Xw·span: a view of
 // z when it is held, else the product of those rows of Xw with span,
-// computed into *buf (grown as needed). A GEMM sums each entry over the
-// d inputs in the same order whatever the number of rows, so the chunk is
-// bit for bit the rows of the whole product.
+// computed into *buf (grown as needed) by internal/kern.MulRows, which sums
+// each entry over the d inputs in order: every chunk is bit for bit the
+// rows of the whole product, and a pass over Z costs n·d·k multiply-adds
+// at AVX2 speed (faster than gonum's GEMM on these narrow products, and Z
+// is recomputed by every pass rather than held: 8·n·k bytes).
 func (mo *startMoments) zRows(lo, hi int, buf *[]float64) blas64.General {
 	if mo.z != nil {
 		return rowsOf(mo.z, lo, hi)
@@ -275,7 +278,8 @@ func (mo *startMoments) zRows(lo, hi int, buf *[]float64) blas64.General {
 		*buf = make([]float64, (hi-lo)*k)
 	}
 	out := blas64.General{Rows: hi - lo, Cols: k, Stride: k, Data: (*buf)[:(hi-lo)*k]}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, rowsOf(mo.xw, lo, hi), mo.span.RawMatrix(), 0, out)
+	x, sp := rowsOf(mo.xw, lo, hi), mo.span.RawMatrix()
+	kern.MulRows(out.Data, k, x.Data, x.Stride, sp.Data, sp.Stride, hi-lo, sp.Rows, k)
 	return out
 }
 

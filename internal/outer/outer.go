@@ -13,11 +13,14 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/relurec/relurec/internal/blasbackend"
+	"github.com/relurec/relurec/internal/kern"
 )
 
 // Add adds aᵀ·b to c (a.Cols×b.Cols, row-major, stride b.Cols). a and b
 // must have the same number of rows. The sum over rows runs in row order,
-// four rows at a time, so the result depends only on the inputs. With a
+// four rows at a time, so the result depends only on the inputs (two rows
+// of c per internal/kern.Pair4 call: AVX2 where the CPU has it, the same
+// bits either way). With a
 // native BLAS (the openblas build tag) it is that BLAS's Dgemm(T, N)
 // instead, which is faster there; the last bits then follow that BLAS.
 func Add(c []float64, a, b blas64.General) {
@@ -36,6 +39,7 @@ func Add(c []float64, a, b blas64.General) {
 		return
 	}
 	q := 0
+	var x [8]float64
 	for ; q+4 <= a.Rows; q += 4 {
 		a0 := a.Data[q*a.Stride : q*a.Stride+m]
 		a1 := a.Data[(q+1)*a.Stride : (q+1)*a.Stride+m]
@@ -45,22 +49,14 @@ func Add(c []float64, a, b blas64.General) {
 		b1 := b.Data[(q+1)*b.Stride : (q+1)*b.Stride+n]
 		b2 := b.Data[(q+2)*b.Stride : (q+2)*b.Stride+n]
 		b3 := b.Data[(q+3)*b.Stride : (q+3)*b.Stride+n]
-		b1, b2, b3 = b1[:len(b0)], b2[:len(b0)], b3[:len(b0)]
 		i := 0
 		for ; i+2 <= m; i += 2 {
-			x0, x1, x2, x3 := a0[i], a1[i], a2[i], a3[i]
-			y0, y1, y2, y3 := a0[i+1], a1[i+1], a2[i+1], a3[i+1]
-			ca := c[i*n : i*n+n]
-			cb := c[(i+1)*n : (i+1)*n+n]
-			ca, cb = ca[:len(b0)], cb[:len(b0)]
-			for j, v0 := range b0 {
-				v1, v2, v3 := b1[j], b2[j], b3[j]
-				ca[j] += x0*v0 + x1*v1 + x2*v2 + x3*v3
-				cb[j] += y0*v0 + y1*v1 + y2*v2 + y3*v3
-			}
+			x = [8]float64{a0[i], a1[i], a2[i], a3[i], a0[i+1], a1[i+1], a2[i+1], a3[i+1]}
+			kern.Pair4(c[i*n:i*n+n], c[(i+1)*n:(i+1)*n+n], b0, b1, b2, b3, n, &x)
 		}
 		if i < m {
 			x0, x1, x2, x3 := a0[i], a1[i], a2[i], a3[i]
+			b1, b2, b3 = b1[:len(b0)], b2[:len(b0)], b3[:len(b0)]
 			ca := c[i*n : i*n+n]
 			ca = ca[:len(b0)]
 			for j, v0 := range b0 {

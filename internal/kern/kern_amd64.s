@@ -1,0 +1,352 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL eaxArg+0(FP), AX
+	MOVL ecxArg+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func xgetbv() (eax, edx uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	MOVL DX, edx+4(FP)
+	RET
+
+// func pair4AVX2(ca, cb, b0, b1, b2, b3 *float64, n int, x *[8]float64)
+TEXT ·pair4AVX2(SB), NOSPLIT, $0-64
+	MOVQ ca+0(FP), DI
+	MOVQ cb+8(FP), SI
+	MOVQ b0+16(FP), R8
+	MOVQ b1+24(FP), R9
+	MOVQ b2+32(FP), R10
+	MOVQ b3+40(FP), R11
+	MOVQ n+48(FP), CX
+	MOVQ x+56(FP), AX
+	VBROADCASTSD 0(AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	VBROADCASTSD 24(AX), Y3
+	VBROADCASTSD 32(AX), Y4
+	VBROADCASTSD 40(AX), Y5
+	VBROADCASTSD 48(AX), Y6
+	VBROADCASTSD 56(AX), Y7
+	XORQ BX, BX
+	MOVQ CX, DX
+	ANDQ $-4, DX
+	JZ   p4tail
+
+p4loop:
+	VMOVUPD (R8)(BX*8), Y8
+	VMOVUPD (R9)(BX*8), Y9
+	VMOVUPD (R10)(BX*8), Y10
+	VMOVUPD (R11)(BX*8), Y11
+	VMULPD  Y8, Y0, Y12
+	VMULPD  Y9, Y1, Y13
+	VADDPD  Y13, Y12, Y12
+	VMULPD  Y10, Y2, Y13
+	VADDPD  Y13, Y12, Y12
+	VMULPD  Y11, Y3, Y13
+	VADDPD  Y13, Y12, Y12
+	VADDPD  (DI)(BX*8), Y12, Y12
+	VMOVUPD Y12, (DI)(BX*8)
+	VMULPD  Y8, Y4, Y14
+	VMULPD  Y9, Y5, Y15
+	VADDPD  Y15, Y14, Y14
+	VMULPD  Y10, Y6, Y15
+	VADDPD  Y15, Y14, Y14
+	VMULPD  Y11, Y7, Y15
+	VADDPD  Y15, Y14, Y14
+	VADDPD  (SI)(BX*8), Y14, Y14
+	VMOVUPD Y14, (SI)(BX*8)
+	ADDQ    $4, BX
+	CMPQ    BX, DX
+	JLT     p4loop
+
+p4tail:
+	CMPQ   BX, CX
+	JGE    p4done
+	VMOVSD (R8)(BX*8), X8
+	VMOVSD (R9)(BX*8), X9
+	VMOVSD (R10)(BX*8), X10
+	VMOVSD (R11)(BX*8), X11
+	VMULSD X8, X0, X12
+	VMULSD X9, X1, X13
+	VADDSD X13, X12, X12
+	VMULSD X10, X2, X13
+	VADDSD X13, X12, X12
+	VMULSD X11, X3, X13
+	VADDSD X13, X12, X12
+	VADDSD (DI)(BX*8), X12, X12
+	VMOVSD X12, (DI)(BX*8)
+	VMULSD X8, X4, X14
+	VMULSD X9, X5, X15
+	VADDSD X15, X14, X14
+	VMULSD X10, X6, X15
+	VADDSD X15, X14, X14
+	VMULSD X11, X7, X15
+	VADDSD X15, X14, X14
+	VADDSD (SI)(BX*8), X14, X14
+	VMOVSD X14, (SI)(BX*8)
+	INCQ   BX
+	JMP    p4tail
+
+p4done:
+	VZEROUPPER
+	RET
+
+// func rowTimesAVX2(out *float64, n int, x *float64, m int, b *float64, stride int)
+TEXT ·rowTimesAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ m+24(FP), R8
+	MOVQ b+32(FP), R9
+	MOVQ stride+40(FP), R10
+	SHLQ $3, R10
+	XORQ BX, BX
+
+rt16:
+	MOVQ   CX, DX
+	SUBQ   BX, DX
+	CMPQ   DX, $16
+	JLT    rt4
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	LEAQ   (R9)(BX*8), R11
+	XORQ   AX, AX
+
+rt16i:
+	VBROADCASTSD (SI)(AX*8), Y4
+	VMULPD       0(R11), Y4, Y5
+	VADDPD       Y5, Y0, Y0
+	VMULPD       32(R11), Y4, Y6
+	VADDPD       Y6, Y1, Y1
+	VMULPD       64(R11), Y4, Y7
+	VADDPD       Y7, Y2, Y2
+	VMULPD       96(R11), Y4, Y8
+	VADDPD       Y8, Y3, Y3
+	ADDQ         R10, R11
+	INCQ         AX
+	CMPQ         AX, R8
+	JLT          rt16i
+	VMOVUPD      Y0, 0(DI)(BX*8)
+	VMOVUPD      Y1, 32(DI)(BX*8)
+	VMOVUPD      Y2, 64(DI)(BX*8)
+	VMOVUPD      Y3, 96(DI)(BX*8)
+	ADDQ         $16, BX
+	JMP          rt16
+
+rt4:
+	MOVQ   CX, DX
+	SUBQ   BX, DX
+	CMPQ   DX, $4
+	JLT    rt1
+	VXORPD Y0, Y0, Y0
+	LEAQ   (R9)(BX*8), R11
+	XORQ   AX, AX
+
+rt4i:
+	VBROADCASTSD (SI)(AX*8), Y4
+	VMULPD       0(R11), Y4, Y5
+	VADDPD       Y5, Y0, Y0
+	ADDQ         R10, R11
+	INCQ         AX
+	CMPQ         AX, R8
+	JLT          rt4i
+	VMOVUPD      Y0, 0(DI)(BX*8)
+	ADDQ         $4, BX
+	JMP          rt4
+
+rt1:
+	CMPQ   BX, CX
+	JGE    rtdone
+	VXORPD X0, X0, X0
+	LEAQ   (R9)(BX*8), R11
+	XORQ   AX, AX
+
+rt1i:
+	VMOVSD (SI)(AX*8), X4
+	VMULSD 0(R11), X4, X5
+	VADDSD X5, X0, X0
+	ADDQ   R10, R11
+	INCQ   AX
+	CMPQ   AX, R8
+	JLT    rt1i
+	VMOVSD X0, 0(DI)(BX*8)
+	INCQ   BX
+	JMP    rt1
+
+rtdone:
+	VZEROUPPER
+	RET
+
+// func gemm4AVX2(out *float64, ldo int, a *float64, lda int, b *float64, ldb int, m, n int)
+TEXT ·gemm4AVX2(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), DI
+	MOVQ ldo+8(FP), R8
+	SHLQ $3, R8
+	MOVQ a+16(FP), SI
+	MOVQ lda+24(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	LEAQ (R13)(R9*1), R9
+	// a rows: SI, R12, R13, R9
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R10
+	SHLQ $3, R10
+	MOVQ n+56(FP), CX
+	XORQ BX, BX
+
+g8:
+	MOVQ   CX, AX
+	SUBQ   BX, AX
+	CMPQ   AX, $8
+	JLT    g4
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	LEAQ   (DX)(BX*8), R11
+	XORQ   AX, AX
+
+g8i:
+	VMOVUPD      0(R11), Y8
+	VMOVUPD      32(R11), Y9
+	VBROADCASTSD (SI)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y0, Y0
+	VMULPD       Y9, Y10, Y12
+	VADDPD       Y12, Y1, Y1
+	VBROADCASTSD (R12)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y2, Y2
+	VMULPD       Y9, Y10, Y12
+	VADDPD       Y12, Y3, Y3
+	VBROADCASTSD (R13)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y4, Y4
+	VMULPD       Y9, Y10, Y12
+	VADDPD       Y12, Y5, Y5
+	VBROADCASTSD (R9)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y6, Y6
+	VMULPD       Y9, Y10, Y12
+	VADDPD       Y12, Y7, Y7
+	ADDQ         R10, R11
+	INCQ         AX
+	CMPQ         AX, m+48(FP)
+	JLT          g8i
+	LEAQ         (DI)(BX*8), AX
+	VMOVUPD      Y0, 0(AX)
+	VMOVUPD      Y1, 32(AX)
+	ADDQ         R8, AX
+	VMOVUPD      Y2, 0(AX)
+	VMOVUPD      Y3, 32(AX)
+	ADDQ         R8, AX
+	VMOVUPD      Y4, 0(AX)
+	VMOVUPD      Y5, 32(AX)
+	ADDQ         R8, AX
+	VMOVUPD      Y6, 0(AX)
+	VMOVUPD      Y7, 32(AX)
+	ADDQ         $8, BX
+	JMP          g8
+
+g4:
+	MOVQ   CX, AX
+	SUBQ   BX, AX
+	CMPQ   AX, $4
+	JLT    g1
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	LEAQ   (DX)(BX*8), R11
+	XORQ   AX, AX
+
+g4i:
+	VMOVUPD      0(R11), Y8
+	VBROADCASTSD (SI)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y0, Y0
+	VBROADCASTSD (R12)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y1, Y1
+	VBROADCASTSD (R13)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y2, Y2
+	VBROADCASTSD (R9)(AX*8), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y3, Y3
+	ADDQ         R10, R11
+	INCQ         AX
+	CMPQ         AX, m+48(FP)
+	JLT          g4i
+	LEAQ         (DI)(BX*8), AX
+	VMOVUPD      Y0, 0(AX)
+	ADDQ         R8, AX
+	VMOVUPD      Y1, 0(AX)
+	ADDQ         R8, AX
+	VMOVUPD      Y2, 0(AX)
+	ADDQ         R8, AX
+	VMOVUPD      Y3, 0(AX)
+	ADDQ         $4, BX
+	JMP          g4
+
+g1:
+	CMPQ   BX, CX
+	JGE    gdone
+	VXORPD X0, X0, X0
+	VXORPD X1, X1, X1
+	VXORPD X2, X2, X2
+	VXORPD X3, X3, X3
+	LEAQ   (DX)(BX*8), R11
+	XORQ   AX, AX
+
+g1i:
+	VMOVSD (R11), X8
+	VMOVSD (SI)(AX*8), X10
+	VMULSD X8, X10, X11
+	VADDSD X11, X0, X0
+	VMOVSD (R12)(AX*8), X10
+	VMULSD X8, X10, X11
+	VADDSD X11, X1, X1
+	VMOVSD (R13)(AX*8), X10
+	VMULSD X8, X10, X11
+	VADDSD X11, X2, X2
+	VMOVSD (R9)(AX*8), X10
+	VMULSD X8, X10, X11
+	VADDSD X11, X3, X3
+	ADDQ   R10, R11
+	INCQ   AX
+	CMPQ   AX, m+48(FP)
+	JLT    g1i
+	LEAQ   (DI)(BX*8), AX
+	VMOVSD X0, 0(AX)
+	ADDQ   R8, AX
+	VMOVSD X1, 0(AX)
+	ADDQ   R8, AX
+	VMOVSD X2, 0(AX)
+	ADDQ   R8, AX
+	VMOVSD X3, 0(AX)
+	INCQ   BX
+	JMP    g1
+
+gdone:
+	VZEROUPPER
+	RET
