@@ -92,6 +92,39 @@ type DistillReport struct {
 	Seconds         float64 `json:"seconds"`
 }
 
+// Distill is the distillation step of CompressMLP on its own: it fits the
+// compressed network res.Model in place to the original network net's
+// logits on the calibration rows x0, keeping the epoch with the lowest
+// divergence on the last HoldoutFraction of the rows, and sets res.Distill.
+// It lets a caller score the layer fit and then the same fit distilled
+// without compressing twice. net and x0 must be those res was compressed
+// from (net multiplied out if it held factored layers); o.Epochs must be
+// positive. Errors caused by the input wrap ErrInput.
+func Distill(ctx context.Context, net *nn.MLP, res *Result, x0 *mat.Dense, o DistillOptions) error {
+	if o.Epochs <= 0 {
+		return fmt.Errorf("compress: Distill needs DistillOptions.Epochs > 0, got %d: %w", o.Epochs, ErrInput)
+	}
+	if err := o.withDefaults().validate(); err != nil {
+		return err
+	}
+	if err := CheckNetwork(net); err != nil {
+		return err
+	}
+	if x0 == nil || res == nil || res.Model == nil {
+		return fmt.Errorf("compress: Distill needs a compression result and its calibration data: %w", ErrInput)
+	}
+	if _, d := x0.Dims(); d != net.In() || res.Model.In() != net.In() || res.Model.Out() != net.Out() {
+		return fmt.Errorf("compress: Distill: the network (%d→%d), its compression (%d→%d) and the calibration data (%d columns) do not match: %w",
+			net.In(), net.Out(), res.Model.In(), res.Model.Out(), d, ErrInput)
+	}
+	rep, err := distill(ctx, net, res.Model, x0, o, nil)
+	if err != nil {
+		return err
+	}
+	res.Distill = rep
+	return nil
+}
+
 // distill fits the compressed network c in place to the original net's
 // logits on the calibration rows x0 (Options.Distill), keeping the epoch
 // with the lowest divergence on the last HoldoutFraction of the rows.

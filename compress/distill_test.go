@@ -60,6 +60,22 @@ func TestDistillImprovesFidelity(t *testing.T) {
 		return nn.SoftCrossEntropy(z, p, temp, nil)
 	}
 	kp, kd := kl(plain.Model.Forward(test.X)), kl(dist.Model.Forward(test.X))
+	// Distill on its own, after a plain compression, is the same step.
+	again, err := CompressMLP(context.Background(), net, calib, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Distill(context.Background(), net, again, calib, withD.Distill); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range again.Model.Layers {
+		if !mat.Equal(l.Weight, dist.Model.Layers[i].Weight) {
+			t.Fatalf("layer %d: Distill after CompressMLP differs from CompressMLP with Options.Distill", i)
+		}
+	}
+	if a, b := again.Distill, dist.Distill; a.BestEpoch != b.BestEpoch || a.Divergence != b.Divergence || a.Agreement != b.Agreement {
+		t.Fatalf("reports differ: %+v vs %+v", a, b)
+	}
 	ap, _ := plain.Model.Evaluate(test.X, test.Labels)
 	ad, _ := dist.Model.Evaluate(test.X, test.Labels)
 	t.Logf("test divergence %.4f → %.4f, accuracy %.4f → %.4f", kp, kd, ap.Accuracy, ad.Accuracy)

@@ -78,8 +78,11 @@ type FashionRun struct {
 	// network the fidelity is lost.
 	LayerErrors []float64 `json:"layer_errors,omitempty"`
 	Ranks       []int     `json:"ranks"`
-	Seconds     float64   `json:"seconds"`
-	Error       string    `json:"error,omitempty"`
+	// DistillEpoch is the epoch of distillation kept (0: the layer fit),
+	// for a distilled run.
+	DistillEpoch *int    `json:"distill_epoch,omitempty"`
+	Seconds      float64 `json:"seconds"`
+	Error        string  `json:"error,omitempty"`
 }
 
 // FashionModel is one trained dense model of compress-fashion.
@@ -140,6 +143,11 @@ type fashionMethod struct {
 	name  compress.Method
 	seq   bool
 	alloc compress.Allocation // "" = the default (global)
+	// distill, if positive, is the epochs of compress.Distill applied to a
+	// copy of the compression of method from (an earlier label of the same
+	// list) at the same budget: the layer fit is not run again.
+	distill int
+	from    string
 }
 
 // runCompressFashion trains one model per seed (--seeds, default 1) and
@@ -149,13 +157,13 @@ type fashionMethod struct {
 func runCompressFashion(ctx context.Context, cfg Config) (*Report, error) {
 	keeps := []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
 	methods := []fashionMethod{
-		{"svd", compress.MethodSVD, false, ""},
-		{"asvd", compress.MethodASVD, false, ""},
-		{"svd-llm", compress.MethodSVDLLM, false, ""},
-		{"output-pca", compress.MethodOutputPCA, false, ""},
-		{"input-pca", compress.MethodInputPCA, false, ""},
-		{"data", compress.MethodData, false, ""},
-		{"data --sequential", compress.MethodData, true, ""},
+		{label: "svd", name: compress.MethodSVD, seq: false},
+		{label: "asvd", name: compress.MethodASVD, seq: false},
+		{label: "svd-llm", name: compress.MethodSVDLLM, seq: false},
+		{label: "output-pca", name: compress.MethodOutputPCA, seq: false},
+		{label: "input-pca", name: compress.MethodInputPCA, seq: false},
+		{label: "data", name: compress.MethodData, seq: false},
+		{label: "data --sequential", name: compress.MethodData, seq: true},
 	}
 	if cfg.Quick {
 		keeps = []float64{0.1, 0.5}
@@ -172,18 +180,25 @@ func runCompressAllocation(ctx context.Context, cfg Config) (*Report, error) {
 	var methods []fashionMethod
 	var baselines []string
 	for _, a := range compress.Allocations {
-		methods = append(methods, fashionMethod{string(a), compress.MethodData, true, a})
-		if a != compress.AllocSensitivity {
-			baselines = append(baselines, string(a))
-		}
+		methods = append(methods, fashionMethod{label: string(a), name: compress.MethodData, seq: true, alloc: a})
+		baselines = append(baselines, string(a))
 	}
+	sens := string(compress.AllocSensitivity)
+	ref := fashionMethod{label: sens + " + distill", name: compress.MethodData, seq: true, alloc: compress.AllocSensitivity,
+		distill: fashionDistillEpochs, from: sens}
+	methods = append(methods, ref)
 	if cfg.Quick {
 		keeps = []float64{0.1}
-		methods = []fashionMethod{methods[0], methods[2]}
-		baselines = []string{methods[0].label}
+		methods = []fashionMethod{methods[0], methods[2], ref}
+		baselines = []string{methods[0].label, methods[1].label}
 	}
-	return runFashion(ctx, cfg, "compress-allocation", keeps, methods, &FashionResults{Reference: string(compress.AllocSensitivity), Baselines: baselines})
+	return runFashion(ctx, cfg, "compress-allocation", keeps, methods, &FashionResults{Reference: ref.label, Baselines: baselines})
 }
+
+// fashionDistillEpochs is the distillation the allocation experiment's
+// reference adds to the sensitivity rule's layer fit (relurec compress
+// --distill 30).
+const fashionDistillEpochs = 30
 
 // runFashion trains one model per seed and compresses each with every
 // method at every budget, into res.
@@ -232,6 +247,7 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 		// Which test images each compressed model gets right, for the
 		// paired comparisons of this model's compressions.
 		right := map[string][]bool{}
+		fits := map[string]*compress.Result{} // by label and budget, for distillation
 		for _, m := range methods {
 			for _, keep := range keeps {
 				if err := ctx.Err(); err != nil {
@@ -239,7 +255,7 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 				}
 				run := FashionRun{Seed: seed, Method: m.label, Sequential: m.seq, Allocation: string(m.alloc), Keep: keep}
 				t0 := time.Now()
-				r, err := compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep, Allocation: m.alloc, Holdout: test.X})
+				r, err := compressOrDistill(ctx, net, calib, m, keep, test.X, fits)
 				run.Seconds = time.Since(t0).Seconds()
 				if err != nil {
 					if ctx.Err() != nil {
@@ -247,6 +263,10 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 					}
 					run.Error = err.Error()
 				} else {
+					fits[fmt.Sprint(m.label, keep)] = r
+					if r.Distill != nil {
+						run.DistillEpoch = &r.Distill.BestEpoch
+					}
 					// One forward pass serves accuracy, loss, fidelity and
 					// the paired counts.
 					z := r.Model.Forward(test.X)
@@ -262,7 +282,9 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
 					for _, l := range r.Layers {
 						run.Ranks = append(run.Ranks, l.Rank)
-						if l.HeldoutError != nil {
+						// A distilled run's layer reports are its layer
+						// fit's; its per-layer errors are not measured.
+						if l.HeldoutError != nil && r.Distill == nil {
 							run.LayerErrors = append(run.LayerErrors, *l.HeldoutError)
 						}
 					}
@@ -275,6 +297,27 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 		res.addPaired(right, keeps)
 	}
 	return fashionReport(res, methods), nil
+}
+
+// compressOrDistill is one run of method m at budget keep: CompressMLP, or
+// for a distilling method a copy of the earlier compression of m.from at
+// this budget (in fits) distilled for m.distill epochs; the run's time is
+// then the layer fit's plus the distillation's.
+func compressOrDistill(ctx context.Context, net *nn.MLP, calib *mat.Dense, m fashionMethod, keep float64, holdout *mat.Dense, fits map[string]*compress.Result) (*compress.Result, error) {
+	if m.distill == 0 {
+		return compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep, Allocation: m.alloc, Holdout: holdout})
+	}
+	base := fits[fmt.Sprint(m.from, keep)]
+	if base == nil {
+		return nil, fmt.Errorf("experiment: %s needs the %s compression at keep %g, which failed or did not run first", m.label, m.from, keep)
+	}
+	r := *base
+	r.Model = base.Model.Clone()
+	if err := compress.Distill(ctx, net, &r, calib, compress.DistillOptions{Epochs: m.distill, Seed: 1}); err != nil {
+		return nil, err
+	}
+	r.Elapsed += time.Duration(r.Distill.Seconds * float64(time.Second))
+	return &r, nil
 }
 
 // classifiedRight reports, per row of the logits z, whether the predicted

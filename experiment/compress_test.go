@@ -31,7 +31,7 @@ func TestFashionReportVerdicts(t *testing.T) {
 		{Method: "svd", Keep: 0.1, Accuracy: 0.8, Kept: 0.1}, {Method: "svd", Keep: 0.5, Accuracy: 0.89, Kept: 0.5},
 		{Method: "data --sequential", Keep: 0.1, Accuracy: 0.88, Kept: 0.1}, {Method: "data --sequential", Keep: 0.5, Accuracy: 0.895, Kept: 0.5},
 	}}
-	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false, ""}, {"data --sequential", "data", true, ""}})
+	rep := fashionReport(res, []fashionMethod{{label: "svd", name: "svd", seq: false}, {label: "data --sequential", name: "data", seq: true}})
 	if len(rep.Rows) != 2 || rep.Rows[1][1] != "0.8800" {
 		t.Fatalf("rows %v", rep.Rows)
 	}
@@ -50,7 +50,7 @@ func TestFashionReportMeansOverSeeds(t *testing.T) {
 		{Seed: 1, Method: "svd", Keep: 0.5, Accuracy: 0.89, Kept: 0.5, Agreement: 0.9}, {Seed: 2, Method: "svd", Keep: 0.5, Accuracy: 0.70, Kept: 0.5, Agreement: 0.8},
 		{Seed: 1, Method: "data --sequential", Keep: 0.5, Accuracy: 0.88, Kept: 0.5, Agreement: 1}, {Seed: 2, Method: "data --sequential", Keep: 0.5, Accuracy: 0.79, Kept: 0.5, Agreement: 0.98},
 	}}
-	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false, ""}, {"data --sequential", "data", true, ""}})
+	rep := fashionReport(res, []fashionMethod{{label: "svd", name: "svd", seq: false}, {label: "data --sequential", name: "data", seq: true}})
 	if rep.Rows[0][1] != "0.7950" || rep.Rows[1][1] != "0.8350" {
 		t.Fatalf("rows %v, want the means 0.7950 and 0.8350", rep.Rows)
 	}
@@ -80,7 +80,7 @@ func TestFashionPairedPooled(t *testing.T) {
 	if p == nil || p.OnlySequential != 1 || p.OnlyOther != 2 || p.McNemarP != 1 || res.paired(0.5, "svd") != nil {
 		t.Fatalf("paired %+v", res.Paired)
 	}
-	rep := fashionReport(res, []fashionMethod{{"asvd", "asvd", false, ""}, {"data --sequential", "data", true, ""}})
+	rep := fashionReport(res, []fashionMethod{{label: "asvd", name: "asvd", seq: false}, {label: "data --sequential", name: "data", seq: true}})
 	if !hasNote(rep, "keep 0.5: asvd (0.7500) beats sequential data-driven (0.6250): 2 test images only it gets right against 1, McNemar's exact p = 1") {
 		t.Fatalf("notes %v", rep.Notes)
 	}
@@ -115,7 +115,7 @@ func TestFashionReportOtherReference(t *testing.T) {
 	if p == nil || p.OnlySequential != 2 || p.OnlyOther != 1 {
 		t.Fatalf("paired %+v", res.Paired)
 	}
-	rep := fashionReport(res, []fashionMethod{{"global", "data", true, "global"}, {"sensitivity", "data", true, "sensitivity"}})
+	rep := fashionReport(res, []fashionMethod{{label: "global", name: "data", seq: true, alloc: "global"}, {label: "sensitivity", name: "data", seq: true, alloc: "sensitivity"}})
 	if !hasNote(rep, "keep 0.05: sensitivity allocation -15.00 points (dense 0.9000 → 0.7500)") ||
 		!hasNote(rep, "sensitivity allocation is at least as accurate as global at every budget") {
 		t.Fatalf("notes %v", rep.Notes)
@@ -134,7 +134,7 @@ func TestFashionReportFidelity(t *testing.T) {
 		{Seed: 1, Method: "svd", Keep: 0.5, Kept: 0.5, Agreement: 0.9, LogitError: 0.2, LayerErrors: []float64{0.1, 0.3}},
 		{Seed: 2, Method: "svd", Keep: 0.5, Kept: 0.5, Agreement: 0.8, LogitError: 0.4, LayerErrors: []float64{0.3, 0.5}},
 	}}
-	rep := fashionReport(res, []fashionMethod{{"svd", "svd", false, ""}})
+	rep := fashionReport(res, []fashionMethod{{label: "svd", name: "svd", seq: false}})
 	if len(rep.Figures) != 2 || rep.Figures[0].File != "agreement.png" || rep.Figures[1].File != "logit-error.png" || !rep.Figures[1].Plot.LogY {
 		t.Fatalf("figures %+v", rep.Figures)
 	}

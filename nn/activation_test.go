@@ -96,7 +96,7 @@ func TestActivationFunctions(t *testing.T) {
 // scrambleDeg permutes the hidden units of a two-layer network and scales
 // unit j's row by s_j and its output column by s_j^{−deg}.
 func scrambleDeg(rng *rand.Rand, m *MLP, deg float64) *MLP {
-	c := m.clone()
+	c := m.Clone()
 	V, U := c.Layers[0].Weight, c.Layers[1].Weight
 	V0, U0 := mat.DenseCopyOf(V), mat.DenseCopyOf(U)
 	k := V.RawMatrix().Rows
@@ -172,7 +172,7 @@ func TestCanonicalRectified(t *testing.T) {
 			t.Fatalf("reluexp: Canonical changed a row norm: %v vs %v", got, want)
 		}
 	}
-	p := m.clone()
+	p := m.Clone()
 	p.Layers[0].Weight = mat.NewDense(4, 6, nil)
 	p.Layers[1].Weight = mat.NewDense(3, 4, nil)
 	for j, q := range []int{2, 0, 3, 1} {
@@ -187,7 +187,7 @@ func TestCanonicalRectified(t *testing.T) {
 	}
 	// Halving every row (and doubling U) changes an exp network: its
 	// canonical form must not hide that.
-	h := m.clone()
+	h := m.Clone()
 	h.Layers[0].Weight.Scale(0.5, h.Layers[0].Weight)
 	h.Layers[1].Weight.Scale(2, h.Layers[1].Weight)
 	if d := maxRelDiff(h.Forward(x), m.Forward(x)); d < 1e-3 {

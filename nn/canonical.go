@@ -41,7 +41,7 @@ import (
 // an arbitrary invertible matrix, which no simple rule removes. m must be
 // valid (see Validate); it is not modified.
 func (m *MLP) Canonical() *MLP {
-	c := m.clone()
+	c := m.Clone()
 	last := len(c.Layers) - 1
 	for i := 0; i < last; i++ {
 		act := c.Layers[i].Act
@@ -52,18 +52,6 @@ func (m *MLP) Canonical() *MLP {
 	for i := 0; i < last; i++ {
 		if c.Layers[i].Act != Identity {
 			sortUnits(&c.Layers[i], &c.Layers[i+1])
-		}
-	}
-	return c
-}
-
-// clone deep-copies the network.
-func (m *MLP) clone() *MLP {
-	c := &MLP{Layers: make([]Layer, len(m.Layers))}
-	for i, l := range m.Layers {
-		c.Layers[i] = Layer{Weight: mat.DenseCopyOf(l.Weight), Act: l.Act}
-		if l.Bias != nil {
-			c.Layers[i].Bias = append([]float64(nil), l.Bias...)
 		}
 	}
 	return c

@@ -12,7 +12,7 @@ import (
 // hidden units of every ReLU layer: a different parameterisation of the same
 // function.
 func scramble(rng *rand.Rand, m *MLP) *MLP {
-	c := m.clone()
+	c := m.Clone()
 	for i := 0; i+1 < len(c.Layers); i++ {
 		l, next := &c.Layers[i], &c.Layers[i+1]
 		if l.Act != ReLU {
@@ -52,7 +52,7 @@ func TestCanonical(t *testing.T) {
 		randMLP(rng, []int{6, 10, 7, 4, 3}, []Activation{ReLU, ReLU, Identity, Identity}),
 	}
 	for ni, m := range nets {
-		orig := m.clone()
+		orig := m.Clone()
 		x := randDense(rng, 300, m.In())
 		c := m.Canonical()
 		if d := maxRelDiff(c.Forward(x), m.Forward(x)); d > 1e-12 {

@@ -79,7 +79,7 @@ func TestDistill(t *testing.T) {
 			noisy.Set(i, j, noisy.At(i, j)+5*rng.NormFloat64())
 		}
 	}
-	same := teacher.clone()
+	same := teacher.Clone()
 	res, err = Distill(context.Background(), same, x, noisy, opt)
 	if err != nil {
 		t.Fatal(err)

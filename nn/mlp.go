@@ -57,6 +57,18 @@ func CheckTwoLayer(V, U *mat.Dense) error {
 	return err
 }
 
+// Clone returns a deep copy of the network.
+func (m *MLP) Clone() *MLP {
+	c := &MLP{Layers: make([]Layer, len(m.Layers))}
+	for i, l := range m.Layers {
+		c.Layers[i] = Layer{Weight: mat.DenseCopyOf(l.Weight), Act: l.Act}
+		if l.Bias != nil {
+			c.Layers[i].Bias = append([]float64(nil), l.Bias...)
+		}
+	}
+	return c
+}
+
 // In is the network's input width.
 func (m *MLP) In() int { return m.Layers[0].In() }
 

@@ -551,7 +551,7 @@ func newBestWeights(m *MLP, opt DistillOptions) (*bestWeights, error) {
 	b := &bestWeights{m: m, x: opt.Holdout, p: p, temp: opt.Temperature}
 	b.start = b.divergence()
 	b.loss = b.start
-	b.snapshot = m.clone()
+	b.snapshot = m.Clone()
 	return b, nil
 }
 
@@ -569,7 +569,7 @@ func (b *bestWeights) epochEnd(st *EpochStats) {
 	st.HoldoutLoss = &l
 	if l < b.loss {
 		b.loss, b.epoch = l, st.Epoch
-		b.snapshot = b.m.clone()
+		b.snapshot = b.m.Clone()
 	}
 }
 

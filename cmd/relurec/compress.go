@@ -37,6 +37,8 @@ type compressOptions struct {
 	Bias         string              `json:"bias"`
 	Route        string              `json:"route"`
 	Ridge        float64             `json:"ridge"`
+	Distill      int                 `json:"distill,omitempty"`
+	DistillLR    float64             `json:"distill_lr,omitempty"`
 	Out          string              `json:"out"`
 	DType        string              `json:"dtype"`
 }
@@ -99,6 +101,14 @@ images are then the held-out set and accuracy before/after is reported).
 The report lists per layer the rank, parameters, and the relative error
 ‖Ỹ − Ŷ‖/‖Ỹ‖ of its pre-activations on the calibration and held-out data.
 
+--distill N (MLPs) adds a step the paper does not have: after the layer fit,
+N epochs of Adam fit the whole compressed network to the original network's
+output on the same calibration inputs (knowledge distillation, still no
+labels), keeping the epoch that best matches the original on the last 10% of
+the calibration rows — the layer fit itself if none does. At small budgets it
+recovers much of what the layers lose together (docs/compress.md); 30 epochs
+add about 10 s at keep 0.05 on the Fashion-MNIST MLP.
+
 --model is safetensors (nn.Sequential keys) or ONNX (torch.onnx.export of an
 nn.Sequential of Linear/ReLU). A convolutional network (Conv2d, ReLU,
 MaxPool2d, Flatten, Linear, as ONNX or relurec's CNN safetensors) is
@@ -116,6 +126,10 @@ samples by default). The compressed model is written atomically to
 
 const compressExample = `  # Keep 10% of the parameters, fitting each layer on the compressed network's inputs
   relurec compress --model mlp.safetensors --data fashion-mnist --keep 0.1 --sequential --out small.safetensors
+
+  # 5% of the parameters: measured allocation, then 30 epochs of distillation
+  relurec compress --model mlp.safetensors --data fashion-mnist --keep 0.05 --sequential \
+      --allocation sensitivity --distill 30 --out tiny.safetensors
 
   # Your own calibration inputs and a baseline, ranks chosen per layer
   relurec compress --model mlp.safetensors --calib X.npy --ranks 32,32,0 --method svd --out svd.safetensors
@@ -160,6 +174,11 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
 	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
+	f.IntVar(&opt.Distill, "distill", 0, "epochs of distillation to the original's outputs after the layer fit (MLPs; 0 = none)")
+	f.Float64Var(&opt.DistillLR, "distill-lr", 2e-3, "Adam's learning rate for --distill")
+	// Library messages name DistillOptions.Epochs and .LearningRate.
+	_ = f.SetAnnotation("distill", optionAnnotation, []string{"Epochs"})
+	_ = f.SetAnnotation("distill-lr", optionAnnotation, []string{"LearningRate"})
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	return c
@@ -232,6 +251,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	man.Results = jsonsafe.Finite(map[string]any{
 		"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
 		"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
+		"distill": res.Distill,
 	})
 	if err := a.writeModel(man, opt.Out, res.Model, out.metadata(), opt.DType, out.Timings); err != nil {
 		return err
@@ -256,6 +276,9 @@ func (opt *compressOptions) validate(cmd *cobra.Command, ranks string) error {
 	}
 	if err := opt.rankSelection(cmd, ranks); err != nil {
 		return err
+	}
+	if !(opt.DistillLR > 0) { // the library would read 0 as its default
+		return usageErrorf("--distill-lr must be positive, got %g", opt.DistillLR)
 	}
 	if err := opt.checkModes(); err != nil {
 		return err
@@ -319,6 +342,7 @@ func (opt *compressOptions) library(holdout *mat.Dense) compress.Options {
 		Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
 		Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
 		Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
+		Distill: compress.DistillOptions{Epochs: opt.Distill, LearningRate: opt.DistillLR},
 		Holdout: holdout,
 	}
 }
@@ -456,10 +480,22 @@ func printCompress(w io.Writer, out *compressResult, compressTime time.Duration)
 		rows = append(rows, [2]string{"test accuracy", fmt.Sprintf("%.4f → %.4f (%+.2f points), loss %.4f → %.4f",
 			out.Original.Accuracy, out.Compressed.Accuracy, 100*(out.Compressed.Accuracy-out.Original.Accuracy), out.Original.Loss, out.Compressed.Loss)})
 	}
+	if d := r.Distill; d != nil {
+		kept := fmt.Sprintf("epoch %d kept", d.BestEpoch)
+		if d.BestEpoch == 0 {
+			kept = "no epoch improved on the layer fit, which is kept"
+		}
+		rows = append(rows, [2]string{"distillation", fmt.Sprintf("%d epochs, %s: on %d held-out calibration rows agreement %.4f → %.4f, divergence %.4g → %.4g (%.1f s)",
+			d.Epochs, kept, d.HoldoutRows, d.StartAgreement, d.Agreement, d.StartDivergence, d.Divergence, d.Seconds)})
+	}
 	rows = append(rows, [2]string{"time", fmt.Sprintf("%.2f s (compression %.2f s)", out.Seconds, compressTime.Seconds())})
 	table(w, rows)
 	fmt.Fprintln(w)
-	lrows := [][2]string{{"layer", "in→out  rank      params (dense)   error calib   held-out   energy"}}
+	head := "in→out  rank      params (dense)   error calib   held-out   energy"
+	if r.Distill != nil {
+		head += "   (errors of the layer fit, before distillation)"
+	}
+	lrows := [][2]string{{"layer", head}}
 	for _, l := range r.Layers {
 		rank := strconv.Itoa(l.Rank)
 		if l.Dense {

@@ -72,6 +72,19 @@ func TestCompressCommand(t *testing.T) {
 	if v["params"].(float64) > v["budget"].(float64) || len(v["profiles"].([]any)) == 0 || !strings.Contains(v["selection"].(string), "sensitivity") {
 		t.Fatalf("--allocation sensitivity: params %v budget %v selection %v profiles %v", v["params"], v["budget"], v["selection"], v["profiles"])
 	}
+	// --distill reports the distillation, in JSON and in the table.
+	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", calib, "--keep", "0.3", "--distill", "3", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("--distill: exit %d: %s", code, stderr)
+	}
+	d, ok := decodeOne(t, stdout)["distill"].(map[string]any)
+	if !ok || d["epochs"].(float64) != 3 || d["holdout_rows"].(float64) != 30 {
+		t.Fatalf("--distill: report %v", d)
+	}
+	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", calib, "--keep", "0.3", "--distill", "2", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "distillation") || !strings.Contains(stdout, "before distillation") {
+		t.Fatalf("--distill: exit %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
+	}
 	// The human report prints the budget and the per-layer table.
 	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", calib, "--ranks", "4,0,2", "--method", "svd", "--out", out)
 	if code != 0 || !strings.Contains(stdout, "weights and biases counted") || !strings.Contains(stdout, "dense") {
@@ -118,6 +131,8 @@ func TestCompressBadInputExitTwoAndNoOutput(t *testing.T) {
 		"two selections":      {"--model", model, "--calib", calib, "--keep", "0.5", "--energy", "0.9"},
 		"budget too small":    {"--model", model, "--calib", calib, "--keep", "0.0001"},
 		"output is input":     {"--model", model, "--calib", calib, "--out", calib},
+		"negative distill":    {"--model", model, "--calib", calib, "--distill", "-1"},
+		"distill rate":        {"--model", model, "--calib", calib, "--distill", "2", "--distill-lr", "0"},
 	}
 	for name, args := range cases {
 		o := out
