@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/nn"
 )
@@ -45,6 +47,41 @@ func BenchmarkFitLayer10000x784x512GramSeq(b *testing.B) { benchLayer(b, RouteGr
 // weights are a short training run's; time barely depends on them). Skips
 // without the data set.
 func BenchmarkCompressFashionMLP(b *testing.B) {
+	net, calib := benchFashionMLP(b)
+	for _, route := range []string{RouteAuto, RouteQR, RouteGram} {
+		b.Run(route, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := CompressMLP(context.Background(), net, calib, Options{Keep: 0.1, Sequential: true, Layer: LayerOptions{Route: route}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCompressFashionMLPSmallBudget times the small-budget pipeline of
+// issue 15 on the same network: keep 0.05, sequential, the global or the
+// measured sensitivity allocation, then 30 epochs of distillation (the
+// documented `relurec compress --distill 30`); the target is under 30 s on
+// 2 cores.
+func BenchmarkCompressFashionMLPSmallBudget(b *testing.B) {
+	net, calib := benchFashionMLP(b)
+	for _, alloc := range []Allocation{AllocGlobal, AllocSensitivity} {
+		b.Run(string(alloc)+"-distill30", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				o := Options{Keep: 0.05, Sequential: true, Allocation: alloc, Distill: DistillOptions{Epochs: 30}}
+				if _, err := CompressMLP(context.Background(), net, calib, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchFashionMLP is the benchmarks' 784-512-256-10 network after one epoch
+// on 2000 Fashion-MNIST images, and 10 000 calibration images. It skips
+// without the data set.
+func benchFashionMLP(b *testing.B) (*nn.MLP, *mat.Dense) {
 	if err := dataio.FashionMNISTAvailable(""); err != nil {
 		b.Skipf("Fashion-MNIST not installed: %v", err)
 	}
@@ -57,14 +94,5 @@ func BenchmarkCompressFashionMLP(b *testing.B) {
 	if _, err := nn.Train(context.Background(), net, small.X, small.Labels, nn.TrainOptions{Epochs: 1}); err != nil {
 		b.Fatal(err)
 	}
-	calib := tr.Head(10000).X
-	for _, route := range []string{RouteAuto, RouteQR, RouteGram} {
-		b.Run(route, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if _, err := CompressMLP(context.Background(), net, calib, Options{Keep: 0.1, Sequential: true, Layer: LayerOptions{Route: route}}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	return net, tr.Head(10000).X
 }
