@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -103,48 +104,106 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	for q := 0; q < n; q++ {
 		xnorm[q] = math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	// Step 1, one pass over X for all units: the candidate zeros of every
+	// unit and sign (confidentZeros).
+	cz := confidentZeros(X, Vhat, xnorm, zeroCandidates(k))
+	// Step 2, per unit and sign: the null vector of the confident-zero rows
+	// of B. Units whose wrong sign (or a start outside the margin) leaves
+	// no null vector stop here.
+	type attempt struct {
+		unit, sign int
+		w          []float64
+		rep        UnitPolish
+		why        string
+	}
+	var tries []*attempt
+	var cands []*attempt // attempts with a null vector
+	for i := 0; i < k; i++ {
+		for _, sign := range []int{1, -1} {
+			a := &attempt{unit: i, sign: sign, rep: UnitPolish{Sign: sign}}
+			tries = append(tries, a)
+			zeros := func(t int) []int { return cz.zeros(X, Vhat, xnorm, i, sign, t) }
+			a.w, a.rep.Zeros, a.why = nullVector(B, n, zeros)
+			if a.why == "" {
+				cands = append(cands, a)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	// Steps 3–4, batched over the candidates: the rows from their null
+	// vectors (rowsFromNull: two passes over B and one over X for all of
+	// them, where a unit at a time took one over X and B each).
+	ws := make([][]float64, len(cands))
+	for j, a := range cands {
+		ws[j] = a.w
+	}
+	rows := rowsFromNull(X, B, ws, act)
+	zs := make([][]float64, len(tries))
+	for j, a := range cands {
+		rr := rows[j]
+		a.rep.Residual = rr.resid
+		if rr.why != "" {
+			a.why = rr.why
+			continue
+		}
+		z := rr.z
+		if act != nn.ReLU {
+			// Second pass with the exact zero pattern: the few most confident
+			// zeros of the start give a null vector good to ~1e-10 relative
+			// when φ's heavy tail (x³, e^x) makes their rows of B ill
+			// conditioned; every sample the exact row puts clearly below 0 gives
+			// one good to rounding. (Kept off for the ReLU, whose first pass is
+			// already exact to rounding.)
+			if z2, _, r2, ok := repolish(X, B, xnorm, z, act); ok && r2 < a.rep.Residual {
+				z, a.rep.Residual = z2, r2
+			}
+		}
+		vh := Vhat.RawRowView(a.unit)
+		zn := math.Sqrt(dot(z, z))
+		if act != nn.RectExp { // homogeneous φ: the row's scale is a symmetry
+			for t := range z {
+				z[t] /= zn
+			}
+			zn = 1
+		}
+		c := float64(a.sign) * dot(z, vh) / zn
+		a.rep.Angle = math.Acos(math.Max(-1, math.Min(1, c)))
+		if c <= 0 {
+			a.why = fmt.Sprintf("the exact row found is %.0f° from the start: it belongs to another unit", a.rep.Angle*180/math.Pi)
+			continue
+		}
+		if jr, sj := nearestRow(Vhat, z); jr != a.unit || sj != a.sign {
+			a.why = fmt.Sprintf("the exact row found is nearest to start row %d with sign %+d: it belongs to another unit", jr, sj)
+			continue
+		}
+		a.rep.OK = true
+		for t, b := range tries {
+			if b == a {
+				zs[t] = z
+			}
+		}
+	}
 	V := mat.DenseCopyOf(Vhat)
 	reports := make([]UnitPolish, k)
-	cosines := make([]float64, n)
-	order := make([]int, n)
 	for i := 0; i < k; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		vh := Vhat.RawRowView(i)
-		for q := 0; q < n; q++ {
-			cosines[q] = dot(X.RawRowView(q), vh) / xnorm[q]
-		}
-		var found []struct {
-			z   []float64
-			rep UnitPolish
-		}
+		var found []int
 		var whys []string
-		for _, sign := range []int{1, -1} {
-			// Confident zeros of ReLU(sign·v̂·x): the most negative sign·cosines.
-			zeros := func(t int) []int {
-				return smallest(cosines, float64(sign), t, order)
-			}
-			z, rep, why := polishUnit(X, B, xnorm, vh, sign, zeros, act)
-			if rep.OK {
-				if j, sj := nearestRow(Vhat, z); j != i || sj != sign {
-					rep.OK = false
-					why = fmt.Sprintf("the exact row found is nearest to start row %d with sign %+d: it belongs to another unit", j, sj)
-				}
-			}
-			if rep.OK {
-				found = append(found, struct {
-					z   []float64
-					rep UnitPolish
-				}{z, rep})
+		for t := 2 * i; t < 2*i+2; t++ {
+			if a := tries[t]; a.rep.OK {
+				found = append(found, t)
 			} else {
-				whys = append(whys, fmt.Sprintf("sign %+d: %s", sign, why))
+				whys = append(whys, fmt.Sprintf("sign %+d: %s", a.sign, a.why))
 			}
 		}
 		switch len(found) {
 		case 1:
-			V.SetRow(i, found[0].z)
-			reports[i] = found[0].rep
+			V.SetRow(i, zs[found[0]])
+			reports[i] = tries[found[0]].rep
 		case 2:
 			// Both signs certified is impossible for a generic instance
 			// (Lemma 10); report rather than guess.
@@ -159,16 +218,15 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	return V, reports, nil
 }
 
-// polishUnit runs the polish for one unit and one sign. zeros(t) returns the
-// t most confident inactive samples.
-func polishUnit(X, B *mat.Dense, xnorm, vh []float64, sign int, zeros func(t int) []int, act nn.Activation) ([]float64, UnitPolish, string) {
-	n, _ := X.Dims()
+// nullVector is the zero-pattern step of the polish for one unit and sign:
+// the null vector w of the rows of B (n×k) at the t most confident zeros
+// (zeros(t)), t doubled from max(3k, 30) until the null space is
+// one-dimensional. why is non-empty when there is none.
+func nullVector(B *mat.Dense, n int, zeros func(t int) []int) (w []float64, t int, why string) {
 	_, k := B.Dims()
-	rep := UnitPolish{Sign: sign}
-	var w []float64
-	for t := max(3*k, 30); ; t *= 2 {
+	for t = max(3*k, 30); ; t *= 2 {
 		if t > n/4 {
-			return nil, rep, fmt.Sprintf("the null space stayed %d-dimensional up to %d confident zeros", 2, n/4)
+			return nil, 0, fmt.Sprintf("the null space stayed %d-dimensional up to %d confident zeros", 2, n/4)
 		}
 		idx := zeros(t)
 		Bn := mat.NewDense(t, k, nil)
@@ -177,50 +235,290 @@ func polishUnit(X, B *mat.Dense, xnorm, vh []float64, sign int, zeros func(t int
 		}
 		_, s, vs, err := linalg.ThinSVD(Bn)
 		if err != nil {
-			return nil, rep, err.Error()
+			return nil, 0, err.Error()
 		}
 		if s[0] == 0 {
 			continue
 		}
 		if s[k-1] > nullTol*s[0] {
-			return nil, rep, fmt.Sprintf("no activation of the output span vanishes on the %d most confident zeros (σ_k/σ_1 = %.1e): wrong sign, noise, or a start too far from the truth", t, s[k-1]/s[0])
+			return nil, 0, fmt.Sprintf("no activation of the output span vanishes on the %d most confident zeros (σ_k/σ_1 = %.1e): wrong sign, noise, or a start too far from the truth", t, s[k-1]/s[0])
 		}
 		if k == 1 || s[k-2] > uniqueTol*s[0] {
-			w = mat.Col(nil, k-1, vs)
-			rep.Zeros = t
-			break
+			return mat.Col(nil, k-1, vs), t, ""
 		}
 	}
-	z, _, resid, why := rowFromNull(X, B, w, act)
-	rep.Residual = resid
-	if why != "" {
-		return nil, rep, why
+}
+
+// zeroCandidates is how many confident zeros per unit and sign the polish's
+// first pass keeps: the first four sizes nullVector tries (t0, 2t0, 4t0,
+// 8t0); a larger t reads X again for that unit.
+func zeroCandidates(k int) int { return 8 * max(3*k, 30) }
+
+// zeroSets holds, for each unit i and sign, the samples q with the smallest
+// sign·cos(x_q, v̂_i), in increasing order (ties by sample index).
+type zeroSets struct {
+	capacity int
+	sets     [][]keyed // index 2i (sign +1) and 2i+1 (sign −1)
+}
+
+// keyed is a sample and its key sign·cos(x_q, v̂_i).
+type keyed struct {
+	v float64
+	q int
+}
+
+func keyedLess(a, b keyed) int {
+	if c := cmpFloat(a.v, b.v); c != 0 {
+		return c
 	}
+	return a.q - b.q
+}
+
+// bounded keeps the smallest `capacity` keys seen (ties by index): keys
+// above the current cut are dropped, and the buffer is cut back to
+// capacity whenever it reaches twice that.
+type bounded struct {
+	buf []keyed
+	cut float64
+	cap int
+}
+
+func (b *bounded) add(v float64, q int) {
+	if v >= b.cut { // ties at the cut lose to the earlier samples kept
+		return
+	}
+	b.buf = append(b.buf, keyed{v, q})
+	if len(b.buf) >= 2*b.cap {
+		b.trim()
+	}
+}
+
+func (b *bounded) trim() {
+	slices.SortFunc(b.buf, keyedLess)
+	if len(b.buf) >= b.cap {
+		b.buf = b.buf[:b.cap]
+		b.cut = b.buf[b.cap-1].v
+		// A later sample with key = cut sorts after the kept ones with that
+		// key; the strict test in add drops it, but an equal key already
+		// kept stays: cut compares values only.
+	}
+}
+
+// confidentZeros reads X once (chunks of rows times V̂ᵀ, internal/kern:
+// each cosine the bits of dot(x_q, v̂_i)/‖x_q‖) and keeps, for every unit
+// and sign, the capacity samples with the smallest sign·cosine.
+func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets {
+	n, d := X.Dims()
+	k, _ := Vhat.Dims()
+	vt := mat.DenseCopyOf(Vhat.T()) // d×k
+	bs := make([]bounded, 2*k)
+	for i := range bs {
+		bs[i] = bounded{cut: math.Inf(1), cap: capacity}
+	}
+	const chunk = 512
+	buf := make([]float64, chunk*k)
+	xr, vr := X.RawMatrix(), vt.RawMatrix()
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		kern.MulRows(buf, k, xr.Data[lo*xr.Stride:], xr.Stride, vr.Data, vr.Stride, hi-lo, d, k)
+		for q := lo; q < hi; q++ {
+			row := buf[(q-lo)*k : (q-lo+1)*k]
+			inv := xnorm[q]
+			for i, c := range row {
+				c /= inv
+				bs[2*i].add(c, q)
+				bs[2*i+1].add(-c, q)
+			}
+		}
+	}
+	zs := &zeroSets{capacity: capacity, sets: make([][]keyed, 2*k)}
+	for i := range bs {
+		bs[i].trim()
+		zs.sets[i] = bs[i].buf
+	}
+	return zs
+}
+
+// zeros returns the t samples with the smallest sign·cos(x_q, v̂_i), most
+// negative first (ties by index): from the first pass when t fits, else
+// from a pass over X for this unit alone.
+func (zs *zeroSets) zeros(X, Vhat *mat.Dense, xnorm []float64, i, sign, t int) []int {
+	set := zs.sets[2*i]
+	if sign < 0 {
+		set = zs.sets[2*i+1]
+	}
+	n, _ := X.Dims()
+	if t > len(set) && len(set) < n {
+		vh := Vhat.RawRowView(i)
+		b := bounded{cut: math.Inf(1), cap: t}
+		for q := 0; q < n; q++ {
+			b.add(float64(sign)*(dot(X.RawRowView(q), vh)/xnorm[q]), q)
+		}
+		b.trim()
+		set = b.buf
+	}
+	t = min(t, len(set))
+	out := make([]int, t)
+	for j := range out {
+		out[j] = set[j].q
+	}
+	return out
+}
+
+// rowResult is one null vector's row (rowsFromNull).
+type rowResult struct {
+	z            []float64
+	scale, resid float64
+	why          string
+}
+
+// rowsFromNull turns null vectors w of the confident-zero rows of B into
+// the units' rows: r = B·w (sign fixed to be non-negative) is the unit's
+// activation up to a positive scale; the row z solves φ⁻¹ on the active
+// samples, and the certificate is ‖scale·φ(X·z) − r‖/‖r‖ over all samples
+// (why is non-empty when it exceeds unitTol or a step fails). All the null
+// vectors share the passes over the data: one over B for the sums that fix
+// each r's sign and scale, one over X and B for the certificates (chunks
+// of rows times the stacked w and z, internal/kern: the bits of one unit's
+// dot products).
+func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation) []rowResult {
+	n, d := X.Dims()
+	_, k := B.Dims()
+	c := len(ws)
+	out := make([]rowResult, c)
+	if c == 0 {
+		return out
+	}
+	W := mat.NewDense(k, c, nil)
+	for j, w := range ws {
+		W.SetCol(j, w)
+	}
+	const chunk = 512
+	buf := make([]float64, chunk*c)
+	br, wr := B.RawMatrix(), W.RawMatrix()
+	rmax, pos := make([]float64, c), make([]float64, c)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		kern.MulRows(buf, c, br.Data[lo*br.Stride:], br.Stride, wr.Data, wr.Stride, hi-lo, k, c)
+		for q := 0; q < hi-lo; q++ {
+			for j, v := range buf[q*c : (q+1)*c] {
+				if math.Abs(v) > rmax[j] {
+					rmax[j] = math.Abs(v)
+				}
+				pos[j] += v
+			}
+		}
+	}
+	// Active samples, taken in index order until the system is comfortably
+	// overdetermined; entries within 1e-7·max of zero (1e-4 for φ ≠ ReLU,
+	// see ExactPolish) are left out so that no inactive sample is
+	// imposed as active.
+	need := max(5*d, 200)
+	thr := 1e-7
 	if act != nn.ReLU {
-		// Second pass with the exact zero pattern: the few most confident
-		// zeros of the start give a null vector good to ~1e-10 relative
-		// when φ's heavy tail (x³, e^x) makes their rows of B ill
-		// conditioned; every sample the exact row puts clearly below 0 gives
-		// one good to rounding. (Kept off for the ReLU, whose first pass is
-		// already exact to rounding.)
-		if z2, _, r2, ok := repolish(X, B, xnorm, z, act); ok && r2 < resid {
-			z, rep.Residual = z2, r2
+		thr = 1e-4
+	}
+	flip := make([]bool, c) // an activation is non-negative: fix the null vector's sign
+	var live []int
+	for j, w := range ws {
+		flip[j] = pos[j] < 0
+		r := func(q int) float64 {
+			v := dot(B.RawRowView(q), w)
+			if flip[j] {
+				v = -v
+			}
+			return v
+		}
+		var rows []int
+		var rv []float64
+		for q := 0; q < n && len(rows) < need; q++ {
+			if v := r(q); v > thr*rmax[j] {
+				rows, rv = append(rows, q), append(rv, v)
+			}
+		}
+		if len(rows) < d {
+			out[j] = rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("only %d active samples, need ≥ d = %d", len(rows), d)}
+			continue
+		}
+		A := mat.NewDense(len(rows), d, nil)
+		rhs := mat.NewDense(len(rows), 1, nil)
+		for t, q := range rows {
+			A.SetRow(t, X.RawRowView(q))
+			rhs.Set(t, 0, rv[t])
+		}
+		res := rowResult{scale: 1} // r ≈ scale·φ(X·z)
+		if act == nn.RectExp {
+			a, zz, rel, err := expScale(A, mat.Col(nil, 0, rhs))
+			if err != nil {
+				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: "resolving the unit's output scale: " + err.Error()}
+				continue
+			}
+			if rel > unitTol {
+				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("no output scale s makes log(1 + r/s) linear in x on the active samples (relative residual %.1e): not an e^x − 1 unit, or noise", rel)}
+				continue
+			}
+			res.z, res.scale = zz, 1/a
+		} else {
+			if act != nn.ReLU {
+				inv := act.Inverse()
+				raw := rhs.RawMatrix().Data
+				for t, v := range raw {
+					raw[t] = inv(v)
+				}
+			}
+			sol, err := linalg.LstSq(A, rhs)
+			if err != nil {
+				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: "active samples do not determine the row: " + err.Error()}
+				continue
+			}
+			res.z = mat.Col(nil, 0, sol)
+		}
+		out[j] = res
+		live = append(live, j)
+	}
+	if len(live) == 0 {
+		return out
+	}
+	// Certificate: scale·φ(X·z) must reproduce r on every sample.
+	l := len(live)
+	Z, Wl := mat.NewDense(d, l, nil), mat.NewDense(k, l, nil)
+	for t, j := range live {
+		Z.SetCol(t, out[j].z)
+		Wl.SetCol(t, ws[j])
+	}
+	f := act.Func()
+	xbuf, rbuf := make([]float64, chunk*l), make([]float64, chunk*l)
+	num, den := make([]float64, l), make([]float64, l)
+	xr, zr, wl := X.RawMatrix(), Z.RawMatrix(), Wl.RawMatrix()
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		kern.MulRows(xbuf, l, xr.Data[lo*xr.Stride:], xr.Stride, zr.Data, zr.Stride, hi-lo, d, l)
+		kern.MulRows(rbuf, l, br.Data[lo*br.Stride:], br.Stride, wl.Data, wl.Stride, hi-lo, k, l)
+		for q := 0; q < hi-lo; q++ {
+			xs, rs := xbuf[q*l:(q+1)*l], rbuf[q*l:(q+1)*l]
+			for t, j := range live {
+				r := rs[t]
+				if flip[j] {
+					r = -r
+				}
+				var e float64
+				if act == nn.ReLU {
+					e = math.Max(xs[t], 0) - r
+				} else {
+					e = out[j].scale*f(xs[t]) - r
+				}
+				num[t] += e * e
+				den[t] += r * r
+			}
 		}
 	}
-	zn := math.Sqrt(dot(z, z))
-	if act != nn.RectExp { // homogeneous φ: the row's scale is a symmetry
-		for j := range z {
-			z[j] /= zn
+	for t, j := range live {
+		out[j].resid = math.Sqrt(num[t] / den[t])
+		if !(out[j].resid <= unitTol) {
+			out[j] = rowResult{scale: 1, resid: out[j].resid, why: fmt.Sprintf("%s(X·z) misses the activation by %.1e relative", act, out[j].resid)}
 		}
-		zn = 1
 	}
-	c := float64(sign) * dot(z, vh) / zn
-	rep.Angle = math.Acos(math.Max(-1, math.Min(1, c)))
-	if c <= 0 {
-		return nil, rep, fmt.Sprintf("the exact row found is %.0f° from the start: it belongs to another unit", rep.Angle*180/math.Pi)
-	}
-	rep.OK = true
-	return z, rep, ""
+	return out
 }
 
 // nearestRow returns the row j and sign of the ±V̂ row closest in angle to z.
@@ -300,93 +598,10 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// rowFromNull turns a null vector w of the confident-zero rows of B into
-// the unit's row: r = B·w (sign fixed to be non-negative) is the unit's
-// activation up to a positive scale; the row z solves φ⁻¹ on the active
-// samples, and the certificate is ‖scale·φ(X·z) − r‖/‖r‖ over all samples
-// (why is non-empty when it exceeds unitTol or a step fails).
+// rowFromNull is rowsFromNull for one null vector.
 func rowFromNull(X, B *mat.Dense, w []float64, act nn.Activation) (z []float64, scale, resid float64, why string) {
-	n, d := X.Dims()
-	r := make([]float64, n)
-	rmax, pos := 0.0, 0.0
-	for q := 0; q < n; q++ {
-		r[q] = dot(B.RawRowView(q), w)
-		if math.Abs(r[q]) > rmax {
-			rmax = math.Abs(r[q])
-		}
-		pos += r[q]
-	}
-	if pos < 0 { // an activation is non-negative: fix the null vector's sign
-		for q := range r {
-			r[q] = -r[q]
-		}
-	}
-	// Active samples, taken in index order until the system is comfortably
-	// overdetermined; entries within 1e-7·max of zero (1e-4 for φ ≠ ReLU,
-	// see ExactPolish) are left out so that no inactive sample is
-	// imposed as active.
-	need := max(5*d, 200)
-	thr := 1e-7
-	if act != nn.ReLU {
-		thr = 1e-4
-	}
-	var rows []int
-	for q := 0; q < n && len(rows) < need; q++ {
-		if r[q] > thr*rmax {
-			rows = append(rows, q)
-		}
-	}
-	if len(rows) < d {
-		return nil, 1, math.Inf(1), fmt.Sprintf("only %d active samples, need ≥ d = %d", len(rows), d)
-	}
-	A := mat.NewDense(len(rows), d, nil)
-	rhs := mat.NewDense(len(rows), 1, nil)
-	for j, q := range rows {
-		A.SetRow(j, X.RawRowView(q))
-		rhs.Set(j, 0, r[q])
-	}
-	scale = 1.0 // r ≈ scale·φ(X·z)
-	if act == nn.RectExp {
-		a, zz, rel, err := expScale(A, mat.Col(nil, 0, rhs))
-		if err != nil {
-			return nil, 1, math.Inf(1), "resolving the unit's output scale: " + err.Error()
-		}
-		if rel > unitTol {
-			return nil, 1, math.Inf(1), fmt.Sprintf("no output scale s makes log(1 + r/s) linear in x on the active samples (relative residual %.1e): not an e^x − 1 unit, or noise", rel)
-		}
-		z, scale = zz, 1/a
-	} else {
-		if act != nn.ReLU {
-			inv := act.Inverse()
-			raw := rhs.RawMatrix().Data
-			for j, v := range raw {
-				raw[j] = inv(v)
-			}
-		}
-		sol, err := linalg.LstSq(A, rhs)
-		if err != nil {
-			return nil, 1, math.Inf(1), "active samples do not determine the row: " + err.Error()
-		}
-		z = mat.Col(nil, 0, sol)
-	}
-	// Certificate: scale·φ(X·z) must reproduce r on every sample.
-	f := act.Func()
-	num, den := 0.0, 0.0
-	for q := 0; q < n; q++ {
-		var e float64
-		if act == nn.ReLU {
-			e = math.Max(dot(X.RawRowView(q), z), 0) - r[q]
-		} else {
-			e = scale*f(dot(X.RawRowView(q), z)) - r[q]
-		}
-		num += e * e
-		den += r[q] * r[q]
-	}
-	resid = math.Sqrt(num / den)
-	if !(resid <= unitTol) {
-		return nil, 1, resid, fmt.Sprintf("%s(X·z) misses the activation by %.1e relative", act, resid)
-	}
-	return z, scale, resid, ""
+	r := rowsFromNull(X, B, [][]float64{w}, act)[0]
+	return r.z, r.scale, r.resid, r.why
 }
 
 // repolish recomputes a unit's row from the null vector of all samples
