@@ -169,8 +169,12 @@ func FitDiagonal(slices []*mat.SymDense, W *mat.Dense) (diag [][]float64, residu
 	}
 	res2, total2 := 0.0, 0.0
 	diag = make([][]float64, len(slices))
+	// Work matrices shared by the slices (the same operations, the same
+	// bits, without four allocations per slice).
+	rhs := mat.NewVecDense(r, nil)
+	var fit mat.Dense
+	scaled := mat.DenseCopyOf(W)
 	for i, M := range slices {
-		rhs := mat.NewVecDense(r, nil)
 		for a := 0; a < r; a++ {
 			rhs.SetVec(a, mat.Inner(cols[a], M, cols[a]))
 		}
@@ -180,8 +184,7 @@ func FitDiagonal(slices []*mat.SymDense, W *mat.Dense) (diag [][]float64, residu
 		}
 		// Form the residual explicitly: the expanded quadratic form loses
 		// all accuracy once the residual is below ~1e-8.
-		var fit mat.Dense
-		scaled := mat.DenseCopyOf(W)
+		scaled.Copy(W)
 		for j := 0; j < r; j++ {
 			col := scaled.ColView(j).(*mat.VecDense)
 			col.ScaleVec(d.AtVec(j), col)

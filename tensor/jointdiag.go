@@ -107,9 +107,18 @@ func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 	for sweep := 0; sweep < sweeps; sweep++ {
 		for j := 0; j < r; j++ {
 			// Q = Σ_i d_ij·M_i − Σ_{l≠j} (Σ_i d_ij d_il)·w_l w_lᵀ.
+			// The upper triangle, entry by entry as Q.AddSym(Q, scaled M_i)
+			// would (the same bits), without a k×k matrix per slice.
 			Q.Zero()
+			q := Q.RawSymmetric()
 			for i, M := range slices {
-				Q.AddSym(Q, scaledSym(diag[i][j], M))
+				f, mr := diag[i][j], M.RawSymmetric()
+				for a := 0; a < k; a++ {
+					qa, ma := q.Data[a*q.Stride+a:a*q.Stride+k], mr.Data[a*mr.Stride+a:a*mr.Stride+k]
+					for b, v := range ma {
+						qa[b] += f * v
+					}
+				}
 			}
 			for l := 0; l < r; l++ {
 				if l == j {
@@ -142,11 +151,4 @@ func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 		}
 	}
 	return &Decomposition{W: W, Diag: diag, Residual: res}
-}
-
-func scaledSym(a float64, M *mat.SymDense) *mat.SymDense {
-	n := M.SymmetricDim()
-	out := mat.NewSymDense(n, nil)
-	out.ScaleSym(a, M)
-	return out
 }
