@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/outer"
 )
 
 // BiasZTol is the |z| above which TestBiases reports biases. With m·(d+1)
@@ -42,7 +45,8 @@ type BiasTest struct {
 // output c), for x ~ N(0, I). It compares Hermite moments of Y with what a
 // bias-free network implies (see BiasTest), each standardised by its own
 // sampling error, so additive output noise independent of x does not move
-// it. It reads X and Y twice (O(n·m·(d + m))) and is a screen, not a
+// it. It reads X and Y twice (O(n·m·(d + m)), as products of row chunks with
+// small matrices) and is a screen, not a
 // proof: biases too small for the sample size pass unseen (the bias-free
 // learner's certificate then fails and says so). X must be standard
 // Gaussian for the answer to mean anything; check that first.
@@ -54,50 +58,70 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 	if n < 100 {
 		return BiasTest{}, fmt.Errorf("%w: the bias test needs at least 100 samples, got %d", ErrInput, n)
 	}
+	// Both passes run over chunks of rows as products of the chunk with
+	// small matrices (internal/outer, internal/kern), summed in row order.
+	const chunk = 512
+	xr, yr := X.RawMatrix(), Y.RawMatrix()
+	rowsX := func(lo, hi int) blas64.General {
+		return blas64.General{Rows: hi - lo, Cols: d, Stride: xr.Stride, Data: xr.Data[lo*xr.Stride:]}
+	}
+	rowsY := func(lo, hi int) blas64.General {
+		return blas64.General{Rows: hi - lo, Cols: m, Stride: yr.Stride, Data: yr.Data[lo*yr.Stride:]}
+	}
 	// Pass 1: Σ s·y and Σ s²y² with s = 1 − (‖x‖² − d), and the first
 	// moments Σ y_j·x (the directions of pass 2).
 	sy, s2y2 := make([]float64, m), make([]float64, m)
-	G := mat.NewDense(m, d, nil) // row j: Σ_r y_rj·x_r
-	for r := 0; r < n; r++ {
-		x, y := X.RawRowView(r), Y.RawRowView(r)
-		norm2 := 0.0
-		for _, v := range x {
-			norm2 += v * v
+	G := make([]float64, m*d) // row j: Σ_r y_rj·x_r
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		for r := lo; r < hi; r++ {
+			x, y := X.RawRowView(r), Y.RawRowView(r)
+			norm2 := 0.0
+			for _, v := range x {
+				norm2 += v * v
+			}
+			s := 1 - (norm2 - float64(d))
+			for j, yj := range y {
+				sy[j] += s * yj
+				s2y2[j] += s * s * yj * yj
+			}
 		}
-		s := 1 - (norm2 - float64(d))
-		for j, yj := range y {
-			sy[j] += s * yj
-			s2y2[j] += s * s * yj * yj
-			floats.AddScaled(G.RawRowView(j), yj, x)
-		}
+		outer.Add(G, rowsY(lo, hi), rowsX(lo, hi))
 	}
 	dirs := 0
 	for j := 0; j < m; j++ {
-		g := G.RawRowView(j)
+		g := G[j*d : (j+1)*d]
 		if nrm := floats.Norm(g, 2); nrm > 0 {
 			floats.Scale(1/nrm, g)
-			copy(G.RawRowView(dirs), g)
+			copy(G[dirs*d:(dirs+1)*d], g)
 			dirs++
 		}
 	}
-	// Pass 2: Σ y_j·He₃(g_l·x) and its square, for every output j and
-	// direction l.
-	hy, h2y2 := make([]float64, dirs*m), make([]float64, dirs*m)
-	proj := make([]float64, dirs)
-	for r := 0; r < n; r++ {
-		x, y := X.RawRowView(r), Y.RawRowView(r)
-		for l := range proj {
-			t := floats.Dot(G.RawRowView(l), x)
-			proj[l] = t * (t*t - 3)
+	// Pass 2: Σ y_j·He₃(g_l·x) and Σ (y_j·He₃(g_l·x))², for every output j
+	// and direction l: with H = He₃(X·Gᵀ) per chunk, Hᵀ·Y and (H∘H)ᵀ·(Y∘Y).
+	Gt := make([]float64, d*dirs)
+	for l := 0; l < dirs; l++ {
+		for c := 0; c < d; c++ {
+			Gt[c*dirs+l] = G[l*d+c]
 		}
-		for l, h := range proj {
-			row, row2 := hy[l*m:(l+1)*m], h2y2[l*m:(l+1)*m]
-			for j, yj := range y {
-				t := h * yj
-				row[j] += t
-				row2[j] += t * t
+	}
+	hy, h2y2 := make([]float64, dirs*m), make([]float64, dirs*m)
+	H, H2, Y2 := make([]float64, chunk*dirs), make([]float64, chunk*dirs), make([]float64, chunk*m)
+	for lo := 0; lo < n && dirs > 0; lo += chunk {
+		hi := min(n, lo+chunk)
+		rows := hi - lo
+		kern.MulRows(H, dirs, xr.Data[lo*xr.Stride:], xr.Stride, Gt, dirs, rows, d, dirs)
+		for i, t := range H[:rows*dirs] {
+			h := t * (t*t - 3)
+			H[i], H2[i] = h, h*h
+		}
+		for r := 0; r < rows; r++ {
+			for j, v := range Y.RawRowView(lo + r) {
+				Y2[r*m+j] = v * v
 			}
 		}
+		outer.Add(hy, blas64.General{Rows: rows, Cols: dirs, Stride: dirs, Data: H}, rowsY(lo, hi))
+		outer.Add(h2y2, blas64.General{Rows: rows, Cols: dirs, Stride: dirs, Data: H2}, blas64.General{Rows: rows, Cols: m, Stride: m, Data: Y2})
 	}
 	var res BiasTest
 	for j := range sy {
