@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -85,6 +86,12 @@ type CollinearClass struct {
 // generically collinear with no other row; they form singletons, which are
 // dropped.
 func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) {
+	return collinearClasses(Y, tol, true)
+}
+
+// collinearClasses is CollinearClasses; screen false hashes every row
+// (the tests' reference for pairedRows).
+func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass, int, error) {
 	if Y == nil {
 		return nil, 0, fmt.Errorf("%w: Y is required", ErrInput)
 	}
@@ -129,10 +136,17 @@ func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) 
 		}
 		return dst
 	}
+	var paired []bool
+	if screen {
+		paired = pairedRows(Y, norms, maxNorm, tol)
+	}
 	for q := 0; q < n; q++ {
 		if norms[q] <= 1e-14*maxNorm {
 			zeros++
 			continue
+		}
+		if paired != nil && !paired[q] {
+			continue // a singleton whatever the other rows are
 		}
 		row := Y.RawRowView(q)[:m]
 		edges, offs = edges[:0], offs[:0]
@@ -199,6 +213,46 @@ func CollinearClasses(Y *mat.Dense, tol float64) ([]CollinearClass, int, error) 
 		return a.Members[0] - b.Members[0]
 	})
 	return out, zeros, nil
+}
+
+// pairedRows marks the non-zero rows of Y whose direction may lie within
+// tol of another row's: a row joins or founds a class of two or more only
+// with such a partner. The test is one projection: for a unit vector g,
+// |ŷ_q·g − ŷ_p·g| ≤ ‖ŷ_q − ŷ_p‖, so rows whose projections are farther than
+// tol (plus rounding slack) from every other row's have no partner. Most
+// rows of a network with several active units are such singletons (their
+// projections are spread over [−1, 1] about 1/n apart, far more than tol),
+// and CollinearClasses skips them without hashing them: the same classes,
+// since a row that can neither join nor be joined changes no other row's
+// class.
+func pairedRows(Y *mat.Dense, norms []float64, maxNorm, tol float64) []bool {
+	n, m := Y.Dims()
+	g := randUnit(m, rand.New(rand.NewPCG(0xC011, 0x1EA2)))
+	type proj struct {
+		h float64
+		q int
+	}
+	ps := make([]proj, 0, n)
+	for q := 0; q < n; q++ {
+		if norms[q] <= 1e-14*maxNorm {
+			continue
+		}
+		h := 0.0
+		for j, v := range Y.RawRowView(q)[:m] {
+			h += v / norms[q] * g[j]
+		}
+		ps = append(ps, proj{h, q})
+	}
+	slices.SortFunc(ps, func(a, b proj) int { return cmpFloat(a.h, b.h) })
+	// Rounding of ŷ and of the projection is a few ulps per coordinate.
+	slack := tol*(1+1e-6) + 1e-12
+	paired := make([]bool, n)
+	for i := 1; i < len(ps); i++ {
+		if ps[i].h-ps[i-1].h <= slack {
+			paired[ps[i].q], paired[ps[i-1].q] = true, true
+		}
+	}
+	return paired
 }
 
 // cellKey hashes the grid cell of a normalised row (FNV-1a over the cell

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -257,6 +259,38 @@ func BenchmarkFPTRoute(b *testing.B) {
 		}
 		if !res.Certificate.Met {
 			b.Fatal("not certified")
+		}
+	}
+}
+
+// The projection screen of CollinearClasses (pairedRows) skips only rows
+// that are singletons anyway: the classes are those of hashing every row,
+// on an FPT instance (units seen alone, antipodal columns) and on random
+// two-dimensional outputs, where coincidental pairs occur.
+func TestCollinearClassesScreenKeepsClasses(t *testing.T) {
+	U := planar(t, []float64{0.3, 0.3 + math.Pi, 1.9, 4.4}, []float64{1, 3, 0.2, 1})
+	in := fptInstance(t, 7, 8, U, 50000)
+	rng := rand.New(rand.NewPCG(3, 9))
+	R := mat.NewDense(50000, 2, nil)
+	for i := range R.RawMatrix().Data {
+		R.RawMatrix().Data[i] = float64(rng.IntN(2000) - 1000)
+	}
+	for _, Y := range []*mat.Dense{in.Y, R} {
+		for _, tol := range []float64{1e-9, 1e-5} {
+			got, gz, err := collinearClasses(Y, tol, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wz, err := collinearClasses(Y, tol, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gz != wz || !reflect.DeepEqual(got, want) {
+				t.Fatalf("tol %g: screened %d classes (%d zeros), unscreened %d (%d zeros)", tol, len(got), gz, len(want), wz)
+			}
+			if len(want) == 0 {
+				t.Fatalf("tol %g: no classes: the instance tests nothing", tol)
+			}
 		}
 	}
 }
