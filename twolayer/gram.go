@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"slices"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -197,8 +198,18 @@ func maxProcs() int { return runtime.GOMAXPROCS(0) }
 // Sums run over linalg.GramChunk-row chunks in fixed groups added in order:
 // the same bits at any GOMAXPROCS.
 func residualizeHermite(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) error {
+	_, _, err := residualizeHermiteSums(ctx, n, k, zrows, S, degree)
+	return err
+}
+
+// residualizeHermiteSums is residualizeHermite, also returning the sums
+// its first pass takes over the unresidualised S: first (p×f, row t) holds
+// Σ_q s_qt·φ_q for the f features φ = [1, z, …] in that order, so that
+// first[t·f + 1 + a] = Σ_q s_qt·z_qa when degree ≥ 1 — the first moment
+// Sᵀ·Z, with no pass of its own.
+func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) (first []float64, f int, err error) {
 	_, p := S.Dims()
-	f := 1
+	f = 1
 	if degree >= 1 {
 		f += k
 	}
@@ -275,10 +286,11 @@ func residualizeHermite(ctx context.Context, n, k int, zrows func(lo, hi int, bu
 			outer.Add(acc, blas64.General{Rows: hi - lo, Cols: p, Stride: p, Data: b.r}, phi)
 		})
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		if beta == nil {
 			beta = make([]float64, f*p)
+			first = slices.Clone(acc)
 		}
 		for i := 0; i < f; i++ {
 			for t := 0; t < p; t++ {
@@ -303,5 +315,5 @@ func residualizeHermite(ctx context.Context, n, k int, zrows func(lo, hi int, bu
 			}
 		}
 	})
-	return ctx.Err()
+	return first, f, ctx.Err()
 }

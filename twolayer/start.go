@@ -3,7 +3,6 @@ package twolayer
 import (
 	"context"
 	"fmt"
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"math"
 	"math/rand/v2"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/outer"
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
 )
@@ -173,7 +174,7 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	st.SingularValues, st.Warnings, st.Inferred = red0.S, red0.Warnings, red0.Inferred
 	st.K, st.ExactRank = k, red0.ExactRank
 	red := newDenseIn(nil, n, k)
-	red.Mul(Y, vY.Slice(0, m, 0, k))
+	mulRowsPar(red, Y, vY.Slice(0, m, 0, k).(*mat.Dense))
 
 	// 2. Whitening (Remark 3).
 	Xw, unwhiten, err := whiten(ctx, X, opt.Whiten, st)
@@ -188,7 +189,7 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	for i := range theta.RawMatrix().Data {
 		theta.RawMatrix().Data[i] = rng.NormFloat64()
 	}
-	S.Mul(red, theta)
+	mulRowsPar(S, red, theta)
 	var blocks []mat.Matrix
 	// Residualising the weights on [1, x] (a degree-1 polynomial) leaves the
 	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
@@ -198,8 +199,13 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 		return err
 	}
 	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
-		M1 := mat.NewDense(d, k, nil)
-		M1.Mul(Xw.T(), red)
+		sum, err := groupSums(ctx, n, d*k, func(_ int, acc []float64, lo, hi int) {
+			outer.Add(acc, rowsOf(Xw, lo, hi), rowsOf(red, lo, hi))
+		})
+		if err != nil {
+			return err
+		}
+		M1 := mat.NewDense(d, k, sum)
 		M1.Scale(1/(float64(n)*c1), M1)
 		blocks = append(blocks, M1)
 	}
@@ -231,23 +237,21 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	// The projected inputs Z = Xw·span (n×k) are not held: every pass
 	// computes its chunk's rows (zRows), the bits of the whole product.
 	mo := &startMoments{xw: Xw, red: red, span: span, unwhiten: unwhiten}
-	// The first moment reads red before it is residualised in place (no
-	// second n×k copy); its chunks are summed in row order, as one GEMM
-	// over all rows sums them.
-	M1z := mat.NewDense(k, k, nil)
-	var zbuf []float64
-	for lo := 0; lo < n; lo += linalg.GramChunk {
-		hi := min(n, lo+linalg.GramChunk)
-		beta := 1.0
-		if lo == 0 {
-			beta = 0
-		}
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, rowsOf(red, lo, hi), mo.zRows(lo, hi, &zbuf), beta, M1z.RawMatrix())
+	// The first moment E[red·zᵀ] of the unresidualised red is read off the
+	// first pass of its residualisation (the features include z), which
+	// residualises red in place (no second n×k copy).
+	if order < 3 {
+		return fmt.Errorf("twolayer: tensor order %d < 3", order)
 	}
-	mo.m1z = M1z
-	if err := residualizeHermite(ctx, n, k, mo.zRows, red, order-2); err != nil {
+	first, f, err := residualizeHermiteSums(ctx, n, k, mo.zRows, red, order-2)
+	if err != nil {
 		return err
 	}
+	M1z := mat.NewDense(k, k, nil)
+	for t := 0; t < k; t++ {
+		copy(M1z.RawRowView(t), first[t*f+1:t*f+1+k])
+	}
+	mo.m1z = M1z
 	st.moments = mo
 	return nil
 }
@@ -559,4 +563,20 @@ func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, erro
 	}
 	r.ExactRank = k < m && sY[k] <= p.rankTol*sY[0]
 	return r, nil
+}
+
+// mulRowsPar sets out (n×c) to a·b for a n×m and b m×c by
+// internal/kern.MulRows over chunks of rows in parallel: every entry is the
+// in-order sum gonum's GEMM takes for these shapes (row times matrix, a
+// multiply and an add per term), so the bits do not depend on the chunks or
+// on GOMAXPROCS, without gonum's pure-Go kernels on tall, narrow products.
+func mulRowsPar(out, a, b *mat.Dense) {
+	n, m := a.Dims()
+	_, c := b.Dims()
+	o, ar, br := out.RawMatrix(), a.RawMatrix(), b.RawMatrix()
+	chunks := (n + linalg.GramChunk - 1) / linalg.GramChunk
+	parallel.For(chunks, func(_, i int) {
+		lo, hi := i*linalg.GramChunk, min(n, (i+1)*linalg.GramChunk)
+		kern.MulRows(o.Data[lo*o.Stride:], o.Stride, ar.Data[lo*ar.Stride:], ar.Stride, br.Data, br.Stride, hi-lo, m, c)
+	})
 }
