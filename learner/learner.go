@@ -183,7 +183,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		res.Depth2, err = fitDepth2(ctx, X, Y, opt)
 		return res, err
 	}
-	res.TwoLayer, err = fitTwoLayer(ctx, X, Y, opt)
+	res.TwoLayer, err = fitTwoLayer(ctx, X, Y, opt, ch.Gaussian)
 	if err != nil && !errors.Is(err, errs.ErrNotExact) || err == nil && res.TwoLayer.Certificate.Met {
 		return res, err
 	}
@@ -212,9 +212,11 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	return res, nil
 }
 
-func fitTwoLayer(ctx context.Context, X, Y *mat.Dense, opt Options) (*twolayer.Result, error) {
+// fitTwoLayer runs the two-layer learner; g is Choose's Gaussian check of
+// X with opt.Seed (nil when it did not run), which twolayer.Fit then reuses.
+func fitTwoLayer(ctx context.Context, X, Y *mat.Dense, opt Options, g *twolayer.GaussianCheck) (*twolayer.Result, error) {
 	o := opt.TwoLayer
-	o.Hidden, o.CertTol, o.Seed, o.Progress = opt.Hidden, opt.CertTol, opt.Seed, opt.Progress
+	o.Hidden, o.CertTol, o.Seed, o.Progress, o.Gaussian = opt.Hidden, opt.CertTol, opt.Seed, opt.Progress, g
 	return twolayer.Fit(ctx, X, Y, o)
 }
 

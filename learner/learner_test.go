@@ -98,3 +98,24 @@ func TestNamedRouteKeepsTheTwoLayerLearner(t *testing.T) {
 		t.Fatalf("choice %+v", ch)
 	}
 }
+
+// The two-layer learner reuses the front door's Gaussian check (no second
+// read of X): its selection records the very check Choose ran, which is
+// twolayer.CheckGaussian of X with the seed.
+func TestTwoLayerReusesGaussianCheck(t *testing.T) {
+	x, y := data(10, 3, 5, 20000, false, false, 4)
+	res, err := Fit(context.Background(), x, y, Options{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TwoLayer == nil || res.TwoLayer.Diagnostics.Selection == nil || res.TwoLayer.Diagnostics.Selection.Gaussian == nil {
+		t.Fatalf("no two-layer selection: %+v", res.Choice)
+	}
+	want, err := twolayer.CheckGaussian(x, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *res.TwoLayer.Diagnostics.Selection.Gaussian; got != want || *res.Choice.Gaussian != want {
+		t.Fatalf("selection's check %+v, front door's %+v, want %+v", got, *res.Choice.Gaussian, want)
+	}
+}

@@ -85,6 +85,11 @@ type Options struct {
 	// Progress, if non-nil, is called as stages advance (stage name, units
 	// done, units total). It must be cheap and safe to call from one goroutine.
 	Progress func(stage string, done, total int) `json:"-"`
+	// Gaussian, if non-nil, is CheckGaussian(X, Seed) for this X and Seed,
+	// already computed by the caller (package learner runs the check to
+	// choose a learner): Fit's automatic route choice uses it instead of
+	// reading X again. Default nil: Fit runs the check itself.
+	Gaussian *GaussianCheck `json:"-"`
 }
 
 // Certificate is the evidence behind an exact answer: the relative residual

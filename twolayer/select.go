@@ -121,7 +121,10 @@ func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 // worstCase: a non-Gaussian X or too few samples for the Gaussian routes,
 // with Y exactly rank k and a small LP search, goes to Alg 1–2.
 func (s *selector) worstCase() (*Result, error) {
-	if s.n >= 8 {
+	if s.opt.Gaussian != nil {
+		g := *s.opt.Gaussian
+		s.sel.Gaussian = &g
+	} else if s.n >= 8 {
 		g, err := CheckGaussian(s.X, s.opt.Seed)
 		if err != nil {
 			return nil, err
