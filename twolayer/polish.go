@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
@@ -100,16 +101,13 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	if _, _, err := certify.CheckMatrix(fn, "B", B, n, k, fmt.Sprintf("n×k with n = %d (X's rows) and k = %d (Vhat's rows)", n, k)); err != nil {
 		return nil, nil, err
 	}
+	// Step 1, one pass over X for all units: the rows' norms and the
+	// candidate zeros of every unit and sign (confidentZeros).
 	xnorm := make([]float64, n)
-	for q := 0; q < n; q++ {
-		xnorm[q] = math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64)
-	}
+	cz := confidentZeros(X, Vhat, xnorm, zeroCandidates(k))
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	// Step 1, one pass over X for all units: the candidate zeros of every
-	// unit and sign (confidentZeros).
-	cz := confidentZeros(X, Vhat, xnorm, zeroCandidates(k))
 	// Step 2, per unit and sign: the null vector of the confident-zero rows
 	// of B. Units whose wrong sign (or a start outside the margin) leaves
 	// no null vector stop here.
@@ -304,9 +302,11 @@ func (b *bounded) trim() {
 	}
 }
 
-// confidentZeros reads X once (chunks of rows times V̂ᵀ, internal/kern:
-// each cosine the bits of dot(x_q, v̂_i)/‖x_q‖) and keeps, for every unit
-// and sign, the capacity samples with the smallest sign·cosine.
+// confidentZeros reads X once: it sets xnorm[q] = ‖x_q‖ (blas64.Nrm2, the
+// bits of mat.Norm; at least the smallest positive float64), and from
+// chunks of rows times V̂ᵀ (internal/kern: each cosine the bits of
+// dot(x_q, v̂_i)/‖x_q‖) keeps, for every unit and sign, the capacity samples
+// with the smallest sign·cosine.
 func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets {
 	n, d := X.Dims()
 	k, _ := Vhat.Dims()
@@ -320,6 +320,10 @@ func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets
 	xr, vr := X.RawMatrix(), vt.RawMatrix()
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
+		for q := lo; q < hi; q++ {
+			row := blas64.Vector{N: d, Inc: 1, Data: xr.Data[q*xr.Stride : q*xr.Stride+d]}
+			xnorm[q] = math.Max(blas64.Nrm2(row), math.SmallestNonzeroFloat64)
+		}
 		kern.MulRows(buf, k, xr.Data[lo*xr.Stride:], xr.Stride, vr.Data, vr.Stride, hi-lo, d, k)
 		for q := lo; q < hi; q++ {
 			row := buf[(q-lo)*k : (q-lo+1)*k]

@@ -29,11 +29,13 @@ func TestConfidentZerosMatchFullSort(t *testing.T) {
 		V.RawMatrix().Data[i] = rng.NormFloat64()
 	}
 	xnorm := make([]float64, n)
-	for q := range xnorm {
-		xnorm[q] = math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64)
-	}
 	capacity := 40
 	zs := confidentZeros(X, V, xnorm, capacity)
+	for q := range xnorm {
+		if want := math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64); xnorm[q] != want {
+			t.Fatalf("row %d: norm %v, want mat.Norm's %v", q, xnorm[q], want)
+		}
+	}
 	for i := 0; i < k; i++ {
 		for _, sign := range []int{1, -1} {
 			all := make([]keyed, n)
