@@ -228,11 +228,22 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 func pairedRows(Y *mat.Dense, norms []float64, maxNorm, tol float64) []bool {
 	n, m := Y.Dims()
 	g := randUnit(m, rand.New(rand.NewPCG(0xC011, 0x1EA2)))
-	type proj struct {
-		h float64
-		q int
+	// Rounding of ŷ and of the projection is a few ulps per coordinate.
+	slack := tol*(1+1e-6) + 1e-12
+	paired := make([]bool, n)
+	// Each key packs the projection h ∈ [−1, 1] (plus rounding), shifted
+	// by 2 and quantised to 2^−hBits, above the row index (idxBits), so
+	// that one sort of integers orders the rows by h; rows whose quantised
+	// projections differ by at most slack·2^hBits + 1 steps are marked
+	// (a superset of those within slack, which is all the screen needs).
+	const idxBits, hBits = 25, 37
+	if n >= 1<<idxBits {
+		for q := range paired {
+			paired[q] = true // too many rows to pack: no screen
+		}
+		return paired
 	}
-	ps := make([]proj, 0, n)
+	keys := make([]uint64, 0, n)
 	for q := 0; q < n; q++ {
 		if norms[q] <= 1e-14*maxNorm {
 			continue
@@ -241,15 +252,14 @@ func pairedRows(Y *mat.Dense, norms []float64, maxNorm, tol float64) []bool {
 		for j, v := range Y.RawRowView(q)[:m] {
 			h += v / norms[q] * g[j]
 		}
-		ps = append(ps, proj{h, q})
+		keys = append(keys, uint64((h+2)*(1<<hBits))<<idxBits|uint64(q))
 	}
-	slices.SortFunc(ps, func(a, b proj) int { return cmpFloat(a.h, b.h) })
-	// Rounding of ŷ and of the projection is a few ulps per coordinate.
-	slack := tol*(1+1e-6) + 1e-12
-	paired := make([]bool, n)
-	for i := 1; i < len(ps); i++ {
-		if ps[i].h-ps[i-1].h <= slack {
-			paired[ps[i].q], paired[ps[i-1].q] = true, true
+	slices.Sort(keys)
+	steps := uint64(slack*(1<<hBits)) + 1
+	const mask = 1<<idxBits - 1
+	for i := 1; i < len(keys); i++ {
+		if keys[i]>>idxBits-keys[i-1]>>idxBits <= steps {
+			paired[keys[i]&mask], paired[keys[i-1]&mask] = true, true
 		}
 	}
 	return paired
