@@ -127,9 +127,18 @@ func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	return st, nil
 }
 
-// basis returns Basis, computing it from the SVD of Y when it is not set
-// (U's first k columns: one pass over Y, no n×m matrix), into the start's
-// spare n×k buffer when it has one (work).
+// basis returns Basis, computing it from the SVD of Y when it is not set,
+// into the start's spare n×k buffer when it has one (work): U's first k
+// columns as Y·V_k·Σ_k⁻¹ (one product of Y with an m×k matrix), or, when
+// σ_1/σ_k > basisCondMax, from the SVD's QR (one pass over Y refactorising
+// its blocks, several times the work).
+//
+// Both are as accurate as the SVD itself: a backward-stable SVD determines
+// the top-k left singular space of an exactly rank-k Y only to an angle
+// ε·σ_1/σ_k (Wedin), and the rounding of Y·V_k moves its span by the same
+// order (V_k's error in Y's null directions is multiplied by zero singular
+// values). The polish needs the span, and its rows' certificates and the
+// route's residual certificate check the result either way.
 func (st *Start) basis() (*mat.Dense, error) {
 	if st.Basis != nil {
 		return st.Basis, nil
@@ -140,11 +149,27 @@ func (st *Start) basis() (*mat.Dense, error) {
 	}
 	work := st.work
 	st.work = nil
-	if len(work) < st.p.n*st.K {
-		work = makeLarge(st.p.n * st.K)
+	n, m, k := st.p.n, st.p.m, st.K
+	if len(work) < n*k {
+		work = makeLarge(n * k)
 	}
-	return svd.UColsTo(work, st.K), nil
+	if k < 1 || len(svd.S) < k || !(svd.S[k-1] > 0) || svd.S[0] > basisCondMax*svd.S[k-1] {
+		return svd.UColsTo(work, k), nil
+	}
+	P := mat.NewDense(m, k, nil) // V_k·Σ_k⁻¹
+	for l := 0; l < m; l++ {
+		for i := 0; i < k; i++ {
+			P.Set(l, i, svd.V.At(l, i)/svd.S[i])
+		}
+	}
+	B := mat.NewDense(n, k, work[:n*k])
+	mulRowsPar(B, st.p.Y, P)
+	return B, nil
 }
+
+// basisCondMax is the largest σ_1/σ_k of Y for which basis takes the
+// product Y·V_k·Σ_k⁻¹.
+const basisCondMax = 1e6
 
 // releaseMoments drops the start's n×k moment data (the projected inputs
 // and residualised outputs) once the caller holds the rows it needs, so

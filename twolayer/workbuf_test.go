@@ -2,6 +2,7 @@ package twolayer
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -29,7 +30,16 @@ func TestExactRouteReusesOneBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := svd.UCols(st.K)
+	fresh, err := (&Start{p: p, K: st.K}).basis() // in a new buffer
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The basis is Y·V_k·Σ_k⁻¹: U's first k columns, signs included.
+	var diff mat.Dense
+	diff.Sub(fresh, svd.UCols(st.K))
+	if e := mat.Norm(&diff, math.Inf(1)); e > 1e-12 {
+		t.Errorf("the basis is %.1e from the SVD's U_k", e)
+	}
 	st.releaseMoments()
 	B, err := st.basis()
 	if err != nil {
