@@ -10,7 +10,8 @@ import (
 // M_i ≈ W·diag(d_i)·Wᵀ in least squares, by alternating the two exact
 // partial minimisations of Yeredor's AC–DC algorithm: DC, the diagonals d_i
 // for fixed W (FitDiagonal), and AC, each column w_j for fixed diagonals and
-// other columns — the top eigenvector of Σ_i d_ij·(M_i − Σ_{l≠j} d_il w_l w_lᵀ).
+// other columns — the top eigenvector of Σ_i d_ij·(M_i − Σ_{l≠j} d_il w_l w_lᵀ)
+// (topEigen: that one eigenpair, not the whole eigendecomposition).
 // Each AC–DC run stops after sweeps sweeps (default 100) or when a sweep
 // improves the residual by less than 1e-12 relative.
 //
@@ -102,8 +103,7 @@ func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 		return &Decomposition{W: W, Residual: math.Inf(1)}
 	}
 	Q := mat.NewSymDense(k, nil)
-	var eig mat.EigenSym
-	var vecs mat.Dense
+	var ws eigWork
 	for sweep := 0; sweep < sweeps; sweep++ {
 		for j := 0; j < r; j++ {
 			// Q = Σ_i d_ij·M_i − Σ_{l≠j} (Σ_i d_ij d_il)·w_l w_lᵀ.
@@ -130,15 +130,11 @@ func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 				}
 				Q.SymRankOne(Q, -c, W.ColView(l))
 			}
-			if !eig.Factorize(Q, true) {
+			lam, v, ok := topEigen(Q, &ws)
+			if !ok || lam <= 0 {
 				continue
 			}
-			vals := eig.Values(nil)
-			if vals[k-1] <= 0 {
-				continue
-			}
-			eig.VectorsTo(&vecs)
-			W.SetCol(j, mat.Col(nil, k-1, &vecs))
+			W.SetCol(j, v)
 		}
 		nd, nres, ok := FitDiagonal(slices, W)
 		if !ok {
