@@ -97,14 +97,14 @@ func (o Options) fpt() FPTOptions {
 func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*Result, error) {
 	began := time.Now()
 	X, Y := p.X, p.Y
-	st, err := tensorStart(ctx, p, opt)
+	// coarse data (float32) cannot give the exact polish float64-exact
+	// zeros; their certificate comes from a refined fit (certify.DefaultTol).
+	coarse := p.roundoff > certify.Float64Roundoff
+	st, err := tensorStartRows(ctx, p, opt, startRows(p, opt, coarse))
 	if err != nil {
 		return nil, err
 	}
 	k, m := st.K, Y.RawMatrix().Cols
-	// coarse data (float32) cannot give the exact polish float64-exact
-	// zeros; their certificate comes from a refined fit (certify.DefaultTol).
-	coarse := p.roundoff > certify.Float64Roundoff
 	res := &Result{Warnings: append([]string{}, st.Warnings...)}
 	res.Diagnostics.Precision = certify.PrecisionName(p.roundoff)
 	diag := &res.Diagnostics
@@ -113,10 +113,14 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	diag.SingularValuesY = st.SingularValues
 	diag.TensorOrder = st.Order
 	diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
-	diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
-	if st.JennrichGap < 1e-3 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor decomposition's eigenvalue gap is small (%.1e): the start may be inaccurate", st.JennrichGap))
+	gapWarning := func(st *Start) {
+		diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
+		diag.StartRows = st.Rows
+		if st.JennrichGap < 1e-3 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor decomposition's eigenvalue gap is small (%.1e): the start may be inaccurate", st.JennrichGap))
+		}
 	}
+	gapWarning(st)
 
 	// finish certifies V, U; F = φ(X·Vᵀ) and its residual, when the route
 	// already has them, are not computed again.
@@ -150,9 +154,23 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], p.rankTol)
 	}
 	if tryExact {
-		V, U, F, resid, reason, ok, err := exactRoute(ctx, X, Y, st, opt, res)
+		quick := st.Rows < p.n
+		V, U, F, resid, reason, ok, err := exactRoute(ctx, X, Y, st, opt, res, quick)
 		if err != nil {
 			return nil, err
+		}
+		if !ok && quick {
+			// The quick start (a block of rows) left units uncertified:
+			// start again from all the data, as without it.
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start from the first %d samples did not certify every unit (%s); started again from all %d", st.Rows, reason, p.n))
+			if st, err = tensorStart(ctx, p, opt); err != nil {
+				return nil, err
+			}
+			gapWarning(st)
+			diag.InitAngleError = 0
+			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, false); err != nil {
+				return nil, err
+			}
 		}
 		if ok {
 			res.Route, res.Reason = RouteExact, reason
@@ -170,6 +188,13 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		opt.Refine = true
 	}
 
+	if st.Rows < p.n {
+		// The noisy route's answer is the start itself: from all the data.
+		if st, err = tensorStart(ctx, p, opt); err != nil {
+			return nil, err
+		}
+		gapWarning(st)
+	}
 	V, U, err := noisyRoute(ctx, X, Y, st.V, opt, res)
 	if err != nil {
 		return nil, err
@@ -187,7 +212,10 @@ const startRetries = 2
 // decomposition, or a row outside the polish margin) are looked for in up to
 // startRetries fresh starts, then, as a last resort, by refining the start by
 // least squares and polishing again. ok reports a certified exact answer.
-func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
+//
+// quick (a start from a block of rows, which fitTensor replaces by a start
+// from all the data when it fails) skips the least-squares last resort.
+func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result, quick bool) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
 	k := st.K
 	// The polish reads the basis of col(Y), not the start's moments: those
 	// are released (a retry rebuilds them), and the basis is dropped before
@@ -243,7 +271,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start left %d of %d units uncertified; tensor start %d (fresh random contractions) certified %d more", k-before, k, retry+1, len(found.rows)-before))
 		how = fmt.Sprintf("every unit was polished to an exact row (%d tensor starts)", retry+1)
 	}
-	if len(found.rows) < k {
+	if len(found.rows) < k && !quick {
 		// Last resort: a least-squares refinement moves a rough start into
 		// the polish's margin.
 		before := len(found.rows)
@@ -359,4 +387,33 @@ func maxOffDiagCos(V *mat.Dense) float64 {
 		}
 	}
 	return worst
+}
+
+// quickStartFactor: a quick tensor start reads the first
+// quickStartFactor·minSamples(d, k) samples.
+const quickStartFactor = 4
+
+// startRows is how many samples (the first ones) the tensor start of
+// fitTensor reads. When the exact route will run (float64 data, Y exactly
+// rank k or k = m, not the noisy route) on at least twice
+// quickStartFactor·minSamples(d, k) samples, the start reads only that many:
+// it need only land within the polish's margin, which the polish then
+// certifies on every sample, and a start from n = minSamples rows already
+// does so on nearly every instance (measured near the floor, docs). If
+// units stay uncertified, fitTensor starts again from all the rows. Rows
+// are taken in order, as the screens take theirs: samples are assumed
+// exchangeable (a sorted file only costs the second start).
+func startRows(p *problem, opt Options, coarse bool) int {
+	if opt.Route == "noisy" || coarse {
+		return p.n
+	}
+	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
+	if err != nil || !(red0.ExactRank || red0.K == p.m) {
+		return p.n
+	}
+	r := quickStartFactor * minSamples(p.d, red0.K)
+	if p.n < 2*r {
+		return p.n
+	}
+	return r
 }

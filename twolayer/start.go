@@ -59,6 +59,10 @@ type Start struct {
 	JennrichTries    int
 	Warnings         []string
 
+	// Rows is how many samples (the first ones) the moments were read
+	// from: all n, or fewer for a quick start (quickStartRows).
+	Rows int
+
 	moments *startMoments
 	// work is the memory of an n×k matrix no longer in use (the reduced
 	// outputs, once releaseMoments drops them), for the next n×k matrix
@@ -116,8 +120,15 @@ func TensorStart(ctx context.Context, X, Y *mat.Dense, opt Options) (*Start, err
 // tensorStart is TensorStart on a resolved problem, without Basis (see
 // basis); opt has its defaults and was validated.
 func tensorStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
+	return tensorStartRows(ctx, p, opt, p.n)
+}
+
+// tensorStartRows is tensorStart on the moments of the first rows samples
+// (rows ≤ n); the SVD of Y, the width and the rank checks are the whole
+// data's.
+func tensorStartRows(ctx context.Context, p *problem, opt Options, rows int) (*Start, error) {
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
-	st := &Start{p: p, opt: opt}
+	st := &Start{p: p, opt: opt, Rows: rows}
 	if err := st.buildMoments(ctx, rng); err != nil {
 		return nil, err
 	}
@@ -188,6 +199,10 @@ func (st *Start) releaseMoments() {
 func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	p, opt := st.p, st.opt
 	X, Y, n, d, m := p.X, p.Y, p.n, p.d, p.m
+	if st.Rows > 0 && st.Rows < n {
+		n = st.Rows
+		X, Y = X.Slice(0, n, 0, d).(*mat.Dense), Y.Slice(0, n, 0, m).(*mat.Dense)
+	}
 	act := hermiteActivation(opt.Activation)
 
 	// 1. Rank and output reduction.
@@ -334,7 +349,7 @@ func (st *Start) Resample(ctx context.Context, seed uint64, opt Options) (*mat.D
 	if st.moments == nil {
 		// Released after the first polish: rebuild steps 1–3 from the same
 		// seed, which gives the same moments bit for bit.
-		re := &Start{p: st.p, opt: st.opt}
+		re := &Start{p: st.p, opt: st.opt, Rows: st.Rows}
 		if err := re.buildMoments(ctx, rand.New(rand.NewPCG(st.opt.Seed, 0x5eed_7e45))); err != nil {
 			return nil, err
 		}
