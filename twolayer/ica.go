@@ -125,7 +125,7 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 	est.Reduction = mat.DenseCopyOf(vY.Slice(0, m, 0, k))
 	red := mat.NewDense(n, k, nil)
 	red.Mul(Y, est.Reduction)
-	if err := icaUnmix(ctx, X, red, opt, est); err != nil {
+	if err := icaUnmix(ctx, X, red, opt, est, 0); err != nil {
 		return nil, err
 	}
 	return est, nil
@@ -135,7 +135,9 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 // the samples X (n×d): FastICA, the uncentred sources Ẑ and the
 // least-squares rows. It sets est's Mixing, Activations, V, Positives and
 // FastICA fields (est.K is k) and appends to its warnings.
-func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEstimate) error {
+//
+// tol is FastICA's tolerance (0: its default, 1e-10).
+func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEstimate, tol float64) error {
 	n, d := X.Dims()
 	k := est.K
 
@@ -146,6 +148,7 @@ func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEs
 		Components:   k,
 		Nonlinearity: opt.Nonlinearity,
 		MaxIter:      opt.MaxIter,
+		Tol:          tol,
 		Seed:         opt.Seed,
 		Progress:     func(it, total int) { opt.progress("fastica", it, total) },
 	})
