@@ -302,8 +302,9 @@ func (b *bounded) trim() {
 	}
 }
 
-// confidentZeros reads X once: it sets xnorm[q] = ‖x_q‖ (blas64.Nrm2, the
-// bits of mat.Norm; at least the smallest positive float64), and from
+// confidentZeros reads X once: it sets xnorm[q] = ‖x_q‖ (√(x_q·x_q), or
+// blas64.Nrm2's scaled sum where that would over- or underflow; at least
+// the smallest positive float64), and from
 // chunks of rows times V̂ᵀ (internal/kern: each cosine the bits of
 // dot(x_q, v̂_i)/‖x_q‖) keeps, for every unit and sign, the capacity samples
 // with the smallest sign·cosine.
@@ -321,8 +322,12 @@ func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
 		for q := lo; q < hi; q++ {
-			row := blas64.Vector{N: d, Inc: 1, Data: xr.Data[q*xr.Stride : q*xr.Stride+d]}
-			xnorm[q] = math.Max(blas64.Nrm2(row), math.SmallestNonzeroFloat64)
+			row := xr.Data[q*xr.Stride : q*xr.Stride+d]
+			if s := dot(row, row); s > 1e-290 && s <= math.MaxFloat64 {
+				xnorm[q] = math.Sqrt(s)
+			} else { // scaled, without over- or underflow
+				xnorm[q] = math.Max(blas64.Nrm2(blas64.Vector{N: d, Inc: 1, Data: row}), math.SmallestNonzeroFloat64)
+			}
 		}
 		kern.MulRows(buf, k, xr.Data[lo*xr.Stride:], xr.Stride, vr.Data, vr.Stride, hi-lo, d, k)
 		for q := lo; q < hi; q++ {
@@ -330,8 +335,13 @@ func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets
 			inv := xnorm[q]
 			for i, c := range row {
 				c /= inv
-				bs[2*i].add(c, q)
-				bs[2*i+1].add(-c, q)
+				// Most samples beat neither cut: test before the call.
+				if c < bs[2*i].cut {
+					bs[2*i].add(c, q)
+				}
+				if -c < bs[2*i+1].cut {
+					bs[2*i+1].add(-c, q)
+				}
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func TestConfidentZerosMatchFullSort(t *testing.T) {
 	capacity := 40
 	zs := confidentZeros(X, V, xnorm, capacity)
 	for q := range xnorm {
-		if want := math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64); xnorm[q] != want {
+		if want := math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64); math.Abs(xnorm[q]-want) > 1e-15*want {
 			t.Fatalf("row %d: norm %v, want mat.Norm's %v", q, xnorm[q], want)
 		}
 	}
