@@ -115,13 +115,14 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 	// Most rows of a network with several active units are classes of
 	// their own, so a class holds no copy of its direction: it is its first
 	// member's row, normalised again when needed (the same division, the
-	// same bits). Classes live in flat arrays, a bucket is a list threaded
-	// through next, and members are listed only once a second one joins:
-	// about 30 bytes per row instead of a copy of Y.
+	// same bits). Classes live in flat arrays indexed by class, a bucket is
+	// a list threaded through next, and members are listed only once a
+	// second one joins: about 60 bytes per row that pairedRows keeps,
+	// instead of a copy of Y.
 	var (
-		first   []int32             // each class's first member
-		next    []int32             // the class after it in its bucket, −1 at the end
-		members = map[int32][]int{} // classes with ≥ 2 members
+		first   []int32 // each class's first member
+		next    []int32 // the class after it in its bucket, −1 at the end
+		members [][]int // per class: its members once it has ≥ 2, else nil
 	)
 	buckets := map[uint64][2]int32{} // first and last class of a bucket
 	u := make([]float64, m)
@@ -192,7 +193,7 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 		}
 		key := cellKey(cells, nil, nil, 0)
 		ci := int32(len(first))
-		first, next = append(first, int32(q)), append(next, -1)
+		first, next, members = append(first, int32(q)), append(next, -1), append(members, nil)
 		if b, ok := buckets[key]; ok {
 			next[b[1]] = ci
 			buckets[key] = [2]int32{b[0], ci}
@@ -202,7 +203,7 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 	}
 	var out []CollinearClass
 	for ci := range first {
-		if ms := members[int32(ci)]; len(ms) >= 2 {
+		if ms := members[ci]; len(ms) >= 2 {
 			out = append(out, CollinearClass{Direction: direction(make([]float64, m), int(first[ci])), Members: ms})
 		}
 	}
@@ -254,7 +255,7 @@ func pairedRows(Y *mat.Dense, norms []float64, maxNorm, tol float64) []bool {
 		}
 		keys = append(keys, uint64((h+2)*(1<<hBits))<<idxBits|uint64(q))
 	}
-	slices.Sort(keys)
+	radixSortHigh(keys, idxBits)
 	steps := uint64(slack*(1<<hBits)) + 1
 	const mask = 1<<idxBits - 1
 	for i := 1; i < len(keys); i++ {
@@ -263,6 +264,32 @@ func pairedRows(Y *mat.Dense, norms []float64, maxNorm, tol float64) []bool {
 		}
 	}
 	return paired
+}
+
+// radixSortHigh sorts keys by their bits from lo up (the lower bits in no
+// particular order): least-significant-digit radix sort, 11 bits a pass.
+func radixSortHigh(keys []uint64, lo int) {
+	const bits = 11
+	tmp := make([]uint64, len(keys))
+	src, dst := keys, tmp
+	for shift := lo; shift < 64; shift += bits {
+		var count [1<<bits + 1]int
+		for _, k := range src {
+			count[(k>>shift)&(1<<bits-1)+1]++
+		}
+		for i := 1; i < len(count); i++ {
+			count[i] += count[i-1]
+		}
+		for _, k := range src {
+			b := (k >> shift) & (1<<bits - 1)
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
 }
 
 // cellKey hashes the grid cell of a normalised row (FNV-1a over the cell
