@@ -78,21 +78,28 @@ func CheckGaussian(X *mat.Dense, seed uint64) (GaussianCheck, error) {
 			dirs.Set(i, j, v)
 		}
 	}
-	var W, Z mat.Dense
+	var W mat.Dense
 	W.Mul(inv, dirs)
-	Z.Mul(Xs, &W)
+	// Z = Xs·W row by row (internal/kern: the bits of the GEMM), and the
+	// power sums of each column taken in row order as before, from the raw
+	// rows.
+	nd := d + random
+	Z := mat.NewDense(rows, nd, nil)
+	mulRowsPar(Z, Xs.(*mat.Dense), &W)
+	S1, S2, S3, S4 := make([]float64, nd), make([]float64, nd), make([]float64, nd), make([]float64, nd)
+	for i := 0; i < rows; i++ {
+		for j, z := range Z.RawRowView(i) {
+			z2 := z * z
+			S1[j] += z
+			S2[j] += z2
+			S3[j] += z2 * z
+			S4[j] += z2 * z2
+		}
+	}
 	chk := GaussianCheck{Rows: rows}
 	nf := float64(rows)
-	for j := 0; j < d+random; j++ {
-		var s1, s2, s3, s4 float64
-		for i := 0; i < rows; i++ {
-			z := Z.At(i, j)
-			z2 := z * z
-			s1 += z
-			s2 += z2
-			s3 += z2 * z
-			s4 += z2 * z2
-		}
+	for j := 0; j < nd; j++ {
+		s1, s2, s3, s4 := S1[j], S2[j], S3[j], S4[j]
 		m1, m2 := s1/nf, s2/nf
 		// Central moments about the sample mean, so a shifted input shows up
 		// in the mean test only.
