@@ -27,10 +27,24 @@ func checkData(X, Y *mat.Dense) (n, d, m int, err error) {
 	if n, d, m, err = certify.CheckXY(X, Y); err != nil {
 		return 0, 0, 0, err
 	}
-	if mat.Norm(Y, math.Inf(1)) == 0 {
+	if allZero(Y) {
 		return 0, 0, 0, errYZero
 	}
 	return n, d, m, nil
+}
+
+// allZero reports whether every entry of Y is zero; it stops at the first
+// that is not (at once, for any real Y).
+func allZero(Y *mat.Dense) bool {
+	raw := Y.RawMatrix()
+	for i := 0; i < raw.Rows; i++ {
+		for _, v := range raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols] {
+			if v != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (o Options) withDefaults() Options {
