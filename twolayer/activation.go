@@ -79,7 +79,7 @@ func activationsTo(buf []float64, X, V *mat.Dense, act nn.Activation) *mat.Dense
 	n, _ := X.Dims()
 	k, _ := V.Dims()
 	F := newDenseIn(buf, n, k)
-	F.Mul(X, V.T())
+	mulRowsPar(F, X, mat.DenseCopyOf(V.T()))
 	f := act.Func()
 	data := F.RawMatrix().Data
 	for i, v := range data {

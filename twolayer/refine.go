@@ -194,24 +194,51 @@ func relResidual(X, Y, V, U *mat.Dense) float64 {
 // residualOf returns ‖Y − F·Uᵀ‖_F/‖Y‖_F for activations F.
 //
 // The residual is formed a block of rows at a time (residualRows), never as
-// an n×m matrix as big as Y, and its norm carries LAPACK's scaled sum of
-// squares (Dlassq) from row to row, as mat.Norm does over a whole matrix:
-// each entry is the same F·Uᵀ dot product, so the result is bit for bit
-// that of the whole-matrix computation.
+// an n×m matrix as big as Y, each entry an in-order sum (internal/kern), so
+// the result does not depend on the blocks. Its squared norm and Y's are
+// plain sums in row order when they stay within [1e-280, 1e280] (no
+// entry's square can then over- or underflow enough to matter); otherwise
+// the residual is formed again and both norms take LAPACK's scaled sums of
+// squares (Dlassq), as mat.Norm does.
 func residualOf(F, Y, U *mat.Dense) float64 {
 	n, m := Y.Dims()
 	_, k := F.Dims()
 	rows := min(n, max(1, residualRows/m))
 	R := mat.NewDense(rows, m, nil)
+	Ut := mat.DenseCopyOf(U.T())
+	yr, rr := Y.RawMatrix(), R.RawMatrix()
+	block := func(i0, i1 int) {
+		// R = F·Uᵀ − Y on rows i0…i1−1 (internal/kern, row by row).
+		mulRowsPar(R.Slice(0, i1-i0, 0, m).(*mat.Dense), F.Slice(i0, i1, 0, k).(*mat.Dense), Ut)
+		for i := 0; i < i1-i0; i++ {
+			r, y := rr.Data[i*rr.Stride:i*rr.Stride+m], yr.Data[(i0+i)*yr.Stride:(i0+i)*yr.Stride+m]
+			for j := range r {
+				r[j] -= y[j]
+			}
+		}
+	}
+	ssR, ssY := 0.0, 0.0
+	for i0 := 0; i0 < n; i0 += rows {
+		i1 := min(n, i0+rows)
+		block(i0, i1)
+		for i := 0; i < i1-i0; i++ {
+			for _, v := range rr.Data[i*rr.Stride : i*rr.Stride+m] {
+				ssR += v * v
+			}
+			for _, v := range yr.Data[(i0+i)*yr.Stride : (i0+i)*yr.Stride+m] {
+				ssY += v * v
+			}
+		}
+	}
+	if ssY > 1e-280 && ssY < 1e280 && ssR < 1e280 {
+		return math.Sqrt(ssR / ssY)
+	}
 	scale, sum := 0.0, 1.0
 	for i0 := 0; i0 < n; i0 += rows {
 		i1 := min(n, i0+rows)
-		Rb := R.Slice(0, i1-i0, 0, m).(*mat.Dense)
-		Rb.Mul(F.Slice(i0, i1, 0, k), U.T())
-		Rb.Sub(Rb, Y.Slice(i0, i1, 0, m))
-		raw := Rb.RawMatrix()
-		for i := 0; i < raw.Rows; i++ {
-			scale, sum = lapackImpl.Dlassq(m, raw.Data[i*raw.Stride:i*raw.Stride+m], 1, scale, sum)
+		block(i0, i1)
+		for i := 0; i < i1-i0; i++ {
+			scale, sum = lapackImpl.Dlassq(m, rr.Data[i*rr.Stride:i*rr.Stride+m], 1, scale, sum)
 		}
 	}
 	return scale * math.Sqrt(sum) / mat.Norm(Y, 2)

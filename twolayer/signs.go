@@ -143,7 +143,7 @@ func activationsIn(buf []float64, X, V *mat.Dense) *mat.Dense {
 	n, _ := X.Dims()
 	k, _ := V.Dims()
 	F := newDenseIn(buf, n, k)
-	F.Mul(X, V.T())
+	mulRowsPar(F, X, mat.DenseCopyOf(V.T()))
 	data := F.RawMatrix().Data
 	for i, v := range data {
 		if v < 0 {
