@@ -137,7 +137,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		// the exact polish needs float64-exact zeros, which such data lack.
 		certifiable := res.Route == RouteExact || res.Route == RouteNoisy && coarse && opt.Refine
 		res.Certificate.Met = certifiable && res.Certificate.Residual <= opt.CertTol
-		diag.CondF = linalg.Cond(F)
+		if diag.CondF == 0 { // the exact route sets it from its U solve
+			diag.CondF = linalg.Cond(F)
+		}
 		res.Elapsed = time.Since(began)
 		return res, nil
 	}
@@ -302,11 +304,10 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, F, err = solveUTo(work, X, Y, V, opt.Activation)
+	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, &res.Diagnostics.CondF)
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
-	resid = residualOf(F, Y, U)
 	if resid > opt.CertTol {
 		return nil, nil, nil, 0, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
 	}
@@ -416,4 +417,44 @@ func startRows(p *problem, opt Options, coarse bool) int {
 		return p.n
 	}
 	return r
+}
+
+// exactURows is how many samples (the first ones) the exact route's output
+// weights are solved on: with every row of V exact, Y = φ(X·Vᵀ)·Uᵀ holds
+// on every sample, so any block of rows whose activations have full rank
+// gives the same U up to rounding, and the residual certificate is still
+// taken over all n samples. max(2·10⁴, 100·k) rows keep that block well
+// conditioned (κ of its activations within a few percent of all rows').
+func exactURows(n, k int) int { return min(n, max(20000, 100*k)) }
+
+// exactU is the exact route's output fit: the activations F = φ(X·Vᵀ) of
+// all samples (into buf, see activationsTo), U by least squares on the
+// first exactURows of them, and the residual ‖Y − F·Uᵀ‖/‖Y‖ on all. When
+// that residual is not at rounding level (above 1e-12, which noiseless
+// data never reach) U is solved again on all rows, as SolveU does. cond
+// receives κ of the activations U was solved on.
+func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, cond *float64) (U, F *mat.Dense, resid float64, err error) {
+	n, _ := X.Dims()
+	_, m := Y.Dims()
+	k, _ := V.Dims()
+	F = activationsTo(buf, X, V, act)
+	if err := checkFinite(F, act); err != nil {
+		return nil, nil, 0, err
+	}
+	rows := exactURows(n, k)
+	for {
+		Fs, Ys := F.Slice(0, rows, 0, k), Y.Slice(0, rows, 0, m)
+		Ut, err := linalg.LstSq(Fs, Ys)
+		if err == nil {
+			U = mat.DenseCopyOf(Ut.T())
+			resid = residualOf(F, Y, U)
+			*cond = linalg.Cond(Fs)
+			if resid <= 1e-12 || rows == n {
+				return U, F, resid, nil
+			}
+		} else if rows == n {
+			return nil, nil, 0, fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
+		}
+		rows = n
+	}
 }
