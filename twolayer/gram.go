@@ -198,18 +198,103 @@ func maxProcs() int { return runtime.GOMAXPROCS(0) }
 // Sums run over linalg.GramChunk-row chunks in fixed groups added in order:
 // the same bits at any GOMAXPROCS.
 func residualizeHermite(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) error {
-	_, _, err := residualizeHermiteSums(ctx, n, k, zrows, S, degree)
-	return err
+	_, rz, err := residualizeHermiteSums(ctx, n, k, zrows, S, degree)
+	if err != nil {
+		return err
+	}
+	chunks := (n + linalg.GramChunk - 1) / linalg.GramChunk
+	bufs := make([]*residScratch, maxProcs())
+	parallel.For(chunks, func(wk, c int) {
+		if ctx.Err() != nil {
+			return
+		}
+		lo, hi := c*linalg.GramChunk, min((c+1)*linalg.GramChunk, n)
+		if bufs[wk] == nil {
+			bufs[wk] = &residScratch{}
+		}
+		rz.apply(zrows(lo, hi, &bufs[wk].z), S, lo, bufs[wk])
+	})
+	return ctx.Err()
 }
 
-// residualizeHermiteSums is residualizeHermite, also returning the sums
-// its first pass takes over the unresidualised S: first (p×f, row t) holds
-// Σ_q s_qt·φ_q for the f features φ = [1, z, …] in that order, so that
-// first[t·f + 1 + a] = Σ_q s_qt·z_qa when degree ≥ 1 — the first moment
-// Sᵀ·Z, with no pass of its own.
-func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) (first []float64, f int, err error) {
+// residualizer is the last step of residualizeHermite, kept for later:
+// S −= F·β row by row, F the Hermite features of z (fill). The tensor start
+// applies it to each chunk of its reduced outputs in the first slice pass,
+// which computes that chunk's z anyway (the same operations, the same bits
+// as a pass of its own).
+type residualizer struct {
+	k, f, p int
+	degree  int
+	quad    bool
+	beta    []float64 // f×p
+	// first (p×f, row t) holds Σ_q s_qt·φ_q over the unresidualised S for
+	// the features φ = [1, z, …] in that order: first[t·f + 1 + a] =
+	// Σ_q s_qt·z_qa when degree ≥ 1 (the first moment Sᵀ·Z).
+	first []float64
+}
+
+// residScratch is a worker's scratch for residualizer.apply.
+type residScratch struct{ z, phi, r []float64 }
+
+// fill writes the features of the rows of z into dst (rows×f): 1, z_a,
+// and z_a·z_b − δ_ab for a ≤ b, as far as degree and quad allow.
+func (rz *residualizer) fill(z blas64.General, dst []float64) {
+	k, f := rz.k, rz.f
+	for q := 0; q < z.Rows; q++ {
+		zr := z.Data[q*z.Stride : q*z.Stride+k]
+		row := dst[q*f : (q+1)*f]
+		row[0] = 1
+		if rz.degree < 1 {
+			continue
+		}
+		copy(row[1:1+k], zr)
+		if rz.quad {
+			at := 1 + k
+			for a := 0; a < k; a++ {
+				za := zr[a]
+				for b := a; b < k; b++ {
+					v := za * zr[b]
+					if a == b {
+						v--
+					}
+					row[at] = v
+					at++
+				}
+			}
+		}
+	}
+}
+
+// apply residualises rows lo… of S whose features come from z (z.Rows
+// rows): S −= F·β (internal/kern for F·β).
+func (rz *residualizer) apply(z blas64.General, S *mat.Dense, lo int, b *residScratch) {
+	rows, f, p := z.Rows, rz.f, rz.p
+	if len(b.phi) < rows*f {
+		b.phi = make([]float64, rows*f)
+	}
+	if len(b.r) < rows*p {
+		b.r = make([]float64, rows*p)
+	}
+	rz.fill(z, b.phi)
+	kern.MulRows(b.r, p, b.phi, f, rz.beta, p, rows, f, p)
+	sr := S.RawMatrix()
+	for q := 0; q < rows; q++ {
+		fit := b.r[q*p : (q+1)*p]
+		s := sr.Data[(lo+q)*sr.Stride : (lo+q)*sr.Stride+p]
+		for t, v := range fit {
+			s[t] -= v
+		}
+	}
+}
+
+// residualizeHermiteSums is residualizeHermite without its last pass: it
+// returns the coefficients (residualizer: apply them to every chunk of S to
+// finish) and the sums its first pass takes over the unresidualised S
+// (residualizer.first), among them the first moment Sᵀ·Z with no pass of
+// its own.
+func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) (first []float64, rz *residualizer, err error) {
 	_, p := S.Dims()
-	f = 1
+	f := 1
 	if degree >= 1 {
 		f += k
 	}
@@ -217,32 +302,8 @@ func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int
 	if quad {
 		f += k * (k + 1) / 2
 	}
-	// fill writes the features of the rows of z into dst (rows×f).
-	fill := func(z blas64.General, dst []float64) {
-		for q := 0; q < z.Rows; q++ {
-			zr := z.Data[q*z.Stride : q*z.Stride+k]
-			row := dst[q*f : (q+1)*f]
-			row[0] = 1
-			if degree < 1 {
-				continue
-			}
-			copy(row[1:1+k], zr)
-			if quad {
-				at := 1 + k
-				for a := 0; a < k; a++ {
-					za := zr[a]
-					for b := a; b < k; b++ {
-						v := za * zr[b]
-						if a == b {
-							v--
-						}
-						row[at] = v
-						at++
-					}
-				}
-			}
-		}
-	}
+	rz = &residualizer{k: k, f: f, p: p, degree: degree, quad: quad}
+	fill := rz.fill
 	type scratch struct{ z, phi, r []float64 }
 	bufs := make([]*scratch, maxProcs())
 	buf := func(wk int) *scratch {
@@ -286,7 +347,7 @@ func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int
 			outer.Add(acc, blas64.General{Rows: hi - lo, Cols: p, Stride: p, Data: b.r}, phi)
 		})
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		if beta == nil {
 			beta = make([]float64, f*p)
@@ -298,22 +359,6 @@ func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int
 			}
 		}
 	}
-	chunks := (n + linalg.GramChunk - 1) / linalg.GramChunk
-	parallel.For(chunks, func(wk, c int) {
-		if ctx.Err() != nil {
-			return
-		}
-		b := buf(wk)
-		lo, hi := c*linalg.GramChunk, min((c+1)*linalg.GramChunk, n)
-		fill(zrows(lo, hi, &b.z), b.phi)
-		kern.MulRows(b.r, p, b.phi, f, beta, p, hi-lo, f, p)
-		for q := lo; q < hi; q++ {
-			fit := b.r[(q-lo)*p : (q-lo+1)*p]
-			s := sr.Data[q*sr.Stride : q*sr.Stride+p]
-			for t, v := range fit {
-				s[t] -= v
-			}
-		}
-	})
-	return first, f, ctx.Err()
+	rz.beta, rz.first = beta, first
+	return first, rz, nil
 }

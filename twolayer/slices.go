@@ -79,7 +79,11 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 			}
 		}
 	}
-	type scratch struct{ q, w, v, s, a, z []float64 }
+	type scratch struct {
+		q, w, v, s, a, z []float64
+		res              residScratch
+	}
+	pending := mo.pending
 	bufs := make([]*scratch, maxProcs())
 	th := thetas.RawMatrix()
 	rr := red.RawMatrix()
@@ -91,6 +95,11 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 		}
 		rows := hi - lo
 		Z := mo.zRows(lo, hi, &b.z)
+		if pending != nil {
+			// The first pass finishes red's residualisation on its chunk
+			// before reading it (buildMoments).
+			pending.apply(Z, red, lo, &b.res)
+		}
 		// The channel weights s = red·θ and the contractions z·α, z·β of
 		// the chunk's rows (each entry rowTimes's sum).
 		kern.MulRows(b.s, p, rr.Data[lo*rr.Stride:], rr.Stride, th.Data, th.Stride, rows, k, p)
@@ -134,6 +143,7 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 	if err != nil {
 		return nil, err
 	}
+	mo.pending = nil
 	inv := 1 / float64(n)
 	if base {
 		mo.base = make([]float64, k*fq)

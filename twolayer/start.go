@@ -278,20 +278,24 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	// computes its chunk's rows (zRows), the bits of the whole product.
 	mo := &startMoments{xw: Xw, red: red, span: span, unwhiten: unwhiten}
 	// The first moment E[red·zᵀ] of the unresidualised red is read off the
-	// first pass of its residualisation (the features include z), which
-	// residualises red in place (no second n×k copy).
+	// first pass of its residualisation (the features include z). The
+	// residualisation's last step (red −= F·β, in place: no second n×k
+	// copy) is left to the first slice pass (mo.pending), which computes
+	// each chunk's z anyway.
 	if order < 3 {
 		return fmt.Errorf("twolayer: tensor order %d < 3", order)
 	}
-	first, f, err := residualizeHermiteSums(ctx, n, k, mo.zRows, red, order-2)
+	first, rz, err := residualizeHermiteSums(ctx, n, k, mo.zRows, red, order-2)
 	if err != nil {
 		return err
 	}
+	f := rz.f
 	M1z := mat.NewDense(k, k, nil)
 	for t := 0; t < k; t++ {
 		copy(M1z.RawRowView(t), first[t*f+1:t*f+1+k])
 	}
 	mo.m1z = M1z
+	mo.pending = rz
 	st.moments = mo
 	return nil
 }
@@ -339,6 +343,9 @@ type startMoments struct {
 	// base holds the channel sums E[red_c·[1, z_a·z_b, z]] (k rows) that
 	// every slice pass combines (hermiteSlices); set by the first pass.
 	base []float64
+	// pending, until the first slice pass applies it to red chunk by
+	// chunk, is red's residualisation's last step.
+	pending *residualizer
 }
 
 // Resample decomposes the same moments again with fresh random contractions
