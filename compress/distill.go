@@ -29,6 +29,9 @@ type DistillOptions struct {
 	LearningRate float64
 	// Temperature of both softmaxes (nn.DistillOptions); default 4.
 	Temperature float64
+	// Objective is nn.DistillOptions.Objective: "softmax" (default) or
+	// "logits".
+	Objective string
 	// BatchSize; default 128.
 	BatchSize int
 	// HoldoutFraction of the calibration rows, the last ones, is kept out
@@ -74,8 +77,9 @@ func (o DistillOptions) validate() error {
 }
 
 // DistillReport is the evidence of the distillation step. Divergences are
-// T²·KL between the original and compressed networks' tempered softmax,
-// agreements the fraction of rows on which both predict the same class,
+// the objective nn.Distill minimises (by default T²·KL between the original
+// and compressed networks' tempered softmax plus ½ the squared difference
+// of the rows' mean logits), agreements the fraction of rows on which both predict the same class,
 // on the held-out calibration rows, before and after.
 type DistillReport struct {
 	Epochs      int `json:"epochs"`
@@ -151,7 +155,7 @@ func distill(ctx context.Context, net, c *nn.MLP, x0 *mat.Dense, o DistillOption
 					progress("distill", done, total)
 				}
 			}},
-		Temperature: o.Temperature, Holdout: xh, HoldoutTeacher: zh,
+		Temperature: o.Temperature, Objective: o.Objective, Holdout: xh, HoldoutTeacher: zh,
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -140,5 +141,51 @@ func TestBalanceFactors(t *testing.T) {
 		if math.Abs(a-b) > 1e-12*a {
 			t.Fatalf("unit %d: factor norms %g and %g", k, a, b)
 		}
+	}
+}
+
+// Both objectives' gradients are their derivatives (central differences);
+// the softmax objective sees a whole-row shift of the logits, which the
+// divergence alone does not, and the logits objective is zero only at the
+// teacher's logits.
+func TestDistillObjectives(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	teacher := gaussDense(5, 4, rng)
+	shifted := mat.DenseCopyOf(teacher)
+	for i := 0; i < 5; i++ {
+		floats.AddConst(3, shifted.RawRowView(i))
+	}
+	for _, name := range []string{"softmax", "logits"} {
+		obj, err := DistillOptions{Temperature: 2, Objective: name}.objective()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := obj.targets(teacher)
+		if l := obj.loss(teacher, tg, nil); math.Abs(l) > 1e-14 {
+			t.Fatalf("%s: loss of the teacher itself %g", name, l)
+		}
+		if l := obj.loss(shifted, tg, nil); !(l > 1) {
+			t.Fatalf("%s: a shift of every row by 3 costs %g, want > 1", name, l)
+		}
+		z := gaussDense(5, 4, rng)
+		g := mat.NewDense(5, 4, nil)
+		obj.loss(z, tg, g)
+		const h = 1e-6
+		for i := 0; i < 5; i++ {
+			for j := 0; j < 4; j++ {
+				v := z.At(i, j)
+				z.Set(i, j, v+h)
+				fp := obj.loss(z, tg, nil)
+				z.Set(i, j, v-h)
+				fm := obj.loss(z, tg, nil)
+				z.Set(i, j, v)
+				if fd := (fp - fm) / (2 * h); math.Abs(fd-g.At(i, j)) > 1e-8 {
+					t.Fatalf("%s: gradient [%d,%d] %g, finite difference %g", name, i, j, g.At(i, j), fd)
+				}
+			}
+		}
+	}
+	if _, err := (DistillOptions{Objective: "mse"}).objective(); !errors.Is(err, ErrInput) {
+		t.Fatalf("unknown objective: %v", err)
 	}
 }

@@ -452,6 +452,13 @@ type DistillOptions struct {
 	// knowledge in a neural network"). Default 1. A large T approaches
 	// matching the logits themselves (their mean-centred squared error).
 	Temperature float64
+	// Objective is what is matched: "softmax" (default) the tempered
+	// softmax, by T²·KL as above, with each row's mean logit held at the
+	// teacher's by ½(z̄ − t̄)² (the divergence ignores a shift of a whole
+	// row, and without the term the logits drift away from the teacher's
+	// while the predictions get closer); "logits" the logits themselves, by
+	// the mean of ½‖z − t‖² (logit regression, Ba & Caruana 2014).
+	Objective string
 	// Holdout and HoldoutTeacher, if set, are inputs and their teacher
 	// logits kept out of training. The divergence on them is measured
 	// before training and after every epoch (EpochStats.HoldoutLoss), and
@@ -465,9 +472,11 @@ type DistillOptions struct {
 // matches the teacher logits (n × Out, e.g. the dense network's output on x):
 // minibatch Adam, as Train, on the mean Kullback–Leibler divergence
 // T²·KL(softmax(t/T) ‖ softmax(z/T)) between the teacher's row t and the
-// student's logits z. No labels are needed — it is how a compressed network
+// student's logits z, plus ½(z̄ − t̄)² on the rows' mean logits (the one
+// direction the divergence is blind to), or on the logits' squared error
+// (DistillOptions.Objective). No labels are needed — it is how a compressed network
 // is fitted to the network it came from on unlabelled calibration data.
-// EpochStats' TrainLoss is that divergence and TrainAccuracy the fraction
+// EpochStats' TrainLoss is that objective and TrainAccuracy the fraction
 // of samples whose largest logit is the teacher's. Same determinism and
 // cancellation as Train; errors wrap ErrInput.
 func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
@@ -480,6 +489,10 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 	}
 	if !(opt.Temperature > 0) || math.IsInf(opt.Temperature, 0) {
 		return nil, fmt.Errorf("nn: Distill: Temperature must be positive and finite, got %g: %w", opt.Temperature, ErrInput)
+	}
+	obj, err := opt.objective()
+	if err != nil {
+		return nil, err
 	}
 	n, _ := x.Dims()
 	if teacher == nil {
@@ -495,13 +508,14 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 			}
 		}
 	}
-	keep, err := newBestWeights(m, opt)
+	keep, err := newBestWeights(m, opt, obj)
 	if err != nil {
 		return nil, err
 	}
-	p, classes := softTargets(teacher, opt.Temperature)
+	p, classes := obj.targets(teacher), argmaxRows(teacher)
 	bs := min(opt.BatchSize, n)
-	pb := mat.NewDense(bs, m.Out(), nil)
+	_, pc := p.Dims()
+	pb := mat.NewDense(bs, pc, nil)
 	lab := make([]int, bs)
 	res, err := adamLoop(ctx, m, x, opt.TrainOptions, func(logits, grad *mat.Dense, idx []int) (float64, int) {
 		b := len(idx)
@@ -509,7 +523,7 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 			copy(pb.RawRowView(r), p.RawRowView(i))
 			lab[r] = classes[i]
 		}
-		loss := SoftCrossEntropy(logits, rows(pb, b), opt.Temperature, grad)
+		loss := obj.loss(logits, rows(pb, b), grad)
 		return loss, countCorrect(logits, lab[:b])
 	}, keep.epochEnd)
 	if keep != nil && res != nil {
@@ -519,12 +533,89 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 	return res, err
 }
 
+// distillObjective is what Distill matches: targets turns teacher logits
+// into the rows loss compares the student's logits with.
+type distillObjective struct {
+	targets func(teacher *mat.Dense) *mat.Dense
+	loss    func(z, target, grad *mat.Dense) float64
+}
+
+func (opt DistillOptions) objective() (distillObjective, error) {
+	switch opt.Objective {
+	case "", "softmax":
+		return distillObjective{targets: func(t *mat.Dense) *mat.Dense { return softTargetsAndMeans(t, opt.Temperature) },
+			loss: func(z, pm *mat.Dense, g *mat.Dense) float64 { return softmaxAndMeanLoss(z, pm, opt.Temperature, g) }}, nil
+	case "logits":
+		return distillObjective{targets: func(t *mat.Dense) *mat.Dense { return t }, loss: LogitSquaredError}, nil
+	}
+	return distillObjective{}, fmt.Errorf("nn: Distill: Objective must be \"softmax\" or \"logits\", got %q: %w", opt.Objective, ErrInput)
+}
+
+// softTargetsAndMeans returns, per row of the teacher logits t, softmax(t/T)
+// followed by the row's mean logit (n × (c+1)).
+func softTargetsAndMeans(t *mat.Dense, temp float64) *mat.Dense {
+	n, c := t.Dims()
+	out := mat.NewDense(n, c+1, nil)
+	for i := 0; i < n; i++ {
+		row := out.RawRowView(i)
+		softmaxInto(row[:c], t.RawRowView(i), temp)
+		row[c] = floats.Sum(t.RawRowView(i)) / float64(c)
+	}
+	return out
+}
+
+// softmaxAndMeanLoss is the "softmax" objective of Distill on logits z
+// (n×c) and targets pm from softTargetsAndMeans: the mean of
+// T²·KL(p_i ‖ softmax(z_i/T)) + ½(z̄_i − t̄_i)², z̄ a row's mean logit. The
+// divergence is blind to adding a constant to a row of logits (its gradient
+// sums to zero over the row); the second term pins exactly that direction
+// to the teacher's, so the student's logits stay at the teacher's level and
+// the two terms never pull against each other.
+func softmaxAndMeanLoss(z, pm *mat.Dense, temp float64, grad *mat.Dense) float64 {
+	n, c := z.Dims()
+	p := pm.Slice(0, n, 0, c).(*mat.Dense)
+	loss := SoftCrossEntropy(z, p, temp, grad)
+	inv := 1 / float64(n)
+	var shift float64
+	for i := 0; i < n; i++ {
+		d := floats.Sum(z.RawRowView(i))/float64(c) - pm.At(i, c)
+		shift += 0.5 * d * d
+		if grad != nil {
+			g := grad.RawRowView(i)
+			for j := range g {
+				g[j] += d / float64(c) * inv
+			}
+		}
+	}
+	return loss + shift*inv
+}
+
+// LogitSquaredError returns the mean ½‖z_i − t_i‖² over the rows of the
+// n×c logits z and targets t, and, when grad is non-nil, writes its
+// gradient (z − t)/n.
+func LogitSquaredError(z, t, grad *mat.Dense) float64 {
+	n, _ := z.Dims()
+	inv := 1 / float64(n)
+	var loss float64
+	for i := 0; i < n; i++ {
+		zr, tr := z.RawRowView(i), t.RawRowView(i)
+		for j, v := range zr {
+			d := v - tr[j]
+			loss += d * d
+			if grad != nil {
+				grad.Set(i, j, d*inv)
+			}
+		}
+	}
+	return 0.5 * loss * inv
+}
+
 // bestWeights is Distill's early stopping: the lowest held-out divergence
 // seen so far, the epoch it was seen after, and a copy of those weights.
 type bestWeights struct {
 	m        *MLP
-	x, p     *mat.Dense // held-out inputs and teacher distributions
-	temp     float64
+	x, p     *mat.Dense // held-out inputs and targets
+	obj      distillObjective
 	start    float64
 	loss     float64
 	epoch    int
@@ -533,7 +624,7 @@ type bestWeights struct {
 
 // newBestWeights checks the holdout of opt and records m as the best so far
 // (epoch 0); it returns nil when opt has no holdout.
-func newBestWeights(m *MLP, opt DistillOptions) (*bestWeights, error) {
+func newBestWeights(m *MLP, opt DistillOptions, obj distillObjective) (*bestWeights, error) {
 	if opt.Holdout == nil && opt.HoldoutTeacher == nil {
 		return nil, nil
 	}
@@ -547,8 +638,7 @@ func newBestWeights(m *MLP, opt DistillOptions) (*bestWeights, error) {
 	if tr, tc := opt.HoldoutTeacher.Dims(); tr != hn || tc != m.Out() {
 		return nil, fmt.Errorf("nn: Distill: held-out teacher logits are %d×%d; expected %d×%d: %w", tr, tc, hn, m.Out(), ErrInput)
 	}
-	p, _ := softTargets(opt.HoldoutTeacher, opt.Temperature)
-	b := &bestWeights{m: m, x: opt.Holdout, p: p, temp: opt.Temperature}
+	b := &bestWeights{m: m, x: opt.Holdout, p: obj.targets(opt.HoldoutTeacher), obj: obj}
 	b.start = b.divergence()
 	b.loss = b.start
 	b.snapshot = m.Clone()
@@ -556,7 +646,7 @@ func newBestWeights(m *MLP, opt DistillOptions) (*bestWeights, error) {
 }
 
 func (b *bestWeights) divergence() float64 {
-	return SoftCrossEntropy(b.m.Forward(b.x), b.p, b.temp, nil)
+	return b.obj.loss(b.m.Forward(b.x), b.p, nil)
 }
 
 // epochEnd measures the held-out divergence after an epoch and keeps the
