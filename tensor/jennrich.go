@@ -6,6 +6,8 @@ import (
 	"math/cmplx"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
@@ -81,6 +83,7 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 		}
 		return M
 	}
+	norms2 := sliceNorms2(slices)
 	var best *Decomposition
 	for try := 1; try <= opt.Tries; try++ {
 		Ma, Mb := combo(), combo()
@@ -127,7 +130,7 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 			normalize(col)
 			W.SetCol(j, col)
 		}
-		diag, res, ok := FitDiagonal(slices, W)
+		diag, res, ok := fitDiagonal(slices, norms2, W)
 		if !ok {
 			continue
 		}
@@ -141,7 +144,7 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 	if best == nil {
 		return nil, fmt.Errorf("%w in %d tries: every pair of slices was singular (are the components dependent, or does a weight vanish?)", ErrNoDecomposition, opt.Tries)
 	}
-	refined := JointDiagonalize(slices, best.W, opt.Sweeps)
+	refined := jointDiagonalize(slices, norms2, best.W, opt.Sweeps)
 	refined.MinGap, refined.Tries = best.MinGap, opt.Tries
 	return refined, nil
 }
@@ -151,6 +154,27 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 // residual over all slices. It uses ⟨w_a w_aᵀ, w_b w_bᵀ⟩ = (w_a·w_b)², so the
 // fit is a k×k positive definite solve per slice.
 func FitDiagonal(slices []*mat.SymDense, W *mat.Dense) (diag [][]float64, residual float64, ok bool) {
+	return fitDiagonal(slices, sliceNorms2(slices), W)
+}
+
+// sliceNorms2 returns ‖M_i‖²_F of every slice (mat.Norm's value, squared),
+// which fitDiagonal needs on every call: AC–DC fits the same slices once a
+// sweep.
+func sliceNorms2(slices []*mat.SymDense) []float64 {
+	out := make([]float64, len(slices))
+	for i, M := range slices {
+		m := mat.Norm(M, 2)
+		out[i] = m * m
+	}
+	return out
+}
+
+// fitDiagonal is FitDiagonal with the slices' squared norms given. The
+// quadratic forms w_aᵀ·M_i·w_a are summed as mat.Inner sums them (the same
+// f64.DotUnitary calls over the same upper-triangle rows, in the same
+// order, reached through floats.Dot): the same bits, without Inner's
+// per-entry interface calls.
+func fitDiagonal(slices []*mat.SymDense, norms2 []float64, W *mat.Dense) (diag [][]float64, residual float64, ok bool) {
 	_, r := W.Dims()
 	G := mat.NewSymDense(r, nil)
 	cols := make([]*mat.VecDense, r)
@@ -176,7 +200,7 @@ func FitDiagonal(slices []*mat.SymDense, W *mat.Dense) (diag [][]float64, residu
 	scaled := mat.DenseCopyOf(W)
 	for i, M := range slices {
 		for a := 0; a < r; a++ {
-			rhs.SetVec(a, mat.Inner(cols[a], M, cols[a]))
+			rhs.SetVec(a, innerSym(cols[a].RawVector().Data, M.RawSymmetric()))
 		}
 		var d mat.VecDense
 		if err := chol.SolveVecTo(&d, rhs); err != nil {
@@ -191,15 +215,36 @@ func FitDiagonal(slices []*mat.SymDense, W *mat.Dense) (diag [][]float64, residu
 		}
 		fit.Mul(scaled, W.T())
 		fit.Sub(M, &fit)
-		f, m := mat.Norm(&fit, 2), mat.Norm(M, 2)
+		f := mat.Norm(&fit, 2)
 		res2 += f * f
-		total2 += m * m
+		total2 += norms2[i]
 		diag[i] = d.RawVector().Data
 	}
 	if total2 == 0 {
 		return diag, 0, true
 	}
 	return diag, math.Sqrt(res2 / total2), true
+}
+
+// innerSym is mat.Inner(x, M, x) for a symmetric M stored in its upper
+// triangle and a unit-stride x, operation for operation: for each row i,
+// x_i·(M[i, i:]·x[i:]) and then x_i·(M[i, i+1:]·x[i+1:]), each dot by
+// f64.DotUnitary (floats.Dot), skipping zero x_i as Inner does.
+func innerSym(x []float64, m blas64.Symmetric) float64 {
+	n := m.N
+	sum := 0.0
+	for i := 0; i < n; i++ {
+		xi := x[i]
+		if xi == 0 {
+			continue
+		}
+		row := m.Data[i*m.Stride+i : i*m.Stride+n]
+		sum += xi * floats.Dot(row, x[i:n])
+		if i != n-1 {
+			sum += xi * floats.Dot(row[1:], x[i+1:n])
+		}
+	}
+	return sum
 }
 
 func normalize(v []float64) {

@@ -3,6 +3,7 @@ package tensor
 import (
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -21,14 +22,20 @@ import (
 // eigenvector of Σ_i R_i², R_i being slice i minus every other column's
 // contribution: the missing component dominates what is left.
 func JointDiagonalize(slices []*mat.SymDense, W0 *mat.Dense, sweeps int) *Decomposition {
+	return jointDiagonalize(slices, sliceNorms2(slices), W0, sweeps)
+}
+
+// jointDiagonalize is JointDiagonalize with the slices' squared norms given
+// (sliceNorms2).
+func jointDiagonalize(slices []*mat.SymDense, norms2 []float64, W0 *mat.Dense, sweeps int) *Decomposition {
 	W := mat.DenseCopyOf(W0)
 	_, r := W.Dims()
 	var best *Decomposition
 	for restart := 0; restart <= r; restart++ {
 		if j := duplicateColumn(W); j >= 0 {
-			W.SetCol(j, missingComponent(slices, W, j))
+			W.SetCol(j, missingComponent(slices, norms2, W, j))
 		}
-		d := acdc(slices, W, sweeps)
+		d := acdc(slices, norms2, W, sweeps)
 		if best == nil || d.Residual < best.Residual {
 			best = d
 		}
@@ -55,7 +62,7 @@ func duplicateColumn(W *mat.Dense) int {
 
 // missingComponent returns the top eigenvector of Σ_i R_i², R_i being slice
 // i minus its least-squares fit on every column of W but j.
-func missingComponent(slices []*mat.SymDense, W *mat.Dense, j int) []float64 {
+func missingComponent(slices []*mat.SymDense, norms2 []float64, W *mat.Dense, j int) []float64 {
 	k, r := W.Dims()
 	others := mat.NewDense(k, r-1, nil)
 	for l, at := 0, 0; l < r; l++ {
@@ -64,7 +71,7 @@ func missingComponent(slices []*mat.SymDense, W *mat.Dense, j int) []float64 {
 			at++
 		}
 	}
-	diag, _, ok := FitDiagonal(slices, others)
+	diag, _, ok := fitDiagonal(slices, norms2, others)
 	if !ok {
 		return mat.Col(nil, j, W)
 	}
@@ -93,12 +100,12 @@ func missingComponent(slices []*mat.SymDense, W *mat.Dense, j int) []float64 {
 }
 
 // acdc runs AC–DC sweeps from W (modified in place).
-func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
+func acdc(slices []*mat.SymDense, norms2 []float64, W *mat.Dense, sweeps int) *Decomposition {
 	if sweeps <= 0 {
 		sweeps = 100
 	}
 	k, r := W.Dims()
-	diag, res, ok := FitDiagonal(slices, W)
+	diag, res, ok := fitDiagonal(slices, norms2, W)
 	if !ok {
 		return &Decomposition{W: W, Residual: math.Inf(1)}
 	}
@@ -114,10 +121,9 @@ func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 			for i, M := range slices {
 				f, mr := diag[i][j], M.RawSymmetric()
 				for a := 0; a < k; a++ {
-					qa, ma := q.Data[a*q.Stride+a:a*q.Stride+k], mr.Data[a*mr.Stride+a:a*mr.Stride+k]
-					for b, v := range ma {
-						qa[b] += f * v
-					}
+					// qa[b] += f·ma[b], by f64.AxpyUnitary (a multiply
+					// and an add per entry, no FMA: the loop's bits).
+					floats.AddScaled(q.Data[a*q.Stride+a:a*q.Stride+k], f, mr.Data[a*mr.Stride+a:a*mr.Stride+k])
 				}
 			}
 			for l := 0; l < r; l++ {
@@ -136,7 +142,7 @@ func acdc(slices []*mat.SymDense, W *mat.Dense, sweeps int) *Decomposition {
 			}
 			W.SetCol(j, v)
 		}
-		nd, nres, ok := FitDiagonal(slices, W)
+		nd, nres, ok := fitDiagonal(slices, norms2, W)
 		if !ok {
 			break
 		}
