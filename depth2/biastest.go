@@ -20,6 +20,10 @@ import (
 // hundreds at n = 2e5.
 const BiasZTol = 8
 
+// biasDirRows is the number of rows whose first moments give the
+// directions of TestBiases' odd-moment test.
+const biasDirRows = 20000
+
 // BiasTest is the result of TestBiases.
 type BiasTest struct {
 	// OutputZ is the largest |z| over outputs j of the difference
@@ -45,8 +49,9 @@ type BiasTest struct {
 // output c), for x ~ N(0, I). It compares Hermite moments of Y with what a
 // bias-free network implies (see BiasTest), each standardised by its own
 // sampling error, so additive output noise independent of x does not move
-// it. It reads X and Y twice (O(n·m·(d + m)), as products of row chunks with
-// small matrices) and is a screen, not a
+// it. It reads the first 2·10⁴ rows for the test's directions and then X and
+// Y once (O(n·m·(d + m)), as products of row chunks with small matrices)
+// and is a screen, not a
 // proof: biases too small for the sample size pass unseen (the bias-free
 // learner's certificate then fails and says so). X must be standard
 // Gaussian for the answer to mean anything; check that first.
@@ -58,7 +63,7 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 	if n < 100 {
 		return BiasTest{}, fmt.Errorf("%w: the bias test needs at least 100 samples, got %d", ErrInput, n)
 	}
-	// Both passes run over chunks of rows as products of the chunk with
+	// Both sums run over chunks of rows as products of the chunk with
 	// small matrices (internal/outer, internal/kern), summed in row order.
 	const chunk = 512
 	xr, yr := X.RawMatrix(), Y.RawMatrix()
@@ -68,12 +73,40 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 	rowsY := func(lo, hi int) blas64.General {
 		return blas64.General{Rows: hi - lo, Cols: m, Stride: yr.Stride, Data: yr.Data[lo*yr.Stride:]}
 	}
-	// Pass 1: Σ s·y and Σ s²y² with s = 1 − (‖x‖² − d), and the first
-	// moments Σ y_j·x (the directions of pass 2).
-	sy, s2y2 := make([]float64, m), make([]float64, m)
+	// The directions of the odd-moment test: the first moments Σ y_j·x of
+	// the first biasDirRows rows (their direction is all the test uses; at
+	// 2·10⁴ rows it is within ~√(d/2·10⁴) of the population one).
 	G := make([]float64, m*d) // row j: Σ_r y_rj·x_r
+	for lo, end := 0, min(n, biasDirRows); lo < end; lo += chunk {
+		hi := min(end, lo+chunk)
+		outer.Add(G, rowsY(lo, hi), rowsX(lo, hi))
+	}
+	dirs := 0
+	for j := 0; j < m; j++ {
+		g := G[j*d : (j+1)*d]
+		if nrm := floats.Norm(g, 2); nrm > 0 {
+			floats.Scale(1/nrm, g)
+			copy(G[dirs*d:(dirs+1)*d], g)
+			dirs++
+		}
+	}
+	// The odd-moment sums Σ y_j·He₃(g_l·x) and Σ (y_j·He₃(g_l·x))², for
+	// every output j and direction l: with H = He₃(X·Gᵀ) per chunk, Hᵀ·Y and
+	// (H∘H)ᵀ·(Y∘Y).
+	Gt := make([]float64, d*dirs)
+	for l := 0; l < dirs; l++ {
+		for c := 0; c < d; c++ {
+			Gt[c*dirs+l] = G[l*d+c]
+		}
+	}
+	// One pass over all rows: Σ s·y and Σ s²y² with s = 1 − (‖x‖² − d),
+	// and the odd-moment sums.
+	sy, s2y2 := make([]float64, m), make([]float64, m)
+	hy, h2y2 := make([]float64, dirs*m), make([]float64, dirs*m)
+	H, H2, Y2 := make([]float64, chunk*dirs), make([]float64, chunk*dirs), make([]float64, chunk*m)
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
+		rows := hi - lo
 		for r := lo; r < hi; r++ {
 			x, y := X.RawRowView(r), Y.RawRowView(r)
 			norm2 := 0.0
@@ -86,30 +119,9 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 				s2y2[j] += s * s * yj * yj
 			}
 		}
-		outer.Add(G, rowsY(lo, hi), rowsX(lo, hi))
-	}
-	dirs := 0
-	for j := 0; j < m; j++ {
-		g := G[j*d : (j+1)*d]
-		if nrm := floats.Norm(g, 2); nrm > 0 {
-			floats.Scale(1/nrm, g)
-			copy(G[dirs*d:(dirs+1)*d], g)
-			dirs++
+		if dirs == 0 {
+			continue
 		}
-	}
-	// Pass 2: Σ y_j·He₃(g_l·x) and Σ (y_j·He₃(g_l·x))², for every output j
-	// and direction l: with H = He₃(X·Gᵀ) per chunk, Hᵀ·Y and (H∘H)ᵀ·(Y∘Y).
-	Gt := make([]float64, d*dirs)
-	for l := 0; l < dirs; l++ {
-		for c := 0; c < d; c++ {
-			Gt[c*dirs+l] = G[l*d+c]
-		}
-	}
-	hy, h2y2 := make([]float64, dirs*m), make([]float64, dirs*m)
-	H, H2, Y2 := make([]float64, chunk*dirs), make([]float64, chunk*dirs), make([]float64, chunk*m)
-	for lo := 0; lo < n && dirs > 0; lo += chunk {
-		hi := min(n, lo+chunk)
-		rows := hi - lo
 		kern.MulRows(H, dirs, xr.Data[lo*xr.Stride:], xr.Stride, Gt, dirs, rows, d, dirs)
 		for i, t := range H[:rows*dirs] {
 			h := t * (t*t - 3)
