@@ -34,8 +34,10 @@ func init() {
 		Description: "How the parameter budget is split over layers, for sequential data-driven compression of the " +
 			"compress-fashion model (784-512-256-10, Fashion-MNIST, 15 epochs, seed = --seed): the global spectral rule, " +
 			"uniform, the measured end-to-end sensitivity rule, ASVD's sensitivity threshold search and SVD-LLM V2's " +
-			"truncation-loss ratios, at keeps 0.05 … 0.9; accuracy, agreement with the dense model, logit error, and " +
-			"paired counts with McNemar's exact test of the sensitivity rule against each other allocation.",
+			"truncation-loss ratios, at keeps 0.05 … 0.9, and the sensitivity fit followed by 30 epochs of distillation " +
+			"to the dense model's outputs (relurec compress --distill 30, no labels); accuracy, agreement with the dense " +
+			"model, logit error, and paired counts with McNemar's exact test of the distilled sensitivity fit against " +
+			"each allocation.",
 		Run: runCompressAllocation,
 	})
 	Register(Experiment{
@@ -129,7 +131,7 @@ func (res *FashionResults) ref() (label, name string, baselines []string) {
 	if res.Reference == "" {
 		return fashionSequential, "sequential data-driven", fashionBaselines
 	}
-	return res.Reference, res.Reference + " allocation", res.Baselines
+	return res.Reference, res.Reference, res.Baselines
 }
 
 // fashionSequential is the method the verdicts are about, and

@@ -104,8 +104,8 @@ func hasNote(rep *Report, note string) bool {
 	return false
 }
 
-// compress-allocation's results compare its reference, the sensitivity
-// allocation, with each other allocation.
+// compress-allocation's results compare its reference (here the sensitivity
+// allocation) with each other allocation.
 func TestFashionReportOtherReference(t *testing.T) {
 	res := &FashionResults{DenseParams: 100, Models: []FashionModel{{Seed: 1, Accuracy: 0.9}}, Keeps: []float64{0.05}, Reference: "sensitivity", Baselines: []string{"global"}, Runs: []FashionRun{
 		{Method: "global", Keep: 0.05, Accuracy: 0.5, Kept: 0.05}, {Method: "sensitivity", Keep: 0.05, Accuracy: 0.75, Kept: 0.05},
@@ -116,8 +116,8 @@ func TestFashionReportOtherReference(t *testing.T) {
 		t.Fatalf("paired %+v", res.Paired)
 	}
 	rep := fashionReport(res, []fashionMethod{{label: "global", name: "data", seq: true, alloc: "global"}, {label: "sensitivity", name: "data", seq: true, alloc: "sensitivity"}})
-	if !hasNote(rep, "keep 0.05: sensitivity allocation -15.00 points (dense 0.9000 → 0.7500)") ||
-		!hasNote(rep, "sensitivity allocation is at least as accurate as global at every budget") {
+	if !hasNote(rep, "keep 0.05: sensitivity -15.00 points (dense 0.9000 → 0.7500)") ||
+		!hasNote(rep, "sensitivity is at least as accurate as global at every budget") {
 		t.Fatalf("notes %v", rep.Notes)
 	}
 	if got := rep.Tables[2].Rows[0][1]; got != "2 / 1, p = 1" {
