@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/kern"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of them, so
@@ -63,7 +64,7 @@ func view(name string, a mat.Matrix) (*mat.Dense, error) {
 	raw := d.RawMatrix()
 	for i := 0; i < r; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+c]
-		if finite(row) {
+		if kern.Finite(row) {
 			continue
 		}
 		for j, x := range row {
@@ -73,25 +74,6 @@ func view(name string, a mat.Matrix) (*mat.Dense, error) {
 		}
 	}
 	return d, nil
-}
-
-// finite reports whether every entry of row is finite: x·0 is ±0 for a
-// finite x and NaN for ±Inf or NaN, and NaN survives the sums. Four
-// independent sums, no branch per entry: several times faster than testing
-// each entry.
-func finite(row []float64) bool {
-	var a0, a1, a2, a3 float64
-	j := 0
-	for ; j+4 <= len(row); j += 4 {
-		a0 += row[j] * 0
-		a1 += row[j+1] * 0
-		a2 += row[j+2] * 0
-		a3 += row[j+3] * 0
-	}
-	for ; j < len(row); j++ {
-		a0 += row[j] * 0
-	}
-	return a0+a1+a2+a3 == 0
 }
 
 // defaultTol is the rank tolerance used when a caller passes rtol ≤ 0: the

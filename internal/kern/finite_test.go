@@ -1,11 +1,11 @@
-package linalg
+package kern
 
 import (
 	"math"
 	"testing"
 )
 
-// finite flags a NaN or ±Inf at any position (the four sums and the
+// Finite flags a NaN or ±Inf at any position (the four sums and the
 // tail), and passes finite rows, −0 and the largest floats included.
 func TestFiniteRow(t *testing.T) {
 	for n := 0; n <= 9; n++ {
@@ -19,14 +19,14 @@ func TestFiniteRow(t *testing.T) {
 		if n > 1 {
 			row[n-1] = math.MaxFloat64
 		}
-		if !finite(row) {
+		if !Finite(row) {
 			t.Fatalf("n=%d: finite row %v flagged", n, row)
 		}
 		for at := 0; at < n; at++ {
 			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 				r := append([]float64(nil), row...)
 				r[at] = bad
-				if finite(r) {
+				if Finite(r) {
 					t.Fatalf("n=%d: %v at %d not flagged", n, bad, at)
 				}
 			}
