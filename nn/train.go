@@ -9,6 +9,8 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/certify"
 )
 
 // TrainOptions controls Train. The zero value works: 10 epochs of Adam
@@ -495,18 +497,9 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 		return nil, err
 	}
 	n, _ := x.Dims()
-	if teacher == nil {
-		return nil, fmt.Errorf("nn: Distill: no teacher logits; expected %d×%d (one row per input, one column per output): %w", n, m.Out(), ErrInput)
-	}
-	if tr, tc := teacher.Dims(); tr != n || tc != m.Out() {
-		return nil, fmt.Errorf("nn: Distill: teacher logits are %d×%d; expected %d×%d (one row per input, one column per output): %w", tr, tc, n, m.Out(), ErrInput)
-	}
-	for i := 0; i < n; i++ {
-		for j, v := range teacher.RawRowView(i) {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("nn: Distill: teacher logit [%d,%d] is %v; expected finite values: %w", i, j, v, ErrInput)
-			}
-		}
+	want := fmt.Sprintf("%d×%d, one row of logits per input and one column per output", n, m.Out())
+	if _, _, err := certify.CheckMatrix("nn.Distill", "teacher", teacher, n, m.Out(), want); err != nil {
+		return nil, err
 	}
 	keep, err := newBestWeights(m, opt, obj)
 	if err != nil {
@@ -631,12 +624,12 @@ func newBestWeights(m *MLP, opt DistillOptions, obj distillObjective) (*bestWeig
 	if opt.Holdout == nil || opt.HoldoutTeacher == nil {
 		return nil, fmt.Errorf("nn: Distill: Holdout and HoldoutTeacher go together; one of them is missing: %w", ErrInput)
 	}
-	hn, hd := opt.Holdout.Dims()
-	if hd != m.In() {
-		return nil, fmt.Errorf("nn: Distill: held-out inputs have %d columns but the network takes %d: %w", hd, m.In(), ErrInput)
+	hn, _, err := certify.CheckMatrix("nn.Distill", "Holdout", opt.Holdout, -1, m.In(), fmt.Sprintf("n×%d (the network's input width)", m.In()))
+	if err != nil {
+		return nil, err
 	}
-	if tr, tc := opt.HoldoutTeacher.Dims(); tr != hn || tc != m.Out() {
-		return nil, fmt.Errorf("nn: Distill: held-out teacher logits are %d×%d; expected %d×%d: %w", tr, tc, hn, m.Out(), ErrInput)
+	if _, _, err := certify.CheckMatrix("nn.Distill", "HoldoutTeacher", opt.HoldoutTeacher, hn, m.Out(), fmt.Sprintf("%d×%d, the teacher's logits of Holdout", hn, m.Out())); err != nil {
+		return nil, err
 	}
 	b := &bestWeights{m: m, x: opt.Holdout, p: obj.targets(opt.HoldoutTeacher), obj: obj}
 	b.start = b.divergence()
