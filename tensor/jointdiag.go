@@ -32,20 +32,27 @@ func jointDiagonalize(slices []*mat.SymDense, norms2 []float64, W0 *mat.Dense, s
 	_, r := W.Dims()
 	var best *Decomposition
 	for restart := 0; restart <= r; restart++ {
-		if j := duplicateColumn(W); j >= 0 {
-			W.SetCol(j, missingComponent(slices, norms2, W, j))
-		}
 		d := acdc(slices, norms2, W, sweeps)
 		if best == nil || d.Residual < best.Residual {
 			best = d
 		}
-		if duplicateColumn(d.W) < 0 {
+		// Two nearly parallel columns are usually a noisy start's merged
+		// pair, but true components can be that close too: a restart is
+		// tried from what AC–DC reached (never from the start itself, which
+		// may already fit exactly) and kept only if it fits better.
+		j := duplicateColumn(d.W)
+		if j < 0 || best.Residual <= exactFit {
 			break
 		}
 		W = mat.DenseCopyOf(d.W)
+		W.SetCol(j, missingComponent(slices, norms2, W, j))
 	}
 	return best
 }
+
+// exactFit is the relative residual at which a joint diagonalisation is
+// exact to rounding: no restart can improve it.
+const exactFit = 1e-12
 
 // duplicateColumn returns a column nearly parallel to an earlier one, or −1.
 func duplicateColumn(W *mat.Dense) int {
