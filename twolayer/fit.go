@@ -100,7 +100,19 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	// coarse data (float32) cannot give the exact polish float64-exact
 	// zeros; their certificate comes from a refined fit (certify.DefaultTol).
 	coarse := p.roundoff > certify.Float64Roundoff
-	st, err := tensorStartRows(ctx, p, opt, startRows(p, opt, coarse))
+	// The starts the exact route tries in turn, cheapest first, until one
+	// certifies every unit: the parity start (ReLU only, parity.go), the
+	// quick tensor start (far above the sample floor: a block of rows),
+	// the tensor start from all rows. The noisy route takes the last.
+	var plan []func() (*Start, error)
+	if parityApplies(p, opt, coarse) {
+		plan = append(plan, func() (*Start, error) { return parityStart(ctx, p, opt) })
+	}
+	if rows := startRows(p, opt, coarse); rows < p.n {
+		plan = append(plan, func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) })
+	}
+	plan = append(plan, func() (*Start, error) { return tensorStart(ctx, p, opt) })
+	st, err := plan[0]()
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +123,13 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	diag.Selection = sel
 	diag.Hidden, diag.HiddenInferred = k, st.Inferred
 	diag.SingularValuesY = st.SingularValues
-	diag.TensorOrder = st.Order
-	diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
 	gapWarning := func(st *Start) {
+		diag.Start, diag.ParityGap = "tensor", 0
+		if st.parity != nil {
+			diag.Start, diag.ParityGap = "parity", st.parity.gap
+		}
+		diag.TensorOrder = st.Order
+		diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
 		diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
 		diag.StartRows = st.Rows
 		if st.JennrichGap < 1e-3 {
@@ -156,23 +172,26 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], p.rankTol)
 	}
 	if tryExact {
-		quick := st.Rows < p.n
-		V, U, F, resid, reason, ok, err := exactRoute(ctx, X, Y, st, opt, res, quick)
-		if err != nil {
-			return nil, err
-		}
-		if !ok && quick {
-			// The quick start (a block of rows) left units uncertified:
-			// start again from all the data, as without it.
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start from the first %d samples did not certify every unit (%s); started again from all %d", st.Rows, reason, p.n))
-			if st, err = tensorStart(ctx, p, opt); err != nil {
+		var V, U, F *mat.Dense
+		var resid float64
+		var reason string
+		var ok bool
+		for i := 0; ; i++ {
+			// Only the last start gets the least-squares last resort.
+			last := i == len(plan)-1
+			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last); err != nil {
 				return nil, err
 			}
+			if ok || last {
+				break
+			}
+			was := st.name()
+			if st, err = plan[i+1](); err != nil {
+				return nil, err
+			}
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
 			gapWarning(st)
 			diag.InitAngleError = 0
-			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, false); err != nil {
-				return nil, err
-			}
 		}
 		if ok {
 			res.Route, res.Reason = RouteExact, reason
@@ -190,8 +209,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		opt.Refine = true
 	}
 
-	if st.Rows < p.n {
-		// The noisy route's answer is the start itself: from all the data.
+	if st.Rows < p.n || st.parity != nil {
+		// The noisy route's answer is the tensor start itself: from all
+		// the data.
 		if st, err = tensorStart(ctx, p, opt); err != nil {
 			return nil, err
 		}
@@ -205,8 +225,8 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	return finish(V, U, nil, 0)
 }
 
-// startRetries is the number of extra tensor starts (fresh random
-// contractions) tried when the first start leaves units uncertified.
+// startRetries is the number of extra decompositions of a start (fresh
+// random contractions) tried when its first leaves units uncertified.
 const startRetries = 2
 
 // exactRoute polishes the start and keeps every row that passes its own
@@ -215,8 +235,8 @@ const startRetries = 2
 // startRetries fresh starts, then, as a last resort, by refining the start by
 // least squares and polishing again. ok reports a certified exact answer.
 //
-// quick (a start from a block of rows, which fitTensor replaces by a start
-// from all the data when it fails) skips the least-squares last resort.
+// quick (a start that fitTensor replaces by another when it fails: see its
+// plan) skips the least-squares last resort.
 func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result, quick bool) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
 	k := st.K
 	// The polish reads the basis of col(Y), not the start's moments: those
@@ -270,8 +290,8 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		if _, err := polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
 			return nil, nil, nil, 0, "", false, err
 		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor start left %d of %d units uncertified; tensor start %d (fresh random contractions) certified %d more", k-before, k, retry+1, len(found.rows)-before))
-		how = fmt.Sprintf("every unit was polished to an exact row (%d tensor starts)", retry+1)
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
+		how = fmt.Sprintf("every unit was polished to an exact row (%d decompositions of the %s)", retry+1, st.name())
 	}
 	if len(found.rows) < k && !quick {
 		// Last resort: a least-squares refinement moves a rough start into

@@ -46,6 +46,19 @@ const (
 	WhitenNever  Whiten = "never"  // never whiten
 )
 
+// StartKind is a value of Options.Start.
+type StartKind string
+
+// The values of Options.Start.
+const (
+	// StartAuto: the parity start first where it applies (the exact route
+	// of a ReLU network), the tensor start otherwise or when it fails.
+	StartAuto StartKind = "auto"
+	// StartTensor: the tensor start of [BJW19, Alg 4] only, as printed
+	// (with the corrections of docs/twolayer.md), for comparison.
+	StartTensor StartKind = "tensor"
+)
+
 // Options controls Fit. The zero value works.
 type Options struct {
 	// Hidden is the number of hidden units k. 0 infers it from the numerical
@@ -68,6 +81,9 @@ type Options struct {
 	// "auto" (default) whitens when the sample covariance differs from I by
 	// more than sampling error, "always", or "never".
 	Whiten Whiten `json:"whiten"`
+	// Start chooses the exact route's start: "" or "auto" (default) or
+	// "tensor" (StartAuto, StartTensor).
+	Start StartKind `json:"start,omitempty"`
 	// Refine runs a local refinement of ‖Y − ReLU(XVᵀ)Uᵀ‖² on the noisy route,
 	// started from the moment estimate. The unrefined error is reported too.
 	Refine bool `json:"refine"`
@@ -108,11 +124,18 @@ type Diagnostics struct {
 	// default tolerances.
 	Precision       string    `json:"precision,omitempty"`
 	SingularValuesY []float64 `json:"singular_values_y"`
-	TensorOrder     int       `json:"tensor_order"`
-	Whitened        bool      `json:"whitened"`
-	CondCovariance  float64   `json:"cond_covariance,omitempty"`
-	JennrichTries   int       `json:"jennrich_tries"`
-	JennrichGap     float64   `json:"jennrich_min_rel_gap"`
+	// Start names the start the route polished last: "parity" (the exact
+	// route's first start for the ReLU, docs/twolayer.md) or "tensor"
+	// ([BJW19, Alg 4]). ParityGap is σ_{k+1}/σ_k of the parity start's
+	// equations (how clearly their k-dimensional null space stands out).
+	Start     string  `json:"start,omitempty"`
+	ParityGap float64 `json:"parity_gap,omitempty"`
+	// TensorOrder is the tensor start's Hermite order (0 after a parity start).
+	TensorOrder    int     `json:"tensor_order"`
+	Whitened       bool    `json:"whitened"`
+	CondCovariance float64 `json:"cond_covariance,omitempty"`
+	JennrichTries  int     `json:"jennrich_tries"`
+	JennrichGap    float64 `json:"jennrich_min_rel_gap"`
 	// StartRows is how many samples (the first ones) the tensor start's
 	// moments were read from: n, or fewer for the exact route's quick start
 	// on data far above the route's sample floor.

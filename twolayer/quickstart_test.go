@@ -11,13 +11,14 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// On data far above the exact route's floor the tensor start reads only
+// On data far above the exact route's floor the tensor start (asked for:
+// the parity start comes first by default) reads only
 // the first quickStartFactor·minSamples(d, k) rows; the polish certifies on
 // all of them, and the weights are exact.
 func TestQuickStartCertifies(t *testing.T) {
 	cfg := synth.TwoLayerConfig{D: 12, K: 3, M: 5}
 	in := newInstance(t, 5, cfg, 20000, nil, synth.Noise{})
-	res, err := Fit(context.Background(), in.X, in.Y, Options{Hidden: 3, Seed: 2})
+	res, err := Fit(context.Background(), in.X, in.Y, Options{Hidden: 3, Seed: 2, Start: StartTensor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +53,13 @@ func TestQuickStartFallsBackOnUnrepresentativeRows(t *testing.T) {
 		X.SetRow(i, in.X.RawRowView(q))
 		Y.SetRow(i, in.Y.RawRowView(q))
 	}
-	res, err := Fit(context.Background(), X, Y, Options{Hidden: 3, Seed: 2, Route: UseExact})
+	res, err := Fit(context.Background(), X, Y, Options{Hidden: 3, Seed: 2, Route: UseExact, Start: StartTensor})
 	if err != nil {
 		t.Fatal(err)
 	}
 	again := false
 	for _, w := range res.Warnings {
-		again = again || strings.Contains(w, "started again from all")
+		again = again || strings.Contains(w, "started again with the tensor start from all")
 	}
 	t.Logf("start rows %d, second start %v, warnings %q", res.Diagnostics.StartRows, again, res.Warnings)
 	if !again || res.Diagnostics.StartRows != n {

@@ -64,6 +64,8 @@ type Start struct {
 	Rows int
 
 	moments *startMoments
+	// parity, for a parity start (parity.go), replaces moments.
+	parity *parityEquations
 	// work is the memory of an n×k matrix no longer in use (the reduced
 	// outputs, once releaseMoments drops them), for the next n×k matrix
 	// the exact route needs (the basis of col(Y)): one buffer instead of a
@@ -322,6 +324,17 @@ func holdZ(rows, k int, p *problem) bool {
 	return rows*k*holdZFraction <= p.n*(p.d+p.m)
 }
 
+// name describes the start in messages.
+func (st *Start) name() string {
+	switch {
+	case st.parity != nil:
+		return "parity start"
+	case st.Rows < st.p.n:
+		return fmt.Sprintf("tensor start from the first %d samples", st.Rows)
+	}
+	return fmt.Sprintf("tensor start from all %d samples", st.Rows)
+}
+
 // k is the width of the projected inputs.
 func (mo *startMoments) k() int {
 	if mo.z != nil {
@@ -375,6 +388,13 @@ type startMoments struct {
 // The decomposition is the only randomised step, so a retry costs only the
 // order-r slice passes, not the SVD, whitening or span steps.
 func (st *Start) Resample(ctx context.Context, seed uint64, opt Options) (*mat.Dense, error) {
+	if st.parity != nil {
+		again := *st
+		if err := again.decomposeParity(rand.New(rand.NewPCG(seed, 0x5eed_7e45))); err != nil {
+			return nil, err
+		}
+		return again.V, nil
+	}
 	if st.moments == nil {
 		// Released after the first polish: rebuild steps 1–3 from the same
 		// seed, which gives the same moments bit for bit.

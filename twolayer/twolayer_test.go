@@ -300,7 +300,7 @@ func TestWhitening(t *testing.T) {
 	rng := synth.NewRand(77)
 	cov := synth.RandomCovariance(12, 10, rng)
 	in := newInstance(t, 41, synth.TwoLayerConfig{D: 12, K: 4, M: 6, CondV: 2}, 60000, cov, synth.Noise{})
-	res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: 2})
+	res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: 2, Start: StartTensor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +353,7 @@ func TestBadInput(t *testing.T) {
 		{"width", in.X, in.Y, Options{Hidden: 5}, "expected k = 5"},
 		{"samples", in.X.Slice(0, 500, 0, 6).(*mat.Dense), in.Y.Slice(0, 500, 0, 4).(*mat.Dense), Options{}, "needs n ≥"},
 		{"route", in.X, in.Y, Options{Route: "fast"}, "Options.Route must be one of"},
+		{"start", in.X, in.Y, Options{Start: "moments"}, "Options.Start must be auto or tensor"},
 		{"zero", in.X, mat.NewDense(20000, 4, nil), Options{}, "identically zero"},
 	}
 	for _, c := range cases {

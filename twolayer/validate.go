@@ -57,6 +57,9 @@ func (o Options) withDefaults() Options {
 	if o.Route == "" {
 		o.Route = "auto"
 	}
+	if o.Start == "" {
+		o.Start = StartAuto
+	}
 	if o.Activation == "" {
 		o.Activation = nn.ReLU
 	}
@@ -79,6 +82,11 @@ func (o Options) Validate() error {
 	case WhitenAuto, WhitenAlways, WhitenNever:
 	default:
 		return fmt.Errorf("%w: Options.Whiten must be auto, always or never, got %q", ErrInput, o.Whiten)
+	}
+	switch o.Start {
+	case StartAuto, StartTensor:
+	default:
+		return fmt.Errorf("%w: Options.Start must be auto or tensor, got %q", ErrInput, o.Start)
 	}
 	if err := checkActivation(o.Activation); err != nil {
 		return err
