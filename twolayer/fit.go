@@ -276,7 +276,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	if len(found.rows) == 0 {
 		return nil, nil, nil, 0, fmt.Sprintf("no unit could be polished to an exact row: the data are not exactly a %s network of this width (noise, or another activation?)", opt.Activation), false, nil
 	}
-	how := "every unit was polished to an exact row"
+	how := "every unit was polished to an exact row from the " + st.name()
 	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
 		before := len(found.rows)
 		o := opt

@@ -138,7 +138,8 @@ type Diagnostics struct {
 	JennrichGap    float64 `json:"jennrich_min_rel_gap"`
 	// StartRows is how many samples (the first ones) the tensor start's
 	// moments were read from: n, or fewer for the exact route's quick start
-	// on data far above the route's sample floor.
+	// on data far above the route's sample floor; after a parity start, how
+	// many samples (spread evenly) its linear part was regressed on.
 	StartRows int `json:"start_rows,omitempty"`
 	// InitAngleError is, when the exact route succeeded, the largest angle
 	// (radians) between a tensor-start row and the exact row: how far the

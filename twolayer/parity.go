@@ -42,19 +42,30 @@ import (
 // Σ_j c_j·g_j g_jᵀ, which Jennrich decomposes as it does the tensor start's
 // moment slices, and the rows of V are the directions C·g_j.
 //
-// C is estimated from all n samples; its sampling error (the even part's
-// correlation with x in the sample, relative size ≈ √(d/n)) is the start's
-// only error on noiseless data, far below the polish's margin at the route's
-// sample floor. The equations use the first parityRows samples: they hold
+// C's sampling error (the even part's correlation with x in the sample,
+// relative size ≈ √(d/rows)) is the start's only error on noiseless data;
+// C is regressed on parityLinearRows samples, enough to land well inside
+// the polish's margin. The equations use parityRows samples: they hold
 // exactly with the true C, so more rows only average C's error.
 //
-// Cost: one pass over X and Y for C (its (d+k)² Gram), the equations'
-// Gram on parityRows rows (k⁴/8 multiply-adds each), and a
+// Cost: the (d+k)² Gram of [X, red] on parityLinearRows rows for C, the
+// equations' Gram on parityRows rows (k⁴/8 multiply-adds each), and a
 // k(k+1)/2-square symmetric eigenproblem.
 
-// parityRows is how many samples (the first ones) the parity start's
-// equations are taken from: max(2·10⁴, 20 per unknown).
+// parityRows is how many samples the parity start's equations are taken
+// from: max(2·10⁴, 20 per unknown).
 func parityRows(n, k int) int { return min(n, max(20000, 10*k*(k+1))) }
+
+// parityLinearRows is how many samples the parity start's linear part C is
+// regressed on: max(2·10⁴, 400·d), for a start about 1.1·√(d/rows) ≤ 0.055
+// rad from V — the exact polish certifies from starts 0.33 rad away
+// (measured at d=20, k=5, n=5000 and d=100, k=20, n=8·10⁴ and 2·10⁵).
+func parityLinearRows(n, d int) int { return min(n, max(20000, 400*d)) }
+
+// spreadRow is the sample behind row i of an evenly spread subsample of
+// rows samples out of n: a sorted file then costs nothing, where its first
+// rows would show one corner of the input distribution.
+func spreadRow(i, rows, n int) int { return int(int64(i) * int64(n) / int64(rows)) }
 
 // parityApplies reports whether fitTensor starts the exact route from the
 // parity start: a ReLU network whose exact route will run (see startRows),
@@ -87,18 +98,19 @@ func parityStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 			P.Set(i, j, P.At(i, j)/red0.S[j])
 		}
 	}
-	pr, xr, yr := P.RawMatrix(), p.X.RawMatrix(), p.Y.RawMatrix()
-	reduce := func(out []float64, ldo, lo, hi int) {
-		kern.MulRows(out, ldo, yr.Data[lo*yr.Stride:], yr.Stride, pr.Data, pr.Stride, hi-lo, m, k)
-	}
-
-	// C: the least-squares regression of red on x.
+	// C: the least-squares regression of red on x, on an evenly spread
+	// subsample.
 	opt.progress("parity start", 0, 2)
-	C, _, err := linalg.GramLstSq(ctx, n, d, k, 0, func(lo, hi int, dst blas64.General) {
-		for q := lo; q < hi; q++ {
-			copy(dst.Data[(q-lo)*dst.Stride:(q-lo)*dst.Stride+d], xr.Data[q*xr.Stride:q*xr.Stride+d])
+	rowsC := parityLinearRows(n, d)
+	st.Rows = rowsC
+	pr, xr, yr := P.RawMatrix(), p.X.RawMatrix(), p.Y.RawMatrix()
+	C, _, err := linalg.GramLstSq(ctx, rowsC, d, k, 0, func(lo, hi int, dst blas64.General) {
+		for i := lo; i < hi; i++ {
+			q := spreadRow(i, rowsC, n)
+			row := dst.Data[(i-lo)*dst.Stride : (i-lo+1)*dst.Stride]
+			copy(row[:d], xr.Data[q*xr.Stride:q*xr.Stride+d])
+			kern.RowTimes(row[d:d+k], yr.Data[q*yr.Stride:q*yr.Stride+m], pr.Data, pr.Stride)
 		}
-		reduce(dst.Data[d:], dst.Stride, lo, hi)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("twolayer: parity start, linear part: %w", err)
@@ -200,7 +212,8 @@ func (st *Start) decomposeParity(rng *rand.Rand) error {
 }
 
 // parityGram returns the Gram matrix (k(k+1)/2 square, upper triangle,
-// row-major) of the parity start's equations on the first rows samples —
+// row-major) of the parity start's equations on rows samples spread evenly
+// over X and Y (spreadRow) —
 // one equation per sample, b_a·b_c − r_a·r_c for a ≤ c (doubled off the
 // diagonal, so that the unknowns are the upper triangle of S), with
 // red = Y·P, b = X·C and r = red − b — and the sum of r over those rows.
@@ -211,6 +224,7 @@ func parityGram(ctx context.Context, X, Y, P, C *mat.Dense, rows int) (gram, rsu
 	m, k := P.Dims()
 	kk := k * (k + 1) / 2
 	xr, yr, pr, cr := X.RawMatrix(), Y.RawMatrix(), P.RawMatrix(), C.RawMatrix()
+	n, _ := X.Dims()
 	type scratch struct{ red, b, f []float64 }
 	bufs := make([]*scratch, maxProcs())
 	// The accumulator holds the Gram (kk×kk) and then Σ r (k).
@@ -222,8 +236,11 @@ func parityGram(ctx context.Context, X, Y, P, C *mat.Dense, rows int) (gram, rsu
 			bufs[wk] = s
 		}
 		rs := acc[kk*kk:]
-		kern.MulRows(s.red, k, yr.Data[lo*yr.Stride:], yr.Stride, pr.Data, pr.Stride, hi-lo, m, k)
-		kern.MulRows(s.b, k, xr.Data[lo*xr.Stride:], xr.Stride, cr.Data, cr.Stride, hi-lo, d, k)
+		for i := lo; i < hi; i++ {
+			q := spreadRow(i, rows, n)
+			kern.RowTimes(s.red[(i-lo)*k:(i-lo+1)*k], yr.Data[q*yr.Stride:q*yr.Stride+m], pr.Data, pr.Stride)
+			kern.RowTimes(s.b[(i-lo)*k:(i-lo+1)*k], xr.Data[q*xr.Stride:q*xr.Stride+d], cr.Data, cr.Stride)
+		}
 		for q := 0; q < hi-lo; q++ {
 			b, r := s.b[q*k:(q+1)*k], s.red[q*k:(q+1)*k]
 			for a := range r {

@@ -328,7 +328,7 @@ func holdZ(rows, k int, p *problem) bool {
 func (st *Start) name() string {
 	switch {
 	case st.parity != nil:
-		return "parity start"
+		return fmt.Sprintf("parity start (linear part from %d samples)", st.Rows)
 	case st.Rows < st.p.n:
 		return fmt.Sprintf("tensor start from the first %d samples", st.Rows)
 	}
