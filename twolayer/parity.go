@@ -128,11 +128,12 @@ func parityStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 			sym.SetSym(i, j, gram[i*kk+j])
 		}
 	}
-	if st.parity, err = newParityEquations(sym, C, mean, k); err != nil {
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
+	if st.parity, err = newParityEquations(sym, C, mean, k, rng); err != nil {
 		return nil, err
 	}
 	opt.progress("parity start", 1, 2)
-	if err := st.decomposeParity(rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))); err != nil {
+	if err := st.decomposeParity(rng); err != nil {
 		return nil, err
 	}
 	opt.progress("parity start", 2, 2)
@@ -155,15 +156,13 @@ type parityEquations struct {
 }
 
 // newParityEquations keeps the k eigenvectors of the equations' Gram gram
-// (k(k+1)/2 square) with the smallest eigenvalues, as k×k slices.
-func newParityEquations(gram *mat.SymDense, C *mat.Dense, mean []float64, k int) (*parityEquations, error) {
-	var eig mat.EigenSym
-	if !eig.Factorize(gram, true) {
-		return nil, fmt.Errorf("twolayer: parity start: the eigendecomposition of the equations did not converge")
+// (k(k+1)/2 square) with the smallest eigenvalues, as k×k slices
+// (linalg.SmallestEigen, whose random start comes from rng).
+func newParityEquations(gram *mat.SymDense, C *mat.Dense, mean []float64, k int, rng *rand.Rand) (*parityEquations, error) {
+	vals, vecs, err := linalg.SmallestEigen(gram, k, k+1, rng)
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: parity start: the null space of the equations: %w", err)
 	}
-	vals := eig.Values(nil)
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
 	slices := make([]*mat.SymDense, k)
 	for i := range slices {
 		S := mat.NewSymDense(k, nil)

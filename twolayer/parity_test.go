@@ -77,7 +77,7 @@ func TestParityEquationsExactLinearPart(t *testing.T) {
 	}
 	// The start from these equations is V itself.
 	st := &Start{p: p, opt: Options{}.withDefaults(), K: k}
-	st.parity, err = newParityEquations(sym, &C, make([]float64, k), k)
+	st.parity, err = newParityEquations(sym, &C, make([]float64, k), k, rand.New(rand.NewPCG(1, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
