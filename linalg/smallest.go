@@ -14,7 +14,8 @@ import (
 const smallestDense = 300
 
 // SmallestEigen returns the r smallest eigenvalues of the symmetric positive
-// semidefinite n×n matrix S, ascending, and orthonormal eigenvectors (n×k,
+// semidefinite n×n matrix S, ascending (those beyond the k-th only
+// approximately, see below), and orthonormal eigenvectors (n×k,
 // as columns) for the first k ≤ r of them: an orthonormal basis of the
 // invariant subspace of the k smallest eigenvalues, as accurate as a full
 // eigendecomposition's when the k-th eigenvalue is separated from the next
@@ -25,8 +26,10 @@ const smallestDense = 300
 // r + 10) columns, each step a Cholesky solve with S + μI (μ = 1e-12·tr S,
 // which keeps the factorisation defined on a singular S) followed by a
 // Rayleigh–Ritz projection, until the residual ‖S·q − θ·q‖ of each of the
-// k wanted Ritz pairs is below 1e-10·tr S (or 500 steps; the eigenvalues
-// k+1…r are their Ritz values then, which converge faster than vectors). The subspace of the k
+// k wanted Ritz pairs is below 1e-10·tr S (or 500 steps). The eigenvalues
+// k+1…r returned are the Ritz values at that step: upper bounds (Cauchy
+// interlacing), close to the eigenvalues unless the spectrum above the k-th
+// is tightly clustered — good for judging the gap, not for more. The subspace of the k
 // smallest converges like ((λ_k + μ)/(λ_{p+1} + μ))^step. The random start
 // comes from rng. Cost: n³/3 for the Cholesky factor and ~4·n²·p a step.
 func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.Dense, error) {
