@@ -21,6 +21,12 @@
 //     the order-1/order-2 moment for the span of V, the order-r Hermite moment
 //     in k dimensions (r = 4 for the ReLU: the paper's order-3 tensor is
 //     identically zero) and Jennrich with retries. Gives ±V approximately.
+//   - The parity start (not in [BJW19]; parity.go): for the ReLU, the
+//     exact route's first start, from second moments only — the regression
+//     of the outputs on x is the odd half of ReLU(t) = t/2 + |t|/2, and the
+//     columns of the output mixing's inverse solve quadratic equations in
+//     the two halves. Cheaper and more accurate than the tensor start, which
+//     remains its fallback (Options.Start).
 //   - ExactPolish (Alg 5 in margin form): makes each row exact by solving
 //     linear systems on confidently inactive samples, with a per-unit and a
 //     global residual certificate. Tensor start + polish is RouteExact.

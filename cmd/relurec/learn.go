@@ -61,8 +61,11 @@ Routes (--route):
              rank, ica when V looks orthonormal, exact when Y is exactly rank
              k, sparse when Y's residual is a few large entries, noisy
              otherwise
-  exact      tensor start (order-4 Hermite moment, Jennrich) + exact polish
-             (Alg 4 + 5); Gaussian X; fails unless the certificate holds
+  exact      start + exact polish (Alg 5); Gaussian X; fails unless the
+             certificate holds. The ReLU starts from the parity start
+             (second moments; not in the paper), the tensor start (order-4
+             Hermite moment, Jennrich; Alg 4) if it fails; --start tensor
+             runs the paper's start only
   noisy      tensor start + sign recovery (Alg 6) + least-squares U;
              --refine adds a local least-squares refinement
   ica        FastICA + exact polish (Alg 3); Gaussian X, orthonormal V
