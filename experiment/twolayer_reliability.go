@@ -45,7 +45,7 @@ type ReliabilityRun struct {
 func init() {
 	Register(Experiment{
 		Name: "twolayer-reliability",
-		Description: "Exact recovery on every instance (Bakshi–Jayaram–Woodruff Thm 7 with the order-4 start and the margin polish): " +
+		Description: "Exact recovery on every instance (Bakshi–Jayaram–Woodruff Thm 7; the parity start, the order-4 tensor start as its fallback, and the margin polish): " +
 			"50 random noiseless instances at d=20, k=5, m=8, n=1e5; 10 at d=30, k=8, m=12, κ(V*)=3, n=2e5; " +
 			"3 at the scale target d=100, k=20, m=50, n=2e5 (fit time, target < 30 s on 2 cores). --quick runs 10 and 2 instances and skips the largest.",
 		Run: runReliability,
@@ -120,7 +120,7 @@ func runReliability(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Columns = append([]string{"family"}, rep.Columns[1:]...)
 	rep.Notes = []string{
 		"Instances: synth.TwoLayerTeacher (V* Gaussian with unit rows, or κ(V*) set exactly after row normalisation; U* i.i.d. N(0, 1/k)), standard Gaussian X, no noise; twolayer.Fit with default options (k inferred from the rank of Y, automatic route).",
-		"Exact means route tensor+polish with the certificate met and MaxRelErr ≤ 1e-9 after matching units up to permutation and positive scaling. The start angle is how far the exact polish moved a row of the tensor start.",
+		"Exact means route tensor+polish with the certificate met and MaxRelErr ≤ 1e-9 after matching units up to permutation and positive scaling. The start angle is how far the exact polish moved a row of its start (the parity start for these ReLU networks; the tensor start where that one fails).",
 	}
 	rep.Results = struct {
 		Cases []reliabilityCase `json:"cases"`

@@ -9,25 +9,34 @@ import (
 )
 
 // BenchmarkFitScale is the scale target: d=100, k=20, m=50, n=2e5,
-// noiseless, pure Go, target < 30 s on 2 cores. Main costs (flops): thin SVD
-// of Y 2·n·m² = 1e9; order-2 moment 2·n·d²·3 = 1.2e10; residualising on 231
-// quadratic features n·231² = 1.1e10; order-4 slices 2·n·k²·(4k+2k) ≈ 1.9e10
-// over three passes; polish k·n·(d+k) = 5e8. Floor ≈ 4e10 flops ≈ 3 s at the
-// ~13 GFLOP/s of pure-Go GEMM.
+// noiseless, pure Go, target < 30 s on 2 cores (0.88 s single-threaded,
+// 2026-11-26). Main costs (flops): thin SVD of Y 2·n·m² = 1e9; the parity
+// start's linear part (d+k)²·4·10⁴ ≈ 6e8 and its equations' Gram
+// (k(k+1)/2)²·2·10⁴ ≈ 9e8; the route screens (ICA on 10⁴ rows, collinear
+// classes); the polish and U: three products n·d·k (2.4e9 with the
+// multiply-adds counted twice) and the residual 2·n·k·m = 4e8. The
+// tensor start it replaced (Options.Start = "tensor") cost ≈ 2e10 more:
+// order-2 moment, residualisation, three order-4 slice passes.
 func BenchmarkFitScale(b *testing.B) {
-	benchFit(b, synth.TwoLayerConfig{D: 100, K: 20, M: 50}, 200000)
+	benchFit(b, synth.TwoLayerConfig{D: 100, K: 20, M: 50}, 200000, Options{Seed: 1})
+}
+
+// BenchmarkFitScaleTensorStart is BenchmarkFitScale with the paper's tensor
+// start only (2.7 s a fit single-threaded, 2026-11-26).
+func BenchmarkFitScaleTensorStart(b *testing.B) {
+	benchFit(b, synth.TwoLayerConfig{D: 100, K: 20, M: 50}, 200000, Options{Seed: 1, Start: StartTensor})
 }
 
 // BenchmarkFitSmall is the reliability instance: d=20, k=5, m=8, n=1e5.
 func BenchmarkFitSmall(b *testing.B) {
-	benchFit(b, synth.TwoLayerConfig{D: 20, K: 5, M: 8}, 100000)
+	benchFit(b, synth.TwoLayerConfig{D: 20, K: 5, M: 8}, 100000, Options{Seed: 1})
 }
 
-func benchFit(b *testing.B, cfg synth.TwoLayerConfig, n int) {
+func benchFit(b *testing.B, cfg synth.TwoLayerConfig, n int, opt Options) {
 	in := newInstance(b, 1, cfg, n, nil, synth.Noise{})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: 1})
+		res, err := Fit(context.Background(), in.X, in.Y, opt)
 		if err != nil {
 			b.Fatal(err)
 		}
