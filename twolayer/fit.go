@@ -104,20 +104,39 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	// certifies every unit: the parity start (ReLU only, parity.go), the
 	// quick tensor start (far above the sample floor: a block of rows),
 	// the tensor start from all rows. The noisy route takes the last.
-	var plan []func() (*Start, error)
+	type planned struct {
+		name string
+		make func() (*Start, error)
+	}
+	var plan []planned
 	if parityApplies(p, opt, coarse) {
-		plan = append(plan, func() (*Start, error) { return parityStart(ctx, p, opt) })
+		plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
 	}
 	if rows := startRows(p, opt, coarse); rows < p.n {
-		plan = append(plan, func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) })
+		plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
 	}
-	plan = append(plan, func() (*Start, error) { return tensorStart(ctx, p, opt) })
-	st, err := plan[0]()
+	plan = append(plan, planned{"tensor start", func() (*Start, error) { return tensorStart(ctx, p, opt) }})
+	// next computes the plan's starts from i on until one can be computed: a
+	// start that fails (say, the parity start's regression on inputs too
+	// ill-conditioned for its normal equations, which the tensor start
+	// whitens) hands over to the next, with a warning; the last one's error
+	// is the route's.
+	var skipped []string
+	next := func(i int) (*Start, int, error) {
+		for ; ; i++ {
+			st, err := plan[i].make()
+			if err == nil || i == len(plan)-1 || ctx.Err() != nil {
+				return st, i, err
+			}
+			skipped = append(skipped, fmt.Sprintf("the %s could not be computed (%v); went on to the %s", plan[i].name, err, plan[i+1].name))
+		}
+	}
+	st, at, err := next(0)
 	if err != nil {
 		return nil, err
 	}
 	k, m := st.K, Y.RawMatrix().Cols
-	res := &Result{Warnings: append([]string{}, st.Warnings...)}
+	res := &Result{Warnings: append(skipped, st.Warnings...)}
 	res.Diagnostics.Precision = certify.PrecisionName(p.roundoff)
 	diag := &res.Diagnostics
 	diag.Selection = sel
@@ -133,7 +152,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
 		diag.StartRows = st.Rows
 		if st.JennrichGap < 1e-3 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the tensor decomposition's eigenvalue gap is small (%.1e): the start may be inaccurate", st.JennrichGap))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
 		}
 	}
 	gapWarning(st)
@@ -176,9 +195,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		var resid float64
 		var reason string
 		var ok bool
-		for i := 0; ; i++ {
+		for {
 			// Only the last start gets the least-squares last resort.
-			last := i == len(plan)-1
+			last := at == len(plan)-1
 			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last); err != nil {
 				return nil, err
 			}
@@ -186,10 +205,12 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 				break
 			}
 			was := st.name()
-			if st, err = plan[i+1](); err != nil {
+			skipped = nil
+			if st, at, err = next(at + 1); err != nil {
 				return nil, err
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
+			res.Warnings = append(res.Warnings, skipped...)
 			gapWarning(st)
 			diag.InitAngleError = 0
 		}

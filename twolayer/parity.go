@@ -16,7 +16,7 @@ import (
 )
 
 // The parity start is the exact route's first start for the ReLU. It is not
-// in [BJW19] (docs/twolayer.md, "The parity start"); it needs only second
+// in [BJW19] (docs/twolayer.md, "Parity start"); it needs only second
 // moments, where the paper's tensor start needs the order-4 Hermite moment,
 // whose small ReLU coefficient makes it the noisiest and the most expensive
 // step of the fit.
@@ -29,7 +29,7 @@ import (
 // invertible k×k A. Its least-squares regression on x, C = E[xxᵀ]⁻¹E[x·red]
 // (d×k), is Vᵀ·A/2, so each sample splits into
 //
-//	b_q = C ᵀx_q = Aᵀ·t_q/2      (the odd part, t_q = V·x_q),
+//	b_q = Cᵀ·x_q = Aᵀ·t_q/2      (the odd part, t_q = V·x_q),
 //	r_q = red_q − b_q = Aᵀ·|t_q|/2 (the even part),
 //
 // and the columns g_j of G = A⁻¹ satisfy (g_j·b_q)² = (g_j·r_q)² on every
@@ -78,9 +78,10 @@ func parityApplies(p *problem, opt Options, coarse bool) bool {
 	return err == nil && (red0.ExactRank || red0.K == p.m)
 }
 
-// parityStart computes the parity start (the comment above) on all n
-// samples of p. The returned Start has no tensor moments; Resample on it
-// decomposes the same equations' null space again with fresh randomness.
+// parityStart computes the parity start (the comment above) for p, from
+// evenly spread subsamples (parityLinearRows, parityRows). The returned
+// Start has no tensor moments; Resample on it decomposes the same
+// equations' null space again with fresh randomness.
 func parityStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
 	if err != nil {
@@ -116,7 +117,8 @@ func parityStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 		return nil, fmt.Errorf("twolayer: parity start, linear part: %w", err)
 	}
 
-	// The equations' Gram on the first rows, and the even part's sum there.
+	// The equations' Gram on evenly spread rows, and the even part's sum
+	// there.
 	kk := k * (k + 1) / 2
 	gram, mean, err := parityGram(ctx, p.X, p.Y, P, C, parityRows(n, k))
 	if err != nil {
@@ -186,12 +188,16 @@ func newParityEquations(gram *mat.SymDense, C *mat.Dense, mean []float64, k int,
 // with random combinations drawn from rng.
 func (st *Start) decomposeParity(rng *rand.Rand) error {
 	pe := st.parity
-	dec, err := tensor.Jennrich(pe.slices, rng, tensor.JennrichOptions{})
-	if err != nil {
-		return fmt.Errorf("twolayer: parity start: %w", err)
+	k := st.K
+	// One unit: the null space is g·gᵀ itself, nothing to decompose.
+	dec := &tensor.Decomposition{W: mat.NewDense(1, 1, []float64{1}), MinGap: math.Inf(1)}
+	if k > 1 {
+		var err error
+		if dec, err = tensor.Jennrich(pe.slices, rng, tensor.JennrichOptions{}); err != nil {
+			return fmt.Errorf("twolayer: parity start: %w", err)
+		}
 	}
 	st.JennrichGap, st.JennrichTries, st.JennrichResidual = dec.MinGap, dec.Tries, dec.Residual
-	k := st.K
 	d, _ := pe.C.Dims()
 	var lifted mat.Dense
 	lifted.Mul(pe.C, dec.W) // d×k: column j ∝ v_j
