@@ -169,3 +169,20 @@ func TestParityStartCorrelatedInputs(t *testing.T) {
 		t.Errorf("weight error %.1e", e.MaxRelErr)
 	}
 }
+
+// One hidden unit: the parity start needs no decomposition, and the polish
+// takes the basis itself as the null vector when it vanishes on every
+// confident zero (it used to double its zero set until it gave up, so
+// k = 1 never certified).
+func TestOneUnitExact(t *testing.T) {
+	in := newInstance(t, 3, synth.TwoLayerConfig{D: 6, K: 1, M: 3}, 20000, nil, synth.Noise{})
+	for _, start := range []StartKind{StartAuto, StartTensor} {
+		res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: 2, Hidden: 1, Route: UseExact, Start: start})
+		if err != nil {
+			t.Fatalf("start %s: %v", start, err)
+		}
+		if e := compare(t, in.teacher, res.Model); e.MaxRelErr > 1e-9 || !res.Certificate.Met {
+			t.Errorf("start %s: weight error %.1e, certificate %+v", start, e.MaxRelErr, res.Certificate)
+		}
+	}
+}

@@ -236,6 +236,11 @@ func nullVector(B *mat.Dense, n int, zeros func(t int) []int) (w []float64, t in
 			return nil, 0, err.Error()
 		}
 		if s[0] == 0 {
+			if k == 1 {
+				// One unit: its activation (the basis itself) vanishing on
+				// every confident zero is the null vector.
+				return []float64{1}, t, ""
+			}
 			continue
 		}
 		if s[k-1] > nullTol*s[0] {
