@@ -17,16 +17,19 @@ const smallestDense = 300
 // semidefinite n×n matrix S, ascending (those beyond the k-th only
 // approximately, see below), and orthonormal eigenvectors (n×k,
 // as columns) for the first k ≤ r of them: an orthonormal basis of the
-// invariant subspace of the k smallest eigenvalues, as accurate as a full
-// eigendecomposition's when the k-th eigenvalue is separated from the next
-// (its purpose: the near-null space of a Gram matrix).
+// invariant subspace of the k smallest eigenvalues (its purpose: the
+// near-null space of a Gram matrix).
 //
 // Above smallestDense it runs shift-and-invert subspace iteration (Saad,
 // "Numerical Methods for Large Eigenvalue Problems", §5.1): p = min(n,
 // r + 10) columns, each step a Cholesky solve with S + μI (μ = 1e-12·tr S,
-// which keeps the factorisation defined on a singular S) followed by a
+// raised tenfold up to 1e-6·tr S while the factorisation fails: it keeps
+// the factorisation defined on a singular S) followed by a
 // Rayleigh–Ritz projection, until the residual ‖S·q − θ·q‖ of each of the
-// k wanted Ritz pairs is below 1e-10·tr S (or 500 steps). The eigenvalues
+// k wanted Ritz pairs is below 1e-10·tr S (or 500 steps, after which the
+// Ritz pairs reached are returned): the subspace is then within about
+// 1e-10·tr S/(λ_{k+1} − λ_k) of the true one — a full eigendecomposition's
+// accuracy only when that gap is a fair fraction of tr S. The eigenvalues
 // k+1…r returned are the Ritz values at that step: upper bounds (Cauchy
 // interlacing), close to the eigenvalues unless the spectrum above the k-th
 // is tightly clustered — good for judging the gap, not for more. The subspace of the k
@@ -64,7 +67,7 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 		if chol.Factorize(shifted) {
 			break
 		}
-		if mu > 1e-6*trace {
+		if mu >= 1e-6*trace*(1-1e-9) {
 			return nil, nil, fmt.Errorf("linalg.SmallestEigen: %w: S + μI has no Cholesky factor for μ up to 1e-6·tr S", ErrNotPositiveDefinite)
 		}
 	}
@@ -123,7 +126,7 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 // by an orthonormal basis of their span: modified Gram–Schmidt, twice
 // ("twice is enough", Giraud et al. 2005), O(n·p²).
 func orthonormalize(Q *mat.Dense) {
-	n, p := Q.Dims()
+	_, p := Q.Dims()
 	cols := make([][]float64, p)
 	for j := range cols {
 		cols[j] = mat.Col(nil, j, Q)
@@ -144,6 +147,12 @@ func orthonormalize(Q *mat.Dense) {
 				norm += v * v
 			}
 			norm = math.Sqrt(norm)
+			if norm == 0 {
+				// Only a degenerate start gets here (S + μI is positive
+				// definite): a unit vector, which the second pass
+				// orthogonalises against the others.
+				c[j%len(c)], norm = 1, 1
+			}
 			for i := range c {
 				c[i] /= norm
 			}
@@ -152,5 +161,4 @@ func orthonormalize(Q *mat.Dense) {
 	for j, c := range cols {
 		Q.SetCol(j, c)
 	}
-	_ = n
 }

@@ -66,6 +66,34 @@ func TestSmallestEigen(t *testing.T) {
 			}
 		}
 	}
+	// A singular PSD matrix with rounding-level negative eigenvalues, as a
+	// Gram matrix of exact equations is: the null space comes back.
+	n, r := 400, 380
+	A := mat.NewDense(n, r, nil)
+	for i := range A.RawMatrix().Data {
+		A.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	var G mat.Dense
+	G.Mul(A, A.T()) // rank r: a 20-dimensional null space
+	S := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			S.SetSym(i, j, G.At(i, j))
+		}
+	}
+	vals, vecs, err := SmallestEigen(S, n-r, n-r+1, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The documented accuracy: an angle of at most 1e-10·tr S/λ_{k+1} to
+	// the null space (‖Aᵀ·q‖ ≥ √λ_{k+1}·sin(angle) for a unit q).
+	var AtV mat.Dense
+	AtV.Mul(A.T(), vecs)
+	trace := mat.Trace(S)
+	angle := mat.Norm(&AtV, 2) / math.Sqrt(vals[n-r])
+	if angle > 1e-10*trace/vals[n-r] || vals[n-r-1] > 1e-9*trace || vals[n-r] < 0.1 {
+		t.Errorf("singular S: angle to the null space %.2g (bound %.2g), eigenvalues %.3g then %.3g", angle, 1e-10*trace/vals[n-r], vals[n-r-1], vals[n-r])
+	}
 	if _, _, err := SmallestEigen(mat.NewSymDense(3, nil), 2, 1, rng); err == nil {
 		t.Error("r < k accepted")
 	}

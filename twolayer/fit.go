@@ -199,7 +199,12 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 			// Only the last start gets the least-squares last resort.
 			last := at == len(plan)-1
 			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last); err != nil {
-				return nil, err
+				// A start whose retries fail to decompose is one more start
+				// that did not certify; only the last one's error stops.
+				if last || ctx.Err() != nil {
+					return nil, err
+				}
+				reason = err.Error()
 			}
 			if ok || last {
 				break

@@ -127,7 +127,9 @@ type Diagnostics struct {
 	// Start names the start the route polished last: "parity" (the exact
 	// route's first start for the ReLU, docs/twolayer.md) or "tensor"
 	// ([BJW19, Alg 4]). ParityGap is σ_{k+1}/σ_k of the parity start's
-	// equations (how clearly their k-dimensional null space stands out).
+	// equations (how clearly their k-dimensional null space stands out;
+	// above k = 23 σ_{k+1} comes from a Ritz value, linalg.SmallestEigen,
+	// and the gap may be overstated a little).
 	Start     string  `json:"start,omitempty"`
 	ParityGap float64 `json:"parity_gap,omitempty"`
 	// TensorOrder is the tensor start's Hermite order (0 after a parity start).

@@ -24,9 +24,9 @@ import (
 // For inputs whose distribution is symmetric (x and −x equally likely, as
 // for every centred Gaussian) the identity ReLU(t) = t/2 + |t|/2 splits each
 // hidden activation into an odd part, linear in x, and an even part,
-// uncorrelated with x. Let red = Y·P (n×k) be the outputs reduced to the top
-// k right singular vectors P of Y; noiseless, red_q = ReLU(V·x_q)ᵀ·A for an
-// invertible k×k A. Its least-squares regression on x, C = E[xxᵀ]⁻¹E[x·red]
+// uncorrelated with x. Let red = Y·P·diag(1/σ) (n×k) be the outputs reduced
+// to the top k right singular vectors P of Y, scaled by the singular values
+// σ; noiseless, red_q = ReLU(V·x_q)ᵀ·A for an invertible k×k A. Its least-squares regression on x, C = E[xxᵀ]⁻¹E[x·red]
 // (d×k), is Vᵀ·A/2, so each sample splits into
 //
 //	b_q = Cᵀ·x_q = Aᵀ·t_q/2      (the odd part, t_q = V·x_q),
@@ -161,6 +161,10 @@ type parityEquations struct {
 // (k(k+1)/2 square) with the smallest eigenvalues, as k×k slices
 // (linalg.SmallestEigen, whose random start comes from rng).
 func newParityEquations(gram *mat.SymDense, C *mat.Dense, mean []float64, k int, rng *rand.Rand) (*parityEquations, error) {
+	if k == 1 {
+		// One unknown, one unit: the slice is g·gᵀ itself.
+		return &parityEquations{slices: []*mat.SymDense{mat.NewSymDense(1, []float64{1})}, C: C, mean: mean, gap: math.Inf(1)}, nil
+	}
 	vals, vecs, err := linalg.SmallestEigen(gram, k, k+1, rng)
 	if err != nil {
 		return nil, fmt.Errorf("twolayer: parity start: the null space of the equations: %w", err)

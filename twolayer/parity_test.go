@@ -184,5 +184,9 @@ func TestOneUnitExact(t *testing.T) {
 		if e := compare(t, in.teacher, res.Model); e.MaxRelErr > 1e-9 || !res.Certificate.Met {
 			t.Errorf("start %s: weight error %.1e, certificate %+v", start, e.MaxRelErr, res.Certificate)
 		}
+		want := map[StartKind]string{StartAuto: "parity", StartTensor: "tensor"}[start]
+		if res.Diagnostics.Start != want || len(res.Warnings) > 0 {
+			t.Errorf("start %s: ran the %q start (want %q), warnings %q", start, res.Diagnostics.Start, want, res.Warnings)
+		}
 	}
 }
