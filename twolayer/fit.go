@@ -195,10 +195,11 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		var resid float64
 		var reason string
 		var ok bool
+		found := &certifiedRows{} // shared by the starts: each looks only for the units still missing
 		for {
 			// Only the last start gets the least-squares last resort.
 			last := at == len(plan)-1
-			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last); err != nil {
+			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last, found); err != nil {
 				// A start whose retries fail to decompose is one more start
 				// that did not certify; only the last one's error stops.
 				if last || ctx.Err() != nil {
@@ -262,9 +263,12 @@ const startRetries = 2
 // least squares and polishing again. ok reports a certified exact answer.
 //
 // quick (a start that fitTensor replaces by another when it fails: see its
-// plan) skips the least-squares last resort.
-func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result, quick bool) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
+// plan) skips the least-squares last resort. found holds the rows certified
+// so far, by earlier starts too: a unit certified once is not looked for
+// again.
+func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result, quick bool, found *certifiedRows) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
 	k := st.K
+	carried := len(found.rows)
 	// The polish reads the basis of col(Y), not the start's moments: those
 	// are released (a retry rebuilds them), and the basis is dropped before
 	// the output fit, so no stage carries another's n×k matrices.
@@ -280,7 +284,6 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	if st.Basis == nil {
 		work = basis.RawMatrix().Data
 	}
-	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
 		Vp, reps, err := ExactPolish(ctx, X, basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
 		if err != nil {
@@ -303,6 +306,9 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		return nil, nil, nil, 0, fmt.Sprintf("no unit could be polished to an exact row: the data are not exactly a %s network of this width (noise, or another activation?)", opt.Activation), false, nil
 	}
 	how := "every unit was polished to an exact row from the " + st.name()
+	if carried > 0 {
+		how = fmt.Sprintf("every unit was polished to an exact row (%d from earlier starts, the rest from the %s)", carried, st.name())
+	}
 	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
 		before := len(found.rows)
 		o := opt

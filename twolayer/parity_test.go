@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -188,5 +189,39 @@ func TestOneUnitExact(t *testing.T) {
 		if res.Diagnostics.Start != want || len(res.Warnings) > 0 {
 			t.Errorf("start %s: ran the %q start (want %q), warnings %q", start, res.Diagnostics.Start, want, res.Warnings)
 		}
+	}
+}
+
+// Off-centre inputs (x ~ N(0.3, I), outside both starts' assumptions): the
+// parity start certifies some units, and the next start of the plan only
+// has to find the rest — the certified rows carry over; the route is exact.
+func TestStartsShareCertifiedRows(t *testing.T) {
+	cfg := synth.TwoLayerConfig{D: 12, K: 4, M: 6}
+	rng := synth.NewRand(1)
+	teacher, err := synth.TwoLayerTeacher(cfg, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	X, err := synth.GaussianInputs(60000, cfg.D, nil, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := X.RawMatrix().Data
+	for i := range raw {
+		raw[i] += 0.3
+	}
+	Y, _, err := synth.TwoLayerData(teacher, X, synth.Noise{}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Fit(context.Background(), X, Y, Options{Seed: 1, Route: UseExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := compare(t, teacher, res.Model); e.MaxRelErr > 1e-9 || !res.Certificate.Met {
+		t.Fatalf("weight error %.1e, certificate %+v", e.MaxRelErr, res.Certificate)
+	}
+	if !strings.Contains(res.Reason, "from earlier starts") || res.Diagnostics.Start != "tensor" {
+		t.Errorf("want units from the parity start and the rest from a tensor start: start %q, reason %q, warnings %q", res.Diagnostics.Start, res.Reason, res.Warnings)
 	}
 }

@@ -169,7 +169,7 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 	diag.TensorOrder = st.Order
 	diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
 	diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
-	V, _, _, _, reason, ok, err := exactRoute(ctx, X, L, st, o, res, false)
+	V, _, _, _, reason, ok, err := exactRoute(ctx, X, L, st, o, res, false, &certifiedRows{})
 	if err != nil {
 		return nil, err
 	}
