@@ -29,7 +29,8 @@
 //     remains its fallback (Options.Start).
 //   - ExactPolish (Alg 5 in margin form): makes each row exact by solving
 //     linear systems on confidently inactive samples, with a per-unit and a
-//     global residual certificate. Tensor start + polish is RouteExact.
+//     global residual certificate. Start (parity or tensor) + polish is
+//     RouteExact.
 //   - RecoverSigns (Alg 6) and SolveU (Lemma 20): the noisy route; Refine is
 //     an optional local least-squares refinement (not in the paper).
 //   - FitICA (Alg 3): FastICA for orthonormal V, then the polish.

@@ -9,9 +9,12 @@ import (
 
 // Route names. Fit reports which one produced the answer in Result.Route.
 const (
-	// RouteExact is the tensor start (order-r Hermite moment + Jennrich)
-	// followed by the exact polish (Alg 5, margin form); it returns a residual
-	// certificate and is only reported when that certificate is met.
+	// RouteExact is a start followed by the exact polish (Alg 5, margin
+	// form): the parity start for the ReLU, the tensor start (order-r
+	// Hermite moment + Jennrich) where it does not apply or fails
+	// (Diagnostics.Start says which). It returns a residual certificate and
+	// is only reported when that certificate is met. The name predates the
+	// parity start and is kept for the scripts that read it.
 	RouteExact = "tensor+polish"
 	// RouteNoisy is the tensor start followed by sign recovery by projections
 	// (Alg 6) and least-squares U (Lemma 20), optionally refined.
