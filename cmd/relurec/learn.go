@@ -268,8 +268,12 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 		{"data", fmt.Sprintf("n=%d, d=%d, m=%d", out.Samples, out.D, out.M)},
 	}
 	rows = append(rows, learnerRows(out.Learner)...)
+	route := res.Route
+	if res.Diagnostics.Start != "" && res.Certificate.Met {
+		route += fmt.Sprintf(" (from the %s start)", res.Diagnostics.Start)
+	}
 	rows = append(rows, [][2]string{
-		{"route", res.Route},
+		{"route", route},
 		{"reason", res.Reason},
 		{"hidden units k", k},
 		{"certificate", cert},
