@@ -142,7 +142,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	diag.Selection = sel
 	diag.Hidden, diag.HiddenInferred = k, st.Inferred
 	diag.SingularValuesY = st.SingularValues
-	gapWarning := func(st *Start) {
+	// noteStart records the start in use in the diagnostics, and warns of a
+	// small eigenvalue gap in its decomposition.
+	noteStart := func(st *Start) {
 		diag.Start, diag.ParityGap = "tensor", 0
 		if st.parity != nil {
 			diag.Start, diag.ParityGap = "parity", st.parity.gap
@@ -155,7 +157,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
 		}
 	}
-	gapWarning(st)
+	noteStart(st)
 
 	// finish certifies V, U; F = φ(X·Vᵀ) and its residual, when the route
 	// already has them, are not computed again.
@@ -217,7 +219,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
 			res.Warnings = append(res.Warnings, skipped...)
-			gapWarning(st)
+			noteStart(st)
 			diag.InitAngleError = 0
 		}
 		if ok {
@@ -242,7 +244,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		if st, err = tensorStart(ctx, p, opt); err != nil {
 			return nil, err
 		}
-		gapWarning(st)
+		noteStart(st)
 	}
 	V, U, err := noisyRoute(ctx, X, Y, st.V, opt, res)
 	if err != nil {
@@ -457,18 +459,28 @@ const quickStartFactor = 4
 // are taken in order, as the screens take theirs: samples are assumed
 // exchangeable (a sorted file only costs the second start).
 func startRows(p *problem, opt Options, coarse bool) int {
-	if opt.Route == "noisy" || coarse {
+	k, ok := exactRouteRuns(p, opt, coarse)
+	if !ok {
 		return p.n
 	}
-	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
-	if err != nil || !(red0.ExactRank || red0.K == p.m) {
-		return p.n
-	}
-	r := quickStartFactor * minSamples(p.d, red0.K)
+	r := quickStartFactor * minSamples(p.d, k)
 	if p.n < 2*r {
 		return p.n
 	}
 	return r
+}
+
+// exactRouteRuns reports whether fitTensor will try the exact route on p
+// (float64 data, Y exactly rank k or k = m, not the noisy route), and k.
+func exactRouteRuns(p *problem, opt Options, coarse bool) (k int, ok bool) {
+	if opt.Route == "noisy" || coarse {
+		return 0, false
+	}
+	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
+	if err != nil || !(red0.ExactRank || red0.K == p.m) {
+		return 0, false
+	}
+	return red0.K, true
 }
 
 // exactURows is how many samples (the first ones) the exact route's output

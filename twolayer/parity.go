@@ -68,14 +68,14 @@ func parityLinearRows(n, d int) int { return min(n, max(20000, 400*d)) }
 func spreadRow(i, rows, n int) int { return int(int64(i) * int64(n) / int64(rows)) }
 
 // parityApplies reports whether fitTensor starts the exact route from the
-// parity start: a ReLU network whose exact route will run (see startRows),
-// unless Options.Start asks for the tensor start.
+// parity start: a ReLU network whose exact route will run
+// (exactRouteRuns), unless Options.Start asks for the tensor start.
 func parityApplies(p *problem, opt Options, coarse bool) bool {
-	if opt.Start == StartTensor || opt.Activation != nn.ReLU || opt.Route == "noisy" || coarse {
+	if opt.Start == StartTensor || opt.Activation != nn.ReLU {
 		return false
 	}
-	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
-	return err == nil && (red0.ExactRank || red0.K == p.m)
+	_, ok := exactRouteRuns(p, opt, coarse)
+	return ok
 }
 
 // parityStart computes the parity start (the comment above) for p, from
@@ -119,19 +119,12 @@ func parityStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
 
 	// The equations' Gram on evenly spread rows, and the even part's sum
 	// there.
-	kk := k * (k + 1) / 2
 	gram, mean, err := parityGram(ctx, p.X, p.Y, P, C, parityRows(n, k))
 	if err != nil {
 		return nil, err
 	}
-	sym := mat.NewSymDense(kk, nil)
-	for i := 0; i < kk; i++ {
-		for j := i; j < kk; j++ {
-			sym.SetSym(i, j, gram[i*kk+j])
-		}
-	}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed_7e45))
-	if st.parity, err = newParityEquations(sym, C, mean, k, rng); err != nil {
+	if st.parity, err = newParityEquations(gram, C, mean, k, rng); err != nil {
 		return nil, err
 	}
 	opt.progress("parity start", 1, 2)
@@ -220,15 +213,15 @@ func (st *Start) decomposeParity(rng *rand.Rand) error {
 	return nil
 }
 
-// parityGram returns the Gram matrix (k(k+1)/2 square, upper triangle,
-// row-major) of the parity start's equations on rows samples spread evenly
+// parityGram returns the Gram matrix (k(k+1)/2 square) of the parity
+// start's equations on rows samples spread evenly
 // over X and Y (spreadRow) —
 // one equation per sample, b_a·b_c − r_a·r_c for a ≤ c (doubled off the
 // diagonal, so that the unknowns are the upper triangle of S), with
 // red = Y·P, b = X·C and r = red − b — and the sum of r over those rows.
 // The sums run over linalg.GramChunk-row chunks in fixed groups (groupSums):
 // the same bits at any GOMAXPROCS.
-func parityGram(ctx context.Context, X, Y, P, C *mat.Dense, rows int) (gram, rsum []float64, err error) {
+func parityGram(ctx context.Context, X, Y, P, C *mat.Dense, rows int) (gram *mat.SymDense, rsum []float64, err error) {
 	_, d := X.Dims()
 	m, k := P.Dims()
 	kk := k * (k + 1) / 2
@@ -273,5 +266,11 @@ func parityGram(ctx context.Context, X, Y, P, C *mat.Dense, rows int) (gram, rsu
 	if err != nil {
 		return nil, nil, err
 	}
-	return sums[:kk*kk], sums[kk*kk:], nil
+	gram = mat.NewSymDense(kk, nil)
+	for i := 0; i < kk; i++ {
+		for j := i; j < kk; j++ {
+			gram.SetSym(i, j, sums[i*kk+j])
+		}
+	}
+	return gram, sums[kk*kk:], nil
 }
