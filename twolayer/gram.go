@@ -163,12 +163,6 @@ func hermiteMoment2(ctx context.Context, X, S *mat.Dense, progress func(done, to
 	return out, nil
 }
 
-// rowTimes sets out = x·B for B (len(x)×len(out), row-major in b with the
-// given stride): internal/kern.RowTimes. Each entry is summed over x in
-// order, as dot does, but the len(out) sums run side by side instead of as
-// one chain of dependent adds.
-func rowTimes(out, x, b []float64, stride int) { kern.RowTimes(out, x, b, stride) }
-
 // maxProcs is the number of goroutines parallel.For may run (the size of
 // per-worker scratch tables).
 func maxProcs() int { return runtime.GOMAXPROCS(0) }

@@ -101,7 +101,7 @@ func (mo *startMoments) hermiteSlices(ctx context.Context, thetas *mat.Dense, cs
 			pending.apply(Z, red, lo, &b.res)
 		}
 		// The channel weights s = red·θ and the contractions z·α, z·β of
-		// the chunk's rows (each entry rowTimes's sum).
+		// the chunk's rows (each entry kern.RowTimes's sum).
 		kern.MulRows(b.s, p, rr.Data[lo*rr.Stride:], rr.Stride, th.Data, th.Stride, rows, k, p)
 		kern.MulRows(b.a, na, Z.Data, Z.Stride, ab, na, rows, k, na)
 		for q := lo; q < hi; q++ {
