@@ -59,8 +59,10 @@ type Start struct {
 	JennrichTries    int
 	Warnings         []string
 
-	// Rows is how many samples (the first ones) the moments were read
-	// from: all n, or fewer for a quick start (quickStartRows).
+	// Rows is how many samples the start read: for a tensor start the
+	// first Rows (all n, or fewer for a quick start: startRows); for a
+	// parity start the rows, spread evenly, its linear part was regressed
+	// on (parityLinearRows).
 	Rows int
 
 	moments *startMoments
