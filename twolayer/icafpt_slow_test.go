@@ -111,3 +111,36 @@ func TestFPTReliability(t *testing.T) {
 		}
 	}
 }
+
+// icaScreenMaxIter's measurement: on orthonormal V* the screen's FastICA
+// settles in 8–17 iterations (d = 15…100, k = 5…20, 3 seeds each), well
+// under the cap. Run with: go test -tags slow -run ICAScreenSettles -v ./twolayer/
+func TestICAScreenSettles(t *testing.T) {
+	for _, cfg := range []synth.TwoLayerConfig{{D: 15, K: 5, M: 8, CondV: 1}, {D: 20, K: 10, M: 10, CondV: 1}, {D: 20, K: 20, M: 20, CondV: 1}, {D: 50, K: 10, M: 20, CondV: 1}, {D: 100, K: 20, M: 50, CondV: 1}} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			n := max(minSamples(cfg.D, cfg.K), 30000)
+			in := newInstance(t, seed, cfg, n, nil, synth.Noise{})
+			p, err := newProblem(in.X, in.Y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			red0, err := reduceOutputs(p, 0, "the ICA route")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, k := min(n, icaScreenRows(cfg.D)), red0.K
+			red := mat.NewDense(rows, k, nil)
+			red.Mul(in.Y.Slice(0, rows, 0, cfg.M), red0.V.Slice(0, cfg.M, 0, k))
+			est := &ICAEstimate{K: k}
+			o := Options{Seed: seed}.withDefaults().ica()
+			o.MaxIter = 1000
+			if err := icaUnmix(context.Background(), in.X.Slice(0, rows, 0, cfg.D).(*mat.Dense), red, o, est, icaScreenTol); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("d=%d k=%d seed %d: %d iterations, max |cos| %.3g", cfg.D, cfg.K, seed, est.ICAIterations, maxOffDiagCos(est.V))
+			if !est.ICAConverged || est.ICAIterations > icaScreenMaxIter*2/3 {
+				t.Errorf("d=%d k=%d seed %d: FastICA took %d iterations (converged %v), want well under the cap %d", cfg.D, cfg.K, seed, est.ICAIterations, est.ICAConverged, icaScreenMaxIter)
+			}
+		}
+	}
+}

@@ -95,7 +95,7 @@ func floatsDiv(v []float64, s float64) []float64 {
 // From data at the exact route's sample floor the parity start lands inside
 // the polish's margin, about 1.1·√(d/n) rad from V (the sampling error of
 // the linear part), closer than the tensor start on the same data (measured
-// at d=100, k=20, n=2e5: 0.023 rad vs 0.07–0.22, docs/twolayer.md); Fit
+// at d=100, k=20, n=2e5: 0.048–0.054 rad vs 0.07–0.22, TestParityStartScan); Fit
 // certifies from it alone, with correct signs.
 func TestParityStartAccuracy(t *testing.T) {
 	cfg := synth.TwoLayerConfig{D: 20, K: 5, M: 8}
