@@ -66,10 +66,10 @@ const icaScreenTol = 1e-6
 
 // icaScreenMaxIter caps the screen's FastICA iterations. For orthonormal V*
 // the sources are independent and the screen settles in 8–17 iterations
-// (d = 15…100, k = 5…20, 3 seeds each: TestICAScreenSettles, slow;
-// generic V*: 19–42 above), while a
-// generic V* can keep FastICA wandering to its default 1000 (d = k = m =
-// 20, seed 2: 2.0 s of a 2.5 s fit; ~7 ms an iteration there). A screen
+// (d = 15…100, k = 5…20, 3 seeds each: TestICAScreenSettles, slow; generic
+// V*: 19–42 above), while a generic V* can keep FastICA wandering to its
+// default 1000 (d = k = m = 20, seed 2: 2.0 s of a 2.5 s fit; ~7 ms an
+// iteration there). A screen
 // that has not settled by then is read as "not orthonormal": at worst an
 // orthonormal V* slower than measured goes to the exact route, which
 // certifies it as well.
