@@ -6,7 +6,11 @@
 // with the purego build tag) in Go. Both give the same bits: the assembly
 // vectorises over the output's columns only and keeps each entry's
 // operations, their order and their rounding (a multiply and an add, never
-// a fused multiply–add), so results do not depend on the CPU or the build.
+// a fused multiply–add), and the Go loops round every product explicitly
+// (float64(x*y)), which keeps the compiler from fusing it where it may
+// (arm64, GOAMD64=v3). Callers' own Go loops around these kernels are not
+// covered: results are reproducible within one build, and agree across
+// builds only as far as those loops are not fused.
 package kern
 
 // Pair4 adds to the first n entries of ca and cb the weighted sums of four
@@ -35,8 +39,9 @@ func pair4Go(ca, cb, b0, b1, b2, b3 []float64, x *[8]float64) {
 	cb, b0, b1, b2, b3 = cb[:len(ca)], b0[:len(ca)], b1[:len(ca)], b2[:len(ca)], b3[:len(ca)]
 	for j := range ca {
 		v0, v1, v2, v3 := b0[j], b1[j], b2[j], b3[j]
-		ca[j] += x0*v0 + x1*v1 + x2*v2 + x3*v3
-		cb[j] += y0*v0 + y1*v1 + y2*v2 + y3*v3
+		// float64(…): each product rounded, never fused into an add.
+		ca[j] += float64(x0*v0) + float64(x1*v1) + float64(x2*v2) + float64(x3*v3)
+		cb[j] += float64(y0*v0) + float64(y1*v1) + float64(y2*v2) + float64(y3*v3)
 	}
 }
 
@@ -66,7 +71,7 @@ func rowTimesGo(out, x, b []float64, stride int) {
 	for i, xi := range x {
 		row := b[i*stride : i*stride+len(out)]
 		for j, v := range row {
-			out[j] += xi * v
+			out[j] += float64(xi * v) // rounded product, never fused
 		}
 	}
 }
