@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// CheckFinite's row screen (finiteRow) misses no position: every column of
+// CheckFinite's row screen (internal/kern.Finite) misses no position: every column of
 // rows of 1 to 9 entries (the four sums and the tail), each bad value.
 func TestCheckFiniteEveryPosition(t *testing.T) {
 	for c := 1; c <= 9; c++ {

@@ -426,7 +426,7 @@ func newIterator(z *mat.Dense, g Nonlinearity) *iterator {
 // chunk, the projections Y = Z·Wᵀ are one internal/kern.MulRows product
 // (each entry the in-order sum over z's entries) and Σ g(Y)ᵀ·Z one
 // internal/outer.Add, instead of scalar loops over every row and unit
-// (about 4× faster at c = 20).
+// (twolayer's BenchmarkICARoute, d=20, k=6: 0.24–0.36 → 0.16 s).
 func (it *iterator) step(W *mat.Dense) *mat.Dense {
 	c := it.c
 	wt := mat.DenseCopyOf(W.T()).RawMatrix() // c×c, row j holds the j-th entry of every w_i

@@ -128,8 +128,9 @@ func acdc(slices []*mat.SymDense, norms2 []float64, W *mat.Dense, sweeps int) *D
 			for i, M := range slices {
 				f, mr := diag[i][j], M.RawSymmetric()
 				for a := 0; a < k; a++ {
-					// qa[b] += f·ma[b], by f64.AxpyUnitary (a multiply
-					// and an add per entry, no FMA: the loop's bits).
+					// qa[b] += f·ma[b], by f64.AxpyUnitary (on amd64
+					// gonum's assembly: a multiply and an add per entry,
+					// no FMA, the loop's bits).
 					floats.AddScaled(q.Data[a*q.Stride+a:a*q.Stride+k], f, mr.Data[a*mr.Stride+a:a*mr.Stride+k])
 				}
 			}

@@ -6,6 +6,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/kern"
 )
 
 // topEigen returns the largest eigenvalue of the symmetric k×k matrix Q and
@@ -26,12 +28,11 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 	raw := Q.RawSymmetric()
 	a := ws.a[:k*k]
 	for i := 0; i < k; i++ {
-		copy(a[i*k+i:(i+1)*k], raw.Data[i*raw.Stride+i:i*raw.Stride+k])
-	}
-	for _, v := range a {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		row := raw.Data[i*raw.Stride+i : i*raw.Stride+k]
+		if !kern.Finite(row) {
 			return 0, nil, false
 		}
+		copy(a[i*k+i:(i+1)*k], row)
 	}
 	d, e, tau := ws.d[:k], ws.e[:k-1], ws.tau[:k-1]
 	var impl gonum.Implementation
