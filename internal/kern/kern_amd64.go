@@ -2,29 +2,11 @@
 
 package kern
 
-// useAVX2 reports a CPU and OS with AVX2 (CPUID and the saved YMM state).
-var useAVX2 = hasAVX2()
+import "golang.org/x/sys/cpu"
 
-func hasAVX2() bool {
-	maxID, _, _, _ := cpuid(0, 0)
-	if maxID < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
-		return false
-	}
-	if eax, _ := xgetbv(); eax&6 != 6 { // XMM and YMM state saved by the OS
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
-
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-
-func xgetbv() (eax, edx uint32)
+// useAVX2 reports a CPU and OS with AVX2 (CPUID, and the YMM state saved by
+// the OS: golang.org/x/sys/cpu checks both).
+var useAVX2 = cpu.X86.HasAVX2
 
 //go:noescape
 func pair4AVX2(ca, cb, b0, b1, b2, b3 *float64, n int, x *[8]float64)
