@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -187,5 +188,24 @@ func TestDistillObjectives(t *testing.T) {
 	}
 	if _, err := (DistillOptions{Objective: "mse"}).objective(); !errors.Is(err, ErrInput) {
 		t.Fatalf("unknown objective: %v", err)
+	}
+}
+
+// A NaN among the training inputs is refused, as it is among the held-out
+// ones (it used to make every epoch's loss NaN and keep the start).
+func TestDistillRefusesNaNInputs(t *testing.T) {
+	m, err := NewMLP([]int{3, 4, 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := mat.NewDense(6, 3, nil)
+	for i := range x.RawMatrix().Data {
+		x.RawMatrix().Data[i] = float64(i%5) - 2
+	}
+	teacher := m.Forward(x)
+	x.Set(2, 1, math.NaN())
+	_, err = Distill(context.Background(), m, x, teacher, DistillOptions{TrainOptions: TrainOptions{Epochs: 1}})
+	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("err = %v, want ErrInput naming the NaN", err)
 	}
 }

@@ -191,6 +191,10 @@ func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
 	if d != m.In() {
 		return fmt.Errorf("nn: %s: inputs have %d columns but the network takes %d: %w", fn, d, m.In(), ErrInput)
 	}
+	// A NaN or Inf input would make every epoch's loss NaN without an error.
+	if _, _, err := certify.CheckMatrix("nn."+fn, "x", x, -1, d, fmt.Sprintf("n×%d finite inputs", d)); err != nil {
+		return err
+	}
 	switch {
 	case opt.Epochs < 0:
 		return fmt.Errorf("nn: %s: Epochs must be ≥ 0, got %d: %w", fn, opt.Epochs, ErrInput)
