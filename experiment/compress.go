@@ -303,8 +303,8 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 
 // compressOrDistill is one run of method m at budget keep: CompressMLP, or
 // for a distilling method a copy of the earlier compression of m.from at
-// this budget (in fits) distilled for m.distill epochs; the run's time is
-// then the layer fit's plus the distillation's.
+// this budget (in fits) distilled for m.distill epochs (the caller times
+// the call: for a distilling method, the distillation only).
 func compressOrDistill(ctx context.Context, net *nn.MLP, calib *mat.Dense, m fashionMethod, keep float64, holdout *mat.Dense, fits map[string]*compress.Result) (*compress.Result, error) {
 	if m.distill == 0 {
 		return compress.CompressMLP(ctx, net, calib, compress.Options{Method: m.name, Sequential: m.seq, Keep: keep, Allocation: m.alloc, Holdout: holdout})
@@ -318,7 +318,6 @@ func compressOrDistill(ctx context.Context, net *nn.MLP, calib *mat.Dense, m fas
 	if err := compress.Distill(ctx, net, &r, calib, compress.DistillOptions{Epochs: m.distill, Seed: 1}); err != nil {
 		return nil, err
 	}
-	r.Elapsed += time.Duration(r.Distill.Seconds * float64(time.Second))
 	return &r, nil
 }
 
