@@ -668,17 +668,6 @@ func (b *bestWeights) restore(m *MLP) {
 	}
 }
 
-// softTargets returns softmax(t/T) of each row of the teacher logits t and
-// each row's largest logit's index.
-func softTargets(t *mat.Dense, temp float64) (*mat.Dense, []int) {
-	n, c := t.Dims()
-	p := mat.NewDense(n, c, nil)
-	for i := 0; i < n; i++ {
-		softmaxInto(p.RawRowView(i), t.RawRowView(i), temp)
-	}
-	return p, argmaxRows(t)
-}
-
 // softmaxInto writes softmax(z/T) into dst and returns log Σ exp(z/T), both
 // computed after subtracting the row's maximum.
 func softmaxInto(dst, z []float64, temp float64) float64 {
