@@ -484,7 +484,9 @@ type DistillOptions struct {
 // is fitted to the network it came from on unlabelled calibration data.
 // EpochStats' TrainLoss is that objective and TrainAccuracy the fraction
 // of samples whose largest logit is the teacher's. Same determinism and
-// cancellation as Train; errors wrap ErrInput.
+// cancellation as Train, except that with a Holdout a cancelled run, like a
+// finished one, ends on the best held-out epoch's weights; errors wrap
+// ErrInput.
 func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
 	opt.TrainOptions = opt.TrainOptions.withDefaults()
 	if opt.Temperature == 0 {
