@@ -115,7 +115,7 @@ func (r *Result) Certificate() certify.Certificate {
 // the data are too few for depth2's order-4 moments anyway.
 const minBiasSamples = 1000
 
-// Choose decides which learner the data call for, without fitting.
+// Choose decides which learner the data call for, without fitting:
 //
 //  1. X not Gaussian → twolayer (its worst-case route takes any X; depth2
 //     needs Gaussian inputs).
@@ -124,66 +124,120 @@ const minBiasSamples = 1000
 //     moment).
 //  3. Biases detected (depth2.TestBiases) → depth2.
 //  4. Otherwise twolayer.
+//
+// Fit makes the same choice, but takes step 3 only when the two-layer
+// learner's exact route from the parity start has not already certified
+// the data (a bias-free network that reproduces Y exactly leaves no
+// biases to find).
 func Choose(X, Y *mat.Dense, opt Options) (Choice, error) {
+	ch, biasScreen, err := choose(X, Y, opt)
+	if err != nil || !biasScreen {
+		return ch, err
+	}
+	err = screenBiases(X, Y, &ch)
+	return ch, err
+}
+
+// choose takes Choose's steps 1–2; biasScreen reports that the choice
+// waits for step 3 (screenBiases), with ch.Learner set to twolayer.
+func choose(X, Y *mat.Dense, opt Options) (ch Choice, biasScreen bool, err error) {
 	n, _, m, err := certify.CheckXY(X, Y)
 	if err != nil {
-		return Choice{}, err
+		return Choice{}, false, err
 	}
 	if !opt.free() {
-		return Choice{Learner: TwoLayer, Reason: "the two-layer learner was requested (a named route or a non-ReLU activation)"}, nil
+		return Choice{Learner: TwoLayer, Reason: "the two-layer learner was requested (a named route or a non-ReLU activation)"}, false, nil
 	}
-	var ch Choice
 	g, err := twolayer.CheckGaussian(X, opt.Seed)
 	if err != nil {
-		return Choice{}, err
+		return Choice{}, false, err
 	}
 	ch.Gaussian = &g
 	if !g.Gaussian {
 		ch.Considered = append(ch.Considered, fmt.Sprintf("inputs: not Gaussian (%s, |z| = %.1f) → twolayer, whose worst-case route takes any X (depth2 needs x ~ N(0, I))", g.Worst, g.MaxZ))
 		ch.Learner, ch.Reason = TwoLayer, "X is not Gaussian: only the two-layer learner's worst-case route applies (no biases)"
-		return ch, nil
+		return ch, false, nil
 	}
 	ch.Considered = append(ch.Considered, "inputs: consistent with x ~ N(0, I)")
 	if m == 1 {
 		ch.Considered = append(ch.Considered, "outputs: one → depth2 (the two-layer moment routes need as many outputs as units)")
 		ch.Learner, ch.Reason = Depth2, "one output: the depth-2 learner reads the width from the order-2 moment and learns biases"
-		return ch, nil
+		return ch, false, nil
 	}
 	if n < minBiasSamples {
 		ch.Considered = append(ch.Considered, fmt.Sprintf("biases: not tested (n = %d < %d)", n, minBiasSamples))
 		ch.Learner, ch.Reason = TwoLayer, "few samples: the two-layer learner (no biases)"
-		return ch, nil
+		return ch, false, nil
 	}
+	ch.Learner, ch.Reason = TwoLayer, "no biases seen and several outputs: the two-layer learner"
+	return ch, true, nil
+}
+
+// screenBiases is Choose's step 3: depth2.TestBiases, recorded in ch, which
+// it sends to depth2 when biases show.
+func screenBiases(X, Y *mat.Dense, ch *Choice) error {
 	bt, err := depth2.TestBiases(X, Y)
 	if err != nil {
-		return Choice{}, err
+		return err
 	}
 	ch.Bias = &bt
 	if bt.Biased {
 		ch.Considered = append(ch.Considered, fmt.Sprintf("biases: detected (output z %.1f, odd-moment z %.1f > %d) → depth2", bt.OutputZ, bt.OddZ, depth2.BiasZTol))
 		ch.Learner, ch.Reason = Depth2, fmt.Sprintf("the data show biases (z = %.1f > %d): the depth-2 learner fits y = A·ReLU(W·x + b) + c", max(bt.OutputZ, bt.OddZ), depth2.BiasZTol)
-		return ch, nil
+		return nil
 	}
 	ch.Considered = append(ch.Considered, fmt.Sprintf("biases: none seen (output z %.1f, odd-moment z %.1f ≤ %d) → twolayer", bt.OutputZ, bt.OddZ, depth2.BiasZTol))
-	ch.Learner, ch.Reason = TwoLayer, "no biases seen and several outputs: the two-layer learner"
-	return ch, nil
+	return nil
 }
 
-// Fit chooses a learner (Choose) and runs it. When the two-layer learner
+// errBiased stops the two-layer learner when the bias screen, run inside
+// its route choice (twolayer.Options.Screen), sends the data to depth2.
+var errBiased = errs.New("learner: the bias screen chose depth2", errs.ErrNotExact)
+
+// Fit chooses a learner as Choose does and runs it. The bias screen runs
+// inside the two-layer learner's route choice, after its exact route from
+// the parity start (twolayer.Options.Screen): when that route certifies,
+// the data are a bias-free network's and the screen is skipped (at
+// 100-20-50 it cost as much as the exact route). When the two-layer learner
 // was chosen freely on Gaussian inputs and its certificate fails, the
 // depth-2 learner is tried too (biases too small for the screen, or one
 // output per unit), and its answer kept if certified; the Choice says so.
 func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
-	ch, err := Choose(X, Y, opt)
+	ch, biasScreen, err := choose(X, Y, opt)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Choice: ch}
+	res := &Result{}
+	if ch.Learner == TwoLayer {
+		o := opt
+		if then := o.TwoLayer.Screen; biasScreen {
+			o.TwoLayer.Screen = func() error {
+				biasScreen = false
+				if err := screenBiases(X, Y, &ch); err != nil {
+					return err
+				}
+				if ch.Learner == Depth2 {
+					return errBiased
+				}
+				if then != nil {
+					return then()
+				}
+				return nil
+			}
+		}
+		res.TwoLayer, err = fitTwoLayer(ctx, X, Y, o, ch.Gaussian)
+		if biasScreen && err == nil {
+			ch.Considered = append(ch.Considered, "biases: not tested (the bias-free exact route certified the data first)")
+		}
+		if errors.Is(err, errBiased) {
+			res.TwoLayer, err = nil, nil
+		}
+	}
+	res.Choice = ch
 	if ch.Learner == Depth2 {
 		res.Depth2, err = fitDepth2(ctx, X, Y, opt)
 		return res, err
 	}
-	res.TwoLayer, err = fitTwoLayer(ctx, X, Y, opt, ch.Gaussian)
 	if err != nil && !errors.Is(err, errs.ErrNotExact) || err == nil && res.TwoLayer.Certificate.Met {
 		return res, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -117,5 +118,50 @@ func TestTwoLayerReusesGaussianCheck(t *testing.T) {
 	}
 	if got := *res.TwoLayer.Diagnostics.Selection.Gaussian; got != want || *res.Choice.Gaussian != want {
 		t.Fatalf("selection's check %+v, front door's %+v, want %+v", got, *res.Choice.Gaussian, want)
+	}
+}
+
+// Fit screens for biases only when the two-layer learner's exact route from
+// the parity start has not certified the data: exact bias-free data skip
+// the screen (Choose still runs it), while PyTorch-default data with
+// biases still reach it and go to depth2, and noisy bias-free data (no
+// exact route) are screened and stay with twolayer.
+func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
+	x, y := data(10, 3, 5, 20000, false, false, 5)
+	res, err := Fit(context.Background(), x, y, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Choice.Learner != TwoLayer || res.Choice.Bias != nil || !res.Certificate().Met ||
+		res.TwoLayer.Diagnostics.Start != "parity" {
+		t.Fatalf("exact bias-free data: choice %+v, certificate %+v", res.Choice, res.Certificate())
+	}
+	if last := res.Choice.Considered[len(res.Choice.Considered)-1]; !strings.Contains(last, "biases: not tested") {
+		t.Fatalf("considered %q", res.Choice.Considered)
+	}
+	ch, err := Choose(x, y, Options{Seed: 1})
+	if err != nil || ch.Bias == nil || ch.Learner != TwoLayer {
+		t.Fatalf("Choose: %+v, %v", ch, err)
+	}
+
+	xb, yb := data(10, 3, 5, 20000, true, false, 5)
+	res, err = Fit(context.Background(), xb, yb, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Choice.Learner != Depth2 || res.Choice.Bias == nil || !res.Choice.Bias.Biased || res.TwoLayer != nil || !res.Certificate().Met {
+		t.Fatalf("biased data: choice %+v", res.Choice)
+	}
+
+	rng := rand.New(rand.NewPCG(6, 1))
+	for i, raw := 0, y.RawMatrix().Data; i < len(raw); i++ {
+		raw[i] += 1e-3 * rng.NormFloat64()
+	}
+	res, err = Fit(context.Background(), x, y, Options{Seed: 1, Hidden: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Choice.Learner != TwoLayer || res.Choice.Bias == nil || res.Choice.Bias.Biased || res.TwoLayer.Route != twolayer.RouteNoisy {
+		t.Fatalf("noisy bias-free data: choice %+v, route %s", res.Choice, res.TwoLayer.Route)
 	}
 }

@@ -68,7 +68,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			res = &sr.Result
 		}
 	case "exact", "noisy":
-		res, err = fitTensor(ctx, p, opt, nil)
+		res, err = fitTensor(ctx, p, opt, nil, nil)
 	default:
 		res, err = fitAuto(ctx, p, opt)
 	}
@@ -92,9 +92,29 @@ func (o Options) fpt() FPTOptions {
 	return FPTOptions{Hidden: o.Hidden, CertTol: o.CertTol, Progress: o.Progress}
 }
 
+// exactAttempt carries the exact route from the automatic route choice's
+// first step (the parity start alone, fitAuto) to its last (fitTensor's
+// whole plan of starts), so that the parity start is neither computed nor
+// polished twice and the units it certified are not looked for again.
+type exactAttempt struct {
+	// parityOnly makes fitTensor try the parity start alone, with no
+	// least-squares last resort and no noisy fallback: when it does not
+	// certify every unit fitTensor returns no result and no error.
+	parityOnly bool
+	// parityTried records that the parity start was tried (it is then left
+	// out of the plan).
+	parityTried bool
+	// found holds the rows certified so far.
+	found certifiedRows
+	// why says why a parityOnly attempt returned no result.
+	why string
+}
+
 // fitTensor runs the Gaussian tensor routes: exact (Alg 4 + 5) when Y is
 // exactly rank k, else noisy (Alg 4 + 6 + Lemma 20), as Options.Route allows.
-func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*Result, error) {
+// att, if non-nil, carries an earlier exact attempt or asks for the parity
+// start alone (exactAttempt); nil starts afresh.
+func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att *exactAttempt) (*Result, error) {
 	began := time.Now()
 	X, Y := p.X, p.Y
 	// coarse data (float32) cannot give the exact polish float64-exact
@@ -108,14 +128,24 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		name string
 		make func() (*Start, error)
 	}
+	if att == nil {
+		att = &exactAttempt{}
+	}
 	var plan []planned
-	if parityApplies(p, opt, coarse) {
+	if parityApplies(p, opt, coarse) && !att.parityTried {
+		att.parityTried = true
 		plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
 	}
-	if rows := startRows(p, opt, coarse); rows < p.n {
-		plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
+	if att.parityOnly {
+		if len(plan) == 0 {
+			return nil, nil
+		}
+	} else {
+		if rows := startRows(p, opt, coarse); rows < p.n {
+			plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
+		}
+		plan = append(plan, planned{"tensor start", func() (*Start, error) { return tensorStart(ctx, p, opt) }})
 	}
-	plan = append(plan, planned{"tensor start", func() (*Start, error) { return tensorStart(ctx, p, opt) }})
 	// next computes the plan's starts from i on until one can be computed: a
 	// start that fails (say, the parity start's regression on inputs too
 	// ill-conditioned for its normal equations, which the tensor start
@@ -133,6 +163,10 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 	}
 	st, at, err := next(0)
 	if err != nil {
+		if att.parityOnly && ctx.Err() == nil {
+			att.why = "the parity start could not be computed: " + err.Error()
+			return nil, nil
+		}
 		return nil, err
 	}
 	k, m := st.K, Y.RawMatrix().Cols
@@ -197,11 +231,15 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 		var resid float64
 		var reason string
 		var ok bool
-		found := &certifiedRows{} // shared by the starts: each looks only for the units still missing
+		found := &att.found // shared by the starts: each looks only for the units still missing
 		for {
 			// Only the last start gets the least-squares last resort.
 			last := at == len(plan)-1
-			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last, found); err != nil {
+			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last || att.parityOnly, found); err != nil {
+				if att.parityOnly && ctx.Err() == nil {
+					att.why = err.Error()
+					return nil, nil
+				}
 				// A start whose retries fail to decompose is one more start
 				// that did not certify; only the last one's error stops.
 				if last || ctx.Err() != nil {
@@ -227,6 +265,10 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection) (*R
 			return finish(V, U, F, resid)
 		}
 		why = reason
+	}
+	if att.parityOnly {
+		att.why = why
+		return nil, nil
 	}
 	if opt.Route == "exact" {
 		return nil, fmt.Errorf("%w: %s", ErrNotExact, why)

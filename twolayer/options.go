@@ -109,6 +109,13 @@ type Options struct {
 	// choose a learner): Fit's automatic route choice uses it instead of
 	// reading X again. Default nil: Fit runs the check itself.
 	Gaussian *GaussianCheck `json:"-"`
+	// Screen, if non-nil, is called by Fit's automatic route choice once
+	// the exact route from the parity start has not certified the data (or
+	// does not apply), before any other route runs; an error it returns
+	// ends Fit with that error. Package learner screens for biases here
+	// (depth2.TestBiases): data a bias-free network reproduces exactly need
+	// no such screen.
+	Screen func() error `json:"-"`
 }
 
 // Certificate is the evidence behind an exact answer: the relative residual

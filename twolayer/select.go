@@ -87,6 +87,10 @@ type selector struct {
 	k        int // hidden width: given, or inferred from Y's spectrum
 	sel      *Selection
 	warnings []string
+	// gaussianDone records that sel.Gaussian is set (or X too small to check).
+	gaussianDone bool
+	// att carries the exact attempt of exactFirst to fitTensor.
+	att exactAttempt
 }
 
 func (s *selector) note(format string, args ...any) {
@@ -124,13 +128,13 @@ func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 	}
 	s.sel.ExactRank = s.k >= min(m, len(sv)) || sv[s.k] <= s.p.rankTol*sv[0]
 
-	for _, step := range []func() (*Result, error){s.worstCase, s.fpt, s.ica, s.sparse} {
+	for _, step := range []func() (*Result, error){s.exactFirst, s.screen, s.worstCase, s.fpt, s.ica, s.sparse} {
 		res, err := step()
 		if err != nil || res != nil {
 			return res, err
 		}
 	}
-	res, err := fitTensor(ctx, p, opt, s.sel)
+	res, err := fitTensor(ctx, p, opt, s.sel, &s.att)
 	if err != nil {
 		return nil, err
 	}
@@ -138,22 +142,73 @@ func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 	return res, nil
 }
 
+// gaussianRoutes reports whether the Gaussian routes apply: X looks
+// Gaussian (CheckGaussian, run once, or the caller's Options.Gaussian) and
+// n is at least their floor of samples (minSamples), which it returns.
+func (s *selector) gaussianRoutes() (ok, nonGaussian bool, floor int, err error) {
+	if !s.gaussianDone {
+		s.gaussianDone = true
+		if s.opt.Gaussian != nil {
+			g := *s.opt.Gaussian
+			s.sel.Gaussian = &g
+		} else if s.n >= 8 {
+			g, err := CheckGaussian(s.X, s.opt.Seed)
+			if err != nil {
+				return false, false, 0, err
+			}
+			s.sel.Gaussian = &g
+		}
+	}
+	nonGaussian = s.sel.Gaussian != nil && !s.sel.Gaussian.Gaussian
+	floor = minSamples(s.d, max(s.k, 1))
+	return !nonGaussian && s.n >= floor, nonGaussian, floor, nil
+}
+
+// exactFirst: where the Gaussian routes apply to a ReLU network and Y is
+// exactly rank k (or k = m), the exact route from the parity start
+// (parity.go) runs before any other route's screen: it is the cheapest
+// route that can certify (at 100-20-50 the FPT, ICA and bias screens took
+// as long as it). A met certificate ends the choice, as no other route can
+// do better than a network that reproduces Y on every sample; otherwise
+// the rows it certified are kept for the tensor route's later starts and
+// the other steps run as before. Alg 3 (ICA) and Alg 7 (FPT) thus run
+// where this attempt fails (FPT's rank-deficient U*) or by name.
+func (s *selector) exactFirst() (*Result, error) {
+	ok, _, _, err := s.gaussianRoutes()
+	if err != nil || !ok {
+		return nil, err
+	}
+	s.att.parityOnly = true
+	res, err := fitTensor(s.ctx, s.p, s.opt, s.sel, &s.att)
+	s.att.parityOnly = false
+	switch {
+	case err != nil:
+		return nil, err
+	case res != nil:
+		return s.take(res, "exact first", "exact data: the exact route from the parity start, the cheapest that can certify, runs before the other routes' screens"), nil
+	case s.att.parityTried:
+		s.note("exact first: the parity start did not certify every unit (%s); %d certified rows kept for the tensor route", s.att.why, len(s.att.found.rows))
+	}
+	return nil, nil
+}
+
+// screen runs the caller's Options.Screen once the exact attempt has not
+// certified.
+func (s *selector) screen() (*Result, error) {
+	if s.opt.Screen == nil {
+		return nil, nil
+	}
+	return nil, s.opt.Screen()
+}
+
 // worstCase: a non-Gaussian X or too few samples for the Gaussian routes,
 // with Y exactly rank k and a small LP search, goes to Alg 1–2.
 func (s *selector) worstCase() (*Result, error) {
-	if s.opt.Gaussian != nil {
-		g := *s.opt.Gaussian
-		s.sel.Gaussian = &g
-	} else if s.n >= 8 {
-		g, err := CheckGaussian(s.X, s.opt.Seed)
-		if err != nil {
-			return nil, err
-		}
-		s.sel.Gaussian = &g
+	gaussian, nonGaussian, floor, err := s.gaussianRoutes()
+	if err != nil {
+		return nil, err
 	}
-	nonGaussian := s.sel.Gaussian != nil && !s.sel.Gaussian.Gaussian
-	floor := minSamples(s.d, max(s.k, 1))
-	if !nonGaussian && s.n >= floor {
+	if gaussian {
 		s.note("worst case: not needed (X looks Gaussian and n ≥ %d)", floor)
 		return nil, nil
 	}
