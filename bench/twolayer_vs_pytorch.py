@@ -54,8 +54,10 @@ Timing: relurec's time is the wall time of the whole `relurec learn` process
 (start-up, reading the .npz, fitting, writing the model); its in-process fit
 time is reported too. PyTorch's time is the training loop only (the data are
 already in memory as tensors), including the per-epoch full-data loss that
-drives the scheduler. The ratio is PyTorch time / relurec wall time, so any
-bias is against relurec. Both run on the same machine one after the other; on
+drives the scheduler. The ratio t/r is PyTorch time / relurec wall time, so
+any bias is against relurec; t/fit is PyTorch time / relurec's in-process fit
+time (training loop against fit, the comparison issue 12's targets are set
+in), summarised as its minimum, median and total over the seeds. Both run on the same machine one after the other; on
 a shared machine the timings are noisy (an oversubscribed OpenMP pool can make
 torch many times slower), so the script prints the load average per seed.
 
@@ -350,7 +352,7 @@ def main():
     print()
     head = (f"{'seed':>4} | {'relurec err':>11} {'wall s':>6} {'fit s':>5} {'resid':>7} | "
             f"{'torch err':>9} {'train s':>7} {'rounds':>6} {'stop':>8} {'rel MSE':>7} {'resid':>7} | "
-            f"{'t/r':>5} {'load':>4}")
+            f"{'t/r':>5} {'t/fit':>5} {'load':>4}")
     print(head)
     print("-" * len(head))
 
@@ -372,11 +374,12 @@ def main():
         rows.append(row)
         r, t = row["relurec"], row["torch"]
         ratio = t["seconds"] / r["wall"] if r["wall"] else float("nan")
+        fit_ratio = t["seconds"] / r["fit"] if r.get("fit") else float("nan")
         rres = f"{r['residual']:7.1e}" if r.get("residual") is not None else "    n/a"
         tres = f"{t['residual']:7.1e}" if t.get("residual") is not None else "    n/a"
         print(f"{s:>4} | {fmt_err(r['err']):>11} {r['wall'] or float('nan'):6.2f} {r['fit'] or float('nan'):5.2f} "
               f"{rres} | {fmt_err(t['err']):>9} {t['seconds']:7.2f} {t['rounds']:>6} {t['stop']:>8} "
-              f"{t['rel_mse']:7.1e} {tres} | {ratio:5.1f} {row['load']:4.1f}", flush=True)
+              f"{t['rel_mse']:7.1e} {tres} | {ratio:5.1f} {fit_ratio:5.2f} {row['load']:4.1f}", flush=True)
 
     if not rows:
         sys.exit("no seed completed")
@@ -389,6 +392,8 @@ def main():
     rw = [r["relurec"]["wall"] for r in rows]
     tw = [r["torch"]["seconds"] for r in rows]
     ratios = [t / w for t, w in zip(tw, rw) if w]
+    rf = [r["relurec"]["fit"] for r in rows]
+    fit_ratios = [t / f for t, f in zip(tw, rf) if f]
     summary = {
         "relurec": {"le_1e-9": frac("relurec", 1e-9), "le_1e-4": frac("relurec", 1e-4),
                     "median_err": median([r["relurec"]["err"] for r in rows]),
@@ -403,6 +408,9 @@ def main():
                   "median_seconds": median(tw)},
         "median_time_ratio_torch_over_relurec": median(ratios),
         "total_time_ratio_torch_over_relurec": sum(tw) / sum(rw),
+        "min_fit_ratio_torch_over_relurec": min(fit_ratios, default=float("nan")),
+        "median_fit_ratio_torch_over_relurec": median(fit_ratios),
+        "total_fit_ratio_torch_over_relurec": sum(tw) / sum(f for f in rf if f) if any(rf) else float("nan"),
     }
     print()
     print(f"{'summary':24s} {'relurec':>16} {'pytorch adam':>16}")
@@ -415,6 +423,9 @@ def main():
     print(f"{'  relurec fit only (s)':24s} {summary['relurec']['median_fit_seconds']:>16.2f}")
     print(f"time ratio torch / relurec: median per seed {summary['median_time_ratio_torch_over_relurec']:.1f}x, "
           f"total {summary['total_time_ratio_torch_over_relurec']:.1f}x")
+    print(f"fit ratio torch train / relurec fit: min {summary['min_fit_ratio_torch_over_relurec']:.2f}x, "
+          f"median {summary['median_fit_ratio_torch_over_relurec']:.2f}x, "
+          f"total {summary['total_fit_ratio_torch_over_relurec']:.2f}x")
 
     if a.json_out:
         with open(a.json_out, "w") as f:
