@@ -71,7 +71,8 @@ type Choice struct {
 	// Gaussian is the Gaussian-input screen of X (twolayer.CheckGaussian).
 	Gaussian *twolayer.GaussianCheck `json:"gaussian,omitempty"`
 	// Bias is the bias screen (depth2.TestBiases), run when X looks
-	// Gaussian and there are several outputs.
+	// Gaussian, there are several outputs and n ≥ 1000, except in Fit when
+	// the two-layer learner's exact route certified first (nil then).
 	Bias *depth2.BiasTest `json:"bias_test,omitempty"`
 	// Considered lists, in order, the checks and what each decided.
 	Considered []string `json:"considered"`
@@ -134,12 +135,15 @@ func Choose(X, Y *mat.Dense, opt Options) (Choice, error) {
 	if err != nil || !biasScreen {
 		return ch, err
 	}
-	err = screenBiases(X, Y, &ch)
-	return ch, err
+	if err := screenBiases(X, Y, &ch); err != nil {
+		return Choice{}, err
+	}
+	return ch, nil
 }
 
 // choose takes Choose's steps 1–2; biasScreen reports that the choice
-// waits for step 3 (screenBiases), with ch.Learner set to twolayer.
+// waits for step 3 (screenBiases), with ch.Learner set to twolayer and no
+// Reason yet.
 func choose(X, Y *mat.Dense, opt Options) (ch Choice, biasScreen bool, err error) {
 	n, _, m, err := certify.CheckXY(X, Y)
 	if err != nil {
@@ -169,7 +173,7 @@ func choose(X, Y *mat.Dense, opt Options) (ch Choice, biasScreen bool, err error
 		ch.Learner, ch.Reason = TwoLayer, "few samples: the two-layer learner (no biases)"
 		return ch, false, nil
 	}
-	ch.Learner, ch.Reason = TwoLayer, "no biases seen and several outputs: the two-layer learner"
+	ch.Learner = TwoLayer
 	return ch, true, nil
 }
 
@@ -187,12 +191,14 @@ func screenBiases(X, Y *mat.Dense, ch *Choice) error {
 		return nil
 	}
 	ch.Considered = append(ch.Considered, fmt.Sprintf("biases: none seen (output z %.1f, odd-moment z %.1f ≤ %d) → twolayer", bt.OutputZ, bt.OddZ, depth2.BiasZTol))
+	ch.Reason = "no biases seen and several outputs: the two-layer learner"
 	return nil
 }
 
 // errBiased stops the two-layer learner when the bias screen, run inside
 // its route choice (twolayer.Options.Screen), sends the data to depth2.
-var errBiased = errs.New("learner: the bias screen chose depth2", errs.ErrNotExact)
+// It never reaches Fit's caller.
+var errBiased = errs.New("learner: the bias screen chose depth2", nil)
 
 // Fit chooses a learner as Choose does and runs it. The bias screen runs
 // inside the two-layer learner's route choice, after its exact route from
@@ -210,26 +216,31 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	res := &Result{}
 	if ch.Learner == TwoLayer {
 		o := opt
-		if then := o.TwoLayer.Screen; biasScreen {
+		screenPending := biasScreen
+		if biasScreen {
+			callers := o.TwoLayer.Screen
 			o.TwoLayer.Screen = func() error {
-				biasScreen = false
+				screenPending = false
 				if err := screenBiases(X, Y, &ch); err != nil {
 					return err
 				}
 				if ch.Learner == Depth2 {
 					return errBiased
 				}
-				if then != nil {
-					return then()
+				if callers != nil {
+					return callers()
 				}
 				return nil
 			}
 		}
 		res.TwoLayer, err = fitTwoLayer(ctx, X, Y, o, ch.Gaussian)
-		if biasScreen && err == nil {
+		switch {
+		case screenPending && err == nil:
 			ch.Considered = append(ch.Considered, "biases: not tested (the bias-free exact route certified the data first)")
-		}
-		if errors.Is(err, errBiased) {
+			ch.Reason = "a bias-free two-layer network reproduces Y exactly (its exact route certified before any screen): the two-layer learner"
+		case screenPending:
+			ch.Considered = append(ch.Considered, "biases: not tested (the two-layer learner stopped first)")
+		case errors.Is(err, errBiased):
 			res.TwoLayer, err = nil, nil
 		}
 	}

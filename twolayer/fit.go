@@ -17,19 +17,25 @@ import (
 // and chooses the route from what the data show (Options.Route "auto"), in
 // this order:
 //
-//  1. Worst case (Alg 1–2): X does not look Gaussian (CheckGaussian) or n is
-//     below the Gaussian routes' floor, Y is exactly rank k and the LP search
-//     is small.
-//  2. FPT (Alg 7): Y shows more single-unit output directions than its rank
+//  1. Exact first (not in [BJW19]): X looks Gaussian (CheckGaussian), n is
+//     at least the Gaussian routes' floor, φ is the ReLU and Y is exactly
+//     rank k (or k = m): the exact route from the parity start alone, the
+//     cheapest route that can certify, before any other route's screen.
+//     Skipped with Options.Start "tensor" (the paper's choice).
+//  2. Options.Screen, the caller's (package learner's bias screen).
+//  3. Worst case (Alg 1–2): X does not look Gaussian or n is below the
+//     Gaussian routes' floor, Y is exactly rank k and the LP search is
+//     small.
+//  4. FPT (Alg 7): Y shows more single-unit output directions than its rank
 //     (CollinearClasses), or the given k exceeds rank(Y): U* lacks full
 //     column rank.
-//  3. ICA (Alg 3): FastICA's start has orthogonal rows: V* is orthonormal.
-//  4. Exact (Alg 4 + 5): Y is exactly rank k (σ_{k+1}/σ_1 < 1e-10, or k = m);
-//     the tensor start is polished to an exact answer, retried from fresh
-//     starts and a refined start if some unit fails.
-//  5. Sparse (§8): Y is not exactly rank k and its residual is a few large
+//  5. ICA (Alg 3): FastICA's start has orthogonal rows: V* is orthonormal.
+//  6. Sparse (§8): Y is not exactly rank k and its residual is a few large
 //     entries (CheckResidual): robust PCA, then the exact route.
-//  6. Noisy (Alg 6 + Lemma 20, optional refinement): otherwise, or when no
+//  7. Exact (Alg 4 + 5): Y is exactly rank k (σ_{k+1}/σ_1 < 1e-10, or k = m);
+//     the start is polished to an exact answer, retried from further starts
+//     (the tensor start) and a refined start if some unit fails.
+//  8. Noisy (Alg 6 + Lemma 20, optional refinement): otherwise, or when no
 //     exact route certifies.
 //
 // An exact route is reported only with its residual certificate met.
@@ -68,7 +74,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			res = &sr.Result
 		}
 	case "exact", "noisy":
-		res, err = fitTensor(ctx, p, opt, nil, nil)
+		res, err = fitTensor(ctx, p, opt, nil, nil, false)
 	default:
 		res, err = fitAuto(ctx, p, opt)
 	}
@@ -93,37 +99,38 @@ func (o Options) fpt() FPTOptions {
 }
 
 // exactAttempt carries the exact route from the automatic route choice's
-// first step (the parity start alone, fitAuto) to its last (fitTensor's
-// whole plan of starts), so that the parity start is neither computed nor
-// polished twice and the units it certified are not looked for again.
+// first step (selector.exactFirst: the parity start alone) to its last
+// (fitTensor's whole plan of starts), so that the parity start is neither
+// computed nor polished twice and the units it certified are not looked
+// for again.
 type exactAttempt struct {
-	// parityOnly makes fitTensor try the parity start alone, with no
-	// least-squares last resort and no noisy fallback: when it does not
-	// certify every unit fitTensor returns no result and no error.
-	parityOnly bool
 	// parityTried records that the parity start was tried (it is then left
 	// out of the plan).
 	parityTried bool
 	// found holds the rows certified so far.
 	found certifiedRows
-	// why says why a parityOnly attempt returned no result.
+	// why says why an attempt with parityOnly returned no result.
 	why string
 }
 
 // fitTensor runs the Gaussian tensor routes: exact (Alg 4 + 5) when Y is
 // exactly rank k, else noisy (Alg 4 + 6 + Lemma 20), as Options.Route allows.
-// att, if non-nil, carries an earlier exact attempt or asks for the parity
-// start alone (exactAttempt); nil starts afresh.
-func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att *exactAttempt) (*Result, error) {
+// att, if non-nil, carries an earlier exact attempt (exactAttempt); nil
+// starts afresh. parityOnly tries the parity start alone, with no
+// least-squares last resort and no noisy fallback: when that start does
+// not apply or does not certify every unit, fitTensor returns no result and
+// no error (att.why says why).
+func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att *exactAttempt, parityOnly bool) (*Result, error) {
 	began := time.Now()
 	X, Y := p.X, p.Y
 	// coarse data (float32) cannot give the exact polish float64-exact
 	// zeros; their certificate comes from a refined fit (certify.DefaultTol).
 	coarse := p.roundoff > certify.Float64Roundoff
 	// The starts the exact route tries in turn, cheapest first, until one
-	// certifies every unit: the parity start (ReLU only, parity.go), the
-	// quick tensor start (far above the sample floor: a block of rows),
-	// the tensor start from all rows. The noisy route takes the last.
+	// certifies every unit: the parity start (ReLU only, parity.go; left out
+	// when an earlier attempt tried it), the quick tensor start (far above
+	// the sample floor: a block of rows), the tensor start from all rows.
+	// The noisy route takes the last.
 	type planned struct {
 		name string
 		make func() (*Start, error)
@@ -136,8 +143,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		att.parityTried = true
 		plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
 	}
-	if att.parityOnly {
+	if parityOnly {
 		if len(plan) == 0 {
+			att.why = "the parity start does not apply (it needs float64 data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
 			return nil, nil
 		}
 	} else {
@@ -163,8 +171,8 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 	}
 	st, at, err := next(0)
 	if err != nil {
-		if att.parityOnly && ctx.Err() == nil {
-			att.why = "the parity start could not be computed: " + err.Error()
+		if parityOnly && ctx.Err() == nil {
+			att.why = fmt.Sprintf("the parity start could not be computed (%v)", err)
 			return nil, nil
 		}
 		return nil, err
@@ -235,9 +243,9 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		for {
 			// Only the last start gets the least-squares last resort.
 			last := at == len(plan)-1
-			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last || att.parityOnly, found); err != nil {
-				if att.parityOnly && ctx.Err() == nil {
-					att.why = err.Error()
+			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last || parityOnly, found); err != nil {
+				if parityOnly && ctx.Err() == nil {
+					att.why = fmt.Sprintf("the polish of the parity start failed (%v)", err)
 					return nil, nil
 				}
 				// A start whose retries fail to decompose is one more start
@@ -266,8 +274,8 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		}
 		why = reason
 	}
-	if att.parityOnly {
-		att.why = why
+	if parityOnly {
+		att.why = fmt.Sprintf("the parity start did not certify every unit (%s)", why)
 		return nil, nil
 	}
 	if opt.Route == "exact" {

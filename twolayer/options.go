@@ -58,7 +58,9 @@ const (
 	// of a ReLU network), the tensor start otherwise or when it fails.
 	StartAuto StartKind = "auto"
 	// StartTensor: the tensor start of [BJW19, Alg 4] only, as printed
-	// (with the corrections of docs/twolayer.md), for comparison.
+	// (with the corrections of docs/twolayer.md), for comparison. Fit's
+	// automatic route choice then skips its first step (the exact route
+	// from the parity start) and chooses as the paper does.
 	StartTensor StartKind = "tensor"
 )
 

@@ -112,7 +112,8 @@ func recoverable(err error) bool {
 	return errors.Is(err, ErrNotExact) || errors.Is(err, ErrInput)
 }
 
-// fitAuto is Fit's route selection (see Fit for the order and the reasons).
+// fitAuto is Fit's route selection (see Fit for the order; each step's doc
+// gives its reasons).
 func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 	n, d, m := p.n, p.d, p.m
 	s := &selector{ctx: ctx, p: p, X: p.X, Y: p.Y, opt: opt, n: n, d: d, m: m, sel: &Selection{}}
@@ -134,7 +135,7 @@ func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 			return res, err
 		}
 	}
-	res, err := fitTensor(ctx, p, opt, s.sel, &s.att)
+	res, err := fitTensor(ctx, p, opt, s.sel, &s.att, false)
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +143,10 @@ func fitAuto(ctx context.Context, p *problem, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// gaussianRoutes reports whether the Gaussian routes apply: X looks
+// gaussianRoutes reports (ok) whether the Gaussian routes apply: X looks
 // Gaussian (CheckGaussian, run once, or the caller's Options.Gaussian) and
-// n is at least their floor of samples (minSamples), which it returns.
+// n is at least floor, their sample floor (minSamples). nonGaussian
+// reports that the check ran and failed (ok is also false when n < floor).
 func (s *selector) gaussianRoutes() (ok, nonGaussian bool, floor int, err error) {
 	if !s.gaussianDone {
 		s.gaussianDone = true
@@ -164,36 +166,42 @@ func (s *selector) gaussianRoutes() (ok, nonGaussian bool, floor int, err error)
 	return !nonGaussian && s.n >= floor, nonGaussian, floor, nil
 }
 
-// exactFirst: where the Gaussian routes apply to a ReLU network and Y is
-// exactly rank k (or k = m), the exact route from the parity start
-// (parity.go) runs before any other route's screen: it is the cheapest
-// route that can certify (at 100-20-50 the FPT, ICA and bias screens took
-// as long as it). A met certificate ends the choice, as no other route can
-// do better than a network that reproduces Y on every sample; otherwise
-// the rows it certified are kept for the tensor route's later starts and
-// the other steps run as before. Alg 3 (ICA) and Alg 7 (FPT) thus run
-// where this attempt fails (FPT's rank-deficient U*) or by name.
+// exactFirst (not in [BJW19]): where the Gaussian routes apply to float64
+// data from a ReLU network and Y is exactly rank k (or k = m), the exact
+// route runs from the parity start (parity.go) before any other step: it is
+// the cheapest route that can certify (at d=100, k=20, m=50 the FPT, ICA and
+// front door's bias screens together took as long as it), and no other
+// route can do better than a network that reproduces Y on every sample.
+// When it does not certify every unit, the rows it certified are kept for
+// fitTensor's later starts (the tensor start) and the steps after this one
+// decide. Options.Start "tensor" skips it: the choice is then the paper's,
+// and an orthonormal V* goes to the ICA route.
 func (s *selector) exactFirst() (*Result, error) {
-	ok, _, _, err := s.gaussianRoutes()
-	if err != nil || !ok {
+	ok, _, floor, err := s.gaussianRoutes()
+	if err != nil {
 		return nil, err
 	}
-	s.att.parityOnly = true
-	res, err := fitTensor(s.ctx, s.p, s.opt, s.sel, &s.att)
-	s.att.parityOnly = false
+	if !ok {
+		s.note("exact first: not applicable (X does not look Gaussian, or n < %d)", floor)
+		return nil, nil
+	}
+	res, err := fitTensor(s.ctx, s.p, s.opt, s.sel, &s.att, true)
 	switch {
 	case err != nil:
 		return nil, err
 	case res != nil:
 		return s.take(res, "exact first", "exact data: the exact route from the parity start, the cheapest that can certify, runs before the other routes' screens"), nil
-	case s.att.parityTried:
-		s.note("exact first: the parity start did not certify every unit (%s); %d certified rows kept for the tensor route", s.att.why, len(s.att.found.rows))
+	case !s.att.parityTried:
+		s.note("exact first: not applicable (%s)", s.att.why)
+	default:
+		s.note("exact first: %s; %d certified rows kept for the tensor start", s.att.why, len(s.att.found.rows))
+		s.warnings = append(s.warnings, fmt.Sprintf("%s; the route choice went on", s.att.why))
 	}
 	return nil, nil
 }
 
 // screen runs the caller's Options.Screen once the exact attempt has not
-// certified.
+// certified (the caller records what it found).
 func (s *selector) screen() (*Result, error) {
 	if s.opt.Screen == nil {
 		return nil, nil

@@ -56,11 +56,14 @@ Woodruff. Exact routes only return a network whose residual certificate
 ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol holds.
 
 Routes (--route):
-  auto       (default) choose from the data, and say why: worstcase when X is
-             not Gaussian or n is small, fpt when Y shows more units than its
-             rank, ica when V looks orthonormal, exact when Y is exactly rank
-             k, sparse when Y's residual is a few large entries, noisy
-             otherwise
+  auto       (default) choose from the data, and say why: exact from the
+             parity start first when X looks Gaussian and Y is exactly rank
+             k (the cheapest route that can certify); if it does not
+             certify: worstcase when X is not Gaussian or n is small, fpt
+             when Y shows more units than its rank, ica when V looks
+             orthonormal, exact from the tensor start, sparse when Y's
+             residual is a few large entries, noisy otherwise (--start
+             tensor skips the first step: the paper's choice)
   exact      start + exact polish (Alg 5); Gaussian X; fails unless the
              certificate holds. The ReLU starts from the parity start
              (second moments; not in the paper), the tensor start (order-4
