@@ -86,6 +86,29 @@ func parseDescr(s string) (dtype, error) {
 	return d, nil
 }
 
+// decodeInto decodes len(dst) consecutive elements of b into dst. The
+// common little-endian float64 and float32 take a loop of their own: the
+// element-by-element decode (its byte order behind an interface) took
+// ~5 ns an element, 0.12 s of reading a 240 MB .npz.
+func (d dtype) decodeInto(dst []float64, b []byte) {
+	switch {
+	case d.kind == 'f' && d.size == 8 && d.order == binary.LittleEndian:
+		b = b[:8*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+	case d.kind == 'f' && d.size == 4 && d.order == binary.LittleEndian:
+		b = b[:4*len(dst)]
+		for i := range dst {
+			dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+	default:
+		for i := range dst {
+			dst[i] = d.decode(b[i*d.size:])
+		}
+	}
+}
+
 // decode reads one element from b (len(b) ≥ d.size).
 func (d dtype) decode(b []byte) float64 {
 	switch d.kind {
@@ -315,9 +338,9 @@ func (l npyLayout) decode(r io.Reader, trusted bool, cfg readCfg) (*mat.Dense, e
 		}
 		if !l.hdr.fortran {
 			out = reserve(out, chunk, need)
-			for q := 0; q < chunk; q++ {
-				out = append(out, l.dt.decode(buf[q*size:]))
-			}
+			at := len(out)
+			out = out[:at+chunk]
+			l.dt.decodeInto(out[at:], buf)
 		} else {
 			// Column-major: item k is element (k mod rows, k div rows).
 			for q := 0; q < chunk; q++ {
