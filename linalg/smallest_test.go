@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -96,5 +97,69 @@ func TestSmallestEigen(t *testing.T) {
 	}
 	if _, _, err := SmallestEigen(mat.NewSymDense(3, nil), 2, 1, rng); err == nil {
 		t.Error("r < k accepted")
+	}
+}
+
+// Above smallestDense, a matrix whose smallest eigenvalues are slightly
+// negative (a Gram matrix assembled with rounding can be) makes the first
+// shifts' Cholesky fail: SmallestEigen raises the shift tenfold until it
+// factors (here from 1e-12 to 1e-10·tr S) and still returns the right
+// subspace; eigenvalues too negative for the largest shift (1e-6·tr S) are
+// refused as not positive semidefinite.
+func TestSmallestEigenRaisesShift(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	n, k := 320, 6
+	Q := RandomOrthogonal(n, rng)
+	build := func(negative float64) *mat.SymDense {
+		lam := make([]float64, n)
+		for i := range lam {
+			lam[i] = 1 + rng.Float64()
+		}
+		trace := 0.0
+		for _, v := range lam[k:] {
+			trace += v
+		}
+		for i := 0; i < k; i++ {
+			lam[i] = -negative * trace
+		}
+		var QD, Sd mat.Dense
+		QD.Mul(Q, mat.NewDiagDense(n, lam))
+		Sd.Mul(&QD, Q.T())
+		S := mat.NewSymDense(n, nil)
+		for i := 0; i < n; i++ {
+			for j := i; j < n; j++ {
+				S.SetSym(i, j, (Sd.At(i, j)+Sd.At(j, i))/2)
+			}
+		}
+		return S
+	}
+	S := build(5e-11)
+	var chol mat.Cholesky
+	shifted := mat.NewSymDense(n, nil)
+	shifted.CopySym(S)
+	for i := 0; i < n; i++ {
+		shifted.SetSym(i, i, S.At(i, i)+1e-12*mat.Trace(S))
+	}
+	if chol.Factorize(shifted) {
+		t.Fatal("the test matrix factors at the first shift: it does not reach the raising branch")
+	}
+	vals, vecs, err := SmallestEigen(S, k, k+1, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	angles, err := PrincipalAngles(vecs, Q.Slice(0, n, 0, k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range angles {
+		if a > 1e-8 {
+			t.Errorf("principal angle %.2g to the negative eigenvalues' subspace", a)
+		}
+	}
+	if tr := mat.Trace(S); vals[k-1] > 0 || vals[k-1] < -1e-10*tr || vals[k] < 0.5 {
+		t.Errorf("eigenvalues %.3g (k-th) and %.3g (next), tr S = %.3g", vals[k-1], vals[k], tr)
+	}
+	if _, _, err := SmallestEigen(build(1e-5), k, k+1, rng); !errors.Is(err, ErrNotPositiveDefinite) {
+		t.Errorf("eigenvalues of −1e-5·tr S: got %v, want ErrNotPositiveDefinite", err)
 	}
 }
