@@ -36,30 +36,14 @@ case "$cmd" in
     exit 2 ;;
 esac
 
-# install_missing installs the Debian packages the cgo build needs, if absent.
-install_missing() {
-  local missing=() p
-  for p in libopenblas-dev liblapacke-dev gcc pkg-config; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "openblas.sh: apt-get not found; install OpenBLAS, LAPACKE and a C compiler" \
-         "(Debian: ${missing[*]}) and run again" >&2
-    exit 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
-      echo "openblas.sh: need root or sudo to install ${missing[*]}" >&2; exit 1
-    fi
-  fi
-  echo "openblas.sh: installing ${missing[*]}" >&2
-  $sudo apt-get update -q >&2 || true
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-}
+. scripts/apt.sh
 
-install_missing
+# The Debian packages the cgo build needs, installed when absent.
+missing=$(apt_missing libopenblas-dev liblapacke-dev gcc pkg-config)
+if [ -n "$missing" ]; then
+  # shellcheck disable=SC2086 # one word per package
+  apt_install openblas.sh $missing
+fi
 
 export CGO_ENABLED=1
 # internal/blasbackend/openblas.go links -lopenblas -llapacke itself; the
