@@ -25,7 +25,8 @@ type DistillOptions struct {
 	// Epochs of minibatch Adam over the calibration rows; 0 = no
 	// distillation.
 	Epochs int
-	// LearningRate is Adam's step size on a cosine schedule; default 2e-3.
+	// LearningRate is Adam's step size on a cosine schedule; default
+	// DefaultDistillLR.
 	LearningRate float64
 	// Temperature of both softmaxes (nn.DistillOptions); default 4.
 	Temperature float64
@@ -41,9 +42,13 @@ type DistillOptions struct {
 	Seed uint64
 }
 
+// DefaultDistillLR is DistillOptions.LearningRate's default (and the CLI's
+// --distill-lr).
+const DefaultDistillLR = 2e-3
+
 func (o DistillOptions) withDefaults() DistillOptions {
 	if o.LearningRate == 0 {
-		o.LearningRate = 2e-3
+		o.LearningRate = DefaultDistillLR
 	}
 	if o.Temperature == 0 {
 		o.Temperature = 4

@@ -175,7 +175,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
 	f.IntVar(&opt.Distill, "distill", 0, "epochs of distillation to the original's outputs after the layer fit (MLPs; 0 = none)")
-	f.Float64Var(&opt.DistillLR, "distill-lr", 2e-3, "Adam's learning rate for --distill")
+	f.Float64Var(&opt.DistillLR, "distill-lr", compress.DefaultDistillLR, "Adam's learning rate for --distill")
 	// Library messages name DistillOptions.Epochs and .LearningRate.
 	_ = f.SetAnnotation("distill", optionAnnotation, []string{"Epochs"})
 	_ = f.SetAnnotation("distill-lr", optionAnnotation, []string{"LearningRate"})
