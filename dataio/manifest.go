@@ -58,6 +58,10 @@ type Manifest struct {
 	OS       string             `json:"os"`
 	Arch     string             `json:"arch"`
 	CPUs     int                `json:"cpus"` // GOMAXPROCS at start
+
+	// hashing delivers HashInputs' result; hashErr keeps it once received.
+	hashing chan error
+	hashErr error
 }
 
 // NewManifest starts a manifest for command run with args: it fills in the
@@ -111,6 +115,39 @@ func (m *Manifest) AddInput(path string) error {
 	return nil
 }
 
+// HashInputs records the files at paths as inputs, in order, hashing them
+// on a goroutine of its own so that the caller can read the same files
+// meanwhile: hashing a 240 MB .npz took 0.17 s, most of the time reading
+// it took, and with a second core the two now overlap. Wait (which Write
+// calls) returns once they are hashed; Inputs must not be read or changed
+// before. A file that cannot be hashed makes Wait and Write fail.
+func (m *Manifest) HashInputs(paths ...string) {
+	done := make(chan error, 1)
+	m.hashing = done
+	go func() {
+		var ds []FileDigest
+		for _, p := range paths {
+			d, err := DigestFile(p)
+			if err != nil {
+				done <- err
+				return
+			}
+			ds = append(ds, d)
+		}
+		m.Inputs = append(m.Inputs, ds...)
+		done <- nil
+	}()
+}
+
+// Wait waits for HashInputs' hashing, if any, and returns its error.
+func (m *Manifest) Wait() error {
+	if m.hashing != nil {
+		m.hashErr = <-m.hashing
+		m.hashing = nil
+	}
+	return m.hashErr
+}
+
 // AddOutput hashes the file at path and records it as an output. Call it
 // after the output is written.
 func (m *Manifest) AddOutput(path string) error {
@@ -127,10 +164,14 @@ func (m *Manifest) Finish() {
 	m.Seconds = time.Since(m.Started).Seconds()
 }
 
-// Write stores the manifest at path as indented JSON, atomically. Options
+// Write stores the manifest at path as indented JSON, atomically, once the
+// inputs given to HashInputs are hashed (Wait). Options
 // and Results must be JSON-encodable (NaN and Inf are not; report them as
 // strings or nulls).
 func (m *Manifest) Write(path string) error {
+	if err := m.Wait(); err != nil {
+		return fmt.Errorf("dataio: manifest for %s: hashing an input: %w", path, err)
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("dataio: encoding manifest for %s: %w", path, err)

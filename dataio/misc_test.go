@@ -1,6 +1,7 @@
 package dataio
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -211,5 +212,43 @@ func TestManifest(t *testing.T) {
 	}
 	if b2, _ := os.ReadFile(ManifestPath(out)); string(b2) != string(b) {
 		t.Error("failed write changed the manifest")
+	}
+}
+
+// HashInputs hashes on its own goroutine: Wait (and Write) see every input
+// in order with DigestFile's hash, and an input that cannot be hashed makes
+// Write fail without writing the manifest.
+func TestManifestHashInputs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	os.WriteFile(a, []byte("abc"), 0o644)
+	os.WriteFile(b, bytes.Repeat([]byte("x"), 1<<20), 0o644)
+	m := NewManifest("learn", nil)
+	m.HashInputs(a, b)
+	if err := m.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{a, b} {
+		want, _ := DigestFile(p)
+		if len(m.Inputs) != 2 || m.Inputs[i] != want {
+			t.Fatalf("inputs %+v, want %+v at %d", m.Inputs, want, i)
+		}
+	}
+	out := filepath.Join(dir, "m.json")
+	if err := m.Write(out); err != nil {
+		t.Fatal(err)
+	}
+
+	m = NewManifest("learn", nil)
+	m.HashInputs(a, filepath.Join(dir, "none"))
+	out = filepath.Join(dir, "m2.json")
+	if err := m.Write(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing input: Write gave %v", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a manifest was written for an input that could not be hashed (%v)", err)
+	}
+	if err := m.Wait(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("second Wait: %v", err)
 	}
 }

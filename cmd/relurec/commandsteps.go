@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/relurec/relurec/dataio"
@@ -12,17 +13,23 @@ import (
 
 // newManifest starts a command's run manifest: its name, the command line,
 // the version, the options and seed as given, and the hash of every input
-// file (each once). It is written next to the output by writeAll.
+// file (each once), computed while the command reads them
+// (Manifest.HashInputs). It is written next to the output by writeAll. An
+// input that cannot be opened is reported here, before any work.
 func (a *app) newManifest(command string, options any, seed uint64, inputs ...string) (*dataio.Manifest, error) {
 	man := dataio.NewManifest(command, a.args)
 	man.Version = relurecVersion()
 	man.Options = options
 	man.Seed = seed
-	for _, p := range uniq(inputs) {
-		if err := man.AddInput(p); err != nil {
+	paths := uniq(inputs)
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
 			return nil, fmt.Errorf("reading input: %w", err)
 		}
+		f.Close()
 	}
+	man.HashInputs(paths...)
 	return man, nil
 }
 
