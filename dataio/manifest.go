@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 )
 
@@ -18,6 +19,9 @@ type FileDigest struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 	Bytes  int64  `json:"bytes"`
+	// Note says why a file has no hash (an input that is a pipe or a
+	// device, which reading it for a hash would consume).
+	Note string `json:"note,omitempty"`
 }
 
 // DigestFile returns the SHA-256 (lower-case hex) and size of the file at
@@ -59,9 +63,8 @@ type Manifest struct {
 	Arch     string             `json:"arch"`
 	CPUs     int                `json:"cpus"` // GOMAXPROCS at start
 
-	// hashing delivers HashInputs' result; hashErr keeps it once received.
-	hashing chan error
-	hashErr error
+	// hashed waits for HashInputs' hashing (once) and records its result.
+	hashed func() error
 }
 
 // NewManifest starts a manifest for command run with args: it fills in the
@@ -119,33 +122,73 @@ func (m *Manifest) AddInput(path string) error {
 // on a goroutine of its own so that the caller can read the same files
 // meanwhile: hashing a 240 MB .npz took 0.17 s, most of the time reading
 // it took, and with a second core the two now overlap. Wait (which Write
-// calls) returns once they are hashed; Inputs must not be read or changed
-// before. A file that cannot be hashed makes Wait and Write fail.
+// calls) returns once they are hashed and appends them to Inputs, which
+// the caller must not read before. A file that cannot be hashed makes Wait
+// and Write fail. An input that is not a regular file (a named pipe, a
+// device) is recorded with a Note and no hash: reading it here would
+// consume the data the command is about to read.
 func (m *Manifest) HashInputs(paths ...string) {
-	done := make(chan error, 1)
-	m.hashing = done
+	type result struct {
+		ds  []FileDigest
+		err error
+	}
+	ch := make(chan result, 1)
 	go func() {
-		var ds []FileDigest
+		var r result
 		for _, p := range paths {
+			if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+				r.ds = append(r.ds, FileDigest{Path: p, Note: notRegular(fi.Mode()) + ": not hashed"})
+				continue
+			}
 			d, err := DigestFile(p)
 			if err != nil {
-				done <- err
-				return
+				r.err = err
+				break
 			}
-			ds = append(ds, d)
+			r.ds = append(r.ds, d)
 		}
-		m.Inputs = append(m.Inputs, ds...)
-		done <- nil
+		ch <- r
 	}()
+	earlier := m.hashed
+	m.hashed = sync.OnceValue(func() error {
+		if earlier != nil {
+			if err := earlier(); err != nil {
+				<-ch
+				return err
+			}
+		}
+		r := <-ch
+		if r.err != nil {
+			return r.err
+		}
+		m.Inputs = append(m.Inputs, r.ds...)
+		return nil
+	})
 }
 
-// Wait waits for HashInputs' hashing, if any, and returns its error.
-func (m *Manifest) Wait() error {
-	if m.hashing != nil {
-		m.hashErr = <-m.hashing
-		m.hashing = nil
+// notRegular names the kind of a file that is not a regular one.
+func notRegular(mode os.FileMode) string {
+	switch {
+	case mode&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&os.ModeDevice != 0:
+		return "a device"
+	case mode&os.ModeSocket != 0:
+		return "a socket"
+	case mode.IsDir():
+		return "a directory"
 	}
-	return m.hashErr
+	return "not a regular file"
+}
+
+// Wait waits for HashInputs' hashing, if any, records the digests in
+// Inputs and returns the hashing's error. It may be called any number of
+// times, from any goroutine.
+func (m *Manifest) Wait() error {
+	if m.hashed == nil {
+		return nil
+	}
+	return m.hashed()
 }
 
 // AddOutput hashes the file at path and records it as an output. Call it
@@ -170,7 +213,7 @@ func (m *Manifest) Finish() {
 // strings or nulls).
 func (m *Manifest) Write(path string) error {
 	if err := m.Wait(); err != nil {
-		return fmt.Errorf("dataio: manifest for %s: hashing an input: %w", path, err)
+		return fmt.Errorf("reading input: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -18,10 +18,14 @@ apt_missing() {
 }
 
 # apt_install WHO PKG...: installs the packages with apt-get, as root or
-# through sudo, refreshing the package lists first when one of them is
-# unknown to apt (a fresh machine has none). WHO names the calling script in
-# messages. Without apt-get, or without root and sudo, it says so on stderr
-# and returns 1; a failed apt-get returns its status.
+# through sudo (`sudo env DEBIAN_FRONTEND=... apt-get`: a sudo rule that
+# allows apt-get alone refuses it; run the script as root then). The
+# package lists are refreshed first when one of the packages is unknown to
+# apt (a fresh machine has none), and once more before a second try when
+# the install fails (stale lists point at removed versions); a failed
+# refresh is reported and the install tried anyway. WHO names the calling
+# script in messages. Without apt-get, or without root and sudo, it says so
+# on stderr and returns 1; a failed install returns apt-get's status.
 apt_install() {
   local who=$1 p sudo=""
   shift
@@ -37,10 +41,21 @@ apt_install() {
   fi
   for p in "$@"; do
     if ! apt-cache show "$p" >/dev/null 2>&1; then
-      $sudo apt-get update -qq >&2
+      _apt_refresh "$who" $sudo
       break
     fi
   done
   echo "$who: installing $*" >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null || {
+    _apt_refresh "$who" $sudo
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  }
+}
+
+# _apt_refresh WHO [sudo]: apt-get update, reporting a failure without
+# failing (apt_install tries the install anyway).
+_apt_refresh() {
+  local who=$1
+  shift
+  "$@" apt-get update -qq >&2 || echo "$who: apt-get update failed; trying the install anyway" >&2
 }

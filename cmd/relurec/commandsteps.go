@@ -23,11 +23,19 @@ func (a *app) newManifest(command string, options any, seed uint64, inputs ...st
 	man.Seed = seed
 	paths := uniq(inputs)
 	for _, p := range paths {
-		f, err := os.Open(p)
+		// A regular file is opened and closed to report an unreadable one
+		// now; a named pipe is not (opening and closing it would cut off
+		// its writer).
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() {
+			var f *os.File
+			if f, err = os.Open(p); err == nil {
+				f.Close()
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading input: %w", err)
 		}
-		f.Close()
 	}
 	man.HashInputs(paths...)
 	return man, nil
