@@ -488,30 +488,8 @@ func crossMean(X, Y *mat.Dense, mean []float64, rows [2]int) *mat.Dense {
 func residualize(ctx context.Context, in inputs, S *mat.Dense, degree int, dst *mat.Dense) (*mat.Dense, error) {
 	n, p := S.Dims()
 	k := in.k
-	f := 1 + k
-	quad := degree >= 2 && f+k*(k+1)/2 <= tensor.MaxResidualFeatures
-	if quad {
-		f += k * (k + 1) / 2
-	}
-	features := func(z, row []float64) {
-		row[0] = 1
-		copy(row[1:1+k], z)
-		if !quad {
-			return
-		}
-		at := 1 + k
-		for a := 0; a < k; a++ {
-			za := z[a]
-			for b := a; b < k; b++ {
-				v := za * z[b]
-				if a == b {
-					v--
-				}
-				row[at] = v
-				at++
-			}
-		}
-	}
+	f, quad := tensor.ResidualFeatures(k, degree)
+	features := func(z, row []float64) { tensor.HermiteFeatures(row, z, degree, quad) }
 	coef, _, err := linalg.GramLstSq(ctx, n, f, p, 0, func(lo, hi int, dst blas64.General) {
 		buf := make([]float64, k)
 		for q := lo; q < hi; q++ {

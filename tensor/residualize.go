@@ -11,6 +11,49 @@ import (
 // uses; above it the quadratic block is left out (the fit costs n·f² flops).
 const MaxResidualFeatures = 400
 
+// ResidualFeatures is the number f of Hermite features Residualize fits on
+// rows of k values up to degree (0, 1 or 2), and whether the quadratic
+// block is among them (it is left out above MaxResidualFeatures).
+func ResidualFeatures(k, degree int) (f int, quad bool) {
+	f = 1
+	if degree >= 1 {
+		f += k
+	}
+	quad = degree >= 2 && f+k*(k+1)/2 <= MaxResidualFeatures
+	if quad {
+		f += k * (k + 1) / 2
+	}
+	return f, quad
+}
+
+// HermiteFeatures writes the Hermite features of z into row (ResidualFeatures'
+// f entries): 1; z_a when degree ≥ 1; z_a·z_b − δ_ab for a ≤ b when quad.
+// Residualize and the chunked residualisations of packages depth2 and
+// twolayer share it, so their features agree to the bit.
+func HermiteFeatures(row, z []float64, degree int, quad bool) {
+	row[0] = 1
+	if degree < 1 {
+		return
+	}
+	k := len(z)
+	copy(row[1:1+k], z)
+	if !quad {
+		return
+	}
+	at := 1 + k
+	for a := 0; a < k; a++ {
+		za := z[a]
+		for b := a; b < k; b++ {
+			v := za * z[b]
+			if a == b {
+				v--
+			}
+			row[at] = v
+			at++
+		}
+	}
+}
+
 // Residualize replaces every column s of S (n×p) by its least-squares
 // residual on the Hermite features of the rows of Z (n×k) up to the given
 // degree (0, 1 or 2): 1, z_a, and z_a·z_b − δ_ab for a ≤ b. Because He_r is
@@ -28,34 +71,8 @@ func Residualize(ctx context.Context, Z, S *mat.Dense, degree int) (int, error) 
 	if ns != n {
 		return 0, fmt.Errorf("tensor: %d samples but %d weights", n, ns)
 	}
-	f := 1
-	if degree >= 1 {
-		f += k
-	}
-	quad := degree >= 2 && f+k*(k+1)/2 <= MaxResidualFeatures
-	if quad {
-		f += k * (k + 1) / 2
-	}
-	features := func(z, row []float64) {
-		row[0] = 1
-		if degree < 1 {
-			return
-		}
-		copy(row[1:1+k], z)
-		if quad {
-			at := 1 + k
-			for a := 0; a < k; a++ {
-				for b := a; b < k; b++ {
-					v := z[a] * z[b]
-					if a == b {
-						v--
-					}
-					row[at] = v
-					at++
-				}
-			}
-		}
-	}
+	f, quad := ResidualFeatures(k, degree)
+	features := func(z, row []float64) { HermiteFeatures(row, z, degree, quad) }
 	rows := min(chunkRows, n)
 	F := mat.NewDense(rows, f, nil)
 	Ft := mat.NewDense(f, rows, nil) // transposed copy: gonum's GEMM is ~4× faster on A·Bᵀ than on Aᵀ·B here

@@ -236,26 +236,7 @@ func (rz *residualizer) fill(z blas64.General, dst []float64) {
 	k, f := rz.k, rz.f
 	for q := 0; q < z.Rows; q++ {
 		zr := z.Data[q*z.Stride : q*z.Stride+k]
-		row := dst[q*f : (q+1)*f]
-		row[0] = 1
-		if rz.degree < 1 {
-			continue
-		}
-		copy(row[1:1+k], zr)
-		if rz.quad {
-			at := 1 + k
-			for a := 0; a < k; a++ {
-				za := zr[a]
-				for b := a; b < k; b++ {
-					v := za * zr[b]
-					if a == b {
-						v--
-					}
-					row[at] = v
-					at++
-				}
-			}
-		}
+		tensor.HermiteFeatures(dst[q*f:(q+1)*f], zr, rz.degree, rz.quad)
 	}
 }
 
@@ -288,14 +269,7 @@ func (rz *residualizer) apply(z blas64.General, S *mat.Dense, lo int, b *residSc
 // its own.
 func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) (first []float64, rz *residualizer, err error) {
 	_, p := S.Dims()
-	f := 1
-	if degree >= 1 {
-		f += k
-	}
-	quad := degree >= 2 && f+k*(k+1)/2 <= tensor.MaxResidualFeatures
-	if quad {
-		f += k * (k + 1) / 2
-	}
+	f, quad := tensor.ResidualFeatures(k, degree)
 	rz = &residualizer{k: k, f: f, p: p, degree: degree, quad: quad}
 	fill := rz.fill
 	type scratch struct{ z, phi, r []float64 }
