@@ -113,21 +113,7 @@ func TestParityStartScan(t *testing.T) {
 		{synth.TwoLayerConfig{D: 100, K: 20, M: 50}, 200000},
 	} {
 		for seed := uint64(1); seed <= 3; seed++ {
-			in := newInstance(t, seed, c.cfg, c.n, nil, synth.Noise{})
-			p, err := newProblem(in.X, in.Y)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opt := Options{Seed: seed}.withDefaults()
-			par, err := parityStart(context.Background(), p, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ten, err := tensorStart(context.Background(), p, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ap, at := worstAngle(in.V, par.V), worstAngle(in.V, ten.V)
+			_, par, ap, at := bothStarts(t, seed, c.cfg, c.n)
 			rows := parityLinearRows(c.n, c.cfg.D)
 			t.Logf("d=%d k=%d n=%d seed %d: parity %.3f rad (C from %d rows, 1.1·√(d/rows) = %.3f, gap %.1f), tensor %.3f rad", c.cfg.D, c.cfg.K, c.n, seed, ap, rows, 1.1*math.Sqrt(float64(c.cfg.D)/float64(rows)), par.parity.gap, at)
 			if ap > 2*1.1*math.Sqrt(float64(c.cfg.D)/float64(rows)) {

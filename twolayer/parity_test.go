@@ -29,6 +29,28 @@ func worstAngle(truth, est *mat.Dense) float64 {
 	return worst
 }
 
+// bothStarts draws the noiseless instance (seed, cfg, n) and computes its
+// parity start and its tensor start with the same options; it returns the
+// instance, the parity start and both starts' worst angles to V.
+func bothStarts(t *testing.T, seed uint64, cfg synth.TwoLayerConfig, n int) (in instance, par *Start, parity, tensor float64) {
+	t.Helper()
+	in = newInstance(t, seed, cfg, n, nil, synth.Noise{})
+	p, err := newProblem(in.X, in.Y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Seed: seed}.withDefaults()
+	par, err = parityStart(context.Background(), p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := tensorStart(context.Background(), p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, par, worstAngle(in.V, par.V), worstAngle(in.V, ten.V)
+}
+
 // The identity behind the parity start: with the true linear part
 // C = Vᵀ·A/2 (red = Y·P = ReLU(X·Vᵀ)·A), the equations hold to rounding on
 // every sample, their null space is exactly the k slices g_j g_jᵀ (a clear
@@ -101,21 +123,7 @@ func TestParityStartAccuracy(t *testing.T) {
 	cfg := synth.TwoLayerConfig{D: 20, K: 5, M: 8}
 	n := minSamples(cfg.D, cfg.K)
 	for seed := uint64(1); seed <= 3; seed++ {
-		in := newInstance(t, seed, cfg, n, nil, synth.Noise{})
-		p, err := newProblem(in.X, in.Y)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt := Options{Seed: seed}.withDefaults()
-		par, err := parityStart(context.Background(), p, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ten, err := tensorStart(context.Background(), p, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ap, at := worstAngle(in.V, par.V), worstAngle(in.V, ten.V)
+		in, par, ap, at := bothStarts(t, seed, cfg, n)
 		t.Logf("seed %d, n=%d: parity start %.3g rad (gap %.2f), tensor start %.3g rad", seed, n, ap, par.parity.gap, at)
 		if ap > 0.1 || ap > at {
 			t.Errorf("seed %d: parity start %.3g rad from V (tensor start %.3g): want < 0.1 and closer", seed, ap, at)
