@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/relurec/relurec/internal/safefile"
 )
 
 // FileDigest identifies a file's content, so that a manifest says exactly
@@ -108,14 +110,11 @@ func NewManifest(command string, args []string) *Manifest {
 	return m
 }
 
-// AddInput hashes the file at path and records it as an input.
+// AddInput hashes the file at path and records it as an input, at once
+// (HashInputs, then Wait).
 func (m *Manifest) AddInput(path string) error {
-	d, err := DigestFile(path)
-	if err != nil {
-		return err
-	}
-	m.Inputs = append(m.Inputs, d)
-	return nil
+	m.HashInputs(path)
+	return m.Wait()
 }
 
 // HashInputs records the files at paths as inputs, in order, hashing them
@@ -126,7 +125,8 @@ func (m *Manifest) AddInput(path string) error {
 // the caller must not read before. A file that cannot be hashed makes Wait
 // and Write fail. An input that is not a regular file (a named pipe, a
 // device) is recorded with a Note and no hash: reading it here would
-// consume the data the command is about to read.
+// consume the data the command is about to read. A second call must come
+// after Wait.
 func (m *Manifest) HashInputs(paths ...string) {
 	type result struct {
 		ds  []FileDigest
@@ -137,7 +137,7 @@ func (m *Manifest) HashInputs(paths ...string) {
 		var r result
 		for _, p := range paths {
 			if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-				r.ds = append(r.ds, FileDigest{Path: p, Note: notRegular(fi.Mode()) + ": not hashed"})
+				r.ds = append(r.ds, FileDigest{Path: p, Note: safefile.Kind(fi.Mode()) + ": not hashed"})
 				continue
 			}
 			d, err := DigestFile(p)
@@ -149,14 +149,7 @@ func (m *Manifest) HashInputs(paths ...string) {
 		}
 		ch <- r
 	}()
-	earlier := m.hashed
 	m.hashed = sync.OnceValue(func() error {
-		if earlier != nil {
-			if err := earlier(); err != nil {
-				<-ch
-				return err
-			}
-		}
 		r := <-ch
 		if r.err != nil {
 			return r.err
@@ -164,21 +157,6 @@ func (m *Manifest) HashInputs(paths ...string) {
 		m.Inputs = append(m.Inputs, r.ds...)
 		return nil
 	})
-}
-
-// notRegular names the kind of a file that is not a regular one.
-func notRegular(mode os.FileMode) string {
-	switch {
-	case mode&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case mode&os.ModeDevice != 0:
-		return "a device"
-	case mode&os.ModeSocket != 0:
-		return "a socket"
-	case mode.IsDir():
-		return "a directory"
-	}
-	return "not a regular file"
 }
 
 // Wait waits for HashInputs' hashing, if any, records the digests in

@@ -69,7 +69,7 @@ func Target(path string) (string, error) {
 	case err == nil && fi.IsDir():
 		return "", errs.Inputf("%s is a directory; expected a file path", path)
 	case err == nil && !fi.Mode().IsRegular():
-		return "", errs.Inputf("%s is not a regular file (%s); relurec writes outputs only to regular files, so that a failed run cannot damage a device or special file", path, kind(fi.Mode()))
+		return "", errs.Inputf("%s is not a regular file (%s); relurec writes outputs only to regular files, so that a failed run cannot damage a device or special file", path, Kind(fi.Mode()))
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%w: cannot write %s: %v", errs.ErrInput, path, err)
 	}
@@ -84,8 +84,8 @@ func Target(path string) (string, error) {
 	return resolved, nil
 }
 
-// kind names a non-regular file mode for messages.
-func kind(m fs.FileMode) string {
+// Kind names a non-regular file mode for messages.
+func Kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
 		return "a device"
@@ -93,6 +93,8 @@ func kind(m fs.FileMode) string {
 		return "a named pipe"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
+	case m.IsDir():
+		return "a directory"
 	}
 	return "mode " + m.String()
 }
