@@ -139,11 +139,17 @@ func solveUTo(buf []float64, X, Y, V *mat.Dense, act nn.Activation) (U, F *mat.D
 	if err := checkFinite(F, act); err != nil {
 		return nil, nil, err
 	}
+	U, err = lstsqU(F, Y)
+	return U, F, err
+}
+
+// lstsqU is U (m×k) of the least-squares fit Y ≈ F·Uᵀ.
+func lstsqU(F, Y mat.Matrix) (*mat.Dense, error) {
 	Ut, err := linalg.LstSq(F, Y)
 	if err != nil {
-		return nil, nil, fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
+		return nil, fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
 	}
-	return mat.DenseCopyOf(Ut.T()), F, nil
+	return mat.DenseCopyOf(Ut.T()), nil
 }
 
 // relResidualAct returns ‖Y − φ(X·Vᵀ)·Uᵀ‖_F/‖Y‖_F.

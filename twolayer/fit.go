@@ -408,13 +408,17 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 	for i, row := range found.rows[:k] {
 		V.SetRow(i, row)
 	}
-	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, &res.Diagnostics.CondF)
+	var cond float64
+	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, opt.CertTol, &cond)
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
 	if resid > opt.CertTol {
 		return nil, nil, nil, 0, fmt.Sprintf("every unit polished but the residual %.1e exceeds %.0e", resid, opt.CertTol), false, nil
 	}
+	// κ of the activations U was solved on, kept only for the answer
+	// returned (a rejected V's would otherwise reach the noisy route's).
+	res.Diagnostics.CondF = cond
 	return V, U, F, resid, fmt.Sprintf("Y is exactly rank %d and %s; residual %.1e ≤ %.0e", k, how, resid, opt.CertTol), true, nil
 }
 
@@ -537,17 +541,18 @@ func exactRouteRuns(p *problem, opt Options, coarse bool) (k int, ok bool) {
 // weights are solved on: with every row of V exact, Y = φ(X·Vᵀ)·Uᵀ holds
 // on every sample, so any block of rows whose activations have full rank
 // gives the same U up to rounding, and the residual certificate is still
-// taken over all n samples. max(2·10⁴, 100·k) rows keep that block well
-// conditioned (κ of its activations within a few percent of all rows').
+// taken over all n samples. max(2·10⁴, 100·k) rows are ≥ 100 per unknown of
+// each output's solve; a block too ill-conditioned to give U at rounding
+// level shows in the residual, and exactU solves again on all rows.
 func exactURows(n, k int) int { return min(n, max(20000, 100*k)) }
 
 // exactU is the exact route's output fit: the activations F = φ(X·Vᵀ) of
 // all samples (into buf, see activationsTo), U by least squares on the
 // first exactURows of them, and the residual ‖Y − F·Uᵀ‖/‖Y‖ on all. When
-// that residual is not at rounding level (above 1e-12, which noiseless
-// data never reach) U is solved again on all rows, as SolveU does. cond
-// receives κ of the activations U was solved on.
-func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, cond *float64) (U, F *mat.Dense, resid float64, err error) {
+// that residual is above min(1e-12, certTol) (rounding level, which
+// noiseless data do not exceed) U is solved again on all rows, as SolveU
+// does. cond receives κ of the activations U was solved on.
+func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, certTol float64, cond *float64) (U, F *mat.Dense, resid float64, err error) {
 	n, _ := X.Dims()
 	_, m := Y.Dims()
 	k, _ := V.Dims()
@@ -558,16 +563,15 @@ func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, cond *float64)
 	rows := exactURows(n, k)
 	for {
 		Fs, Ys := F.Slice(0, rows, 0, k), Y.Slice(0, rows, 0, m)
-		Ut, err := linalg.LstSq(Fs, Ys)
+		U, err = lstsqU(Fs, Ys)
 		if err == nil {
-			U = mat.DenseCopyOf(Ut.T())
 			resid = residualOf(F, Y, U)
 			*cond = linalg.Cond(Fs)
-			if resid <= 1e-12 || rows == n {
+			if resid <= min(1e-12, certTol) || rows == n {
 				return U, F, resid, nil
 			}
 		} else if rows == n {
-			return nil, nil, 0, fmt.Errorf("twolayer: output weights: the hidden activations are rank deficient (%w)", err)
+			return nil, nil, 0, err
 		}
 		rows = n
 	}

@@ -221,10 +221,6 @@ type residualizer struct {
 	degree  int
 	quad    bool
 	beta    []float64 // f×p
-	// first (p×f, row t) holds Σ_q s_qt·φ_q over the unresidualised S for
-	// the features φ = [1, z, …] in that order: first[t·f + 1 + a] =
-	// Σ_q s_qt·z_qa when degree ≥ 1 (the first moment Sᵀ·Z).
-	first []float64
 }
 
 // residScratch is a worker's scratch for residualizer.apply.
@@ -264,19 +260,19 @@ func (rz *residualizer) apply(z blas64.General, S *mat.Dense, lo int, b *residSc
 
 // residualizeHermiteSums is residualizeHermite without its last pass: it
 // returns the coefficients (residualizer: apply them to every chunk of S to
-// finish) and the sums its first pass takes over the unresidualised S
-// (residualizer.first), among them the first moment Sᵀ·Z with no pass of
-// its own.
+// finish) and the sums its first pass takes over the unresidualised S:
+// first (p×f, row t) holds Σ_q s_qt·φ_q for the features φ = [1, z, …] in
+// that order, so first[t·f + 1 + a] = Σ_q s_qt·z_qa when degree ≥ 1 — the
+// first moment Sᵀ·Z with no pass of its own.
 func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int, buf *[]float64) blas64.General, S *mat.Dense, degree int) (first []float64, rz *residualizer, err error) {
 	_, p := S.Dims()
 	f, quad := tensor.ResidualFeatures(k, degree)
 	rz = &residualizer{k: k, f: f, p: p, degree: degree, quad: quad}
 	fill := rz.fill
-	type scratch struct{ z, phi, r []float64 }
-	bufs := make([]*scratch, maxProcs())
-	buf := func(wk int) *scratch {
+	bufs := make([]*residScratch, maxProcs())
+	buf := func(wk int) *residScratch {
 		if bufs[wk] == nil {
-			bufs[wk] = &scratch{phi: make([]float64, linalg.GramChunk*f), r: make([]float64, linalg.GramChunk*p)}
+			bufs[wk] = &residScratch{phi: make([]float64, linalg.GramChunk*f), r: make([]float64, linalg.GramChunk*p)}
 		}
 		return bufs[wk]
 	}
@@ -327,6 +323,6 @@ func residualizeHermiteSums(ctx context.Context, n, k int, zrows func(lo, hi int
 			}
 		}
 	}
-	rz.beta, rz.first = beta, first
+	rz.beta = beta
 	return first, rz, nil
 }

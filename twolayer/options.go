@@ -140,8 +140,8 @@ type Diagnostics struct {
 	// route's first start for the ReLU, docs/twolayer.md) or "tensor"
 	// ([BJW19, Alg 4]). ParityGap is σ_{k+1}/σ_k of the parity start's
 	// equations (how clearly their k-dimensional null space stands out;
-	// above k = 23 σ_{k+1} comes from a Ritz value, linalg.SmallestEigen,
-	// and the gap may be overstated a little).
+	// from k = 25 on, k(k+1)/2 > 300 unknowns, σ_{k+1} is a Ritz value of
+	// linalg.SmallestEigen and the gap may be overstated a little).
 	Start     string  `json:"start,omitempty"`
 	ParityGap float64 `json:"parity_gap,omitempty"`
 	// TensorOrder is the tensor start's Hermite order (0 after a parity start).

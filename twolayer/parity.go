@@ -155,8 +155,9 @@ type parityEquations struct {
 // (linalg.SmallestEigen, whose random start comes from rng).
 func newParityEquations(gram *mat.SymDense, C *mat.Dense, mean []float64, k int, rng *rand.Rand) (*parityEquations, error) {
 	if k == 1 {
-		// One unknown, one unit: the slice is g·gᵀ itself.
-		return &parityEquations{slices: []*mat.SymDense{mat.NewSymDense(1, []float64{1})}, C: C, mean: mean, gap: math.Inf(1)}, nil
+		// One unknown, one unit: no null space to find and nothing to
+		// decompose (decomposeParity).
+		return &parityEquations{C: C, mean: mean, gap: math.Inf(1)}, nil
 	}
 	vals, vecs, err := linalg.SmallestEigen(gram, k, k+1, rng)
 	if err != nil {

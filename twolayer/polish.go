@@ -114,6 +114,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	type attempt struct {
 		unit, sign int
 		w          []float64
+		z          []float64 // the certified row
 		rep        UnitPolish
 		why        string
 	}
@@ -141,7 +142,6 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 		ws[j] = a.w
 	}
 	rows := rowsFromNull(X, B, ws, act)
-	zs := make([][]float64, len(tries))
 	for j, a := range cands {
 		rr := rows[j]
 		a.rep.Residual = rr.resid
@@ -179,12 +179,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 			a.why = fmt.Sprintf("the exact row found is nearest to start row %d with sign %+d: it belongs to another unit", jr, sj)
 			continue
 		}
-		a.rep.OK = true
-		for t, b := range tries {
-			if b == a {
-				zs[t] = z
-			}
-		}
+		a.rep.OK, a.z = true, z
 	}
 	V := mat.DenseCopyOf(Vhat)
 	reports := make([]UnitPolish, k)
@@ -200,7 +195,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 		}
 		switch len(found) {
 		case 1:
-			V.SetRow(i, zs[found[0]])
+			V.SetRow(i, tries[found[0]].z)
 			reports[i] = tries[found[0]].rep
 		case 2:
 			// Both signs certified is impossible for a generic instance
