@@ -62,6 +62,14 @@ func (o DistillOptions) withDefaults() DistillOptions {
 	return o
 }
 
+// objectiveName is DistillOptions.Objective with the default spelled out.
+func objectiveName(o string) string {
+	if o == "" {
+		return "softmax"
+	}
+	return o
+}
+
 // validate checks the options that do not need the data.
 func (o DistillOptions) validate() error {
 	switch {
@@ -78,7 +86,7 @@ func (o DistillOptions) validate() error {
 	case !(o.HoldoutFraction > 0 && o.HoldoutFraction < 1):
 		return fmt.Errorf("%w: DistillOptions.HoldoutFraction must lie in (0, 1), got %g", ErrInput, o.HoldoutFraction)
 	}
-	return nil
+	return nn.CheckDistillObjective(o.Objective)
 }
 
 // DistillReport is the evidence of the distillation step. Divergences are
@@ -91,7 +99,9 @@ type DistillReport struct {
 	BestEpoch   int `json:"best_epoch"` // 0: the layer fit was kept
 	TrainRows   int `json:"train_rows"`
 	HoldoutRows int `json:"holdout_rows"`
-	// Temperature and LearningRate as used.
+	// Objective, Temperature and LearningRate as used ("softmax" or
+	// "logits": the divergences below are that objective's).
+	Objective       string  `json:"objective"`
 	Temperature     float64 `json:"temperature"`
 	LearningRate    float64 `json:"learning_rate"`
 	StartDivergence float64 `json:"start_divergence"`
@@ -170,7 +180,7 @@ func distill(ctx context.Context, net, c *nn.MLP, x0 *mat.Dense, o DistillOption
 		return nil, err
 	}
 	rep := &DistillReport{Epochs: o.Epochs, BestEpoch: tr.BestEpoch, TrainRows: n - hold, HoldoutRows: hold,
-		Temperature: o.Temperature, LearningRate: o.LearningRate,
+		Objective: objectiveName(o.Objective), Temperature: o.Temperature, LearningRate: o.LearningRate,
 		StartDivergence: *tr.StartHoldoutLoss, Divergence: *tr.StartHoldoutLoss,
 		StartAgreement: before.Agreement, Agreement: after.Agreement}
 	if tr.BestEpoch > 0 {

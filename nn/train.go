@@ -539,6 +539,14 @@ type distillObjective struct {
 	loss    func(z, target, grad *mat.Dense) float64
 }
 
+// CheckDistillObjective returns the error Distill gives for
+// DistillOptions.Objective = name, nil for a valid one: callers check it
+// before work that precedes the distillation.
+func CheckDistillObjective(name string) error {
+	_, err := DistillOptions{Objective: name, Temperature: 1}.objective()
+	return err
+}
+
 func (opt DistillOptions) objective() (distillObjective, error) {
 	switch opt.Objective {
 	case "", "softmax":

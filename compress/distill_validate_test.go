@@ -1,0 +1,20 @@
+package compress
+
+import (
+	"errors"
+	"testing"
+)
+
+// A misspelt distillation objective is refused by Validate, before the
+// layer fit that precedes the distillation (it used to fail only inside
+// nn.Distill, after that fit).
+func TestValidateRefusesUnknownObjective(t *testing.T) {
+	if err := (DistillOptions{Epochs: 1, Objective: "logit"}).withDefaults().validate(); !errors.Is(err, ErrInput) {
+		t.Fatalf("objective \"logit\": %v, want ErrInput", err)
+	}
+	for _, ok := range []string{"", "softmax", "logits"} {
+		if err := (DistillOptions{Epochs: 1, Objective: ok}).withDefaults().validate(); err != nil {
+			t.Errorf("objective %q: %v", ok, err)
+		}
+	}
+}
