@@ -187,12 +187,9 @@ func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
 	if x == nil || x.IsEmpty() {
 		return fmt.Errorf("nn: %s: the inputs x are nil or empty; expected n×%d (the network's input width): %w", fn, m.In(), ErrInput)
 	}
-	_, d := x.Dims()
-	if d != m.In() {
-		return fmt.Errorf("nn: %s: inputs have %d columns but the network takes %d: %w", fn, d, m.In(), ErrInput)
-	}
-	// A NaN or Inf input would make every epoch's loss NaN without an error.
-	if _, _, err := certify.CheckMatrix("nn."+fn, "x", x, -1, d, fmt.Sprintf("n×%d finite inputs", d)); err != nil {
+	// The width, and finiteness: a NaN or Inf input would make every
+	// epoch's loss NaN without an error.
+	if _, _, err := certify.CheckMatrix("nn."+fn, "x", x, -1, m.In(), fmt.Sprintf("n×%d (the network's input width), all finite", m.In())); err != nil {
 		return err
 	}
 	switch {
@@ -210,8 +207,8 @@ func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
 		return fmt.Errorf("nn: %s: WeightDecay must be ≥ 0, got %g: %w", fn, opt.WeightDecay, ErrInput)
 	}
 	if opt.Validation != nil {
-		if _, vd := opt.Validation.Dims(); vd != d {
-			return fmt.Errorf("nn: %s: validation inputs have %d columns, training inputs %d: %w", fn, vd, d, ErrInput)
+		if _, vd := opt.Validation.Dims(); vd != m.In() {
+			return fmt.Errorf("nn: %s: validation inputs have %d columns, training inputs %d: %w", fn, vd, m.In(), ErrInput)
 		}
 		vn, _ := opt.Validation.Dims()
 		if err := CheckLabels(opt.ValidationLabels, vn, m.Out()); err != nil {
