@@ -489,12 +489,11 @@ func residualize(ctx context.Context, in inputs, S *mat.Dense, degree int, dst *
 	n, p := S.Dims()
 	k := in.k
 	f, quad := tensor.ResidualFeatures(k, degree)
-	features := func(z, row []float64) { tensor.HermiteFeatures(row, z, degree, quad) }
 	coef, _, err := linalg.GramLstSq(ctx, n, f, p, 0, func(lo, hi int, dst blas64.General) {
 		buf := make([]float64, k)
 		for q := lo; q < hi; q++ {
 			row := dst.Data[(q-lo)*dst.Stride : (q-lo)*dst.Stride+f+p]
-			features(in.row(q, buf), row[:f])
+			tensor.HermiteFeatures(row[:f], in.row(q, buf), degree, quad)
 			copy(row[f:], S.RawRowView(q))
 		}
 	})
@@ -527,7 +526,7 @@ func residualize(ctx context.Context, in inputs, S *mat.Dense, degree int, dst *
 		}
 		row, buf := scratch[wk][:f], scratch[wk][f:]
 		for q := c * momentChunk; q < min((c+1)*momentChunk, n); q++ {
-			features(in.row(q, buf), row)
+			tensor.HermiteFeatures(row, in.row(q, buf), degree, quad)
 			o, s := dst.RawRowView(q), S.RawRowView(q)
 			for t := range o {
 				o[t] = s[t] - dotRow(ct[t*f:(t+1)*f], row)

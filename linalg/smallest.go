@@ -50,10 +50,7 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 		eig.VectorsTo(&vecs)
 		return eig.Values(nil)[:r], mat.DenseCopyOf(vecs.Slice(0, n, 0, k)), nil
 	}
-	trace := 0.0
-	for i := 0; i < n; i++ {
-		trace += S.At(i, i)
-	}
+	trace := mat.Trace(S)
 	if !(trace > 0) || math.IsInf(trace, 0) {
 		return nil, nil, fmt.Errorf("linalg.SmallestEigen: %w: trace %v (want a positive semidefinite matrix)", ErrNotPositiveDefinite, trace)
 	}
@@ -77,10 +74,11 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 	}
 	Sd := mat.DenseCopyOf(S) // general products run faster than symmetric ones
 	var (
-		SQ, Hd mat.Dense
-		eig    mat.EigenSym
-		ritz   mat.Dense
-		theta  []float64
+		SQ, Hd  mat.Dense
+		eig     mat.EigenSym
+		ritz    mat.Dense
+		rotated mat.Dense
+		theta   []float64
 	)
 	H := mat.NewSymDense(p, nil)
 	tol := 1e-10 * trace
@@ -102,7 +100,6 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 		}
 		theta = eig.Values(theta)
 		eig.VectorsTo(&ritz)
-		var rotated mat.Dense
 		rotated.Mul(Q, &ritz)
 		Q.Copy(&rotated)
 		SQ.Mul(&SQ, &ritz) // S·(Q·ritz)

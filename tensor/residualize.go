@@ -72,7 +72,6 @@ func Residualize(ctx context.Context, Z, S *mat.Dense, degree int) (int, error) 
 		return 0, fmt.Errorf("tensor: %d samples but %d weights", n, ns)
 	}
 	f, quad := ResidualFeatures(k, degree)
-	features := func(z, row []float64) { HermiteFeatures(row, z, degree, quad) }
 	rows := min(chunkRows, n)
 	F := mat.NewDense(rows, f, nil)
 	Ft := mat.NewDense(f, rows, nil) // transposed copy: gonum's GEMM is ~4× faster on A·Bᵀ than on Aᵀ·B here
@@ -87,7 +86,7 @@ func Residualize(ctx context.Context, Z, S *mat.Dense, degree int) (int, error) 
 		hi := min(lo+chunkRows, n)
 		fb := F.Slice(0, hi-lo, 0, f).(*mat.Dense)
 		for q := lo; q < hi; q++ {
-			features(Z.RawRowView(q), fb.RawRowView(q-lo))
+			HermiteFeatures(fb.RawRowView(q-lo), Z.RawRowView(q), degree, quad)
 		}
 		ftb := Ft.Slice(0, f, 0, hi-lo).(*mat.Dense)
 		ftb.Copy(fb.T())
@@ -115,7 +114,7 @@ func Residualize(ctx context.Context, Z, S *mat.Dense, degree int) (int, error) 
 		hi := min(lo+chunkRows, n)
 		fb := F.Slice(0, hi-lo, 0, f).(*mat.Dense)
 		for q := lo; q < hi; q++ {
-			features(Z.RawRowView(q), fb.RawRowView(q-lo))
+			HermiteFeatures(fb.RawRowView(q-lo), Z.RawRowView(q), degree, quad)
 		}
 		ft := fit.Slice(0, hi-lo, 0, p).(*mat.Dense)
 		ft.Mul(fb, &beta)
