@@ -235,7 +235,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		}
 		res.TwoLayer, err = fitTwoLayer(ctx, X, Y, o, ch.Gaussian)
 		switch {
-		case screenPending && err == nil:
+		case screenPending && err == nil && res.TwoLayer.Certificate.Met:
 			ch.Considered = append(ch.Considered, "biases: not tested (the bias-free exact route certified the data first)")
 			ch.Reason = "a bias-free two-layer network reproduces Y exactly (its exact route certified before any screen): the two-layer learner"
 		case screenPending:

@@ -118,7 +118,7 @@ func newLearnTwoLayerCmd(a *app) *cobra.Command {
 	f.BoolVar(&opt.Force, "force", false, "let the worstcase route run above its work limit")
 	f.BoolVar(&opt.Refine, "refine", false, "refine the noisy-route estimate by local least squares")
 	f.StringVar((*string)(&opt.Whiten), "whiten", string(opt.Whiten), "whiten non-identity input covariance: auto, always or never")
-	f.StringVar((*string)(&opt.Start), "start", "auto", "the exact route's start: auto (the parity start for the ReLU, docs/twolayer.md) or tensor (the paper's tensor start)")
+	f.StringVar((*string)(&opt.Start), "start", string(twolayer.StartAuto), "the exact route's start: auto (the parity start for the ReLU, docs/twolayer.md) or tensor (the paper's tensor start)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
