@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -56,7 +55,7 @@ func BenchmarkExactPolish(b *testing.B) {
 	start := perturbRows(in.V, 1e-2, 3)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := ExactPolish(context.Background(), in.X, B, start, nn.ReLU, nil); err != nil {
+		if _, _, err := ExactPolish(context.Background(), in.X, B, start, PolishOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -123,8 +123,9 @@ type exactAttempt struct {
 func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att *exactAttempt, parityOnly bool) (*Result, error) {
 	began := time.Now()
 	X, Y := p.X, p.Y
-	// coarse data (float32) cannot give the exact polish float64-exact
-	// zeros; their certificate comes from a refined fit (certify.DefaultTol).
+	// coarse data (float32) are polished and certified at their precision
+	// (polishTolsFor, certify.DefaultTol); when the exact route fails on
+	// them, the noisy route's refined fit is certified at it too.
 	coarse := p.roundoff > certify.Float64Roundoff
 	// The starts the exact route tries in turn, cheapest first, until one
 	// certifies every unit: the parity start (ReLU only, parity.go; left out
@@ -139,17 +140,17 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		att = &exactAttempt{}
 	}
 	var plan []planned
-	if parityApplies(p, opt, coarse) && !att.parityTried {
+	if parityApplies(p, opt) && !att.parityTried {
 		att.parityTried = true
 		plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
 	}
 	if parityOnly {
 		if len(plan) == 0 {
-			att.why = "the parity start does not apply (it needs float64 data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
+			att.why = "the parity start does not apply (it needs data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
 			return nil, nil
 		}
 	} else {
-		if rows := startRows(p, opt, coarse); rows < p.n {
+		if rows := startRows(p, opt); rows < p.n {
 			plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
 		}
 		plan = append(plan, planned{"tensor start", func() (*Start, error) { return tensorStart(ctx, p, opt) }})
@@ -212,8 +213,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		res.Certificate.Residual = resid
 		res.Certificate.Tol = opt.CertTol
 		res.Certificate.Samples = X.RawMatrix().Rows
-		// A refined answer on float32 data is certified at their precision:
-		// the exact polish needs float64-exact zeros, which such data lack.
+		// A refined answer on float32 data is certified at their precision.
 		certifiable := res.Route == RouteExact || res.Route == RouteNoisy && coarse && opt.Refine
 		res.Certificate.Met = certifiable && res.Certificate.Residual <= opt.CertTol
 		if diag.CondF == 0 { // the exact route sets it from its U solve
@@ -225,11 +225,6 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 
 	tryExact := opt.Route != "noisy"
 	why := ""
-	if tryExact && coarse && opt.Route != "exact" {
-		// The polish looks for float64-exact zeros that float32 data lack.
-		tryExact = false
-		why = "the exact polish needs float64 data"
-	}
 	if tryExact && k < m && !st.ExactRank {
 		tryExact = false
 		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], p.rankTol)
@@ -243,7 +238,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		for {
 			// Only the last start gets the least-squares last resort.
 			last := at == len(plan)-1
-			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, st, opt, res, !last || parityOnly, found); err != nil {
+			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, p.roundoff, st, opt, res, !last || parityOnly, found); err != nil {
 				if parityOnly && ctx.Err() == nil {
 					att.why = fmt.Sprintf("the polish of the parity start failed (%v)", err)
 					return nil, nil
@@ -317,8 +312,9 @@ const startRetries = 2
 // quick (a start that fitTensor replaces by another when it fails: see its
 // plan) skips the least-squares last resort. found holds the rows certified
 // so far, by earlier starts too: a unit certified once is not looked for
-// again.
-func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, res *Result, quick bool, found *certifiedRows) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
+// again. roundoff is the unit roundoff of X and Y (certify.Roundoff), which
+// sets the polish's tolerances.
+func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Start, opt Options, res *Result, quick bool, found *certifiedRows) (V, U, F *mat.Dense, resid float64, reason string, ok bool, err error) {
 	k := st.K
 	carried := len(found.rows)
 	// The polish reads the basis of col(Y), not the start's moments: those
@@ -337,7 +333,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		work = basis.RawMatrix().Data
 	}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		Vp, reps, err := ExactPolish(ctx, X, basis, start, opt.Activation, func(done, total int) { opt.progress(stage, done, total) })
+		Vp, reps, err := ExactPolish(ctx, X, basis, start, PolishOptions{Activation: opt.Activation, Roundoff: roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }})
 		if err != nil {
 			return nil, err
 		}
@@ -409,7 +405,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, st *Start, opt Options, re
 		V.SetRow(i, row)
 	}
 	var cond float64
-	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, opt.CertTol, &cond)
+	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, min(roundingResidual(roundoff), opt.CertTol), &cond)
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
@@ -503,7 +499,7 @@ func maxOffDiagCos(V *mat.Dense) float64 {
 const quickStartFactor = 4
 
 // startRows is how many samples (the first ones) the tensor start of
-// fitTensor reads. When the exact route will run (float64 data, Y exactly
+// fitTensor reads. When the exact route will run (Y exactly
 // rank k or k = m, not the noisy route) on at least twice
 // quickStartFactor·minSamples(d, k) samples, the start reads only that many:
 // it need only land within the polish's margin, which the polish then
@@ -512,8 +508,8 @@ const quickStartFactor = 4
 // units stay uncertified, fitTensor starts again from all the rows. Rows
 // are taken in order, as the screens take theirs: samples are assumed
 // exchangeable (a sorted file only costs the second start).
-func startRows(p *problem, opt Options, coarse bool) int {
-	k, ok := exactRouteRuns(p, opt, coarse)
+func startRows(p *problem, opt Options) int {
+	k, ok := exactRouteRuns(p, opt)
 	if !ok {
 		return p.n
 	}
@@ -525,9 +521,10 @@ func startRows(p *problem, opt Options, coarse bool) int {
 }
 
 // exactRouteRuns reports whether fitTensor will try the exact route on p
-// (float64 data, Y exactly rank k or k = m, not the noisy route), and k.
-func exactRouteRuns(p *problem, opt Options, coarse bool) (k int, ok bool) {
-	if opt.Route == "noisy" || coarse {
+// (Y exactly rank k or k = m at the data's precision, not the noisy
+// route), and k.
+func exactRouteRuns(p *problem, opt Options) (k int, ok bool) {
+	if opt.Route == "noisy" {
 		return 0, false
 	}
 	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
@@ -536,6 +533,11 @@ func exactRouteRuns(p *problem, opt Options, coarse bool) (k int, ok bool) {
 	}
 	return red0.K, true
 }
+
+// roundingResidual is the relative residual the right network leaves on
+// noiseless data of unit roundoff u: 1e-12 for float64 data, 2·u (1.2e-7)
+// for float32 data, whose rounding of X and Y alone leaves 3e-8…4e-8.
+func roundingResidual(u float64) float64 { return math.Max(1e-12, 2*u) }
 
 // exactURows is how many samples (the first ones) the exact route's output
 // weights are solved on: with every row of V exact, Y = φ(X·Vᵀ)·Uᵀ holds
@@ -549,10 +551,11 @@ func exactURows(n, k int) int { return min(n, max(20000, 100*k)) }
 // exactU is the exact route's output fit: the activations F = φ(X·Vᵀ) of
 // all samples (into buf, see activationsTo), U by least squares on the
 // first exactURows of them, and the residual ‖Y − F·Uᵀ‖/‖Y‖ on all. When
-// that residual is above min(1e-12, certTol) (rounding level, which
-// noiseless data do not exceed) U is solved again on all rows, as SolveU
-// does. cond receives κ of the activations U was solved on.
-func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, certTol float64, cond *float64) (U, F *mat.Dense, resid float64, err error) {
+// that residual is above resolveAbove (the caller's: rounding level, which
+// noiseless data do not exceed, or a stricter certificate tolerance) U is
+// solved again on all rows, as SolveU does. cond receives κ of the
+// activations U was solved on.
+func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, resolveAbove float64, cond *float64) (U, F *mat.Dense, resid float64, err error) {
 	n, _ := X.Dims()
 	_, m := Y.Dims()
 	k, _ := V.Dims()
@@ -567,7 +570,7 @@ func exactU(buf []float64, X, Y, V *mat.Dense, act nn.Activation, certTol float6
 		if err == nil {
 			resid = residualOf(F, Y, U)
 			*cond = linalg.Cond(Fs)
-			if resid <= min(1e-12, certTol) || rows == n {
+			if resid <= resolveAbove || rows == n {
 				return U, F, resid, nil
 			}
 		} else if rows == n {

@@ -264,7 +264,7 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 
 	found := &certifiedRows{}
 	polish := func(start *mat.Dense, stage string) error {
-		Vp, reps, err := ExactPolish(ctx, X, est.Basis, start, nn.ReLU, func(done, total int) { opt.progress(stage, done, total) })
+		Vp, reps, err := ExactPolish(ctx, X, est.Basis, start, PolishOptions{Roundoff: p.roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }})
 		if err != nil {
 			return err
 		}

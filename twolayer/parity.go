@@ -70,11 +70,11 @@ func spreadRow(i, rows, n int) int { return int(int64(i) * int64(n) / int64(rows
 // parityApplies reports whether fitTensor starts the exact route from the
 // parity start: a ReLU network whose exact route will run
 // (exactRouteRuns), unless Options.Start asks for the tensor start.
-func parityApplies(p *problem, opt Options, coarse bool) bool {
+func parityApplies(p *problem, opt Options) bool {
 	if opt.Start == StartTensor || opt.Activation != nn.ReLU {
 		return false
 	}
-	_, ok := exactRouteRuns(p, opt, coarse)
+	_, ok := exactRouteRuns(p, opt)
 	return ok
 }
 

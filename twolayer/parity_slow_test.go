@@ -77,7 +77,7 @@ func TestPolishMargin(t *testing.T) {
 		B := basis(t, in.Y, c.cfg.K)
 		for _, eps := range []float64{0.05, 0.1, 0.2, 0.3} {
 			start := perturbRows(in.V, eps, 3)
-			_, reps, err := ExactPolish(context.Background(), in.X, B, start, nn.ReLU, nil)
+			_, reps, err := ExactPolish(context.Background(), in.X, B, start, PolishOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

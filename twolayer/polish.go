@@ -10,23 +10,59 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
 
-// Polish tolerances (practical default, not in [BJW19]).
-const (
-	// nullTol: a system counts as feasible when σ_k/σ_1 of the confident-zero
-	// rows of the basis is below it (noiseless data give ~1e-15).
-	nullTol = 1e-9
-	// uniqueTol: the null space is one-dimensional when σ_{k−1}/σ_1 exceeds it.
-	uniqueTol = 1e-6
-	// unitTol: a polished unit is exact when ‖ReLU(X·z) − r‖/‖r‖ is below it
+// polishTols are the polish's tolerances (practical defaults, not in
+// [BJW19]) for data of one storage precision. Float64 data keep the
+// float64 values below; data rounded to float32 (unit roundoff u = 6e-8)
+// carry relative errors near u in every entry of X and Y, which the
+// confident zeros of the basis and the unit's activation inherit, so each
+// tolerance grows with u (polishTolsFor).
+type polishTols struct {
+	// null: a system counts as feasible when σ_k/σ_1 of the confident-zero
+	// rows of the basis is below it (noiseless float64 data give ~1e-15,
+	// float32 data ~1e-7).
+	null float64
+	// unique: the null space is one-dimensional when σ_{k−1}/σ_1 exceeds it.
+	unique float64
+	// unit: a polished unit is exact when ‖ReLU(X·z) − r‖/‖r‖ is below it
 	// over all samples, r being the unit's activation read off the column
 	// span of Y.
-	unitTol = 1e-8
-)
+	unit float64
+	// active: samples with r above active·max r are imposed as active in
+	// the row's linear system (the ReLU; φ ≠ ReLU uses max(1e-4, active)).
+	active float64
+}
+
+// polishTolsFor returns the tolerances for data of unit roundoff u: 1e-9,
+// 1e-6, 1e-8 and 1e-7 for float64 data, and 2¹⁰·u, 2¹⁴·u, 2⁸·u and 2⁸·u
+// (6.1e-5, 9.8e-4, 1.5e-5, 1.5e-5) for float32 data.
+func polishTolsFor(u float64) polishTols {
+	return polishTols{
+		null:   math.Max(1e-9, 0x1p10*u),
+		unique: math.Max(1e-6, 0x1p14*u),
+		unit:   math.Max(1e-8, 0x1p8*u),
+		active: math.Max(1e-7, 0x1p8*u),
+	}
+}
+
+// PolishOptions are ExactPolish's settings. The zero value polishes ReLU
+// units of float64 data.
+type PolishOptions struct {
+	// Activation is φ ("" means nn.ReLU).
+	Activation nn.Activation
+	// Roundoff is the unit roundoff of the data the basis came from
+	// (certify.Roundoff; 0 means float64): the polish's tolerances grow
+	// with it, so that float32 data polish to rows exact at float32
+	// precision.
+	Roundoff float64
+	// Progress, when set, is called after each unit.
+	Progress func(done, total int)
+}
 
 // UnitPolish reports what the exact polish did for one hidden unit.
 type UnitPolish struct {
@@ -79,13 +115,21 @@ type UnitPolish struct {
 // clearly inactive (repolish): heavy-tailed φ makes the first few confident
 // zeros too ill-conditioned for a 1e-10 certificate (x³: 1e-9 → 1e-13).
 // Rows are unit except for e^x − 1, whose rows carry their norms.
-// act "" means nn.ReLU. X must be n×d, B n×k and Vhat k×d, all finite;
-// other shapes (or nil) give an error wrapping ErrInput that says what was
+//
+// B may have more columns than Vhat has rows: the column span of Y of a
+// network with biases, read on the augmented input (x, 1), also holds the
+// constant vector, which vanishes nowhere and so never enters a null
+// vector (package depth2's exact route).
+//
+// X must be n×d, B n×k' with k' ≥ k and Vhat k×d, all finite; other
+// shapes (or nil) give an error wrapping ErrInput that says what was
 // expected.
-func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, progress func(done, total int)) (*mat.Dense, []UnitPolish, error) {
+func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) (*mat.Dense, []UnitPolish, error) {
+	act, progress := opt.Activation, opt.Progress
 	if act == "" {
 		act = nn.ReLU
 	}
+	tol := polishTolsFor(max(opt.Roundoff, certify.Float64Roundoff))
 	if err := checkActivation(act); err != nil {
 		return nil, nil, err
 	}
@@ -98,8 +142,10 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, _, err := certify.CheckMatrix(fn, "B", B, n, k, fmt.Sprintf("n×k with n = %d (X's rows) and k = %d (Vhat's rows)", n, k)); err != nil {
+	if _, kb, err := certify.CheckMatrix(fn, "B", B, n, -1, fmt.Sprintf("n×k' with n = %d (X's rows) and k' ≥ %d (Vhat's rows)", n, k)); err != nil {
 		return nil, nil, err
+	} else if kb < k {
+		return nil, nil, errs.Inputf("%s: B is %d×%d, want n×k' with n = %d (X's rows) and k' ≥ %d (Vhat's rows)", fn, n, kb, n, k)
 	}
 	// Step 1, one pass over X for all units: the rows' norms and the
 	// candidate zeros of every unit and sign (confidentZeros).
@@ -125,7 +171,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 			a := &attempt{unit: i, sign: sign, rep: UnitPolish{Sign: sign}}
 			tries = append(tries, a)
 			zeros := func(t int) []int { return cz.zeros(X, Vhat, xnorm, i, sign, t) }
-			a.w, a.rep.Zeros, a.why = nullVector(B, n, zeros)
+			a.w, a.rep.Zeros, a.why = nullVector(B, n, zeros, tol)
 			if a.why == "" {
 				cands = append(cands, a)
 			}
@@ -141,7 +187,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 	for j, a := range cands {
 		ws[j] = a.w
 	}
-	rows := rowsFromNull(X, B, ws, act)
+	rows := rowsFromNull(X, B, ws, act, tol)
 	for j, a := range cands {
 		rr := rows[j]
 		a.rep.Residual = rr.resid
@@ -157,7 +203,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 			// conditioned; every sample the exact row puts clearly below 0 gives
 			// one good to rounding. (Kept off for the ReLU, whose first pass is
 			// already exact to rounding.)
-			if z2, _, r2, ok := repolish(X, B, xnorm, z, act); ok && r2 < a.rep.Residual {
+			if z2, _, r2, ok := repolish(X, B, xnorm, z, act, tol); ok && r2 < a.rep.Residual {
 				z, a.rep.Residual = z2, r2
 			}
 		}
@@ -214,8 +260,9 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, act nn.Activation, 
 // nullVector is the zero-pattern step of the polish for one unit and sign:
 // the null vector w of the rows of B (n×k) at the t most confident zeros
 // (zeros(t)), t doubled from max(3k, 30) until the null space is
-// one-dimensional. why is non-empty when there is none.
-func nullVector(B *mat.Dense, n int, zeros func(t int) []int) (w []float64, t int, why string) {
+// one-dimensional (tol.null, tol.unique). why is non-empty when there is
+// none.
+func nullVector(B *mat.Dense, n int, zeros func(t int) []int, tol polishTols) (w []float64, t int, why string) {
 	_, k := B.Dims()
 	for t = max(3*k, 30); ; t *= 2 {
 		if t > n/4 {
@@ -238,10 +285,10 @@ func nullVector(B *mat.Dense, n int, zeros func(t int) []int) (w []float64, t in
 			}
 			continue
 		}
-		if s[k-1] > nullTol*s[0] {
+		if s[k-1] > tol.null*s[0] {
 			return nil, 0, fmt.Sprintf("no activation of the output span vanishes on the %d most confident zeros (σ_k/σ_1 = %.1e): wrong sign, noise, or a start too far from the truth", t, s[k-1]/s[0])
 		}
-		if k == 1 || s[k-2] > uniqueTol*s[0] {
+		if k == 1 || s[k-2] > tol.unique*s[0] {
 			return mat.Col(nil, k-1, vs), t, ""
 		}
 	}
@@ -390,12 +437,12 @@ type rowResult struct {
 // the units' rows: r = B·w (sign fixed to be non-negative) is the unit's
 // activation up to a positive scale; the row z solves φ⁻¹ on the active
 // samples, and the certificate is ‖scale·φ(X·z) − r‖/‖r‖ over all samples
-// (why is non-empty when it exceeds unitTol or a step fails). All the null
+// (why is non-empty when it exceeds tol.unit or a step fails). All the null
 // vectors share the passes over the data: one over B for the sums that fix
 // each r's sign and scale, one over X and B for the certificates (chunks
 // of rows times the stacked w and z, internal/kern: the bits of one unit's
 // dot products).
-func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation) []rowResult {
+func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation, tol polishTols) []rowResult {
 	n, d := X.Dims()
 	_, k := B.Dims()
 	c := len(ws)
@@ -424,13 +471,13 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation) []rowResul
 		}
 	}
 	// Active samples, taken in index order until the system is comfortably
-	// overdetermined; entries within 1e-7·max of zero (1e-4 for φ ≠ ReLU,
-	// see ExactPolish) are left out so that no inactive sample is
-	// imposed as active.
+	// overdetermined; entries within tol.active·max of zero (at least 1e-4
+	// for φ ≠ ReLU, see ExactPolish) are left out so that no inactive
+	// sample is imposed as active.
 	need := max(5*d, 200)
-	thr := 1e-7
+	thr := tol.active
 	if act != nn.ReLU {
-		thr = 1e-4
+		thr = math.Max(thr, 1e-4)
 	}
 	flip := make([]bool, c) // an activation is non-negative: fix the null vector's sign
 	var live []int
@@ -467,7 +514,7 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation) []rowResul
 				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: "resolving the unit's output scale: " + err.Error()}
 				continue
 			}
-			if rel > unitTol {
+			if rel > tol.unit {
 				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("no output scale s makes log(1 + r/s) linear in x on the active samples (relative residual %.1e): not an e^x − 1 unit, or noise", rel)}
 				continue
 			}
@@ -528,7 +575,7 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation) []rowResul
 	}
 	for t, j := range live {
 		out[j].resid = math.Sqrt(num[t] / den[t])
-		if !(out[j].resid <= unitTol) {
+		if !(out[j].resid <= tol.unit) {
 			out[j] = rowResult{scale: 1, resid: out[j].resid, why: fmt.Sprintf("%s(X·z) misses the activation by %.1e relative", act, out[j].resid)}
 		}
 	}
@@ -613,8 +660,8 @@ func cmpFloat(a, b float64) int {
 }
 
 // rowFromNull is rowsFromNull for one null vector.
-func rowFromNull(X, B *mat.Dense, w []float64, act nn.Activation) (z []float64, scale, resid float64, why string) {
-	r := rowsFromNull(X, B, [][]float64{w}, act)[0]
+func rowFromNull(X, B *mat.Dense, w []float64, act nn.Activation, tol polishTols) (z []float64, scale, resid float64, why string) {
+	r := rowsFromNull(X, B, [][]float64{w}, act, tol)[0]
 	return r.z, r.scale, r.resid, r.why
 }
 
@@ -622,7 +669,7 @@ func rowFromNull(X, B *mat.Dense, w []float64, act nn.Activation) (z []float64, 
 // that the certified row z puts clearly inactive (x·z < −1e-3·‖x‖·‖z‖; at
 // most repolishRows of them, in index order). ok is false when the system
 // is not clearly rank-deficient or the row fails its certificate.
-func repolish(X, B *mat.Dense, xnorm, z []float64, act nn.Activation) (z2 []float64, scale, resid float64, ok bool) {
+func repolish(X, B *mat.Dense, xnorm, z []float64, act nn.Activation, tol polishTols) (z2 []float64, scale, resid float64, ok bool) {
 	n, _ := X.Dims()
 	_, k := B.Dims()
 	zn := math.Sqrt(dot(z, z))
@@ -640,10 +687,10 @@ func repolish(X, B *mat.Dense, xnorm, z []float64, act nn.Activation) (z2 []floa
 		Bn.SetRow(j, B.RawRowView(q))
 	}
 	_, s, vs, err := linalg.ThinSVD(Bn)
-	if err != nil || s[0] == 0 || s[k-1] > nullTol*s[0] {
+	if err != nil || s[0] == 0 || s[k-1] > tol.null*s[0] {
 		return nil, 0, 0, false
 	}
-	z2, scale, resid, why := rowFromNull(X, B, mat.Col(nil, k-1, vs), act)
+	z2, scale, resid, why := rowFromNull(X, B, mat.Col(nil, k-1, vs), act, tol)
 	return z2, scale, resid, why == ""
 }
 

@@ -166,8 +166,8 @@ func (s *selector) gaussianRoutes() (ok, nonGaussian bool, floor int, err error)
 	return !nonGaussian && s.n >= floor, nonGaussian, floor, nil
 }
 
-// exactFirst (not in [BJW19]): where the Gaussian routes apply to float64
-// data from a ReLU network and Y is exactly rank k (or k = m), the exact
+// exactFirst (not in [BJW19]): where the Gaussian routes apply to data
+// from a ReLU network and Y is exactly rank k (or k = m), the exact
 // route runs from the parity start (parity.go) before any other step: it is
 // the cheapest route that can certify (at d=100, k=20, m=50 the FPT, ICA and
 // front door's bias screens together took as long as it), and no other

@@ -86,7 +86,7 @@ func TestBoundaryShapesAreErrors(t *testing.T) {
 	expectInputError(t, "RecoverSigns Y rows", "rows", signs(X, Yshort, V))
 
 	polish := func(X, B, V *mat.Dense) func() error {
-		return func() error { _, _, err := ExactPolish(ctx, X, B, V, "", nil); return err }
+		return func() error { _, _, err := ExactPolish(ctx, X, B, V, PolishOptions{}); return err }
 	}
 	B := mat.NewDense(40, 3, nil)
 	expectInputError(t, "ExactPolish nil X", "twolayer.ExactPolish: X is nil", polish(nil, B, V))

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/rpca"
@@ -169,7 +170,7 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 	diag.TensorOrder = st.Order
 	diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
 	diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
-	V, _, _, _, reason, ok, err := exactRoute(ctx, X, L, st, o, res, false, &certifiedRows{})
+	V, _, _, _, reason, ok, err := exactRoute(ctx, X, L, certify.Float64Roundoff, st, o, res, false, &certifiedRows{})
 	if err != nil {
 		return nil, err
 	}
