@@ -45,6 +45,19 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	res := &Result{}
 	res.Diagnostics.Ell = pr.ell
 	res.Diagnostics.Precision = certify.PrecisionName(pr.roundoff)
+	if pr.route == RouteAuto || pr.route == RouteExact {
+		net, why, err := pr.exactRoute(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if net != nil {
+			res.Diagnostics.HiddenInferred = pr.hidden == 0
+			res.Route = RouteSteinPolish
+			res.Reason = fmt.Sprintf("every unit polished to an exact row from the Stein start; relative residual %.1e ≤ %.0e", pr.residual(net), pr.certTol)
+			return pr.finish(res, net, began)
+		}
+		res.Diagnostics.Exact = why
+	}
 	mo, rec, noUnits, err := pr.findUnits(ctx, res)
 	if err != nil {
 		return nil, err

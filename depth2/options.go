@@ -191,6 +191,10 @@ type Diagnostics struct {
 	SignTies     int `json:"sign_ties,omitempty"`
 	// AffineKept reports that the model has an affine term.
 	AffineKept bool `json:"affine_kept"`
+	// Exact says why the exact route (RouteSteinPolish), tried first, did
+	// not apply or did not certify; empty when it certified or was not
+	// tried.
+	Exact string `json:"exact,omitempty"`
 }
 
 // Result is what Fit returns.
