@@ -26,6 +26,16 @@ within the tolerances (1e-9 for parameters and 1e-12 for outputs in float64;
     /usr/bin/python3 bench/torch_front_door.py --float32 --seeds 3
     /usr/bin/python3 bench/torch_front_door.py --both --seeds 5      # float64 vs float32 time, same run
     /usr/bin/python3 bench/torch_front_door.py --both --threads 1   # ... single-threaded, with CPU times
+    /usr/bin/python3 bench/torch_front_door.py --adam --threads 1 --seeds 5 --arch 20,5,8 --arch 50,10,20 --arch 30,10,1
+
+With --adam, the same data also train the student a PyTorch user would
+write, nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)) in float64
+with Adam (lr 1e-2, batches of 1000, ReduceLROnPlateau; the settings and
+stopping rules of bench/twolayer_vs_pytorch.py), seeded like the teacher's
+draw but with seed + 1000; its training loop's time and output error are
+printed beside relurec's fit, with the ratio Adam time / relurec fit time
+and its median over the seeds. --threads 1 makes both sides
+single-threaded.
 
 With --both, the fit's wall time (from relurec's JSON) and the whole process's
 CPU time (user + system, from getrusage) are compared per seed; on a machine
@@ -136,6 +146,7 @@ def run(exe, tmp, d, k, m, n, seed, f32):
     tstate = {k_: v.detach().numpy() for k_, v in teacher.state_dict().items()}
     sstate = {k_: v.numpy() for k_, v in state.items()}
     return {
+        "_data": (x, y, teacher, x2, yt),
         "seed": seed,
         "learner": res["learner"]["learner"],
         "hidden": res["hidden"],
@@ -147,6 +158,52 @@ def run(exe, tmp, d, k, m, n, seed, f32):
         "wall_s": wall,
         "cpu_s": cpu,
     }
+
+
+def adam(x, y, k, seed, teacher, x2, yt):
+    """Adam with biases on (x, y) (bench/twolayer_vs_pytorch.py's trainer and
+    defaults); returns its training-loop seconds, stop reason and output
+    error on the fresh inputs x2 against the teacher's outputs yt."""
+    import types
+    from twolayer_vs_pytorch import train_torch
+    a = types.SimpleNamespace(float32=False, lr=1e-2, batch=1000, patience=None, min_lr=1e-6,
+                              steps=3000, epochs=100, tol=1e-28)
+    state, info = train_torch(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), k, seed + 1000, a, bias=True)
+    student = sequential(x.shape[1], k, y.shape[1])
+    student.load_state_dict(state, strict=True)
+    with torch.no_grad():
+        ys = student(x2)
+    return info["seconds"], info["stop"], float((yt - ys).abs().max() / yt.abs().max())
+
+
+def compare_adam(args, archs):
+    """relurec's fit and Adam's training loop on the same data, per seed."""
+    if not os.path.exists(args.relurec):
+        subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
+    torch.set_num_threads(args.threads or torch.get_num_threads())
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for d, k, m in archs:
+            print("# nn.Sequential(Linear(%d, %d), ReLU(), Linear(%d, %d)), n = %d, %s data: relurec learn vs Adam (float64, with biases)" % (
+                d, k, k, m, args.n, "float32" if args.float32 else "float64"))
+            print("%4s %15s %10s %10s %8s %9s %10s %8s %7s" % ("seed", "route", "param_err", "out_err", "fit_s", "adam_s", "adam_err", "stop", "t/fit"))
+            ratios = []
+            for seed in range(args.seeds):
+                r = run(args.relurec, tmp, d, k, m, args.n, seed, args.float32)
+                if "error" in r:
+                    ok = False
+                    print("%4d FAILED: %s" % (seed, r["error"]))
+                    continue
+                x, y, teacher, x2, yt = r.pop("_data")
+                secs, stop, aerr = adam(x, y, k, seed, teacher, x2, yt)
+                ratios.append(secs / r["fit_s"])
+                ok = ok and r["out_err"] <= 1e-9 and r["hidden"] == k
+                print("%4d %15s %10.1e %10.1e %8.2f %9.2f %10.1e %8s %7.1f" % (
+                    seed, r["route"], r["param_err"], r["out_err"], r["fit_s"], secs, aerr, stop, ratios[-1]))
+            ratios.sort()
+            if ratios:
+                print("# Adam time / relurec fit: median %.1f (range %.1f-%.1f)\n" % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
+    return 0 if ok else 1
 
 
 def compare_dtypes(args, archs):
@@ -163,6 +220,8 @@ def compare_dtypes(args, archs):
             for seed in range(args.seeds):
                 a = run(args.relurec, tmp, d, k, m, args.n, seed, False)
                 b = run(args.relurec, tmp, d, k, m, args.n, seed, True)
+                a.pop("_data", None)
+                b.pop("_data", None)
                 if "error" in a or "error" in b:
                     ok = False
                     print("%4d FAILED: %s" % (seed, a.get("error") or b.get("error")))
@@ -187,6 +246,7 @@ def main():
     ap.add_argument("--n", type=int, default=200000)
     ap.add_argument("--float32", action="store_true", help="save X and Y as float32")
     ap.add_argument("--both", action="store_true", help="per seed, float64 then float32 on the same network and inputs; prints the fit-time ratio")
+    ap.add_argument("--adam", action="store_true", help="also train Adam (float64, with biases) on the same data and print the ratio of its training time to relurec's fit")
     ap.add_argument("--arch", action="append", help="d,k,m (default 20,5,8 and 30,10,1)")
     ap.add_argument("--relurec", default="./relurec", help="the relurec binary (built with go build when missing)")
     ap.add_argument("--json-out", help="also write the rows as JSON here")
@@ -197,6 +257,8 @@ def main():
     archs = [tuple(int(v) for v in a.split(",")) for a in (args.arch or ["20,5,8", "30,10,1"])]
     if args.both:
         sys.exit(compare_dtypes(args, archs))
+    if args.adam:
+        sys.exit(compare_adam(args, archs))
     if not os.path.exists(args.relurec):
         subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
     ptol, otol = (1e-6, 1e-6) if args.float32 else (1e-9, 1e-12)
@@ -208,6 +270,7 @@ def main():
             print("%4s %9s %6s %15s %10s %10s %10s %7s %7s" % ("seed", "learner", "hidden", "route", "residual", "param_err", "out_err", "fit_s", "wall_s"))
             for seed in range(args.seeds):
                 r = run(args.relurec, tmp, d, k, m, args.n, seed, args.float32)
+                r.pop("_data", None)
                 r["arch"] = [d, k, m]
                 rows.append(r)
                 if "error" in r:

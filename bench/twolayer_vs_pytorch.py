@@ -180,15 +180,16 @@ def numpy_weight_error(truth, est):
     return float(err)
 
 
-def train_torch(X, Y, k, seed, a):
-    """Adam on the matched student; returns (state_dict, info)."""
+def train_torch(X, Y, k, seed, a, bias=False):
+    """Adam on the matched student (with biases on both layers when bias);
+    returns (state_dict, info)."""
     dtype = torch.float32 if a.float32 else torch.float64
     n, d = X.shape
     m = Y.shape[1]
     Xt = torch.from_numpy(X).to(dtype)
     Yt = torch.from_numpy(Y).to(dtype)
     torch.manual_seed(seed)
-    net = nn.Sequential(nn.Linear(d, k, bias=False), nn.ReLU(), nn.Linear(k, m, bias=False)).to(dtype)
+    net = nn.Sequential(nn.Linear(d, k, bias=bias), nn.ReLU(), nn.Linear(k, m, bias=bias)).to(dtype)
     opt = torch.optim.Adam(net.parameters(), lr=a.lr)
     full = a.batch <= 0 or a.batch >= n
     patience = a.patience if a.patience is not None else (100 if full else 3)

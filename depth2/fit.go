@@ -45,7 +45,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	res := &Result{}
 	res.Diagnostics.Ell = pr.ell
 	res.Diagnostics.Precision = certify.PrecisionName(pr.roundoff)
-	if pr.route == RouteAuto || pr.route == RouteExact {
+	if pr.route == RouteAuto || pr.route == RouteExact || pr.route == RouteSteinOnly {
 		net, why, err := pr.exactRoute(ctx)
 		if err != nil {
 			return nil, err
@@ -55,6 +55,9 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			res.Route = RouteSteinPolish
 			res.Reason = fmt.Sprintf("every unit polished to an exact row from the Stein start; relative residual %.1e ≤ %.0e", pr.residual(net), pr.certTol)
 			return pr.finish(res, net, began)
+		}
+		if pr.route == RouteSteinOnly {
+			return nil, fmt.Errorf("%w: the exact route: %s", ErrNotExact, why)
 		}
 		res.Diagnostics.Exact = why
 	}

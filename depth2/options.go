@@ -28,10 +28,15 @@ const (
 	// RouteImproperOnly stops at Algorithm 5 without refinement
 	// (Result.Route RouteImproper).
 	RouteImproperOnly Route = "improper"
+	// RouteSteinOnly runs the exact route alone (Result.Route
+	// RouteSteinPolish, exact.go) and returns an error wrapping ErrNotExact
+	// when it does not apply or does not certify: the cheap first try of a
+	// caller that has other learners to go on to (package learner).
+	RouteSteinOnly Route = "stein"
 )
 
 // Routes lists the values Options.Route accepts ("" is RouteAuto).
-var Routes = []Route{RouteAuto, RouteExact, RouteMomentsOnly, RouteImproperOnly}
+var Routes = []Route{RouteAuto, RouteExact, RouteMomentsOnly, RouteImproperOnly, RouteSteinOnly}
 
 // Result route names. Fit reports which one produced the answer in
 // Result.Route.

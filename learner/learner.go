@@ -221,6 +221,16 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			callers := o.TwoLayer.Screen
 			o.TwoLayer.Screen = func() error {
 				screenPending = false
+				exact, err := fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
+				switch {
+				case err == nil:
+					res.Depth2 = exact
+					ch.Considered = append(ch.Considered, fmt.Sprintf("biases: not tested (the depth-2 learner's exact route certified the data, residual %.1e)", exact.Certificate.Residual))
+					ch.Learner, ch.Reason = Depth2, "a network with biases reproduces Y exactly (the depth-2 learner's exact route certified it, after the bias-free exact route did not): the depth-2 learner"
+					return errBiased
+				case !errors.Is(err, errs.ErrNotExact) && !errors.Is(err, errs.ErrInput):
+					return err
+				}
 				if err := screenBiases(X, Y, &ch); err != nil {
 					return err
 				}
@@ -246,7 +256,9 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 	res.Choice = ch
 	if ch.Learner == Depth2 {
-		res.Depth2, err = fitDepth2(ctx, X, Y, opt)
+		if res.Depth2 == nil {
+			res.Depth2, err = fitDepth2(ctx, X, Y, opt, depth2.RouteAuto)
+		}
 		return res, err
 	}
 	if err != nil && !errors.Is(err, errs.ErrNotExact) || err == nil && res.TwoLayer.Certificate.Met {
@@ -259,7 +271,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	if err == nil {
 		first.Residual, first.Reason = res.TwoLayer.Certificate.Residual, res.TwoLayer.Reason
 	}
-	d2, err2 := fitDepth2(ctx, X, Y, opt)
+	d2, err2 := fitDepth2(ctx, X, Y, opt, depth2.RouteAuto)
 	if err2 != nil || !d2.Certificate.Met {
 		// Keep the first answer; say what the other learner found.
 		why := fmt.Sprint(err2)
@@ -285,8 +297,8 @@ func fitTwoLayer(ctx context.Context, X, Y *mat.Dense, opt Options, g *twolayer.
 	return twolayer.Fit(ctx, X, Y, o)
 }
 
-func fitDepth2(ctx context.Context, X, Y *mat.Dense, opt Options) (*depth2.Result, error) {
+func fitDepth2(ctx context.Context, X, Y *mat.Dense, opt Options, route depth2.Route) (*depth2.Result, error) {
 	return depth2.Fit(ctx, X, Y, depth2.Options{
-		Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, Route: depth2.RouteAuto, Progress: opt.Progress,
+		Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, Route: route, Progress: opt.Progress,
 	})
 }
