@@ -84,8 +84,11 @@ def normalized(w, b, a):
 
 def param_error(teacher, student):
     """Largest relative parameter error up to permutation and positive scaling."""
-    tw, tb, ta = normalized(teacher["0.weight"], teacher["0.bias"], teacher["2.weight"])
-    sw, sb, sa = normalized(student["0.weight"], student["0.bias"], student["2.weight"])
+    def bias(state, key, rows):
+        return np.asarray(state[key]) if key in state else np.zeros(rows)
+    k, m = teacher["0.weight"].shape[0], teacher["2.weight"].shape[0]
+    tw, tb, ta = normalized(teacher["0.weight"], bias(teacher, "0.bias", k), teacher["2.weight"])
+    sw, sb, sa = normalized(student["0.weight"], bias(student, "0.bias", student["0.weight"].shape[0]), student["2.weight"])
     if sw.shape != tw.shape:
         return float("inf")
     cos = tw @ sw.T
@@ -97,7 +100,7 @@ def param_error(teacher, student):
         np.abs(tw - sw).max() / np.abs(tw).max(),
         np.abs(tb - sb).max() / max(np.abs(tb).max(), 1e-300),
         np.abs(ta - sa).max() / np.abs(ta).max(),
-        np.abs(teacher["2.bias"] - student["2.bias"]).max() / max(np.abs(teacher["2.bias"]).max(), 1e-300),
+        np.abs(bias(teacher, "2.bias", m) - bias(student, "2.bias", m)).max() / max(np.abs(bias(teacher, "2.bias", m)).max(), 1e-300),
     ]
     return float(max(errs))
 
@@ -112,8 +115,12 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
+# BIAS is False with --no-bias: teachers and students without biases.
+BIAS = True
+
+
 def sequential(d, k, m):
-    return nn.Sequential(nn.Linear(d, k), nn.ReLU(), nn.Linear(k, m)).double()
+    return nn.Sequential(nn.Linear(d, k, bias=BIAS), nn.ReLU(), nn.Linear(k, m, bias=BIAS)).double()
 
 
 def run(exe, tmp, d, k, m, n, seed, f32):
@@ -168,7 +175,7 @@ def adam(x, y, k, seed, teacher, x2, yt):
     from twolayer_vs_pytorch import train_torch
     a = types.SimpleNamespace(float32=False, lr=1e-2, batch=1000, patience=None, min_lr=1e-6,
                               steps=3000, epochs=100, tol=1e-28)
-    state, info = train_torch(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), k, seed + 1000, a, bias=True)
+    state, info = train_torch(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), k, seed + 1000, a, bias=BIAS)
     student = sequential(x.shape[1], k, y.shape[1])
     student.load_state_dict(state, strict=True)
     with torch.no_grad():
@@ -246,12 +253,15 @@ def main():
     ap.add_argument("--n", type=int, default=200000)
     ap.add_argument("--float32", action="store_true", help="save X and Y as float32")
     ap.add_argument("--both", action="store_true", help="per seed, float64 then float32 on the same network and inputs; prints the fit-time ratio")
+    ap.add_argument("--no-bias", action="store_true", help="teachers (and Adam's student) without biases: nn.Linear(..., bias=False)")
     ap.add_argument("--adam", action="store_true", help="also train Adam (float64, with biases) on the same data and print the ratio of its training time to relurec's fit")
     ap.add_argument("--arch", action="append", help="d,k,m (default 20,5,8 and 30,10,1)")
     ap.add_argument("--relurec", default="./relurec", help="the relurec binary (built with go build when missing)")
     ap.add_argument("--json-out", help="also write the rows as JSON here")
     ap.add_argument("--threads", type=int, help="GOMAXPROCS for relurec (default: all cores); 1 with CPU times is the fair measure on a busy machine")
     args = ap.parse_args()
+    global BIAS
+    BIAS = not args.no_bias
     if args.threads:
         ENV["GOMAXPROCS"] = str(args.threads)
     archs = [tuple(int(v) for v in a.split(",")) for a in (args.arch or ["20,5,8", "30,10,1"])]
