@@ -200,11 +200,14 @@ func screenBiases(X, Y *mat.Dense, ch *Choice) error {
 // It never reaches Fit's caller.
 var errBiased = errs.New("learner: the bias screen chose depth2", nil)
 
-// Fit chooses a learner as Choose does and runs it. The bias screen runs
-// inside the two-layer learner's route choice, after its exact route from
-// the parity start (twolayer.Options.Screen): when that route certifies,
-// the data are a bias-free network's and the screen is skipped (at
-// 100-20-50 it cost as much as the exact route). When the two-layer learner
+// Fit chooses a learner as Choose does and runs it. Where Choose takes
+// step 3, Fit first runs the two learners' exact routes, inside the
+// two-layer learner's route choice (twolayer.Options.Screen): the
+// two-layer exact route from the parity start, then, when it does not
+// certify, depth2's exact route (depth2.RouteSteinOnly: the Stein start
+// polished on the augmented input). The first that certifies decides the
+// learner: exact data leave no biases to screen for, and the screen (at
+// 100-20-50 as costly as the exact route) runs only when neither does. When the two-layer learner
 // was chosen freely on Gaussian inputs and its certificate fails, the
 // depth-2 learner is tried too (biases too small for the screen, or one
 // output per unit), and its answer kept if certified; the Choice says so.
