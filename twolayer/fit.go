@@ -87,7 +87,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 
 // worstCase maps Fit's options onto the worst-case route's.
 func (o Options) worstCase() WorstCaseOptions {
-	return WorstCaseOptions{Hidden: o.Hidden, Force: o.Force, Progress: o.Progress}
+	return WorstCaseOptions{Hidden: o.Hidden, Force: o.Force, CertTol: o.CertTol, Progress: o.Progress}
 }
 
 func (o Options) ica() ICAOptions {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -45,7 +46,7 @@ type WorstCaseOptions struct {
 	// (Thm 2).
 	Hidden int
 	// RankTol is the relative singular-value threshold of the numerical rank
-	// of Y (and of X). Default 1e-10.
+	// of Y (and of X). Default 1e-10 (64·u for float32 data).
 	RankTol float64
 	// SignTol decides "> 0" when reading a sign pattern off a vector v: an
 	// entry counts as positive when it exceeds SignTol·max|v|. Default 1e-9.
@@ -58,7 +59,7 @@ type WorstCaseOptions struct {
 	LPTol float64
 	// CertTol is the relative residual ‖Y − ReLU(XVᵀ)Uᵀ‖_F/‖Y‖_F the answer
 	// must meet; otherwise WorstCase returns an error wrapping ErrNotExact.
-	// Default 1e-8.
+	// Default 1e-8 (16·u = 9.5e-7 for float32 data, certify.DefaultTol).
 	CertTol float64
 	// MaxWork caps the work estimate C(2n,k)·2k (practical default, not in [BJW19]): above it
 	// WorstCase refuses with an error wrapping ErrWorkLimit that says how long
@@ -158,6 +159,14 @@ func WorstCaseWithReport(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOpti
 // worstCase is WorstCaseWithReport on a resolved problem.
 func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, *WorstCaseReport, error) {
 	began := time.Now()
+	// The data's precision sets the rank test and the certificate unless
+	// the caller did (float32 data: 64·u and 16·u).
+	if opt.RankTol <= 0 {
+		opt.RankTol = p.rankTol
+	}
+	if opt.CertTol <= 0 {
+		opt.CertTol = max(1e-8, certify.DefaultTol(p.roundoff))
+	}
 	opt = opt.withDefaults()
 	X, Y, n, m := p.X, p.Y, p.n, p.m
 	if err := checkHidden(opt.Hidden); err != nil {

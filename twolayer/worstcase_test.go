@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
@@ -429,5 +430,35 @@ func TestWorstCaseRefusesHardnessInstance(t *testing.T) {
 	_, err = WorstCase(context.Background(), h.X, h.Y, WorstCaseOptions{Hidden: 2})
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NP-hard") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// Fit's worst-case route certifies against Fit's CertTol: a caller's loose
+// 1e-3 is the tolerance reported and met, not the route's own 1e-8, and a
+// strict 1e-30 fails with ErrNotExact. Without a CertTol, float32 data get
+// the float32 certificate tolerance (WorstCaseWithReport, 16·u).
+func TestWorstCaseHonoursCertTol(t *testing.T) {
+	in := cubeInstance(1, 30, 4, 2, 2)
+	res, err := Fit(context.Background(), in.X, in.Y, Options{Route: UseWorstCase, CertTol: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Certificate.Tol != 1e-3 || !res.Certificate.Met {
+		t.Fatalf("certificate %+v, want tolerance 1e-3", res.Certificate)
+	}
+	if _, err := Fit(context.Background(), in.X, in.Y, Options{Route: UseWorstCase, CertTol: 1e-30}); !errors.Is(err, ErrNotExact) {
+		t.Fatalf("CertTol 1e-30: err %v, want ErrNotExact", err)
+	}
+	p, err := newProblem(in.X, in.Y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.roundoff = certify.Float32Roundoff // as if read from float32 files
+	res, _, err = worstCase(context.Background(), p, WorstCaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := certify.DefaultTol(certify.Float32Roundoff); res.Certificate.Tol != want {
+		t.Fatalf("float32 data: certificate tolerance %.1e, want %.1e", res.Certificate.Tol, want)
 	}
 }
