@@ -41,7 +41,8 @@ const (
 
 // interruptGrace is how long a command has after Ctrl-C or SIGTERM to notice
 // its cancelled context and return; then (or at a second signal) the process
-// removes its temporary files and exits anyway. Outputs are renamed into
+// kills the process groups it started, removes its temporary files and exits
+// anyway. Outputs are renamed into
 // place under a lock the exit path also takes (internal/safefile), so an
 // interrupt at any moment leaves every output either as it was or complete.
 const interruptGrace = time.Second
@@ -59,6 +60,7 @@ func main() {
 		case <-signals:
 		case <-time.After(interruptGrace):
 		}
+		killChildrenAndHold()
 		safefile.RemoveAllAndHold()
 		fmt.Fprintln(os.Stderr, "relurec: interrupted; outputs left as they were")
 		os.Exit(signalExit(sig))
