@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -47,6 +46,16 @@ stdout. In Python:
             break
         format.write_array(sys.stdout.buffer, model(X)); sys.stdout.buffer.flush()
 
+The command runs in a process group of its own, which extract always ends.
+Each batch must be read and answered within --query-timeout (default 5m, which
+covers the command's start-up too). A reply that is late, is not a .npy array,
+or announces a shape other than queries × outputs (or one beyond --max-memory)
+is refused after its header, and the command's whole group is killed: extract
+exits 2, writing nothing. At
+the end the command's stdin is closed; still running a second later, it gets
+SIGTERM, and its group SIGKILL within another second. An interrupt kills the
+group at once.
+
 The extracted model is written like learn's (safetensors with 0.weight, 0.bias,
 2.weight, 2.bias, or ONNX), with the query count in its metadata.`
 
@@ -56,6 +65,9 @@ const extractExample = `  # A model file you hold (the query count is what an at
   # A model served by another process; d inputs must be given
   relurec extract --query-cmd 'python3 serve.py' --d 784 --out extracted.safetensors
 
+  # A slow model: allow each batch 30 minutes (start-up included)
+  relurec extract --query-cmd 'python3 serve.py' --d 784 --query-timeout 30m --out extracted.safetensors
+
   # Known width, a query budget
   relurec extract --teacher mlp.safetensors --hidden 64 --max-queries 500000 --out extracted.onnx`
 
@@ -64,6 +76,9 @@ type extractOptions struct {
 	Teacher  string `json:"teacher,omitempty"`
 	QueryCmd string `json:"query_cmd,omitempty"`
 	D        int    `json:"d,omitempty"`
+	// queryTimeout bounds each batch of --query-cmd; it does not change
+	// the result, so the manifest leaves it out.
+	queryTimeout time.Duration
 	extract.Options
 	Out   string `json:"out"`
 	DType string `json:"dtype"`
@@ -93,7 +108,7 @@ type extractResult struct {
 }
 
 func newExtractCmd(a *app) *cobra.Command {
-	opt := extractOptions{DType: "f64"}
+	opt := extractOptions{DType: "f64", queryTimeout: 5 * time.Minute}
 	c := &cobra.Command{
 		Use:     "extract",
 		Short:   "Extract a ReLU network's weights from queries to it (a model file or a process)",
@@ -108,6 +123,7 @@ func newExtractCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Teacher, "teacher", "", "the model to query in-process (.safetensors or .onnx, Linear–ReLU–Linear)")
 	f.StringVar(&opt.QueryCmd, "query-cmd", "", "a command answering .npy queries on stdin with .npy outputs on stdout (instead of --teacher)")
 	f.IntVar(&opt.D, "d", 0, "input dimension (required with --query-cmd)")
+	f.DurationVar(&opt.queryTimeout, "query-timeout", opt.queryTimeout, "how long --query-cmd may take to read and answer one batch of queries, e.g. 30s or 10m")
 	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units, if known (0 = search until the units found reproduce the model)")
 	f.IntVar(&opt.MaxQueries, "max-queries", 0, "query budget (0 = none)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual on fresh queries that certifies the extraction (0 = 1e-10)")
@@ -127,6 +143,9 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 	if opt.QueryCmd != "" && opt.D <= 0 {
 		return usageErrorf("--query-cmd needs --d, the number of inputs the model takes")
 	}
+	if opt.queryTimeout <= 0 {
+		return usageErrorf("--query-timeout is %v; expected a positive duration such as 30s or 5m", opt.queryTimeout)
+	}
 	var inputs []string
 	if opt.Teacher != "" {
 		inputs = append(inputs, opt.Teacher)
@@ -139,11 +158,11 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 		return err
 	}
 	ctx := a.context()
-	oracle, teacher, d, done, err := openOracle(ctx, opt)
+	oracle, teacher, d, q, err := openOracle(opt)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer q.kill() // on every early return; a no-op after finish
 	progress, clear := a.progress()
 	eopt := opt.Options
 	eopt.Progress = progress
@@ -152,6 +171,9 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 	if err != nil {
 		return err
 	}
+	// The model is done with: the command ends before the outputs are
+	// written, so that committing them is the command's last step.
+	q.finish(ctx)
 	if res.Model == nil {
 		return fmt.Errorf("%w: no hidden unit was found after %d queries on %d lines (%s); try --seed, a larger --max-queries, or --hidden", errs.ErrNotExact, res.Queries, res.Lines, strings.Join(res.Warnings, "; "))
 	}
@@ -188,8 +210,9 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 }
 
 // openOracle is the model's access: the teacher file run in-process (also
-// returned, to score the extraction) or the query command; done releases it.
-func openOracle(ctx context.Context, opt extractOptions) (oracle extract.Oracle, teacher *nn.MLP, d int, done func(), err error) {
+// returned, to score the extraction) or the query command (q, nil for a
+// teacher).
+func openOracle(opt extractOptions) (oracle extract.Oracle, teacher *nn.MLP, d int, q *queryCommand, err error) {
 	if opt.Teacher != "" {
 		teacher, _, err = loadNetwork(opt.Teacher)
 		if err != nil {
@@ -198,13 +221,13 @@ func openOracle(ctx context.Context, opt extractOptions) (oracle extract.Oracle,
 		if err := checkOneHiddenLayer(teacher); err != nil {
 			return nil, nil, 0, nil, inputErrorf("--teacher %s: %v", opt.Teacher, err)
 		}
-		return extract.FromMLP(teacher), teacher, teacher.Layers[0].In(), func() {}, nil
+		return extract.FromMLP(teacher), teacher, teacher.Layers[0].In(), nil, nil
 	}
-	q, err := startQueryCommand(ctx, opt.QueryCmd)
+	q, err = startQueryCommand(opt.QueryCmd, opt.queryTimeout)
 	if err != nil {
 		return nil, nil, 0, nil, err
 	}
-	return q.query, nil, opt.D, q.close, nil
+	return q.query, nil, opt.D, q, nil
 }
 
 // checkOneHiddenLayer accepts Linear–ReLU–Linear networks, the model extract

@@ -2,13 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -17,7 +22,11 @@ import (
 
 // serveEnv, when set to a model file, makes the test binary a query server
 // for extract --query-cmd: .npy queries on stdin, .npy answers on stdout.
-// serveModeEnv "nan" answers with a NaN, "rows" with one row too few.
+// serveModeEnv "nan" answers with a NaN, "rows" with one row too few;
+// "huge-rows" and "huge-cols" with a header announcing 2^27 rows (1 GiB) or
+// columns, followed by zeros until it is killed; "linger" answers right but
+// starts a "sleep 1000" and, at the end of its input, ignores SIGTERM and
+// stays.
 const (
 	serveEnv     = "RELUREC_TEST_SERVE"
 	serveModeEnv = "RELUREC_TEST_SERVE_MODE"
@@ -30,10 +39,17 @@ func serveModel(path, mode string) {
 	}
 	in := bufio.NewReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
+	if mode == "linger" {
+		exec.Command("sleep", "1000").Start()
+	}
 	for {
 		X, err := dataio.ReadNPYFrom(context.Background(), in)
-		if err != nil {
-			os.Exit(0) // end of input
+		if err != nil { // end of input
+			if mode == "linger" {
+				signal.Ignore(syscall.SIGTERM)
+				time.Sleep(time.Hour)
+			}
+			os.Exit(0)
 		}
 		Y := net.Forward(X)
 		switch mode {
@@ -42,11 +58,32 @@ func serveModel(path, mode string) {
 		case "rows":
 			r, c := Y.Dims()
 			Y = mat.DenseCopyOf(Y.Slice(0, r-1, 0, c))
+		case "huge-rows", "huge-cols":
+			r, c := Y.Dims()
+			if mode == "huge-rows" {
+				r = 1 << 27
+			} else {
+				c = 1 << 27
+			}
+			out.Write(npyHeaderOf(r, c))
+			for out.Flush() == nil {
+				out.Write(make([]byte, 1<<16))
+			}
+			os.Exit(4)
 		}
 		if dataio.WriteNPYTo(out, Y) != nil || out.Flush() != nil {
 			os.Exit(4)
 		}
 	}
+}
+
+// npyHeaderOf is the .npy header of an r×c float64 array (the bytes before
+// its data), built by shape substitution in a 1×1 array's header padding.
+func npyHeaderOf(r, c int) []byte {
+	var b bytes.Buffer
+	dataio.WriteNPYTo(&b, mat.NewDense(1, 1, nil))
+	shape := fmt.Sprintf("(%d, %d), }", r, c)
+	return bytes.Replace(b.Bytes()[:b.Len()-8], []byte("(1, 1), }"+strings.Repeat(" ", len(shape)-len("(1, 1), }"))), []byte(shape), 1)
 }
 
 // Issue 13, item 3: a network is extracted from queries alone — in-process

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -111,4 +113,30 @@ func TestInterruptAtAnyMomentLeavesOutputsWholeAndNoTemps(t *testing.T) {
 		}
 		t.Logf("%v after %v (learn %v): exit %d in %v", p.sig, p.after, p.learn, code, took.Round(time.Millisecond))
 	}
+}
+
+// An interrupt that comes after the outputs were committed (here, while the
+// result is printed) says they were written, not that they were left as they
+// were.
+func TestInterruptAfterCommitSaysOutputsWritten(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "d.npz")
+	var errb bytes.Buffer
+	code := run(ctx, []string{"gen", "twolayer", "--d", "4", "--k", "2", "--m", "3", "--n", "100", "--out", out, "--json"}, interruptingWriter{cancel}, &errb)
+	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted after writing "+out) || strings.Contains(errb.String(), "left as they were") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+	if _, err := dataio.ReadMatrix(out, "X"); err != nil {
+		t.Errorf("the output is not whole: %v", err)
+	}
+}
+
+// interruptingWriter is a stdout that cancels the command (an interrupt)
+// and fails at the first write.
+type interruptingWriter struct{ cancel func() }
+
+func (w interruptingWriter) Write(p []byte) (int, error) {
+	w.cancel()
+	return 0, errors.New("stdout closed")
 }

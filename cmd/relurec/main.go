@@ -3,7 +3,8 @@
 // Run "relurec demo" for a first look and "relurec --help" for the command
 // tree. Exit status: 0 on success, 2 on bad input (usage errors, unreadable
 // or corrupt files, wrong shapes, NaN/Inf, arguments a learner rejects), 1 on
-// any other failure.
+// any other failure, 130 when interrupted by SIGINT (Ctrl-C) and 143 by
+// SIGTERM: 128 + the signal's number, as a shell reports a death by signal.
 package main
 
 import (
@@ -41,9 +42,10 @@ const (
 
 // interruptGrace is how long a command has after Ctrl-C or SIGTERM to notice
 // its cancelled context and return; then (or at a second signal) the process
-// removes its temporary files and exits anyway. Outputs are renamed into
-// place under a lock the exit path also takes (internal/safefile), so an
-// interrupt at any moment leaves every output either as it was or complete.
+// kills the process groups it started, removes its temporary files and exits
+// anyway. Outputs are renamed into place under locks the exit path also
+// takes (internal/safefile, committed), so an interrupt at any moment leaves
+// every output either as it was or complete, and the message says which.
 const interruptGrace = time.Second
 
 func main() {
@@ -59,8 +61,10 @@ func main() {
 		case <-signals:
 		case <-time.After(interruptGrace):
 		}
+		killChildrenAndHold()
+		written := holdCommitted()
 		safefile.RemoveAllAndHold()
-		fmt.Fprintln(os.Stderr, "relurec: interrupted; outputs left as they were")
+		fmt.Fprintln(os.Stderr, interruptedNote(written))
 		os.Exit(signalExit(sig))
 	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -83,9 +87,11 @@ func signalExit(sig os.Signal) int {
 //
 // A panic anywhere in a command (a worker's included: internal/parallel
 // re-raises it here) is an internal failure, not bad input: exit 1 with a
-// short message asking for a report. A cancelled context (Ctrl-C) exits 130.
+// short message asking for a report. A cancelled context (Ctrl-C) exits 130
+// (main turns it into 143 when the signal was SIGTERM).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer reportPanic(stderr, &code)
+	before := committedCount()
 	a := &app{stdout: stdout, stderr: stderr, args: args}
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -96,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return exitOK
 	}
 	if ctx.Err() != nil && a.started {
-		fmt.Fprintln(stderr, "relurec: interrupted; outputs left as they were")
+		fmt.Fprintln(stderr, interruptedNote(committedSince(before)))
 		return exitInterrupted
 	}
 	code = exitFailure

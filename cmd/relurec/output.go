@@ -174,10 +174,53 @@ func (a *app) writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
 			return nil, err
 		}
 	}
+	committed.Lock()
+	defer committed.Unlock()
 	if err := tx.Commit(a.context()); err != nil {
 		return nil, err
 	}
+	committed.paths = append(committed.paths, files...)
 	return files, nil
+}
+
+// committed lists the outputs this process has renamed into place, so that
+// an interrupt is reported truthfully: an output written is not "left as it
+// was". The lock is held over each commit and its record, and taken for good
+// by the interrupt handler (holdCommitted), so the handler's report is final.
+var committed struct {
+	sync.Mutex
+	paths []string
+}
+
+// committedCount is how many outputs this process has committed so far.
+func committedCount() int {
+	committed.Lock()
+	defer committed.Unlock()
+	return len(committed.paths)
+}
+
+// committedSince returns the outputs committed after the first n.
+func committedSince(n int) []string {
+	committed.Lock()
+	defer committed.Unlock()
+	return append([]string(nil), committed.paths[n:]...)
+}
+
+// holdCommitted waits for a commit in progress, returns every output this
+// process has committed and keeps the lock, so that none is committed
+// afterwards. Call it only right before the process exits.
+func holdCommitted() []string {
+	committed.Lock()
+	return committed.paths
+}
+
+// interruptedNote is the message of an interrupted command that committed
+// the outputs written (none, usually).
+func interruptedNote(written []string) string {
+	if len(written) == 0 {
+		return "relurec: interrupted; outputs left as they were"
+	}
+	return fmt.Sprintf("relurec: interrupted after writing %s (complete, with manifests); any other output left as it was", strings.Join(written, ", "))
 }
 
 // writeModel writes one model file (dtype "f32" or "f64") and its manifest,

@@ -56,7 +56,8 @@ Samples are rows: X is n×d, Y is n×m, as in numpy and PyTorch. Data files are
 or ONNX (.onnx).
 
 Exit status: 0 success, 2 bad input (usage, unreadable or malformed files,
-wrong shapes, NaN/Inf), 1 any other failure.`,
+wrong shapes, NaN/Inf, sizes beyond --max-memory), 1 any other failure, 130
+interrupted by Ctrl-C (SIGINT), 143 by SIGTERM (128 + the signal's number).`,
 		Example: `  # See it work on a synthetic network in a few seconds
   relurec demo
 
