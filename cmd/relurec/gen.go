@@ -315,19 +315,20 @@ func checkGenOutputs(files genFiles, modelOut string) error {
 }
 
 // makeGenDir creates the output directory of the directory layout, if any;
-// the returned undo removes it again when this run created it and the
-// write then failed (a directory left behind would be a partial output).
-func makeGenDir(files genFiles) (undo func(), err error) {
+// when this run created it and its outputs are then not committed, it is
+// removed again (a directory left behind would be a partial output).
+func (a *app) makeGenDir(files genFiles) error {
 	if files.dir == "" {
-		return func() {}, nil
+		return nil
 	}
 	if _, err := os.Stat(files.dir); err == nil {
-		return func() {}, nil
+		return nil
 	}
 	if err := os.Mkdir(files.dir, 0o777); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", files.dir, err)
+		return fmt.Errorf("creating %s: %w", files.dir, err)
 	}
-	return func() { os.Remove(files.dir) }, nil
+	a.staged.undo = append(a.staged.undo, func() { os.Remove(files.dir) })
+	return nil
 }
 
 // writeGenTwoLayer writes X, Y (one .npz or two .npy), the teacher with
@@ -366,15 +367,10 @@ func (a *app) writeGenTwoLayer(g *twoLayerGen, files genFiles, modelOut string, 
 		man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
 		return nil
 	}
-	undo, err := makeGenDir(files)
-	if err != nil {
+	if err := a.makeGenDir(files); err != nil {
 		return nil, err
 	}
-	written, err := a.writeAll(man, outs)
-	if err != nil {
-		undo()
-	}
-	return written, err
+	return a.writeAll(man, outs)
 }
 
 // printGenTwoLayer writes the human table of gen twolayer.

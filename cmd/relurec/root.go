@@ -30,6 +30,9 @@ type app struct {
 	// ctx is the running command's context (cancelled by Ctrl-C), set with
 	// started; the shared read and write steps use it.
 	ctx context.Context
+	// staged holds the outputs written so far (writeAll), renamed into
+	// place only when the command has succeeded and printed its report.
+	staged staged
 }
 
 // context returns the running command's context.
@@ -143,7 +146,12 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 		// read may lower the collector's soft memory limit for this
 		// command's data (limitHeapToData); the next command starts afresh.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
-		return fn(cmd, args)
+		// Outputs not committed (an error, a panic) are removed.
+		defer a.staged.discard()
+		if err := fn(cmd, args); err != nil {
+			return err
+		}
+		return a.staged.commit(a.context())
 	}
 }
 
