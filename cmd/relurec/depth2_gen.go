@@ -178,6 +178,9 @@ func (a *app) runGenDepth2(g *depth2Gen, o genDepth2Outputs) error {
 	}
 	gen, err := g.generate()
 	if err != nil {
+		return a.magnitudeError(err)
+	}
+	if err := a.checkGenerated(gen.teacher, map[string]*mat.Dense{"X": gen.x, "Y": gen.y}); err != nil {
 		return err
 	}
 	if err := a.context().Err(); err != nil {

@@ -33,6 +33,8 @@ type app struct {
 	// staged holds the outputs written so far (writeAll), renamed into
 	// place only when the command has succeeded and printed its report.
 	staged staged
+	// cmd is the running command, set with started.
+	cmd *cobra.Command
 }
 
 // context returns the running command's context.
@@ -133,7 +135,7 @@ func groupCmd(use, short, example string, subs ...*cobra.Command) *cobra.Command
 func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		a.started = true
-		a.ctx = cmd.Context()
+		a.ctx, a.cmd = cmd.Context(), cmd
 		budget := int64(0) // the default
 		if a.maxMemory != "" {
 			b, err := dataio.ParseBytes(a.maxMemory)
