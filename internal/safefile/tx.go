@@ -87,17 +87,8 @@ func (t *Tx) NameTargets(err error) error {
 	if msg == err.Error() {
 		return err
 	}
-	return &namedError{msg: msg, err: err}
+	return errs.New(msg, err) // msg, matching what err matches
 }
-
-// namedError is an error whose message names the user's paths.
-type namedError struct {
-	msg string
-	err error
-}
-
-func (e *namedError) Error() string { return e.msg }
-func (e *namedError) Unwrap() error { return e.err }
 
 // Abort removes every temporary file of the transaction; the targets are
 // untouched. It is safe to call after Commit (it then does nothing), so
