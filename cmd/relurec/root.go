@@ -131,7 +131,9 @@ func groupCmd(use, short, example string, subs ...*cobra.Command) *cobra.Command
 	return c
 }
 
-// leaf wraps a command's work: it marks that parsing succeeded.
+// leaf wraps a command's work: it marks that parsing succeeded, and once the
+// work has returned without error (its result printed) commits the outputs
+// it staged; otherwise it removes them.
 func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		a.started = true
