@@ -63,8 +63,8 @@ func TestRoundoff(t *testing.T) {
 }
 
 // Samples scaled to 1e±160 are refused with ErrInput and a hint to
-// rescale: their squares leave float64's normal range (a learner given
-// them panicked or failed with an internal error); 1e±100 pass.
+// rescale: their squares leave float64's normal range, where the learners
+// cannot work; 1e±100 pass.
 func TestCheckScale(t *testing.T) {
 	scaled := func(s float64) *mat.Dense {
 		A := mat.NewDense(100, 10, nil)

@@ -175,10 +175,10 @@ func TestGraphONNXPythonCheck(t *testing.T) {
 }
 
 // Malformed nodes and constants are refused with an error naming them,
-// through the ONNX reader as well: a Reshape with one input (which indexed
-// its missing second input), a MatMul by a [4, 0] weight ("mat: zero
-// length" from gonum), a node with too many inputs, and constants whose
-// shape is not positive or whose size overflows.
+// through the ONNX reader as well, never a panic: a Reshape with one input,
+// a MatMul by a [4, 0] weight (which gonum cannot hold), a node with too
+// many inputs, and constants whose shape is not positive or whose size
+// overflows.
 func TestGraphRefusesMalformedNodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for name, tc := range map[string]struct {

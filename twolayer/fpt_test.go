@@ -295,9 +295,10 @@ func TestCollinearClassesScreenKeepsClasses(t *testing.T) {
 	}
 }
 
-// Outputs too large to normalise are refused, not a panic in the sort of
-// an empty screen (every row's norm overflowed, so every row counted as
-// zero); Fit refuses samples scaled to 1e160 before any route runs.
+// Outputs too large to normalise are refused (every row's norm would
+// overflow and count as zero, leaving the screen an empty list to sort,
+// which it accepts); Fit refuses samples scaled to 1e160 before any route
+// runs.
 func TestExtremeScaleRefusedNotPanic(t *testing.T) {
 	in := cubeInstance(3, 400, 4, 2, 3)
 	var X, Y mat.Dense

@@ -12,9 +12,8 @@ import (
 )
 
 // Flag values that take generated data beyond float64 exit 2 naming the
-// flag, and write nothing: no file ever holds Inf or NaN (gen --noise 1e308
-// wrote Inf with exit 0; --instance lemma16 --a 1e-320 exited 1 on an Inf
-// κ in the manifest; --activation relupow1e308 exited 1).
+// flag, and write nothing: no file ever holds Inf or NaN, no manifest an
+// infinite κ = 1/a.
 func TestGenRefusesValuesBeyondFloat64(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "d.npz")
@@ -41,9 +40,8 @@ func TestGenRefusesValuesBeyondFloat64(t *testing.T) {
 	}
 }
 
-// Samples scaled to 1e±160 are refused with exit 2 and a hint to rescale
-// (learn twolayer panicked in the FPT screen's sort), and so is an
-// activation whose Hermite coefficients overflow (exit 1 before).
+// Samples scaled to 1e±160 are refused with exit 2 and a hint to rescale,
+// and so is an activation whose Hermite coefficients overflow.
 func TestLearnRefusesExtremeScaleAndActivation(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "d.npz")
