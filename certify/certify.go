@@ -9,6 +9,8 @@
 package certify
 
 import (
+	"math"
+
 	"github.com/relurec/relurec/errs"
 
 	"gonum.org/v1/gonum/mat"
@@ -37,8 +39,9 @@ func New(residual, tol float64, samples int) Certificate {
 }
 
 // CheckXY validates a sample pair — X n×d and Y n×m, both present, non-empty,
-// with one row per sample and only finite entries — and returns n, d, m. Its
-// errors wrap errs.ErrInput and say what was expected.
+// with one row per sample, only finite entries and a scale the learners can
+// square (CheckScale) — and returns n, d, m. Its errors wrap errs.ErrInput
+// and say what was expected.
 func CheckXY(X, Y *mat.Dense) (n, d, m int, err error) {
 	if X == nil || Y == nil {
 		return 0, 0, 0, errs.Inputf("X and Y are required")
@@ -56,5 +59,40 @@ func CheckXY(X, Y *mat.Dense) (n, d, m int, err error) {
 			return 0, 0, 0, errs.Inputf("%v; remove or impute non-finite values", e)
 		}
 	}
+	for _, e := range []error{CheckScale("X", X), CheckScale("Y", Y)} {
+		if e != nil {
+			return 0, 0, 0, e
+		}
+	}
 	return n, d, m, nil
 }
+
+// CheckScale refuses a matrix of finite entries whose magnitude puts the
+// sums of their squares outside float64's normal range: every learner forms
+// such sums (covariances, Gram matrices, norms, the certificate), which
+// overflow to +Inf when the largest magnitude exceeds √(MaxFloat64/N) for N
+// entries (about 1e152 for 10⁴ entries) and lose precision, the squares
+// being subnormal, when it is below √(smallest normal) ≈ 1.5e-154. A zero
+// matrix passes (the learners say what they need of it). The error wraps
+// errs.ErrInput and says how to rescale.
+func CheckScale(name string, A *mat.Dense) error {
+	raw := A.RawMatrix()
+	big := 0.0
+	for i := 0; i < raw.Rows; i++ {
+		for _, v := range raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols] {
+			big = math.Max(big, math.Abs(v))
+		}
+	}
+	entries := float64(raw.Rows) * float64(raw.Cols)
+	hi, lo := math.Sqrt(math.MaxFloat64/entries), math.Sqrt(minNormal)
+	switch {
+	case big > hi:
+		return errs.Inputf("%s's largest entry is %.3g in magnitude; its sums of squares (covariances, norms) overflow float64 above %.3g for %.0f entries: divide %s by a constant (its largest entry, say) and scale the learned weights back", name, big, hi, entries, name)
+	case big > 0 && big < lo:
+		return errs.Inputf("%s's largest entry is %.3g in magnitude; below %.3g its squares lose precision (subnormal float64): multiply %s by a constant (1/its largest entry, say) and scale the learned weights back", name, big, lo, name)
+	}
+	return nil
+}
+
+// minNormal is the smallest positive normal float64, 2^−1022.
+const minNormal = 0x1p-1022

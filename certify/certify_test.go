@@ -61,3 +61,30 @@ func TestRoundoff(t *testing.T) {
 		t.Errorf("float32 tolerance %g", tol)
 	}
 }
+
+// Samples scaled to 1e±160 are refused with ErrInput and a hint to
+// rescale: their squares leave float64's normal range, where the learners
+// cannot work; 1e±100 pass.
+func TestCheckScale(t *testing.T) {
+	scaled := func(s float64) *mat.Dense {
+		A := mat.NewDense(100, 10, nil)
+		for i := range A.RawMatrix().Data {
+			A.RawMatrix().Data[i] = s * float64(i%7-3)
+		}
+		return A
+	}
+	for _, s := range []float64{1e160, 1e-160} {
+		err := CheckScale("X", scaled(s))
+		if !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), "divide X") && !strings.Contains(err.Error(), "multiply X") {
+			t.Errorf("scale %g: %v, want an ErrInput saying how to rescale X", s, err)
+		}
+		if _, _, _, err := CheckXY(scaled(1), scaled(s)); !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), "Y's largest entry") {
+			t.Errorf("CheckXY with Y scaled by %g: %v", s, err)
+		}
+	}
+	for _, s := range []float64{1e100, 1e-100, 0} {
+		if err := CheckScale("X", scaled(s)); err != nil {
+			t.Errorf("scale %g refused: %v", s, err)
+		}
+	}
+}

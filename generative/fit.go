@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/density"
 	"github.com/relurec/relurec/linalg"
 )
@@ -110,7 +111,8 @@ func (o *Options) check() error {
 	return nil
 }
 
-// checkY validates Y (n×d, finite, non-negative, k < min(n, d)).
+// checkY validates Y (n×d, finite, non-negative, k < min(n, d), of a scale
+// whose squares float64 holds: certify.CheckScale).
 func checkY(Y *mat.Dense, k int) (n, d int, err error) {
 	if Y == nil || Y.IsEmpty() {
 		return 0, 0, fmt.Errorf("%w: Y is nil or empty", ErrInput)
@@ -129,7 +131,7 @@ func checkY(Y *mat.Dense, k int) (n, d int, err error) {
 			}
 		}
 	}
-	return n, d, nil
+	return n, d, certify.CheckScale("Y", Y)
 }
 
 // FitALS runs Solver B, censored alternating least squares (ours): a

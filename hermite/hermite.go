@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/quad"
 )
 
@@ -85,7 +86,7 @@ func Coeff(f func(float64) float64, r int) float64 {
 // and for e^x − 1 (c_3 = 1.786 > c_4 = 1.387), 4 for √ReLU (|c_3| = 0.215 <
 // |c_4| = 0.308). It works for any
 // Activation, by its Coeff. It returns an error if both coefficients vanish
-// or are not finite.
+// or are not finite, wrapping errs.ErrInput.
 func TensorOrder(a Activation) (int, error) {
 	c3r, c4r := a.Coeff(3), a.Coeff(4)
 	if err := checkCoeff(a, 3, c3r); err != nil {
@@ -96,7 +97,7 @@ func TensorOrder(a Activation) (int, error) {
 	}
 	c3, c4 := math.Abs(c3r), math.Abs(c4r)
 	if c3 < 1e-8 && c4 < 1e-8 {
-		return 0, fmt.Errorf("hermite: activation %s has c_3 = c_4 = 0; no order-3 or order-4 moment identifies its units", a.Name())
+		return 0, fmt.Errorf("%w: hermite: activation %s has c_3 = c_4 = 0; no order-3 or order-4 moment identifies its units", errs.ErrInput, a.Name())
 	}
 	if c3 >= c4 {
 		return 3, nil

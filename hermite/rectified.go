@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/relurec/relurec/errs"
 )
 
 // RectPow is the rectified power max(x, 0)^C for a real C > 0 ([BJW19,
@@ -129,10 +131,12 @@ func Coeffs(a Activation, maxOrder int) []float64 {
 }
 
 // checkCoeff is used by TensorOrder to refuse activations whose coefficients
-// are not numbers (e.g. RectPow with C ≤ 0).
+// are not numbers (RectPow with C ≤ 0, or with C so large, say 400, that
+// its Gaussian moments overflow float64). The error wraps errs.ErrInput:
+// the activation is the caller's choice.
 func checkCoeff(a Activation, r int, c float64) error {
 	if math.IsNaN(c) || math.IsInf(c, 0) {
-		return fmt.Errorf("hermite: activation %s has no finite Hermite coefficient c_%d (%v)", a.Name(), r, c)
+		return fmt.Errorf("%w: hermite: activation %s has no finite Hermite coefficient c_%d (%v), which the tensor method needs", errs.ErrInput, a.Name(), r, c)
 	}
 	return nil
 }

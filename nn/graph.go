@@ -63,6 +63,52 @@ type GraphAttr struct {
 // graphOps are the supported operators.
 var graphOps = []string{"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Transpose", "Reshape", "Flatten", "ReduceMean", "Softmax", "Identity", "Dropout"}
 
+// graphArity is the number of inputs each operator takes: at least [0]
+// (required, named), at most [1] (the rest optional: Gemm's bias C,
+// Dropout's ratio and training mode).
+var graphArity = map[string][2]int{
+	"MatMul": {2, 2}, "Gemm": {2, 3}, "Add": {2, 2}, "Sub": {2, 2}, "Mul": {2, 2}, "Div": {2, 2},
+	"Relu": {1, 1}, "Transpose": {1, 1}, "Reshape": {2, 2}, "Flatten": {1, 1}, "ReduceMean": {1, 1},
+	"Softmax": {1, 1}, "Identity": {1, 1}, "Dropout": {1, 3},
+}
+
+// checkArity refuses a node with fewer or more inputs than its operator
+// takes, or with a required input left unnamed. Trailing unnamed inputs
+// are absent optional ones (ONNX writes them so), not counted.
+func checkArity(n *GraphNode) error {
+	ar := graphArity[n.Op]
+	given := len(n.Inputs)
+	for given > 0 && n.Inputs[given-1] == "" {
+		given--
+	}
+	if given < ar[0] || given > ar[1] {
+		want := fmt.Sprint(ar[0])
+		if ar[1] > ar[0] {
+			want = fmt.Sprintf("%d to %d", ar[0], ar[1])
+		}
+		return fmt.Errorf("nn: graph node %q (%s) has %d inputs; %s takes %s: %w", n.Name, n.Op, given, n.Op, want, ErrInput)
+	}
+	for k := 0; k < ar[0]; k++ {
+		if n.Inputs[k] == "" {
+			return fmt.Errorf("nn: graph node %q (%s): its required input %d has no name: %w", n.Name, n.Op, k, ErrInput)
+		}
+	}
+	return nil
+}
+
+// sizeOf returns the number of values of a tensor of this shape, and false
+// when a dimension is not positive or the count overflows an int.
+func sizeOf(shape []int) (int, bool) {
+	n := 1
+	for _, d := range shape {
+		if d <= 0 || n > math.MaxInt/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
 // value is a tensor flowing through the graph; shape[0] is the batch.
 type value struct {
 	shape []int
@@ -113,7 +159,7 @@ func (g *Graph) MultiplyAdds() int {
 func (g *Graph) Ranks() []int {
 	var out []int
 	for _, n := range g.Nodes {
-		if n.Op == "MatMul" || n.Op == "Gemm" {
+		if (n.Op == "MatMul" || n.Op == "Gemm") && len(n.Inputs) > 1 {
 			if w, ok := g.Consts[n.Inputs[1]]; ok && len(w.Shape) == 2 {
 				c := w.Shape[1]
 				if n.Op == "Gemm" && n.attrInt("transB", 0) != 0 {
@@ -130,12 +176,15 @@ func (g *Graph) Ranks() []int {
 // operator supported, every input defined before use, the shapes
 // consistent, the batch axis left in place. Errors name the node.
 func (g *Graph) Validate() error {
-	if len(g.InputShape) == 0 || slices.ContainsFunc(g.InputShape, func(d int) bool { return d <= 0 }) {
+	if _, ok := sizeOf(g.InputShape); !ok || len(g.InputShape) == 0 {
 		return fmt.Errorf("nn: graph input %q has shape %v; every dimension of a sample must be known and positive: %w", g.Input, g.InputShape, ErrInput)
 	}
 	for name, t := range g.Consts {
-		if t == nil || numel(t.Shape) != len(t.Data) {
-			return fmt.Errorf("nn: graph constant %q: its shape does not match its %d values: %w", name, len(t.Data), ErrInput)
+		if t == nil {
+			return fmt.Errorf("nn: graph constant %q is missing: %w", name, ErrInput)
+		}
+		if size, ok := sizeOf(t.Shape); !ok || size != len(t.Data) {
+			return fmt.Errorf("nn: graph constant %q has shape %v and %d values; every dimension must be positive and their product the number of values: %w", name, t.Shape, len(t.Data), ErrInput)
 		}
 	}
 	g.madds = 0
@@ -288,6 +337,9 @@ func (g *Graph) run(x value, probe func(i int, n *GraphNode, a, b value)) (value
 		if len(n.Outputs) == 0 {
 			return value{}, fmt.Errorf("nn: graph node %q (%s) has no output: %w", n.Name, n.Op, ErrInput)
 		}
+		if err := checkArity(n); err != nil {
+			return value{}, err
+		}
 		a, aConst, err := get(n, 0)
 		if err != nil {
 			return value{}, err
@@ -368,7 +420,7 @@ func (g *Graph) apply(n *GraphNode, a, b value) (value, error) {
 		return transpose(a, perm)
 	case "Reshape":
 		t, ok := g.Consts[n.Inputs[1]]
-		if !ok || len(n.Inputs) < 2 {
+		if !ok {
 			return value{}, fmt.Errorf("the shape must be a constant")
 		}
 		return reshape(a, t.Data)
@@ -590,12 +642,12 @@ func reshape(a value, spec []float64) (value, error) {
 		known *= shape[i]
 	}
 	if infer >= 0 {
-		if known == 0 || len(a.data)%known != 0 {
+		if known <= 0 || len(a.data)%known != 0 {
 			return value{}, fmt.Errorf("cannot reshape %v to %v", a.shape, spec)
 		}
 		shape[infer] = len(a.data) / known
 	}
-	if numel(shape) != len(a.data) {
+	if size, ok := sizeOf(shape); !ok || size != len(a.data) {
 		return value{}, fmt.Errorf("cannot reshape %v to %v", a.shape, spec)
 	}
 	return value{shape: shape, data: a.data}, nil

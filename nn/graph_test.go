@@ -173,3 +173,47 @@ func TestGraphONNXPythonCheck(t *testing.T) {
 		t.Fatalf("onnx.checker: %v\n%s", err, out)
 	}
 }
+
+// Malformed nodes and constants are refused with an error naming them,
+// through the ONNX reader as well, never a panic: a Reshape with one input,
+// a MatMul by a [4, 0] weight (which gonum cannot hold), a node with too
+// many inputs, and constants whose shape is not positive or whose size
+// overflows.
+func TestGraphRefusesMalformedNodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for name, tc := range map[string]struct {
+		edit func(g *Graph)
+		want string
+	}{
+		"reshape with one input": {func(g *Graph) {
+			g.Nodes[2] = GraphNode{Name: "rs", Op: "Reshape", Inputs: []string{"b"}, Outputs: []string{"c"}}
+		}, `"rs"`},
+		"matmul with one input":   {func(g *Graph) { g.Nodes[0].Inputs = g.Nodes[0].Inputs[:1] }, `"mm1"`},
+		"relu with two inputs":    {func(g *Graph) { g.Nodes[2].Inputs = append(g.Nodes[2].Inputs, "b") }, `"relu"`},
+		"add with an empty input": {func(g *Graph) { g.Nodes[1].Inputs[0] = "" }, `"add1"`},
+		"zero-size weight": {func(g *Graph) {
+			g.Consts["W1"] = &GraphTensor{Shape: []int{4, 0}}
+		}, `"W1"`},
+		"negative dimensions": {func(g *Graph) {
+			g.Consts["W1"] = &GraphTensor{Shape: []int{-1, -1}, Data: []float64{1}}
+		}, `"W1"`},
+		"overflowing size": {func(g *Graph) {
+			g.Consts["W1"] = &GraphTensor{Shape: []int{1 << 32, 1 << 32}}
+		}, `"W1"`},
+	} {
+		g := residualGraph(rng)
+		tc.edit(g)
+		err := g.Validate()
+		if err == nil || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate = %v, want an ErrInput naming %s", name, err, tc.want)
+		}
+		g.Ranks() // must not index a missing input
+		var buf bytes.Buffer
+		if err := WriteGraphONNX(&buf, g, nil, "F64"); err != nil {
+			continue // the writer may refuse it first
+		}
+		if _, err := ReadGraphONNX(&buf); err == nil || !errors.Is(err, ErrModelFile) {
+			t.Errorf("%s: ReadGraphONNX = %v, want a refusal", name, err)
+		}
+	}
+}

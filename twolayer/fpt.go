@@ -110,6 +110,9 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 			}
 		}
 		norms[q] = math.Sqrt(dot(row, row))
+		if math.IsInf(norms[q], 0) {
+			return nil, 0, fmt.Errorf("%w: row %d of Y is too large to normalise (its squared norm overflows float64); divide Y by a constant", ErrInput, q)
+		}
 		maxNorm = math.Max(maxNorm, norms[q])
 	}
 	// Most rows of a network with several active units are classes of
@@ -270,6 +273,9 @@ func pairedRows(Y *mat.Dense, norms []float64, maxNorm, tol float64) []bool {
 // particular order): least-significant-digit radix sort, 11 bits a pass.
 func radixSortHigh(keys []uint64, lo int) {
 	const bits = 11
+	if len(keys) == 0 {
+		return
+	}
 	tmp := make([]uint64, len(keys))
 	src, dst := keys, tmp
 	for shift := lo; shift < 64; shift += bits {

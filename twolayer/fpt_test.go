@@ -294,3 +294,21 @@ func TestCollinearClassesScreenKeepsClasses(t *testing.T) {
 		}
 	}
 }
+
+// Outputs too large to normalise are refused (every row's norm would
+// overflow and count as zero, leaving the screen an empty list to sort,
+// which it accepts); Fit refuses samples scaled to 1e160 before any route
+// runs.
+func TestExtremeScaleRefusedNotPanic(t *testing.T) {
+	in := cubeInstance(3, 400, 4, 2, 3)
+	var X, Y mat.Dense
+	X.Scale(1e160, in.X)
+	Y.Scale(1e160, in.Y)
+	if _, _, err := CollinearClasses(&Y, 1e-9); !errors.Is(err, ErrInput) {
+		t.Fatalf("CollinearClasses(Y·1e160) = %v, want ErrInput", err)
+	}
+	radixSortHigh(nil, 25)
+	if _, err := Fit(context.Background(), &X, &Y, Options{}); !errors.Is(err, ErrInput) {
+		t.Fatalf("Fit on samples scaled by 1e160 = %v, want ErrInput", err)
+	}
+}

@@ -178,6 +178,9 @@ func (a *app) runGenDepth2(g *depth2Gen, o genDepth2Outputs) error {
 	}
 	gen, err := g.generate()
 	if err != nil {
+		return a.magnitudeError(err)
+	}
+	if err := a.checkGenerated(gen.teacher, map[string]*mat.Dense{"X": gen.x, "Y": gen.y}); err != nil {
 		return err
 	}
 	if err := a.context().Err(); err != nil {
@@ -190,15 +193,13 @@ func (a *app) runGenDepth2(g *depth2Gen, o genDepth2Outputs) error {
 	man.Seed = g.Seed
 	man.Timings["generate"] = genTime.Seconds()
 	man.Results = map[string]any{"noise_sigma": gen.sigma}
-	undo, err := makeGenDir(files)
-	if err != nil {
+	if err := a.makeGenDir(files); err != nil {
 		return err
 	}
 	written, err := a.writeAll(man, g.outFiles(files, o.model, gen, func() {
 		man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
 	}))
 	if err != nil {
-		undo()
 		return err
 	}
 	res := genDepth2Result{"gen depth2", *g, written, dims(gen.x), dims(gen.y), gen.sigma, time.Since(start).Seconds()}

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
@@ -255,6 +259,9 @@ func (a *app) runGenTwoLayer(cmd *cobra.Command, g *twoLayerGen, fl genTwoLayerF
 		gen, err = g.generate()
 	}
 	if err != nil {
+		return a.magnitudeError(err)
+	}
+	if err := a.checkGenerated(gen.teacher, map[string]*mat.Dense{"X": gen.x, "Y": gen.y}); err != nil {
 		return err
 	}
 	if err := a.context().Err(); err != nil {
@@ -281,6 +288,66 @@ func checkGenTwoLayerOutputs(fl genTwoLayerFlags) (genFiles, error) {
 		return files, err
 	}
 	return files, checkGenOutputs(files, fl.modelOut)
+}
+
+// magnitudeError is a generator's error from values beyond float64's range
+// (synth.ErrNotFinite: a NaN or Inf it met; synth.ErrNotPositiveDefinite:
+// a covariance too ill-conditioned to factor) as a usage error naming the
+// flags given (extremeFlags); any other error as it is.
+func (a *app) magnitudeError(err error) error {
+	if errors.Is(err, synth.ErrNotFinite) || errors.Is(err, synth.ErrNotPositiveDefinite) {
+		return a.beyondFloat64(err)
+	}
+	return err
+}
+
+// beyondFloat64 is the usage error for a generated value that float64 does
+// not hold: cause, and the flags given that set the magnitudes.
+func (a *app) beyondFloat64(cause error) error {
+	return usageErrorf("%v: %s beyond what float64 holds; use less extreme values", cause, a.extremeFlags())
+}
+
+// checkGenerated refuses generated arrays or a teacher holding NaN or Inf,
+// which flag values too extreme for float64 give (a huge noise level,
+// weight range or exponent): a usage error naming the flags given
+// (extremeFlags), so that gen never writes a non-finite value.
+func (a *app) checkGenerated(teacher *nn.MLP, arrays map[string]*mat.Dense) error {
+	for _, name := range slices.Sorted(maps.Keys(arrays)) {
+		m := arrays[name]
+		r, c := m.Dims()
+		for i := 0; i < r; i++ {
+			for j, v := range m.RawRowView(i)[:c] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return a.beyondFloat64(fmt.Errorf("the generated %s has %v at row %d, column %d", name, v, i, j))
+				}
+			}
+		}
+	}
+	if teacher != nil {
+		if err := teacher.Validate(); err != nil {
+			return a.beyondFloat64(fmt.Errorf("the generated teacher: %w", err))
+		}
+	}
+	return nil
+}
+
+// extremeFlags names the flags given to the running command that set
+// magnitudes: its float flags and the string flags that carry numbers
+// (--activation relupow<c>, --bias DENSITY:a,b), with their values.
+func (a *app) extremeFlags() string {
+	var given []string
+	a.cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Value.Type() == "float64" || f.Name == "activation" || f.Name == "bias" {
+			given = append(given, "--"+f.Name+" "+f.Value.String())
+		}
+	})
+	switch len(given) {
+	case 0:
+		return "the defaults take the values"
+	case 1:
+		return given[0] + " takes the values"
+	}
+	return strings.Join(given, ", ") + " take the values"
 }
 
 // checkGenOutputs checks the outputs of gen twolayer and gen depth2 with
@@ -315,19 +382,20 @@ func checkGenOutputs(files genFiles, modelOut string) error {
 }
 
 // makeGenDir creates the output directory of the directory layout, if any;
-// the returned undo removes it again when this run created it and the
-// write then failed (a directory left behind would be a partial output).
-func makeGenDir(files genFiles) (undo func(), err error) {
+// when this run created it and its outputs are then not committed, it is
+// removed again (a directory left behind would be a partial output).
+func (a *app) makeGenDir(files genFiles) error {
 	if files.dir == "" {
-		return func() {}, nil
+		return nil
 	}
 	if _, err := os.Stat(files.dir); err == nil {
-		return func() {}, nil
+		return nil
 	}
 	if err := os.Mkdir(files.dir, 0o777); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", files.dir, err)
+		return fmt.Errorf("creating %s: %w", files.dir, err)
 	}
-	return func() { os.Remove(files.dir) }, nil
+	a.staged.undo = append(a.staged.undo, func() { os.Remove(files.dir) })
+	return nil
 }
 
 // writeGenTwoLayer writes X, Y (one .npz or two .npy), the teacher with
@@ -366,15 +434,10 @@ func (a *app) writeGenTwoLayer(g *twoLayerGen, files genFiles, modelOut string, 
 		man.Timings["write"] = time.Since(start).Seconds() - genTime.Seconds()
 		return nil
 	}
-	undo, err := makeGenDir(files)
-	if err != nil {
+	if err := a.makeGenDir(files); err != nil {
 		return nil, err
 	}
-	written, err := a.writeAll(man, outs)
-	if err != nil {
-		undo()
-	}
-	return written, err
+	return a.writeAll(man, outs)
 }
 
 // printGenTwoLayer writes the human table of gen twolayer.

@@ -65,8 +65,8 @@ func (ig *instanceGen) validate(c *cobra.Command) error {
 		if err := reject(append(append([]string{}, randomFlags...), sat6Flags...), "to --instance lemma16 (d = 2, k = 2, m = 1, noiseless)"); err != nil {
 			return err
 		}
-		if math.IsNaN(ig.A) || ig.A <= 0 || ig.A > 1 {
-			return usageErrorf("--a must be in (0, 1], got %g", ig.A)
+		if math.IsNaN(ig.A) || ig.A <= 0 || ig.A > 1 || math.IsInf(1/ig.A, 0) {
+			return usageErrorf("--a must be in (0, 1] with κ = 1/a finite (a ≥ %.3g), got %g", 1/math.MaxFloat64, ig.A)
 		}
 		ig.Vars, ig.Clauses, ig.VariableAlpha = 0, 0, false // not used: keep them out of the manifest
 	case "sat6":

@@ -109,6 +109,10 @@ func (a *app) runGenGenerative(o genGenerativeOptions) error {
 	}
 	in, err := synth.GenerativeData(synth.GenerativeConfig{D: o.D, K: o.K, N: o.N, Bias: bias, Noise: o.Noise}, synth.NewRand(o.Seed))
 	if err != nil {
+		return a.magnitudeError(err)
+	}
+	arrays := map[string]*mat.Dense{"Y": in.Y, "A": in.A, "C": in.C, "M": in.M, "b": rowMatrix(in.B)}
+	if err := a.checkGenerated(nil, arrays); err != nil {
 		return err
 	}
 	man := dataio.NewManifest("gen generative", a.args)
@@ -116,7 +120,7 @@ func (a *app) runGenGenerative(o genGenerativeOptions) error {
 	frac := in.FractionPositive()
 	man.Results = map[string]any{"fraction_positive": frac}
 	files, err := a.writeAll(man, []outFile{{o.Out, func(p string) error {
-		return dataio.WriteNPZ(p, map[string]*mat.Dense{"Y": in.Y, "A": in.A, "C": in.C, "M": in.M, "b": rowMatrix(in.B)})
+		return dataio.WriteNPZ(p, arrays)
 	}}})
 	if err != nil {
 		return err

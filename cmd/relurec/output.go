@@ -29,15 +29,41 @@ import (
 // with manifests) and prints results, used by every command.
 
 // emit prints the result: obj as one JSON object with --json, else the human
-// form written by human.
+// form written by human. A failed write (a full disk, a closed pipe) is an
+// error, and the command's outputs are then not committed: a run that
+// reports failure has changed no file.
 func (a *app) emit(obj any, human func(w io.Writer)) error {
+	var err error
 	if a.jsonOut {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(jsonsafe.Finite(obj))
+		err = enc.Encode(jsonsafe.Finite(obj))
+	} else {
+		w := &checkedWriter{w: a.stdout}
+		human(w)
+		err = w.err
 	}
-	human(a.stdout)
+	if err != nil {
+		return fmt.Errorf("printing the result: %w; no output file was changed", err)
+	}
 	return nil
+}
+
+// checkedWriter passes writes on to w until one fails, then keeps the error
+// and drops the rest, so that the human form, printed with unchecked
+// Fprintf calls, is checked once at the end.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.err = err
+	return n, err
 }
 
 // notef prints a note on stderr unless --quiet or --json.
@@ -139,48 +165,33 @@ type outFile struct {
 	write func(path string) error
 }
 
-// writeAll writes every output and one manifest next to each as one
-// transaction (internal/safefile): each file goes to a temporary file first,
-// the manifests record the outputs' hashes, and only then are all renamed
-// into place. On any failure, or when the command's context was cancelled
-// (Ctrl-C), every path is left as it was and no temporary file remains.
-func (a *app) writeAll(man *dataio.Manifest, outs []outFile) ([]string, error) {
-	var tx safefile.Tx
-	defer tx.Abort()
-	var files []string
-	for _, o := range outs {
-		tmp, err := tx.Create(o.path)
-		if err != nil {
-			return nil, err
-		}
-		if err := o.write(tmp); err != nil {
-			return nil, err
-		}
-		d, err := dataio.DigestFile(tmp)
-		if err != nil {
-			return nil, err
-		}
-		d.Path = o.path
-		man.Outputs = append(man.Outputs, d)
-		files = append(files, o.path)
-	}
-	man.Finish()
-	for _, p := range files {
-		tmp, err := tx.Create(dataio.ManifestPath(p))
-		if err != nil {
-			return nil, err
-		}
-		if err := man.Write(tmp); err != nil {
-			return nil, err
-		}
+// staged is a command's outputs between writeAll and the end of the command:
+// one transaction (internal/safefile) for all of them, and what to undo if
+// they are not committed.
+type staged struct {
+	tx   *safefile.Tx
+	undo []func()
+	// outputs are the outputs' paths (without their manifests), recorded
+	// as committed once they are (committed).
+	outputs []string
+}
+
+// commit renames the staged outputs into place, all or nothing (nothing
+// when ctx is cancelled). leaf calls it once the command has returned
+// without error, so after its report was printed: a run whose report
+// could not be written has changed no file.
+func (s *staged) commit(ctx context.Context) error {
+	if s.tx == nil {
+		return nil
 	}
 	committed.Lock()
 	defer committed.Unlock()
-	if err := tx.Commit(a.context()); err != nil {
-		return nil, err
+	if err := s.tx.Commit(ctx); err != nil {
+		return s.tx.NameTargets(err)
 	}
-	committed.paths = append(committed.paths, files...)
-	return files, nil
+	committed.paths = append(committed.paths, s.outputs...)
+	s.tx, s.undo, s.outputs = nil, nil, nil
+	return nil
 }
 
 // committed lists the outputs this process has renamed into place, so that
@@ -223,8 +234,65 @@ func interruptedNote(written []string) string {
 	return fmt.Sprintf("relurec: interrupted after writing %s (complete, with manifests); any other output left as it was", strings.Join(written, ", "))
 }
 
-// writeModel writes one model file (dtype "f32" or "f64") and its manifest,
-// all or nothing, and records the write time as timings["write"] (pass the
+// discard removes the staged outputs that were not committed (nothing
+// after commit), then undoes what was made for them, such as a new output
+// directory.
+func (s *staged) discard() {
+	if s.tx != nil {
+		s.tx.Abort()
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+	s.tx, s.undo, s.outputs = nil, nil, nil
+}
+
+// writeAll writes every output and one manifest next to each to temporary
+// files of the command's transaction: each file goes to a temporary file
+// first and the manifests record the outputs' hashes. The files are
+// renamed into place together only when the command has succeeded and
+// printed its report (staged.commit); on any failure, or when the command's
+// context is cancelled (Ctrl-C), every path is left as it was and no
+// temporary file remains. Messages name the outputs' paths, not the
+// temporary files'.
+func (a *app) writeAll(man *dataio.Manifest, outs []outFile) (files []string, err error) {
+	if a.staged.tx == nil {
+		a.staged.tx = new(safefile.Tx)
+	}
+	tx := a.staged.tx
+	defer func() { err = tx.NameTargets(err) }()
+	for _, o := range outs {
+		tmp, err := tx.Create(o.path)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.write(tmp); err != nil {
+			return nil, err
+		}
+		d, err := dataio.DigestFile(tmp)
+		if err != nil {
+			return nil, err
+		}
+		d.Path = o.path
+		man.Outputs = append(man.Outputs, d)
+		files = append(files, o.path)
+	}
+	a.staged.outputs = append(a.staged.outputs, files...)
+	man.Finish()
+	for _, p := range files {
+		tmp, err := tx.Create(dataio.ManifestPath(p))
+		if err != nil {
+			return nil, err
+		}
+		if err := man.Write(tmp); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// writeModel writes one model file (dtype "f32" or "f64") and its manifest
+// (writeAll: committed together once the report is printed), and records the write time as timings["write"] (pass the
 // map the manifest carries, so it shows there). The format follows the
 // extension of path, which checkModelOut has checked: .safetensors or .onnx.
 func (a *app) writeModel(man *dataio.Manifest, path string, net *nn.MLP, meta map[string]string, dtype string, timings map[string]float64) error {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,5 +165,53 @@ func TestWorkerPanicShowsWorkerStack(t *testing.T) {
 	}()
 	if code != exitFailure || !strings.Contains(se.String(), "bug in task 3") || !strings.Contains(se.String(), "worker stack:") {
 		t.Fatalf("exit %d, stderr %q", code, se.String())
+	}
+}
+
+// failingWriter is a stdout whose every write fails, as /dev/full does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// A run whose report cannot be written (stdout on a full disk, or closed)
+// exits non-zero and changes no file: the report is printed before the
+// outputs are renamed into place, in text mode as with --json.
+func TestUnwritableReportChangesNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.npz")
+	if code, _, errs := cli(t, "gen", "twolayer", "--d", "6", "--k", "3", "--m", "4", "--n", "2000", "--out", data); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "m.safetensors")
+	os.WriteFile(out, []byte("previous model"), 0o644)
+	os.WriteFile(out+".manifest.json", []byte("previous manifest"), 0o644)
+	closed, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	for _, tc := range []struct {
+		name   string
+		stdout io.Writer
+		json   bool
+	}{{"full, --json", failingWriter{}, true}, {"full, text", failingWriter{}, false}, {"closed, text", closed, false}} {
+		args := []string{"learn", "twolayer", "--data", data, "--hidden", "3", "--out", out}
+		if tc.json {
+			args = append(args, "--json")
+		}
+		var se strings.Builder
+		code := run(context.Background(), args, tc.stdout, &se)
+		if code == exitOK || !strings.Contains(se.String(), "no output file was changed") {
+			t.Errorf("%s: exit %d, stderr %q; want a failure saying nothing changed", tc.name, code, se.String())
+		}
+		if b, _ := os.ReadFile(out); string(b) != "previous model" {
+			t.Errorf("%s: the model was replaced by a run that failed", tc.name)
+		}
+		if b, _ := os.ReadFile(out + ".manifest.json"); string(b) != "previous manifest" {
+			t.Errorf("%s: the manifest was replaced by a run that failed", tc.name)
+		}
+	}
+	if leftover, _ := filepath.Glob(filepath.Join(dir, ".relurec-tmp-*")); len(leftover) != 0 {
+		t.Fatalf("temporary files left: %v", leftover)
 	}
 }

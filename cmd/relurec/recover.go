@@ -112,12 +112,16 @@ func (a *app) runGenRobust(o genRobustOptions) error {
 	}
 	in, err := synth.RobustData(synth.RobustConfig{D: o.D, K: o.K, N: o.N, Bias: bias, S: o.S, Magnitude: o.Magnitude, Delta: o.Delta}, synth.NewRand(o.Seed))
 	if err != nil {
+		return a.magnitudeError(err)
+	}
+	arrays := map[string]*mat.Dense{"A": in.A, "V": in.V, "C": in.C, "E": in.E, "W": in.W, "b": rowMatrix(in.B)}
+	if err := a.checkGenerated(nil, arrays); err != nil {
 		return err
 	}
 	man := dataio.NewManifest("gen robust", a.args)
 	man.Version, man.Options, man.Seed = relurecVersion(), o, o.Seed
 	files, err := a.writeAll(man, []outFile{{o.Out, func(p string) error {
-		return dataio.WriteNPZ(p, map[string]*mat.Dense{"A": in.A, "V": in.V, "C": in.C, "E": in.E, "W": in.W, "b": rowMatrix(in.B)})
+		return dataio.WriteNPZ(p, arrays)
 	}}})
 	if err != nil {
 		return err

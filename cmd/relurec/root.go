@@ -30,6 +30,11 @@ type app struct {
 	// ctx is the running command's context (cancelled by Ctrl-C), set with
 	// started; the shared read and write steps use it.
 	ctx context.Context
+	// staged holds the outputs written so far (writeAll), renamed into
+	// place only when the command has succeeded and printed its report.
+	staged staged
+	// cmd is the running command, set with started.
+	cmd *cobra.Command
 }
 
 // context returns the running command's context.
@@ -127,11 +132,13 @@ func groupCmd(use, short, example string, subs ...*cobra.Command) *cobra.Command
 	return c
 }
 
-// leaf wraps a command's work: it marks that parsing succeeded.
+// leaf wraps a command's work: it marks that parsing succeeded, and once the
+// work has returned without error (its result printed) commits the outputs
+// it staged; otherwise it removes them.
 func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		a.started = true
-		a.ctx = cmd.Context()
+		a.ctx, a.cmd = cmd.Context(), cmd
 		budget := int64(0) // the default
 		if a.maxMemory != "" {
 			b, err := dataio.ParseBytes(a.maxMemory)
@@ -144,7 +151,12 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 		// read may lower the collector's soft memory limit for this
 		// command's data (limitHeapToData); the next command starts afresh.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
-		return fn(cmd, args)
+		// Outputs not committed (an error, a panic) are removed.
+		defer a.staged.discard()
+		if err := fn(cmd, args); err != nil {
+			return err
+		}
+		return a.staged.commit(a.context())
 	}
 }
 

@@ -3,9 +3,12 @@ package safefile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -217,8 +220,172 @@ func TestRemoveAllAndHoldRemovesTemporaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	RemoveAllAndHold()
-	defer mu.Unlock()
+	defer func() { liveMu.Unlock(); commitMu.Unlock() }()
 	if _, err := os.Stat(tmp); err == nil || len(live) != 0 {
 		t.Fatal("temporary file survived RemoveAllAndHold")
+	}
+}
+
+// A killed process's temporary file for another output in the same
+// directory is removed by the next write there, not only by the next write
+// of its own name; one that a process holds a lock on (a live writer this
+// process cannot see: another PID namespace or host) is kept.
+func TestStaleTemporaryFilesOfAnyNameAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, tempPrefix+"2147483646-abcdef-huge.npy")
+	os.WriteFile(stale, []byte("junk"), 0o644)
+	locked := filepath.Join(dir, tempPrefix+"2147483645-abcdef-other.npz")
+	os.WriteFile(locked, []byte("in use"), 0o644)
+	f, err := os.Open(locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	guard(f)
+	if err := CheckWritable(filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Fatal("a dead process's temporary file for another output was kept")
+	}
+	if _, err := os.Stat(locked); err != nil {
+		t.Fatal("a locked temporary file was removed")
+	}
+}
+
+// memDir returns a temporary directory in memory (under /dev/shm) where
+// there is one, so that thousands of commits do not wait on a disk's
+// journal; else t.TempDir().
+func memDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "safefile-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// writePair commits model and manifest holding the same content, tag, as
+// one transaction.
+func writePair(path, tag string) error {
+	var tx Tx
+	defer tx.Abort()
+	for _, p := range []string{path, path + ".manifest.json"} {
+		tmp, err := tx.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(tmp, []byte(tag), 0o644); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(context.Background())
+}
+
+// Two transactions committing the same model and manifest at once leave a
+// matching pair: each holds the directory's commit lock from its first
+// rename to its last, also within one process (commits do not exclude each
+// other here otherwise). 1000 pairs, as two learn runs writing one --out.
+func TestConcurrentCommitsKeepPairsTogether(t *testing.T) {
+	defer func(f func(*os.File) error) { fsync = f }(fsync)
+	fsync = func(*os.File) error { return nil } // the disk flushes are not what is tested
+	defer func(f func(string, string) error) { rename = f }(rename)
+	rename = func(from, to string) error {
+		err := os.Rename(from, to)
+		runtime.Gosched() // let the other commit run between two renames
+		return err
+	}
+	dir := memDir(t)
+	model := filepath.Join(dir, "m.safetensors")
+	for i := range 1000 {
+		errc := make(chan error, 2)
+		for _, who := range []string{"a", "b"} {
+			go func() { errc <- writePair(model, fmt.Sprintf("%s%d", who, i)) }()
+		}
+		for range 2 {
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m, man := read(t, model), read(t, model+".manifest.json"); m != man {
+			t.Fatalf("pair %d: model from %s, manifest from %s", i, m, man)
+		}
+	}
+	if l := leftovers(t, dir); len(l) != 0 || Live() != 0 {
+		t.Fatalf("temporary files left: %v (live %d)", l, Live())
+	}
+}
+
+// A writer handed a transaction's temporary path that writes atomically
+// itself (WriteFile) writes straight into it: no temporary file of a
+// temporary file, whose name would reach messages. Messages through
+// NameTargets name the user's path.
+func TestWriteIntoTransactionFileIsDirect(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "d.npz")
+	var tx Tx
+	defer tx.Abort()
+	tmp, err := tx.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WriteFile(tmp, func(w io.Writer) error {
+		if l := leftovers(t, dir); len(l) != 1 {
+			t.Errorf("temporary files while writing: %v, want only the transaction's", l)
+		}
+		return fmt.Errorf("encoding %s: %w", tmp, errors.ErrUnsupported)
+	})
+	msg := tx.NameTargets(err).Error()
+	if !errors.Is(tx.NameTargets(err), errors.ErrUnsupported) || strings.Contains(msg, tempPrefix) || !strings.Contains(msg, out) {
+		t.Fatalf("message %q: want the user's path %s and no temporary name", msg, out)
+	}
+	if err := WriteFile(tmp, writeString("x")); err != nil || read(t, tmp) != "x" {
+		t.Fatalf("write into the transaction's file: %v", err)
+	}
+}
+
+// A rename that fails at commit time (simulated) is reported under the
+// user's path, and leaves no temporary or backup file.
+func TestFailedRenameNamesUserPath(t *testing.T) {
+	defer func(f func(string, string) error) { rename = f }(rename)
+	rename = func(from, to string) error {
+		if strings.HasSuffix(to, ".json") {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EPERM}
+		}
+		return os.Rename(from, to)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.safetensors")
+	os.WriteFile(out, []byte("old"), 0o644)
+	err := writePair(out, "new")
+	if err == nil || strings.Contains(err.Error(), tempPrefix) || !strings.Contains(err.Error(), out) {
+		t.Fatalf("error %v: want one naming %s and no temporary file", err, out)
+	}
+	if read(t, out) != "old" {
+		t.Fatal("the model was replaced although its manifest was not")
+	}
+	if err := CheckWritable(out + ".manifest.json"); !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), "cannot be renamed") {
+		t.Fatalf("CheckWritable where renames fail = %v, want an ErrInput saying so", err)
+	}
+	if l := leftovers(t, dir); len(l) != 0 || Live() != 0 {
+		t.Fatalf("temporary files left: %v (live %d)", l, Live())
+	}
+}
+
+// An append-only directory (chattr +a) lets files be created but not
+// renamed or removed: CheckWritable refuses it before creating anything.
+func TestAppendOnlyDirectoryRefusedBeforeAnyFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ao")
+	os.Mkdir(dir, 0o755)
+	if out, err := exec.Command("chattr", "+a", dir).CombinedOutput(); err != nil {
+		t.Skipf("chattr +a is not available here: %v %s", err, out)
+	}
+	defer exec.Command("chattr", "-a", dir).Run()
+	err := CheckWritable(filepath.Join(dir, "m.safetensors"))
+	if !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), "append-only") {
+		t.Fatalf("CheckWritable = %v, want an ErrInput naming the attribute", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("files left in the append-only directory: %v", entries)
 	}
 }

@@ -7,24 +7,47 @@ import (
 	"strings"
 )
 
-// removeStale deletes the temporary files a killed relurec process left next
-// to target (SIGKILL and power loss give no chance to clean up): those named
-// for target whose writer's process no longer exists. Errors are ignored; a
-// stale file is only wasted space.
-func removeStale(target string) {
-	dir, base := filepath.Split(target)
-	base = tailOf(base)
-	if strings.ContainsAny(base, `*?[\`) {
-		return // would be read as a pattern; such names are rare enough to skip
+// removeStale deletes the temporary files that killed relurec processes
+// left in dir (SIGKILL and power loss give no chance to clean up), whatever
+// output they were for: those whose writer's process no longer exists and
+// that no process holds a lock on. The lock is what a live temporary file of
+// a process this one cannot see (another PID namespace, another host on a
+// network file system) keeps; the process check covers a file system
+// without locks. Errors are ignored: a stale file is only wasted space.
+func removeStale(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*-"+base))
-	for _, m := range matches {
-		rest := strings.TrimPrefix(filepath.Base(m), tempPrefix)
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, tempPrefix)
+		if !ok {
+			continue
+		}
 		pidText, _, ok := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
 		if !ok || err != nil || pid == os.Getpid() || processAlive(pid) {
 			continue
 		}
-		os.Remove(m)
+		removeUnlocked(filepath.Join(dir, name))
 	}
+}
+
+// removeUnlocked removes the regular file path unless a process holds a
+// lock on it.
+func removeUnlocked(path string) {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if inUse(f) {
+		return
+	}
+	os.Remove(path)
 }
