@@ -258,12 +258,12 @@ func TestReadCancelled(t *testing.T) {
 func TestNPYUnknownLength(t *testing.T) {
 	v := []float64{1, 2, 3, 4, 5, 6}
 	b := makeNPY(t, 1, "<f8", false, []int{3, 2}, v)
-	m, err := readNPY(bytes.NewReader(b), npyStream{total: -1}, readCfg{})
+	m, err := readNPY(bytes.NewReader(b), source{total: -1}, readCfg{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	denseEqual(t, m, 3, 2, v)
-	if _, err := readNPY(bytes.NewReader(b[:len(b)-1]), npyStream{total: -1}, readCfg{}); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "after 5 of its 6 elements") {
+	if _, err := readNPY(bytes.NewReader(b[:len(b)-1]), source{total: -1}, readCfg{}); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "after 5 of its 6 elements") {
 		t.Fatalf("truncated: got %v", err)
 	}
 }

@@ -26,5 +26,5 @@ func WriteNPYTo(w io.Writer, m *mat.Dense) error {
 // memory budget applies. Reading stops with ctx's error when ctx is done.
 func ReadNPYFrom(ctx context.Context, r *bufio.Reader) (*mat.Dense, error) {
 	cfg := readCfg{ctx: ctx}
-	return readNPY(cfg.reader(r), npyStream{total: -1}, cfg)
+	return readNPY(cfg.reader(r), source{total: -1}, cfg)
 }
