@@ -80,7 +80,7 @@ wrong shapes, NaN/Inf), 1 any other failure.`,
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.jsonOut, "json", false, "print the result as one JSON object on stdout (and nothing else there)")
 	pf.BoolVar(&a.quiet, "quiet", false, "no progress bars or notes on stderr")
-	pf.StringVar(&a.maxMemory, "max-memory", "", "memory budget for the arrays read or generated, e.g. 8GB or 512MiB; a bigger file exits 2 before it is loaded (default: half the machine's memory)")
+	pf.StringVar(&a.maxMemory, "max-memory", "", "memory budget, e.g. 8GB or 512MiB, for the arrays read or generated, a network's training and a model's activations; a run that would need more exits 2 before allocating it (default: half the machine's memory)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v", err)
 	})
