@@ -118,8 +118,8 @@ func (o TrainOptions) ClassCount(labels []int) (int, error) {
 // samples with opt, so that a caller can refuse sizes too large for the
 // machine before it allocates the network: the network, Adam's two moments
 // and the gradient (four values a parameter), a batch's inputs,
-// activations and their gradients, and Evaluate's chunks of activations on
-// every core. The samples themselves are not counted.
+// activations and their gradients, and the chunks of rows Evaluate scores
+// at once on all cores. The samples themselves are not counted.
 func TrainingBytes(sizes []int, n int, opt TrainOptions) float64 {
 	opt = opt.withDefaults()
 	if len(sizes) == 0 {
@@ -131,8 +131,8 @@ func TrainingBytes(sizes []int, n int, opt TrainOptions) float64 {
 		params += float64(sizes[i])*float64(sizes[i+1]) + float64(sizes[i+1])
 		units += float64(sizes[i+1])
 	}
-	evaluation := float64(runtime.GOMAXPROCS(0)) * evalChunk * units
-	return 8 * (4*params + batch*(float64(sizes[0])+2*units) + evaluation)
+	evaluated := float64(min(max(n, 0), runtime.GOMAXPROCS(0)*evalChunk)) // rows scored at once
+	return 8 * (4*params + batch*(float64(sizes[0])+2*units) + evaluated*units)
 }
 
 // EpochStats reports one epoch of training.

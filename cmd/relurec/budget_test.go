@@ -120,7 +120,7 @@ func TestTrainOverMaxMemory(t *testing.T) {
 	out := filepath.Join(dir, "m.safetensors")
 	for _, args := range [][]string{
 		{"--max-memory", "100MB", "train", "mlp", "--classes", "100000"},
-		{"--max-memory", "1GB", "train", "mlp", "--classes", "1000001", "--hidden", "16"},
+		{"--max-memory", "500MB", "train", "mlp", "--classes", "1000001", "--hidden", "16"},
 		{"--max-memory", "100MB", "train", "mlp", "--hidden", "100000,1000"},
 	} {
 		code, _, stderr := cli(t, append(args, "--data", data, "--epochs", "1", "--out", out)...)

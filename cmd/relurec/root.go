@@ -143,6 +143,7 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 		// read may lower the collector's soft memory limit for this
 		// command's data (limitHeapToData); the next command starts afresh.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+		limitHeapToBudget()
 		return fn(cmd, args)
 	}
 }
@@ -205,6 +206,21 @@ func (d *dataFlags) read(ctx context.Context) (x, y *mat.Dense, err error) {
 	}
 	limitHeapToData(x, y)
 	return x, y, nil
+}
+
+// limitHeapToBudget sets the collector's soft memory limit to twice the
+// memory budget, unless GOMEMLIMIT is set or a lower limit is in force.
+// Every allocation is checked against the budget, but the collector's
+// default pacing lets the heap grow to twice what is live before it
+// collects, garbage included; under the limit it collects sooner, so a run
+// whose live data fit the budget stays within twice it.
+func limitHeapToBudget() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if limit := 2 * dataio.MemoryBudget(); limit < debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(limit)
+	}
 }
 
 // limitHeapToData sets the collector's soft memory limit to the data's
