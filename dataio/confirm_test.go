@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/relurec/relurec/internal/memtest"
 )
 
 // deflated returns b compressed with raw deflate, as a zip member holds it.
@@ -74,7 +76,7 @@ func TestCompressedSizeLieAllocatesNothing(t *testing.T) {
 
 	for _, path := range []string{npz, idx} {
 		var err error
-		n := allocated(func() { _, err = ReadMatrix(path, "X") })
+		n := memtest.Allocated(func() { _, err = ReadMatrix(path, "X") })
 		if !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: got %v, want a format error", filepath.Base(path), err)
 		}
@@ -107,7 +109,7 @@ func TestCompressedMemberAllocatedOnce(t *testing.T) {
 	}
 	for _, path := range []string{npz, idx} {
 		var err error
-		n := allocated(func() { _, err = ReadMatrix(path, "X") })
+		n := memtest.Allocated(func() { _, err = ReadMatrix(path, "X") })
 		if err != nil {
 			t.Fatalf("%s: %v", filepath.Base(path), err)
 		}

@@ -3,54 +3,14 @@ package nn
 import (
 	"errors"
 	"math/rand/v2"
-	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/memtest"
 )
-
-// heapAllocated returns the bytes f allocates on the heap.
-func heapAllocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// heapPeak returns the most heap f's run was seen to hold, sampled by a
-// second goroutine.
-func heapPeak(f func()) uint64 {
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak atomic.Uint64
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.Gosched()
-			}
-		}
-	}()
-	f()
-	close(stop)
-	<-done
-	return peak.Load()
-}
 
 // broadcastGraph is a graph whose constants, of a few hundred values, blow
 // each sample of shape [1, 1, 16] up to [a, b, 16] by broadcasting, then
@@ -99,7 +59,7 @@ func TestGraphOverBudgetRefused(t *testing.T) {
 		"broadcast to [N 512 512 16]":   broadcastGraph(512, 512).Validate,
 	} {
 		var err error
-		n := heapAllocated(func() { err = check() })
+		n := memtest.Allocated(func() { err = check() })
 		if !errors.Is(err, dataio.ErrTooLarge) || !strings.Contains(err.Error(), "needed but the memory budget is 16.8 MB") {
 			t.Errorf("%s: got %v, want ErrTooLarge naming the size and the budget", name, err)
 		}
@@ -121,7 +81,7 @@ func TestGraphForwardChunkedToBudget(t *testing.T) {
 	dataio.SetMemoryBudget(8 << 20)
 	defer dataio.SetMemoryBudget(0)
 	var got *mat.Dense
-	peak := heapPeak(func() { got = g.Forward(x) })
+	peak := memtest.Peak(func() { got = g.Forward(x) })
 	if !mat.Equal(got, want) {
 		t.Fatal("outputs differ under the budget")
 	}
