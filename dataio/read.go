@@ -35,7 +35,10 @@ import (
 //
 // Memory: a matrix larger than MemoryBudget gives an error wrapping
 // ErrTooLarge before it is allocated; apart from the matrix, reading takes
-// a few buffers of 64 KiB, whatever the file's size or compression.
+// a few buffers of 64 KiB, whatever the file's size or compression. A
+// compressed member (a deflated .npz member, a gzipped IDX file) is
+// decompressed twice, once to confirm the size it declares, so that its
+// matrix is allocated once, at its final size.
 func ReadMatrix(path, name string) (*mat.Dense, error) {
 	return ReadMatrixContext(context.Background(), path, ReadOptions{Name: name})
 }
