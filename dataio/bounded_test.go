@@ -8,23 +8,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-)
 
-// allocated returns the bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/relurec/relurec/internal/memtest"
+)
 
 // writeZeros writes n zero bytes to w in 1 MiB pieces.
 func writeZeros(t *testing.T, w interface{ Write([]byte) (int, error) }, n int) {
@@ -60,7 +51,7 @@ func TestNPZBombRefusedBeforeInflating(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	n := allocated(func() { _, err = ReadMatrix(path, "X") })
+	n := memtest.Allocated(func() { _, err = ReadMatrix(path, "X") })
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "(8 data bytes)") || !strings.Contains(err.Error(), "holds 268435464 data bytes") {
 		t.Fatalf("got %v; want a format error naming 8 declared and 268435464 held bytes", err)
 	}
@@ -82,7 +73,7 @@ func TestNPZDeclaredButMissingData(t *testing.T) {
 	for _, method := range []uint16{zip.Store, zip.Deflate} {
 		archive := zipOf(t, method, map[string][]byte{"X.npy": big}, []string{"X.npy"})
 		var err error
-		n := allocated(func() { _, err = decodeNPZBytes(archive, "X") })
+		n := memtest.Allocated(func() { _, err = decodeNPZBytes(archive, "X") })
 		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "400000000") {
 			t.Fatalf("method %d: got %v, want a format error naming the declared shape", method, err)
 		}
@@ -106,7 +97,7 @@ func TestIDXGzipBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	n := allocated(func() { _, err = ReadMatrix(path, "") })
+	n := memtest.Allocated(func() { _, err = ReadMatrix(path, "") })
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "2000000000 data bytes") || !strings.Contains(err.Error(), "134217728") {
 		t.Fatalf("got %v, want a format error naming the declared and the present size", err)
 	}
@@ -121,7 +112,7 @@ func TestIDXGzipBomb(t *testing.T) {
 	SetMemoryBudget(1 << 40)
 	defer SetMemoryBudget(0)
 	stream := gz(makeIDX(0x08, []uint32{2000000000}, make([]byte, 8<<20)))
-	n = allocated(func() { _, err = ReadIDX(bytes.NewReader(stream)) })
+	n = memtest.Allocated(func() { _, err = ReadIDX(bytes.NewReader(stream)) })
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("stream: got %v", err)
 	}
@@ -258,12 +249,12 @@ func TestReadCancelled(t *testing.T) {
 func TestNPYUnknownLength(t *testing.T) {
 	v := []float64{1, 2, 3, 4, 5, 6}
 	b := makeNPY(t, 1, "<f8", false, []int{3, 2}, v)
-	m, err := readNPY(bytes.NewReader(b), npyStream{total: -1}, readCfg{})
+	m, err := readNPY(bytes.NewReader(b), source{total: -1}, readCfg{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	denseEqual(t, m, 3, 2, v)
-	if _, err := readNPY(bytes.NewReader(b[:len(b)-1]), npyStream{total: -1}, readCfg{}); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "after 5 of its 6 elements") {
+	if _, err := readNPY(bytes.NewReader(b[:len(b)-1]), source{total: -1}, readCfg{}); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "after 5 of its 6 elements") {
 		t.Fatalf("truncated: got %v", err)
 	}
 }

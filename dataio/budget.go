@@ -93,15 +93,28 @@ func cgroupLimit() int64 {
 	return v
 }
 
-// checkBudget refuses a rows × cols float64 matrix larger than the memory
-// budget. what names the array for the message (a file and member).
-func checkBudget(rows, cols int) error {
+// CheckMemory is the one check every allocation sized by a file, a model or
+// a flag goes through before it is made: it returns nil when need bytes fit
+// the memory budget, else an error wrapping ErrTooLarge that names what
+// needs them ("X (6025 × 3002) and Y (6025 × 1)"), their size, the budget,
+// and fix, what asks for less ("use fewer --vars or --clauses"; may be
+// empty). need is a float64 so that sizes a hostile header multiplies out
+// cannot overflow; NaN and Inf count as too large.
+func CheckMemory(need float64, what, fix string) error {
 	b := MemoryBudget()
-	if rows > 0 && cols > 0 && float64(rows)*float64(cols)*8 <= float64(b) {
+	if need <= float64(b) {
 		return nil
 	}
-	return fmt.Errorf("a %d × %d array needs %s as float64 but the memory budget is %s: %w",
-		rows, cols, FormatBytes(float64(rows)*float64(cols)*8), FormatBytes(float64(b)), ErrTooLarge)
+	if fix != "" {
+		fix = "; " + fix
+	}
+	return fmt.Errorf("%s: %s needed but the memory budget is %s%s: %w", what, FormatBytes(need), FormatBytes(float64(b)), fix, ErrTooLarge)
+}
+
+// checkBudget refuses a rows × cols float64 matrix larger than the memory
+// budget.
+func checkBudget(rows, cols int) error {
+	return CheckMemory(float64(rows)*float64(cols)*8, fmt.Sprintf("a %d × %d array of float64", rows, cols), "")
 }
 
 // FormatBytes writes a byte count the way people read it: "812 B",

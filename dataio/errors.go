@@ -25,7 +25,8 @@ var (
 	ErrOutputIsInput = errs.New("refusing to overwrite an input file; choose a different output path", errs.ErrInput)
 )
 
-// ErrTooLarge marks an array that would take more memory than the budget
-// (see SetMemoryBudget): the file is fine, the machine is too small for it,
-// or the budget too tight.
-var ErrTooLarge = errs.New("array too large for the memory budget; raise the budget (relurec --max-memory) or read fewer rows", errs.ErrInput)
+// ErrTooLarge marks an array, a model's activations or generated data that
+// would take more memory than the budget (see SetMemoryBudget, CheckMemory):
+// the input is fine, the machine is too small for it, or the budget too
+// tight.
+var ErrTooLarge = errs.New("too large for the memory budget; raise it (relurec --max-memory) or ask for less", errs.ErrInput)

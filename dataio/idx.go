@@ -64,12 +64,15 @@ func (a *IDX) Matrix() (*mat.Dense, error) {
 // header that lies costs nothing; ReadIDXFile, knowing the file's size,
 // refuses such a header at once.
 func ReadIDX(r io.Reader) (*IDX, error) {
-	return readIDXStream(r, -1, readCfg{})
+	return readIDXStream(r, source{total: -1}, readCfg{})
 }
 
-// readIDXStream reads an IDX array, gzipped or not, from r whose
-// uncompressed length is size bytes when known (−1 otherwise).
-func readIDXStream(r io.Reader, size int64, cfg readCfg) (*IDX, error) {
+// readIDXStream reads an IDX array, gzipped or not, from r, described by
+// src: the IDX data's size if known, and for a file, how to read it again
+// from its start. A gzipped stream's size is only what its trailer
+// declares, so its array is confirmed (source.confirm) before it is
+// allocated.
+func readIDXStream(r io.Reader, src source, cfg readCfg) (*IDX, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -77,9 +80,23 @@ func readIDXStream(r io.Reader, size int64, cfg readCfg) (*IDX, error) {
 			return nil, fmt.Errorf("IDX: bad gzip stream (%v): %w", err, ErrFormat)
 		}
 		defer zr.Close()
-		return readIDX(bufio.NewReaderSize(zr, 1<<16), size, cfg)
+		src.trusted = false
+		if raw := src.reopen; raw != nil {
+			src.reopen = func() (io.Reader, error) {
+				r, err := raw()
+				if err != nil {
+					return nil, err
+				}
+				zr, err := gzip.NewReader(bufio.NewReaderSize(r, 1<<16))
+				if err != nil {
+					return nil, fmt.Errorf("IDX: bad gzip stream (%v): %w", err, ErrFormat)
+				}
+				return bufio.NewReaderSize(zr, 1<<16), nil
+			}
+		}
+		return readIDX(bufio.NewReaderSize(zr, 1<<16), src, cfg)
 	}
-	return readIDX(br, size, cfg)
+	return readIDX(br, src, cfg)
 }
 
 // idxErrorf returns an IDX format error wrapping ErrFormat.
@@ -87,17 +104,17 @@ func idxErrorf(format string, args ...any) error {
 	return fmt.Errorf("IDX: "+format+": %w", append(args, ErrFormat)...)
 }
 
-// readIDX reads one uncompressed IDX array of size bytes (−1 if unknown):
-// the header, the data it announces (those of the kept rows), and, when all
-// rows are kept, checks that nothing follows.
-func readIDX(r *bufio.Reader, size int64, cfg readCfg) (*IDX, error) {
+// readIDX reads one uncompressed IDX array of src.total bytes (−1 if
+// unknown): the header, the data it announces (those of the kept rows),
+// and, when all rows are kept, checks that nothing follows.
+func readIDX(r *bufio.Reader, src source, cfg readCfg) (*IDX, error) {
 	typ, dims, count, err := readIDXHeader(r)
 	if err != nil {
 		return nil, err
 	}
 	esize := idxTypeSize[typ]
 	want := int64(count) * int64(esize)
-	if size >= 0 {
+	if size := src.total; size >= 0 {
 		// The header's dimensions must describe exactly the bytes present.
 		if have := size - int64(4+4*len(dims)); want != have {
 			return nil, idxErrorf("dimensions %v declare %d data bytes but the file holds %d (%s)", dims, want, max(have, 0), idxSizeVerdict(want, have))
@@ -109,10 +126,19 @@ func readIDX(r *bufio.Reader, size int64, cfg readCfg) (*IDX, error) {
 		return nil, fmt.Errorf("IDX: %w", err)
 	}
 	need := keep * inner
-	// A known size was checked against the header: allocate at once.
-	// Otherwise grow with the data that arrive.
+	confirmed, err := src.confirm(r, int64(4+4*len(dims)), int64(need)*int64(esize), keep == dims[0])
+	if err != nil {
+		if errors.Is(err, ErrFormat) {
+			return nil, fmt.Errorf("IDX: %w", err)
+		}
+		return nil, idxReadErr(err)
+	}
+	r = bufio.NewReaderSize(confirmed, 1<<16)
+	// A trusted size (a plain file's, or a gzip stream's once confirmed)
+	// is allocated at once; otherwise the array grows with the data that
+	// arrive.
 	var out []float64
-	if size >= 0 {
+	if src.trusted {
 		out = make([]float64, 0, need)
 	} else {
 		out = make([]float64, 0, min(need, growChunk))
@@ -240,7 +266,9 @@ func idxReadErr(err error) error {
 // ReadIDXFile reads the IDX file at path (gzipped or not); see ReadIDX.
 // The file's size (for a gzipped file, the uncompressed size its gzip
 // trailer records) must match the header's dimensions, so a header that
-// lies is refused before anything is allocated.
+// lies is refused before anything is allocated. A gzipped file is
+// decompressed twice: once to confirm that it holds what its header and
+// trailer declare, then into an array allocated once at its final size.
 func ReadIDXFile(path string) (*IDX, error) {
 	return readIDXFile(path, readCfg{})
 }
@@ -251,7 +279,16 @@ func readIDXFile(path string, cfg readCfg) (*IDX, error) {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := readIDXStream(cfg.reader(f), idxUncompressedSize(f), cfg)
+	src := source{total: -1}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		src = source{total: idxUncompressedSize(f), trusted: true, reopen: func() (io.Reader, error) {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+			return cfg.reader(f), nil
+		}}
+	}
+	a, err := readIDXStream(cfg.reader(f), src, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

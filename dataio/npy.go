@@ -166,7 +166,7 @@ func readNPYFile(path string, cfg readCfg) (*mat.Dense, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		total, trusted = st.Size(), true
 	}
-	m, err := readNPY(bufio.NewReaderSize(cfg.reader(f), 1<<16), npyStream{total: total, trusted: trusted}, cfg)
+	m, err := readNPY(bufio.NewReaderSize(cfg.reader(f), 1<<16), source{total: total, trusted: trusted}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -175,28 +175,14 @@ func readNPYFile(path string, cfg readCfg) (*mat.Dense, error) {
 
 // decodeNPY parses a complete .npy file held in memory.
 func decodeNPY(b []byte) (*mat.Dense, error) {
-	return readNPY(bytes.NewReader(b), npyStream{total: int64(len(b)), trusted: true}, readCfg{})
-}
-
-// npyStream describes the stream a .npy array is read from.
-type npyStream struct {
-	// total is the stream's length in bytes, −1 when unknown (a pipe).
-	total int64
-	// trusted says total is the stream's real length (a regular file,
-	// bytes in memory), so the matrix is allocated at once; otherwise total
-	// is only what a container declares, and the matrix grows with what
-	// arrives, so a lying size costs nothing before the bytes are there.
-	trusted bool
-	// exact says the array must fill the stream: an .npz member holds one
-	// array and nothing after it, so bytes beyond the array mean the header
-	// or the archive lies. A .npy file may carry more after its array (np.save
-	// called twice on one open file), which numpy.load ignores, and so do we.
-	exact bool
+	return readNPY(bytes.NewReader(b), source{total: int64(len(b)), trusted: true}, readCfg{})
 }
 
 // readNPY reads a .npy array from r. Only the data of the kept rows are
-// read.
-func readNPY(r io.Reader, src npyStream, cfg readCfg) (*mat.Dense, error) {
+// read. The matrix's size is checked against the memory budget before the
+// data are read, and a compressed stream whose length is only declared is
+// confirmed first (source.confirm).
+func readNPY(r io.Reader, src source, cfg readCfg) (*mat.Dense, error) {
 	l, err := readNPYLayout(r, src.total)
 	if err != nil {
 		return nil, err
@@ -207,6 +193,19 @@ func readNPY(r io.Reader, src npyStream, cfg readCfg) (*mat.Dense, error) {
 				l.hdr.shape, l.hdr.descr, need, l.dataLen, ErrFormat)
 		}
 	}
+	keep := cfg.rowsKept(l.rows)
+	if err := checkBudget(keep, l.cols); err != nil {
+		return nil, err
+	}
+	// C order reads a prefix of the data; Fortran order interleaves the
+	// kept rows with the others, so every element is read.
+	need := int64(keep) * int64(l.cols) * int64(l.dt.size)
+	if l.hdr.fortran {
+		need = int64(l.rows) * int64(l.cols) * int64(l.dt.size)
+	}
+	if r, err = src.confirm(r, l.offset, need, src.exact && (keep == l.rows || l.hdr.fortran)); err != nil {
+		return nil, err
+	}
 	return l.decode(r, src.trusted, cfg)
 }
 
@@ -215,6 +214,7 @@ type npyLayout struct {
 	hdr        npyHeader
 	dt         dtype
 	rows, cols int
+	offset     int64 // the bytes of the preamble and header, before the data
 	dataLen    int64 // the bytes after the header, −1 when unknown
 }
 
@@ -267,7 +267,7 @@ func readNPYLayout(r io.Reader, total int64) (npyLayout, error) {
 	if err != nil {
 		return npyLayout{}, err
 	}
-	l := npyLayout{hdr: hdr}
+	l := npyLayout{hdr: hdr, offset: int64(8+lenBytes) + hlen}
 	if l.dt, err = parseDescr(hdr.descr); err != nil {
 		return npyLayout{}, err
 	}
@@ -301,21 +301,15 @@ func readNPYLayout(r io.Reader, total int64) (npyLayout, error) {
 }
 
 // decode reads the elements of the kept rows from r, in C or Fortran
-// order, into a new matrix (see readNPY for trusted).
+// order, into a new matrix, allocated at once when the stream is trusted
+// (its length confirmed), else grown with the data that arrive.
 func (l npyLayout) decode(r io.Reader, trusted bool, cfg readCfg) (*mat.Dense, error) {
 	rows, cols, size := l.rows, l.cols, l.dt.size
 	keep := cfg.rowsKept(rows)
-	if err := checkBudget(keep, cols); err != nil {
-		return nil, err
-	}
-	// C order keeps a prefix of the data; Fortran order interleaves the
-	// kept rows with the others, so every element is read.
 	need := keep * cols
 	if l.hdr.fortran {
 		need = rows * cols
 	}
-	// A trusted size is allocated at once; a declared one grows (by
-	// append) with the data that actually arrive.
 	var out []float64
 	switch {
 	case l.hdr.fortran:

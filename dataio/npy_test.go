@@ -338,7 +338,7 @@ func FuzzReadNPY(f *testing.F) {
 		}
 		// Read as a stream of unknown length (a pipe, an .npz member) and
 		// with a row limit, the same file gives the same rows.
-		s, err := readNPY(bytes.NewReader(b), npyStream{total: -1}, readCfg{maxRows: 2})
+		s, err := readNPY(bytes.NewReader(b), source{total: -1}, readCfg{maxRows: 2})
 		if err != nil {
 			t.Fatalf("decodes in memory but not as a stream: %v", err)
 		}

@@ -56,10 +56,11 @@ func npzNames(zr *zip.Reader) []string {
 // The member's size, as the archive declares it, must be exactly what its
 // .npy header's shape needs: a member that declares a small array and then
 // inflates to gigabytes of padding is refused before it is decompressed
-// (numpy.load would read the array and ignore the rest). The member is
-// decoded as it decompresses; one whose archive entry lies about its size
-// is an error once the stream ends, its matrix grown only as far as the
-// data that arrived.
+// (numpy.load would read the array and ignore the rest). A deflated member
+// is decompressed twice: once to confirm that it holds the bytes its
+// header declares, without keeping them, then into a matrix allocated once
+// at its final size, so one whose archive entry lies about its size costs
+// decompression time, not memory.
 func decodeNPZ(r io.ReaderAt, size int64, name string, cfg readCfg) (*mat.Dense, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
@@ -84,21 +85,38 @@ func decodeNPZ(r io.ReaderAt, size int64, name string, cfg readCfg) (*mat.Dense,
 			return nil, fmt.Errorf("no array named %q; the archive holds %s: %w", want, quoteList(names), ErrNotFound)
 		}
 	}
-	rc, err := member.Open()
-	if err != nil {
-		return nil, fmt.Errorf("cannot open member %q (%v): %w", member.Name, err, ErrFormat)
+	var opened []io.Closer
+	defer func() {
+		for _, c := range opened {
+			c.Close()
+		}
+	}()
+	open := func() (io.Reader, error) {
+		rc, err := member.Open()
+		if err != nil {
+			return nil, fmt.Errorf("cannot open member %q (%v): %w", member.Name, err, ErrFormat)
+		}
+		opened = append(opened, rc)
+		return bufio.NewReaderSize(cfg.reader(rc), 1<<16), nil
 	}
-	defer rc.Close()
+	r0, err := open()
+	if err != nil {
+		return nil, err
+	}
 	// archive/zip enforces the member's declared uncompressed size on the
 	// stream, so it bounds every size in the .npy header; a stored member's
 	// size is also backed by the bytes of the archive, a deflated one's is
-	// only declared.
-	total := int64(-1)
+	// only declared, and confirmed by a first pass over the member before
+	// the matrix is allocated.
+	src := source{total: -1, exact: true}
 	if member.UncompressedSize64 <= math.MaxInt64 {
-		total = int64(member.UncompressedSize64)
+		src.total = int64(member.UncompressedSize64)
 	}
-	trusted := member.Method == zip.Store && member.CompressedSize64 == member.UncompressedSize64 && total <= size
-	m, err := readNPY(bufio.NewReaderSize(cfg.reader(rc), 1<<16), npyStream{total: total, trusted: trusted, exact: true}, cfg)
+	src.trusted = member.Method == zip.Store && member.CompressedSize64 == member.UncompressedSize64 && src.total >= 0 && src.total <= size
+	if !src.trusted {
+		src.reopen = open
+	}
+	m, err := readNPY(r0, src, cfg)
 	if err != nil {
 		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrAlgorithm) || isFlateError(err) {
 			err = fmt.Errorf("corrupt (%v): %w", err, ErrFormat)

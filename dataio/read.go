@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/boundedio"
 )
 
 // ReadMatrix reads a 2-D numeric array (rows are samples) from path, choosing
@@ -33,7 +35,10 @@ import (
 //
 // Memory: a matrix larger than MemoryBudget gives an error wrapping
 // ErrTooLarge before it is allocated; apart from the matrix, reading takes
-// a few buffers of 64 KiB, whatever the file's size or compression.
+// a few buffers of 64 KiB, whatever the file's size or compression. A
+// compressed member (a deflated .npz member, a gzipped IDX file) is
+// decompressed twice, once to confirm the size it declares, so that its
+// matrix is allocated once, at its final size.
 func ReadMatrix(path, name string) (*mat.Dense, error) {
 	return ReadMatrixContext(context.Background(), path, ReadOptions{Name: name})
 }
@@ -109,9 +114,68 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// growChunk is how many elements a matrix whose size is only declared (by
-// a header the reader cannot check in advance) starts with; it then grows
-// by reserve as the data arrive.
+// source describes the stream an array is read from.
+type source struct {
+	// total is the stream's length in bytes, −1 when unknown (a pipe).
+	total int64
+	// trusted says total is the stream's real length (a regular file,
+	// bytes in memory, a stored .npz member the archive's bytes back), so
+	// the matrix is allocated at once. Otherwise total is only what a
+	// container declares (a zip directory entry, a gzip trailer), which a
+	// few compressed bytes can contradict.
+	trusted bool
+	// reopen, for an untrusted stream that can be read twice (a deflated
+	// .npz member, a gzipped IDX file), gives the stream again from its
+	// start; see confirm. Without it (a pipe) the matrix grows with the
+	// data that arrive.
+	reopen func() (io.Reader, error)
+	// exact says the array must fill the stream: an .npz member holds one
+	// array and nothing after it, so bytes beyond the array mean the header
+	// or the archive lies. A .npy file may carry more after its array
+	// (np.save called twice on one open file), which numpy.load ignores,
+	// and so do we.
+	exact bool
+}
+
+// confirm makes an untrusted stream that can be reopened trusted, before
+// its array is allocated: it reads the rest of r, the data after a header
+// of offset bytes, discarding them, to check that they hold need bytes
+// (with end, and nothing after them), and returns the stream reopened at
+// its first data byte. A stream that yields fewer or more bytes than its
+// header declares is refused having cost time but no memory; one that
+// holds them gets its matrix allocated once, at its final size, rather
+// than grown by doubling. Other streams are returned as they are.
+func (s *source) confirm(r io.Reader, offset, need int64, end bool) (io.Reader, error) {
+	if s.trusted || s.reopen == nil {
+		return r, nil
+	}
+	limit := need
+	if end {
+		limit++
+	}
+	got, err := io.CopyN(io.Discard, r, limit)
+	switch {
+	case err != nil && !boundedio.IsEOF(err):
+		return nil, err
+	case got < need:
+		return nil, fmt.Errorf("the header declares %d data bytes but the compressed data end after %d; the file is truncated or its header is wrong: %w", need, got, ErrFormat)
+	case got > need:
+		return nil, fmt.Errorf("the compressed data go on past the %d data bytes the header declares; the header is wrong: %w", need, ErrFormat)
+	}
+	again, err := s.reopen()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, again, offset); err != nil {
+		return nil, fmt.Errorf("reading the header again: %w", err)
+	}
+	s.trusted = true
+	return again, nil
+}
+
+// growChunk is how many elements a matrix read from an untrusted stream
+// that cannot be reopened (a pipe) starts with; it then grows by reserve
+// as the data arrive.
 const growChunk = 1 << 17
 
 // reserve makes room in out for more elements, doubling its capacity (up to

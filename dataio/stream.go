@@ -47,6 +47,9 @@ func ReadNPYFromShape(ctx context.Context, r *bufio.Reader, rows, cols int) (*ma
 	if (rows > 0 && l.rows != rows) || (cols > 0 && l.cols != cols) {
 		return nil, fmt.Errorf("the array's header declares shape %v; expected %s × %s: %w", l.hdr.shape, countText(rows), countText(cols), ErrFormat)
 	}
+	if err := checkBudget(cfg.rowsKept(l.rows), l.cols); err != nil {
+		return nil, err
+	}
 	return l.decode(in, false, cfg)
 }
 

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,9 +72,14 @@ func ReadONNXNetwork(r io.Reader) (Network, error) {
 	}
 	if err != nil {
 		// A chain of operators the MLP and CNN readers do not take
-		// (Transpose, ReduceMean, ...) may still be a Graph.
-		if gr, gerr := graphFromONNX(g); gerr == nil {
+		// (Transpose, ReduceMean, ...) may still be a Graph, possibly one
+		// too large for the memory budget.
+		gr, gerr := graphFromONNX(g)
+		if gerr == nil {
 			return gr, nil
+		}
+		if errors.Is(gerr, dataio.ErrTooLarge) {
+			return nil, gerr
 		}
 		return nil, err // a nil Network, not a nil *CNN in one
 	}

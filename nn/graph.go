@@ -3,10 +3,12 @@ package nn
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
@@ -31,10 +33,12 @@ type Graph struct {
 	// Constant nodes) by name.
 	Consts map[string]*GraphTensor
 
-	// Filled by Validate: one sample's output shape and the multiply-adds
-	// of the MatMul and Gemm nodes per sample.
-	outShape []int
-	madds    int
+	// Filled by Validate: one sample's output shape, the multiply-adds
+	// of the MatMul and Gemm nodes per sample, and the bytes one sample's
+	// evaluation allocates (its input and every node's output).
+	outShape    []int
+	madds       int
+	sampleBytes float64
 }
 
 // GraphTensor is a constant tensor, row-major.
@@ -174,7 +178,11 @@ func (g *Graph) Ranks() []int {
 
 // Validate checks the graph by running one zero sample through it: every
 // operator supported, every input defined before use, the shapes
-// consistent, the batch axis left in place. Errors name the node.
+// consistent, the batch axis left in place. Errors name the node. The
+// sample's input and each node's output are checked against the memory
+// budget (dataio.MemoryBudget) before they are allocated, so a graph that
+// declares shapes too large for it gives an error wrapping
+// dataio.ErrTooLarge instead of exhausting the machine's memory.
 func (g *Graph) Validate() error {
 	if _, ok := sizeOf(g.InputShape); !ok || len(g.InputShape) == 0 {
 		return fmt.Errorf("nn: graph input %q has shape %v; every dimension of a sample must be known and positive: %w", g.Input, g.InputShape, ErrInput)
@@ -187,8 +195,15 @@ func (g *Graph) Validate() error {
 			return fmt.Errorf("nn: graph constant %q has shape %v and %d values; every dimension must be positive and their product the number of values: %w", name, t.Shape, len(t.Data), ErrInput)
 		}
 	}
+	used := 8.0 // the input's bytes, in float64: numel may overflow
+	for _, d := range g.InputShape {
+		used *= float64(d)
+	}
+	if err := dataio.CheckMemory(used, fmt.Sprintf("nn: one sample of the graph input %q, shape %v", g.Input, g.InputShape), ""); err != nil {
+		return err
+	}
 	g.madds = 0
-	out, err := g.run(value{shape: append([]int{1}, g.InputShape...), data: make([]float64, g.In())}, func(i int, n *GraphNode, a, b value) {
+	out, err := g.run(value{shape: append([]int{1}, g.InputShape...), data: make([]float64, g.In())}, func(i int, n *GraphNode, a, b value) error {
 		if n.Op == "MatMul" || n.Op == "Gemm" {
 			k := a.shape[len(a.shape)-1]
 			if n.Op == "Gemm" && n.attrInt("transA", 0) != 0 {
@@ -196,12 +211,50 @@ func (g *Graph) Validate() error {
 			}
 			g.madds += numel(a.shape) / k * numel(b.shape)
 		}
+		used += 8 * outElems(n, a, b)
+		return dataio.CheckMemory(used, fmt.Sprintf("nn: one sample's values up to graph node %q (%s)", n.Name, n.Op), "")
 	})
 	if err != nil {
 		return err
 	}
 	g.outShape = out.shape[1:]
+	g.sampleBytes = used
 	return nil
+}
+
+// outElems bounds the values node n allocates for its output, from its
+// first two inputs, before it runs: what Validate meters and the batch
+// size of the evaluator rests on.
+func outElems(n *GraphNode, a, b value) float64 {
+	switch n.Op {
+	case "Identity", "Dropout", "Reshape", "Flatten":
+		return 0 // the output shares the input's values
+	case "MatMul", "Gemm":
+		if len(a.shape) == 0 || len(b.shape) != 2 {
+			return 0 // refused before anything is allocated
+		}
+		rows := float64(numel(a.shape)) / float64(max(a.shape[len(a.shape)-1], 1))
+		y := rows * float64(max(b.shape[0], b.shape[1]))
+		if n.Op == "Gemm" {
+			return 2 * y // the product, then the bias added to it
+		}
+		return y
+	case "Add", "Sub", "Mul", "Div":
+		// The broadcast shape, or more when the shapes do not broadcast.
+		as, bs := a.shape, b.shape
+		if len(as) < len(bs) {
+			as, bs = bs, as
+		}
+		y := 1.0
+		for i, d := range as {
+			if j := i - (len(as) - len(bs)); j >= 0 {
+				d = max(d, bs[j])
+			}
+			y *= float64(d)
+		}
+		return y
+	}
+	return float64(numel(a.shape)) // Relu, Transpose, Softmax; ReduceMean gives fewer
 }
 
 // Forward returns the outputs of the samples x (n × In()), one row each
@@ -224,15 +277,30 @@ func (g *Graph) Forward(x *mat.Dense) *mat.Dense {
 	return z
 }
 
-// forwardRows writes the outputs of the samples xs into z.
+// batchRows is how many samples one run of the graph takes: at most
+// evalChunk, and few enough that the runs of all workers together stay
+// within the memory budget (at least one; Validate refuses a graph whose
+// one sample does not fit).
+func (g *Graph) batchRows() int {
+	fit := float64(dataio.MemoryBudget()) / (float64(runtime.GOMAXPROCS(0)) * g.sampleBytes)
+	return int(max(1, min(evalChunk, fit)))
+}
+
+// forwardRows writes the outputs of the samples xs into z, batchRows
+// samples at a time.
 func (g *Graph) forwardRows(xs, z *mat.Dense) {
-	out, err := g.run(g.batch(xs), nil)
-	if err != nil {
-		panic(err)
-	}
-	r, c := z.Dims()
-	for i := 0; i < r; i++ {
-		copy(z.RawRowView(i), out.data[i*c:(i+1)*c])
+	n, d := xs.Dims()
+	_, c := z.Dims()
+	step := g.batchRows()
+	for r0 := 0; r0 < n; r0 += step {
+		r1 := min(r0+step, n)
+		out, err := g.run(g.batch(xs.Slice(r0, r1, 0, d).(*mat.Dense)), nil)
+		if err != nil {
+			panic(err)
+		}
+		for i := r0; i < r1; i++ {
+			copy(z.RawRowView(i), out.data[(i-r0)*c:(i-r0+1)*c])
+		}
 	}
 }
 
@@ -278,12 +346,13 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 	rows := make([][]int, len(nodes))
 	next := make([]int, len(nodes)) // next position in rows[j]
 	filled := make([]int, len(nodes))
-	for r0 := 0; r0 < n; r0 += evalChunk {
-		r1 := min(r0+evalChunk, n)
-		_, err := g.run(g.batch(x.Slice(r0, r1, 0, d).(*mat.Dense)), func(i int, _ *GraphNode, a, _ value) {
+	step := g.batchRows()
+	for r0 := 0; r0 < n; r0 += step {
+		r1 := min(r0+step, n)
+		_, err := g.run(g.batch(x.Slice(r0, r1, 0, d).(*mat.Dense)), func(i int, _ *GraphNode, a, _ value) error {
 			j, ok := which[i]
 			if !ok {
-				return
+				return nil
 			}
 			k := a.shape[len(a.shape)-1]
 			per := numel(a.shape) / k / (r1 - r0)
@@ -298,12 +367,13 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 			base := r0 * per
 			if rows[j] == nil {
 				copy(out[j].RawMatrix().Data[base*k:], a.data)
-				return
+				return nil
 			}
 			for ; next[j] < len(rows[j]) && rows[j][next[j]] < r1*per; next[j]++ {
 				copy(out[j].RawRowView(filled[j]), a.data[(rows[j][next[j]]-base)*k:][:k])
 				filled[j]++
 			}
+			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -313,8 +383,8 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 }
 
 // run evaluates the graph on x; probe, if not nil, sees each node's first
-// two inputs before it runs.
-func (g *Graph) run(x value, probe func(i int, n *GraphNode, a, b value)) (value, error) {
+// two inputs before it runs, and an error it returns stops the run.
+func (g *Graph) run(x value, probe func(i int, n *GraphNode, a, b value) error) (value, error) {
 	env := map[string]value{g.Input: x}
 	get := func(n *GraphNode, k int) (value, bool, error) {
 		if k >= len(n.Inputs) || n.Inputs[k] == "" {
@@ -352,7 +422,9 @@ func (g *Graph) run(x value, probe func(i int, n *GraphNode, a, b value)) (value
 			return value{}, fmt.Errorf("nn: graph node %q (%s): its data input %q is a constant: %w", n.Name, n.Op, n.Inputs[0], ErrInput)
 		}
 		if probe != nil {
-			probe(i, n, a, b)
+			if err := probe(i, n, a, b); err != nil {
+				return value{}, err
+			}
 		}
 		y, err := g.apply(n, a, b)
 		if err != nil {

@@ -3,6 +3,7 @@ package nn
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -87,6 +88,9 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 		gr.Nodes = append(gr.Nodes, gn)
 	}
 	if err := gr.Validate(); err != nil {
+		if errors.Is(err, dataio.ErrTooLarge) {
+			return nil, err // a sound model, too large for the budget
+		}
 		return nil, onnxErrf("%v", err)
 	}
 	return gr, nil

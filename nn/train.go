@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -110,6 +111,28 @@ func (o TrainOptions) ClassCount(labels []int) (int, error) {
 		return o.Classes, nil
 	}
 	return classes, nil
+}
+
+// TrainingBytes estimates the memory Train and the Evaluate after it take
+// for a network of the given layer sizes (as NewMLP takes them) on n
+// samples with opt, so that a caller can refuse sizes too large for the
+// machine before it allocates the network: the network, Adam's two moments
+// and the gradient (four values a parameter), a batch's inputs,
+// activations and their gradients, and the chunks of rows Evaluate scores
+// at once on all cores. The samples themselves are not counted.
+func TrainingBytes(sizes []int, n int, opt TrainOptions) float64 {
+	opt = opt.withDefaults()
+	if len(sizes) == 0 {
+		return 0
+	}
+	batch := float64(max(min(opt.BatchSize, n), 0))
+	var params, units float64
+	for i := 0; i+1 < len(sizes); i++ {
+		params += float64(sizes[i])*float64(sizes[i+1]) + float64(sizes[i+1])
+		units += float64(sizes[i+1])
+	}
+	evaluated := float64(min(max(n, 0), runtime.GOMAXPROCS(0)*evalChunk)) // rows scored at once
+	return 8 * (4*params + batch*(float64(sizes[0])+2*units) + evaluated*units)
 }
 
 // EpochStats reports one epoch of training.

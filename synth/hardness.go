@@ -254,15 +254,7 @@ func SATReduction(f Formula, variableAlpha bool) (*HardnessInstance, error) {
 		return nil, fmt.Errorf("%w: the reduction needs a formula closed under clause complementation (each clause's negation is also a clause); see PlantedReversible6SAT", ErrConfig)
 	}
 	nv := f.Vars
-	d := nv + 2
-	if variableAlpha {
-		d++
-	}
-	nQ := 2*nv + 5
-	rows := len(f.Clauses) + nQ
-	if variableAlpha {
-		rows += 2
-	}
+	rows, d := SATReductionShape(nv, len(f.Clauses), variableAlpha)
 	X := mat.NewDense(rows, d, nil)
 	Y := mat.NewDense(rows, 1, nil)
 	r := 0
@@ -299,6 +291,19 @@ func SATReduction(f Formula, variableAlpha bool) (*HardnessInstance, error) {
 		q(map[int]float64{d - 1: -1})
 	}
 	return &HardnessInstance{X: X, Y: Y, NumP: len(f.Clauses), Vars: nv, VariableAlpha: variableAlpha}, nil
+}
+
+// SATReductionShape returns the shape of the X that SATReduction builds
+// from a formula of clauses clauses over vars variables, so that a caller
+// can size it before building it: a row per clause and 2·vars + 5 forcing
+// rows, vars + 2 columns (two more rows and one more column with
+// variableAlpha).
+func SATReductionShape(vars, clauses int, variableAlpha bool) (rows, cols int) {
+	rows, cols = clauses+2*vars+5, vars+2
+	if variableAlpha {
+		rows, cols = rows+2, cols+1
+	}
+	return rows, cols
 }
 
 // Witness returns the network nn.NewTwoLayer(V, [1, 1]) that the reduction

@@ -82,7 +82,9 @@ func (g *depth2Gen) validate() error {
 	default:
 		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", g.NoiseKind)
 	}
-	return checkGenMemory(g.N, g.D, g.M, g.Outputs)
+	var mem genMemory
+	mem.samples(g.N, g.D, g.M, g.Outputs)
+	return mem.check("use a smaller --n, --d, --m or --outputs")
 }
 
 func (g *depth2Gen) config() synth.Depth2Config {

@@ -97,19 +97,66 @@ func (g *twoLayerGen) validate() error {
 	if _, err := parseActivationFlag(g.Activation); err != nil {
 		return err
 	}
-	return checkGenMemory(g.N, g.D, g.K, g.M)
+	return g.checkMemory()
 }
 
-// checkGenMemory refuses, before anything is drawn, a gen run whose arrays
-// would not fit the memory budget (--max-memory): X (n×d), the hidden
-// layer (n×k), Y (n×m) and the teacher (k×(d+m)), as float64.
-func checkGenMemory(n, d, k, m int) error {
-	need := 8 * (float64(n)*float64(d+k+m) + float64(k)*float64(d+m))
-	if budget := dataio.MemoryBudget(); need > float64(budget) {
-		return usageErrorf("--n %d with d=%d, %d hidden units and %d outputs needs %s for X, the hidden layer and Y, but the memory budget is %s; use a smaller --n or raise --max-memory",
-			n, d, k, m, dataio.FormatBytes(need), dataio.FormatBytes(float64(budget)))
+// checkMemory refuses, before anything is drawn, a gen twolayer run whose
+// arrays would not fit the memory budget: X, the hidden layer, Y and the
+// teacher, and the work matrices of the conditioned draws (each random
+// orthogonal matrix takes four of its size, the input covariance four
+// more); an --instance has shapes of its own.
+func (g *twoLayerGen) checkMemory() error {
+	if g.Special.active() {
+		return g.Special.checkMemory(g.N)
 	}
-	return nil
+	var mem genMemory
+	mem.samples(g.N, g.D, g.K, g.M)
+	if g.CondV > 0 {
+		mem.add(4*8*(sq(g.D)+sq(g.K)), "the orthogonal factors of V (--cond-v)")
+	}
+	if g.CondU > 0 {
+		mem.add(4*8*(sq(g.M)+sq(g.K)), "the orthogonal factors of U (--cond-u)")
+	}
+	if g.CovCond > 1 {
+		mem.add(8*8*sq(g.D), "the input covariance (--cov-cond)")
+	}
+	return mem.check("use a smaller --n, --d, --k or --m")
+}
+
+// sq is n², in float64 so that no flag value overflows it.
+func sq(n int) float64 { return float64(n) * float64(n) }
+
+// genMemory adds up what a gen command will allocate, item by item, for
+// one dataio.CheckMemory before anything is drawn.
+type genMemory struct {
+	bytes float64
+	items []string
+}
+
+// add counts bytes for the item named what.
+func (m *genMemory) add(bytes float64, what string) {
+	m.bytes += bytes
+	m.items = append(m.items, what)
+}
+
+// matrix counts a rows × cols float64 matrix.
+func (m *genMemory) matrix(name string, rows, cols int) {
+	m.add(8*float64(rows)*float64(cols), fmt.Sprintf("%s (%d × %d)", name, rows, cols))
+}
+
+// samples counts the arrays of a two-layer teacher's data: X (n × d), the
+// hidden layer (n × k), Y (n × m) and the teacher's weights.
+func (m *genMemory) samples(n, d, k, outputs int) {
+	m.matrix("X", n, d)
+	m.matrix("the hidden layer", n, k)
+	m.matrix("Y", n, outputs)
+	m.add(8*float64(k)*(float64(d)+float64(outputs)), "the teacher")
+}
+
+// check refuses the total when it exceeds the memory budget (--max-memory);
+// fix names the flags that ask for less.
+func (m *genMemory) check(fix string) error {
+	return dataio.CheckMemory(m.bytes, strings.Join(m.items, ", "), fix)
 }
 
 func (g *twoLayerGen) noise() synth.Noise {

@@ -73,8 +73,8 @@ func (ig *instanceGen) validate(c *cobra.Command) error {
 		if err := reject(append(append([]string{"n"}, randomFlags...), lemma16Flags...), "to --instance sat6 (the formula fixes n, d = vars+2, k = 2, m = 1)"); err != nil {
 			return err
 		}
-		if ig.Vars < 6 {
-			return usageErrorf("--vars must be at least 6 (clauses have six distinct variables), got %d", ig.Vars)
+		if ig.Vars < 6 || ig.Vars > 1_000_000_000 {
+			return usageErrorf("--vars must be between 6 (clauses have six distinct variables) and 1e9, got %d", ig.Vars)
 		}
 		if ig.Clauses < 1 || ig.Clauses > 1_000_000 {
 			return usageErrorf("--clauses must be between 1 and 1e6, got %d", ig.Clauses)
@@ -84,6 +84,27 @@ func (ig *instanceGen) validate(c *cobra.Command) error {
 		return usageErrorf("--instance must be random, lemma16 or sat6, got %q", ig.Instance)
 	}
 	return nil
+}
+
+// satPairBytes is what a clause pair of --instance sat6 costs besides its
+// rows of X: the two clauses and their record in the manifest and --json
+// (measured: 1.2 kB a pair, 1.7 kB with --json).
+const satPairBytes = 2000
+
+// checkMemory refuses, before anything is drawn, an instance whose arrays
+// would not fit the memory budget: lemma16 has n × 2 inputs and one
+// output; sat6 has a row of X per clause and per forcing point and a column
+// per variable (synth.SATReductionShape), and the formula.
+func (ig *instanceGen) checkMemory(n int) error {
+	var mem genMemory
+	if ig.Instance == "lemma16" {
+		mem.samples(n, 2, 2, 1)
+		return mem.check("use a smaller --n")
+	}
+	rows, cols := synth.SATReductionShape(ig.Vars, 2*ig.Clauses, ig.VariableAlpha)
+	mem.samples(rows, cols, 2, 1)
+	mem.add(satPairBytes*float64(ig.Clauses), fmt.Sprintf("the formula (%d clause pairs)", ig.Clauses))
+	return mem.check("use fewer --vars or --clauses")
 }
 
 // generate draws the instance and fills g's shape fields with the instance's

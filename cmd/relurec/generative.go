@@ -88,8 +88,13 @@ func (o *genGenerativeOptions) validate() (density.Density, error) {
 	if math.IsNaN(o.Noise) || math.IsInf(o.Noise, 0) || o.Noise < 0 {
 		return nil, usageErrorf("--noise must be finite and ≥ 0, got %g", o.Noise)
 	}
-	if float64(o.N)*float64(o.D) > 5e8 {
-		return nil, usageErrorf("--n %d × --d %d is too large (%.1f GB)", o.N, o.D, float64(o.N)*float64(o.D)*8*3/1e9)
+	var mem genMemory
+	mem.matrix("Y", o.N, o.D)
+	mem.matrix("M", o.N, o.D)
+	mem.matrix("C", o.N, o.K)
+	mem.matrix("A", o.D, o.K)
+	if err := mem.check("use a smaller --n, --d or --k"); err != nil {
+		return nil, err
 	}
 	if err := checkOutputs(nil, [3]string{"out", o.Out, ".npz"}); err != nil {
 		return nil, err

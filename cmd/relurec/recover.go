@@ -91,8 +91,14 @@ func (o *genRobustOptions) validate() (density.Density, error) {
 			return nil, usageErrorf("--%s must be finite and ≥ 0, got %g", v.name, v.x)
 		}
 	}
-	if float64(o.N)*float64(o.D) > 2e8 {
-		return nil, usageErrorf("--n %d × --d %d is too large", o.N, o.D)
+	var mem genMemory
+	for _, name := range []string{"V", "E", "W"} {
+		mem.matrix(name, o.N, o.D)
+	}
+	mem.matrix("C", o.N, o.K)
+	mem.matrix("A", o.D, o.K)
+	if err := mem.check("use a smaller --n, --d or --k"); err != nil {
+		return nil, err
 	}
 	if o.Out == "" {
 		return nil, usageErrorf("--out is required")

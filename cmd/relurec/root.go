@@ -86,7 +86,7 @@ interrupted by Ctrl-C (SIGINT), 143 by SIGTERM (128 + the signal's number).`,
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.jsonOut, "json", false, "print the result as one JSON object on stdout (and nothing else there)")
 	pf.BoolVar(&a.quiet, "quiet", false, "no progress bars or notes on stderr")
-	pf.StringVar(&a.maxMemory, "max-memory", "", "memory budget for the arrays read or generated, e.g. 8GB or 512MiB; a bigger file exits 2 before it is loaded (default: half the machine's memory)")
+	pf.StringVar(&a.maxMemory, "max-memory", "", "memory budget, e.g. 8GB or 512MiB, for the arrays read or generated, a network's training and a model's activations; a run that would need more exits 2 before allocating it (default: half the machine's memory)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v", err)
 	})
@@ -151,6 +151,7 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 		// read may lower the collector's soft memory limit for this
 		// command's data (limitHeapToData); the next command starts afresh.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+		limitHeapToBudget()
 		// Outputs not committed (an error, a panic) are removed.
 		defer a.staged.discard()
 		if err := fn(cmd, args); err != nil {
@@ -218,6 +219,21 @@ func (d *dataFlags) read(ctx context.Context) (x, y *mat.Dense, err error) {
 	}
 	limitHeapToData(x, y)
 	return x, y, nil
+}
+
+// limitHeapToBudget sets the collector's soft memory limit to twice the
+// memory budget, unless GOMEMLIMIT is set or a lower limit is in force.
+// Every allocation is checked against the budget, but the collector's
+// default pacing lets the heap grow to twice what is live before it
+// collects, garbage included; under the limit it collects sooner, so a run
+// whose live data fit the budget stays within twice it.
+func limitHeapToBudget() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if limit := 2 * dataio.MemoryBudget(); limit < debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(limit)
+	}
 }
 
 // limitHeapToData sets the collector's soft memory limit to the data's

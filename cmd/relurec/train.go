@@ -163,6 +163,11 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 	to.Classes = classes
 	_, d := train.X.Dims()
 	sizes := append(append([]int{d}, opt.Hidden...), classes)
+	if err := dataio.CheckMemory(nn.TrainingBytes(sizes, train.Rows(), to),
+		"training a "+archName(sizes)+" network (weights, Adam's moments, gradients and activations)",
+		"use fewer --classes, narrower --hidden layers or a smaller --batch-size"); err != nil {
+		return err
+	}
 	net, err := nn.NewMLP(sizes, opt.Seed)
 	if err != nil {
 		return err
@@ -269,12 +274,8 @@ func (out *trainMLPResult) metadata() map[string]string {
 // rows is train mlp's human table.
 func (out *trainMLPResult) rows(trainTime time.Duration) [][2]string {
 	opt := out.Options
-	arch := make([]string, len(out.Architecture))
-	for i, s := range out.Architecture {
-		arch[i] = strconv.Itoa(s)
-	}
 	rows := [][2]string{
-		{"architecture", strings.Join(arch, "-") + " (ReLU)"},
+		{"architecture", archName(out.Architecture) + " (ReLU)"},
 		{"parameters", strconv.Itoa(out.Parameters)},
 		{"training", fmt.Sprintf("%d samples, %d epochs of Adam, batch %d, lr %g (%s)", out.Samples, opt.Epochs, opt.BatchSize, opt.LearningRate, opt.Schedule)},
 		{"train accuracy", fmt.Sprintf("%.4f (loss %.4f)", out.Train.Accuracy, out.Train.Loss)},
@@ -286,4 +287,13 @@ func (out *trainMLPResult) rows(trainTime time.Duration) [][2]string {
 		[2]string{"time", fmt.Sprintf("%.1f s (training %.1f s)", out.Seconds, trainTime.Seconds())},
 		[2]string{"model", fmt.Sprintf("%s (%s)", opt.Out, opt.DType)},
 		[2]string{"manifest", out.Manifest})
+}
+
+// archName writes layer sizes as "784-512-256-10".
+func archName(sizes []int) string {
+	s := make([]string, len(sizes))
+	for i, v := range sizes {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, "-")
 }
