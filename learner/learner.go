@@ -224,7 +224,13 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			callers := o.TwoLayer.Screen
 			o.TwoLayer.Screen = func() error {
 				screenPending = false
-				exact, err := fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
+				// A two-layer start the caller named (--start tensor) is a
+				// request for the two-layer learner's exact route: depth2's
+				// would certify bias-free data too, with zero biases.
+				exact, err := (*depth2.Result)(nil), errs.ErrNotExact
+				if st := opt.TwoLayer.Start; st == "" || st == twolayer.StartAuto {
+					exact, err = fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
+				}
 				switch {
 				case err == nil:
 					res.Depth2 = exact
