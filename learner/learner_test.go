@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/twolayer"
 )
@@ -121,11 +122,12 @@ func TestTwoLayerReusesGaussianCheck(t *testing.T) {
 	}
 }
 
-// Fit screens for biases only when the two-layer learner's exact route from
-// the parity start has not certified the data: exact bias-free data skip
-// the screen (Choose still runs it), while PyTorch-default data with
-// biases still reach it and go to depth2, and noisy bias-free data (no
-// exact route) are screened and stay with twolayer.
+// Fit screens for biases only when neither exact route certified the data:
+// exact bias-free data are certified by the two-layer learner's exact route
+// from the parity start and skip the screen (Choose still runs it);
+// PyTorch-default data with biases are certified by depth2's exact route
+// (the Stein start, RouteSteinPolish) and skip it too; noisy bias-free
+// data (no exact route) are screened and stay with twolayer.
 func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 	x, y := data(10, 3, 5, 20000, false, false, 5)
 	res, err := Fit(context.Background(), x, y, Options{Seed: 1})
@@ -149,7 +151,8 @@ func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Choice.Learner != Depth2 || res.Choice.Bias == nil || !res.Choice.Bias.Biased || res.TwoLayer != nil || !res.Certificate().Met {
+	if res.Choice.Learner != Depth2 || res.Choice.Bias != nil || res.TwoLayer != nil || !res.Certificate().Met ||
+		res.Depth2.Route != depth2.RouteSteinPolish {
 		t.Fatalf("biased data: choice %+v", res.Choice)
 	}
 
