@@ -36,6 +36,10 @@ type polishTols struct {
 	// active: samples with r above active·max r are imposed as active in
 	// the row's linear system (the ReLU; φ ≠ ReLU uses max(1e-4, active)).
 	active float64
+	// rows scales the active samples a row is solved from (max(5·d, 200)
+	// times rows): float32 data average their rounding over ten times as
+	// many, for rows about 3× more accurate.
+	rows int
 }
 
 // polishTolsFor returns the tolerances for data of unit roundoff u: 1e-9,
@@ -47,7 +51,15 @@ func polishTolsFor(u float64) polishTols {
 		unique: math.Max(1e-6, 0x1p14*u),
 		unit:   math.Max(1e-8, 0x1p8*u),
 		active: math.Max(1e-7, 0x1p8*u),
+		rows:   rowsFactor(u),
 	}
+}
+
+func rowsFactor(u float64) int {
+	if u > certify.Float64Roundoff {
+		return 10
+	}
+	return 1
 }
 
 // PolishOptions are ExactPolish's settings. The zero value polishes ReLU
@@ -474,7 +486,7 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation, tol polish
 	// overdetermined; entries within tol.active·max of zero (at least 1e-4
 	// for φ ≠ ReLU, see ExactPolish) are left out so that no inactive
 	// sample is imposed as active.
-	need := max(5*d, 200)
+	need := max(5*d, 200) * tol.rows
 	thr := tol.active
 	if act != nn.ReLU {
 		thr = math.Max(thr, 1e-4)
