@@ -75,7 +75,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 		// refit of the output layer on the refinement's subsample gives the
 		// refinement a sane start.
 		cand := dropDead(addUnits(net, rec.Units))
-		rows := min(n, max(50_000, 40*newLayout(cand).size))
+		rows := min(n, refineRows(newLayout(cand).size))
 		if cand, err = FitImproper(ctx, X.Slice(0, rows, 0, d).(*mat.Dense), Y.Slice(0, rows, 0, pr.p).(*mat.Dense), cand.W, cand.B); err != nil {
 			return nil, err
 		}
@@ -113,7 +113,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 // loss of a least-squares refit of the output layer and affine term (FitImproper)
 // on the refinement's subsample.
 func (pr *problem) pruneUnits(ctx context.Context, net *Network) (*Network, error) {
-	rows := min(pr.n, max(50_000, 40*newLayout(net).size))
+	rows := min(pr.n, refineRows(newLayout(net).size))
 	Xs, Ys := pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense)
 	for net.Hidden() > pr.hidden {
 		best, bestLoss := -1, math.Inf(1)

@@ -164,7 +164,7 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 	// spares the two passes over all samples that its Before and After
 	// make: they are the improper residual and the residual deflation
 	// evaluates first, both from pr.eval.
-	rows := min(pr.n, max(50_000, 40*newLayout(improper).size))
+	rows := min(pr.n, refineRows(newLayout(improper).size))
 	ref, err := Refine(ctx, pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense), improper, RefineOptions{MaxIter: pr.maxIter, Affine: true, Subsample: rows, SubsampleOnly: true, Progress: pr.stage("refine")})
 	if err != nil {
 		return nil, err
