@@ -169,8 +169,9 @@ def run(exe, tmp, d, k, m, n, seed, f32):
 
 def adam(x, y, k, seed, teacher, x2, yt):
     """Adam with biases on (x, y) (bench/twolayer_vs_pytorch.py's trainer and
-    defaults); returns its training-loop seconds, stop reason and output
-    error on the fresh inputs x2 against the teacher's outputs yt."""
+    defaults); returns its training loop's wall and CPU seconds, stop reason
+    and output error on the fresh inputs x2 against the teacher's outputs
+    yt."""
     import types
     from twolayer_vs_pytorch import train_torch
     a = types.SimpleNamespace(float32=False, lr=1e-2, batch=1000, patience=None, min_lr=1e-6,
@@ -180,7 +181,7 @@ def adam(x, y, k, seed, teacher, x2, yt):
     student.load_state_dict(state, strict=True)
     with torch.no_grad():
         ys = student(x2)
-    return info["seconds"], info["stop"], float((yt - ys).abs().max() / yt.abs().max())
+    return info["seconds"], info["cpu_seconds"], info["stop"], float((yt - ys).abs().max() / yt.abs().max())
 
 
 def compare_adam(args, archs):
@@ -193,8 +194,8 @@ def compare_adam(args, archs):
         for d, k, m in archs:
             print("# nn.Sequential(Linear(%d, %d), ReLU(), Linear(%d, %d)), n = %d, %s data: relurec learn vs Adam (float64, with biases)" % (
                 d, k, k, m, args.n, "float32" if args.float32 else "float64"))
-            print("%4s %15s %10s %10s %8s %9s %10s %8s %7s" % ("seed", "route", "param_err", "out_err", "fit_s", "adam_s", "adam_err", "stop", "t/fit"))
-            ratios = []
+            print("%4s %15s %10s %10s %8s %9s %10s %8s %7s %8s %9s %7s" % ("seed", "route", "param_err", "out_err", "fit_s", "adam_s", "adam_err", "stop", "t/fit", "cpu_s", "adam_cpu", "c/c"))
+            ratios, cpus = [], []
             for seed in range(args.seeds):
                 r = run(args.relurec, tmp, d, k, m, args.n, seed, args.float32)
                 if "error" in r:
@@ -202,14 +203,17 @@ def compare_adam(args, archs):
                     print("%4d FAILED: %s" % (seed, r["error"]))
                     continue
                 x, y, teacher, x2, yt = r.pop("_data")
-                secs, stop, aerr = adam(x, y, k, seed, teacher, x2, yt)
+                secs, cpu, stop, aerr = adam(x, y, k, seed, teacher, x2, yt)
                 ratios.append(secs / r["fit_s"])
+                cpus.append(cpu / r["cpu_s"])
                 ok = ok and r["out_err"] <= 1e-9 and r["hidden"] == k
-                print("%4d %15s %10.1e %10.1e %8.2f %9.2f %10.1e %8s %7.1f" % (
-                    seed, r["route"], r["param_err"], r["out_err"], r["fit_s"], secs, aerr, stop, ratios[-1]))
+                print("%4d %15s %10.1e %10.1e %8.2f %9.2f %10.1e %8s %7.1f %8.2f %9.2f %7.1f" % (
+                    seed, r["route"], r["param_err"], r["out_err"], r["fit_s"], secs, aerr, stop, ratios[-1], r["cpu_s"], cpu, cpus[-1]))
             ratios.sort()
+            cpus.sort()
             if ratios:
-                print("# Adam time / relurec fit: median %.1f (range %.1f-%.1f)\n" % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
+                print("# Adam's training loop / relurec's fit, wall time: median %.1f (range %.1f-%.1f); Adam's loop / relurec's whole process, CPU time: median %.1f (range %.1f-%.1f)\n" % (
+                    ratios[len(ratios) // 2], ratios[0], ratios[-1], cpus[len(cpus) // 2], cpus[0], cpus[-1]))
     return 0 if ok else 1
 
 
