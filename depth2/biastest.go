@@ -108,16 +108,7 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 		hi := min(n, lo+chunk)
 		rows := hi - lo
 		for r := lo; r < hi; r++ {
-			x, y := X.RawRowView(r), Y.RawRowView(r)
-			norm2 := 0.0
-			for _, v := range x {
-				norm2 += v * v
-			}
-			s := 1 - (norm2 - float64(d))
-			for j, yj := range y {
-				sy[j] += s * yj
-				s2y2[j] += s * s * yj * yj
-			}
+			addOutputSums(X.RawRowView(r), Y.RawRowView(r), sy, s2y2)
 		}
 		if dirs == 0 {
 			continue
@@ -144,6 +135,39 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 	}
 	res.Biased = max(res.OutputZ, res.OddZ) > BiasZTol
 	return res, nil
+}
+
+// addOutputSums adds one sample's terms of the output statistic: s·y and
+// s²·y², s = 1 − (‖x‖² − d), per output.
+func addOutputSums(x, y, sy, s2y2 []float64) {
+	norm2 := 0.0
+	for _, v := range x {
+		norm2 += v * v
+	}
+	s := 1 - (norm2 - float64(len(x)))
+	for j, yj := range y {
+		sy[j] += s * yj
+		s2y2[j] += s * s * yj * yj
+	}
+}
+
+// OutputBiasZ is BiasTest.OutputZ on the first rows samples (all when rows
+// ≥ n): one pass over rows·(d + m) numbers, a cheap first look that lets a
+// caller try the learner for biases first when it is far above BiasZTol.
+// Its z grows like √rows; X and Y must have been checked (certify.CheckXY).
+func OutputBiasZ(X, Y *mat.Dense, rows int) float64 {
+	n, _ := X.Dims()
+	_, m := Y.Dims()
+	rows = min(rows, n)
+	sy, s2y2 := make([]float64, m), make([]float64, m)
+	for r := 0; r < rows; r++ {
+		addOutputSums(X.RawRowView(r), Y.RawRowView(r), sy, s2y2)
+	}
+	z := 0.0
+	for j := range sy {
+		z = max(z, zScore(sy[j], s2y2[j], rows))
+	}
+	return z
 }
 
 // zScore is the mean of n values divided by its standard error, from their

@@ -207,7 +207,11 @@ var errBiased = errs.New("learner: the bias screen chose depth2", nil)
 // certify, depth2's exact route (depth2.RouteSteinOnly: the Stein start
 // polished on the augmented input). The first that certifies decides the
 // learner: exact data leave no biases to screen for, and the screen (at
-// 100-20-50 as costly as the exact route) runs only when neither does. When the two-layer learner
+// 100-20-50 as costly as the exact route) runs only when neither does.
+// When the outputs' first 2·10⁴ rows already show an output bias
+// (depth2.OutputBiasZ above depth2.BiasZTol, one pass over those rows),
+// depth2's exact route runs first and the two-layer learner not at all if
+// it certifies: PyTorch's default nn.Linear has one. When the two-layer learner
 // was chosen freely on Gaussian inputs and its certificate fails, the
 // depth-2 learner is tried too (biases too small for the screen, or one
 // output per unit), and its answer kept if certified; the Choice says so.
@@ -217,6 +221,21 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
+	// Output biases plain at a glance: depth2's exact route before the
+	// two-layer learner's, which cannot fit them.
+	d2First := biasScreen && depth2Exact(opt) && depth2.OutputBiasZ(X, Y, biasGlanceRows) > depth2.BiasZTol
+	if d2First {
+		exact, err := fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
+		switch {
+		case err == nil:
+			ch.Considered = append(ch.Considered, fmt.Sprintf("biases: plain in the outputs' first %d rows; the depth-2 learner's exact route certified the data (residual %.1e)", min(X.RawMatrix().Rows, biasGlanceRows), exact.Certificate.Residual))
+			ch.Learner, ch.Reason = Depth2, "a network with biases reproduces Y exactly (the depth-2 learner's exact route certified it): the depth-2 learner"
+			res.Depth2, res.Choice = exact, ch
+			return res, nil
+		case !errors.Is(err, errs.ErrNotExact) && !errors.Is(err, errs.ErrInput):
+			return nil, err
+		}
+	}
 	if ch.Learner == TwoLayer {
 		o := opt
 		screenPending := biasScreen
@@ -224,11 +243,8 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			callers := o.TwoLayer.Screen
 			o.TwoLayer.Screen = func() error {
 				screenPending = false
-				// A two-layer start the caller named (--start tensor) is a
-				// request for the two-layer learner's exact route: depth2's
-				// would certify bias-free data too, with zero biases.
 				exact, err := (*depth2.Result)(nil), errs.ErrNotExact
-				if st := opt.TwoLayer.Start; st == "" || st == twolayer.StartAuto {
+				if depth2Exact(opt) && !d2First {
 					exact, err = fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
 				}
 				switch {
@@ -296,6 +312,19 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	res.Choice.Reason = "the two-layer learner's certificate failed and the depth-2 learner's holds: the network has biases (too small for the screen) or needs them"
 	res.TwoLayer, res.Depth2 = nil, d2
 	return res, nil
+}
+
+// biasGlanceRows is how many rows depth2.OutputBiasZ reads before Fit
+// decides which exact route to try first.
+const biasGlanceRows = 20000
+
+// depth2Exact reports whether Fit may try depth2's exact route before the
+// bias screen: not when the caller named a two-layer start (--start
+// tensor), a request for the two-layer learner's exact route — depth2's
+// would certify bias-free data too, with zero biases.
+func depth2Exact(opt Options) bool {
+	st := opt.TwoLayer.Start
+	return st == "" || st == twolayer.StartAuto
 }
 
 // fitTwoLayer runs the two-layer learner; g is Choose's Gaussian check of
