@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
