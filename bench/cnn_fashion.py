@@ -260,7 +260,7 @@ def main():
     cok = True
     if args.compress:
         for k in args.compress.split(","):
-            # The accuracy bound is issue 15's, for keep ≥ 0.25; smaller budgets are reported only.
+            # The accuracy bound (--max-loss) holds for keep ≥ 0.25; smaller budgets are reported only.
             bound = args.max_loss if float(k) >= 0.25 else float("inf")
             cok = check_compressed(exe, out, onnx_path, ["--keep", f"{float(k):g}"], args.compress_sequential,
                                    xte, x64, yte, acc64, bound) and cok

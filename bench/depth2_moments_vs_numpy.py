@@ -17,7 +17,7 @@ numpy side, on the same n, k and order, timed here:
   (a) "vectorized": the natural numpy code - a table H[n, k, 5] of univariate
       He_0..He_4 values, then for each of the C(k+4, 4) entries of orders
       0..4 the product of its columns and a mean against y. Every operation
-      is a vectorized numpy call over n; this is the formulation the issue's
+      is a vectorized numpy call over n; this is the formulation the speed
       target ("at least 3x numpy's vectorized version") refers to.
   (b) "GEMM": the same algorithm as relurec (degree-<=2 Hermite features F,
       G = (F * y)^T F through OpenBLAS, then the linearisation), which hands

@@ -2,7 +2,7 @@
 """Robust code recovery: relurec's generalized LASSO (Huber by semismooth Newton)
 against scikit-learn's HuberRegressor, side by side.
 
-Setup (the issue's timing instance): d = 20000 observations of a k = 50 code,
+Setup (the timing instance of docs/robust.md): d = 20000 observations of a k = 50 code,
 v = ReLU(A c* + b) + e + w with A Gaussian, ||c*|| = 1, b ~ N(0, 0.5^2)
 (so the target is mu c* with mu = 0.5), 5% outliers (s = 1000) of magnitude
 50 U[0.5, 1.5] with random signs, w ~ U[-0.1, 0.1].

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares relurec's hand-written readers with the maintained Go modules that
-# read the same formats, and prints the numbers quoted in dataio/doc.go and
-# nn/doc.go:
+# read the same formats, and prints the numbers quoted in docs/files.md
+# ("Why the readers are our own"):
 #
 #   .npy/.npz   dataio.ReadMatrix          vs github.com/sbinet/npyio v0.9.0
 #   protobuf    nn.ReadONNX (own wire      vs google.golang.org/protobuf v1.36.11

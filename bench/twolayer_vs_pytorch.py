@@ -56,8 +56,8 @@ time is reported too. PyTorch's time is the training loop only (the data are
 already in memory as tensors), including the per-epoch full-data loss that
 drives the scheduler. The ratio t/r is PyTorch time / relurec wall time, so
 any bias is against relurec; t/fit is PyTorch time / relurec's in-process fit
-time (training loop against fit, the comparison issue 12's targets are set
-in), summarised as its minimum, median and total over the seeds. Both run on the same machine one after the other; on
+time (training loop against fit, the comparison the speed targets of
+docs/twolayer-vs-pytorch.md are set in), summarised as its minimum, median and total over the seeds. Both run on the same machine one after the other; on
 a shared machine the timings are noisy (an oversubscribed OpenMP pool can make
 torch many times slower), so the script prints the load average per seed.
 

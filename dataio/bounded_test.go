@@ -30,10 +30,10 @@ func writeZeros(t *testing.T, w interface{ Write([]byte) (int, error) }, n int) 
 	}
 }
 
-// Issue 14: an .npz member declaring shape (1, 1) and then inflating to a
-// gigabyte of zeros peaked at 2.7 GB (the member was decompressed whole
-// before its header was read). Now the header's size is checked against
-// the member's before anything is decompressed past the header.
+// An .npz member declaring shape (1, 1) and then inflating to 256 MiB of
+// zeros is refused while allocating almost nothing: the header's size is
+// checked against the member's before anything past the header is
+// decompressed, so a member is never held whole in memory.
 func TestNPZBombRefusedBeforeInflating(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bomb.npz")
 	f, err := os.Create(path)
@@ -83,9 +83,9 @@ func TestNPZDeclaredButMissingData(t *testing.T) {
 	}
 }
 
-// Issue 14: a 130 KB IDX .gz whose header declares more than it inflates to
-// reached 1.6 GB. ReadIDXFile now checks the declared size against the gzip
-// trailer first.
+// An IDX .gz whose header declares more than it inflates to (2 GB declared,
+// 128 MiB present) is refused without allocating the declared size:
+// ReadIDXFile checks the declared size against the gzip trailer first.
 func TestIDXGzipBomb(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)

@@ -80,8 +80,9 @@ func TestCSVErrors(t *testing.T) {
 		{"bad quote", "1,\"2\n", "malformed CSV", ErrFormat},
 		{"overflow", "x\n1e400\n", "line 2, column 1: 1e400 is out of the float64 range (±1.8e308)", ErrFormat},
 		{"negative overflow", "1,-2e308\n", "line 1, column 2: -2e308 is out of the float64 range (±1.8e308)", ErrFormat},
-		// One bad value in the first row used to make it a header, silently
-		// dropping a data row; a header must be text in every field.
+		// A first row with numbers and text is an error, not a header: a
+		// header must be text in every field, so one bad value cannot
+		// silently drop a data row.
 		{"mixed first row", "1,abc,3\n4,5,6\n", `line 1, column 2: "abc" is not a number but column 1 (1) is`, ErrFormat},
 		{"mixed first row after comments", "# c\n\n\"x\", 2 \n3,4\n", `line 3, column 1: "x" is not a number but column 2 (2) is`, ErrFormat},
 		{"mixed first row with overflow", "1e400,y\n1,2\n", `line 1, column 2: "y" is not a number but column 1 (1e400) is`, ErrFormat},

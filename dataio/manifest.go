@@ -119,8 +119,8 @@ func (m *Manifest) AddInput(path string) error {
 
 // HashInputs records the files at paths as inputs, in order, hashing them
 // on a goroutine of its own so that the caller can read the same files
-// meanwhile: hashing a 240 MB .npz took 0.17 s, most of the time reading
-// it took, and with a second core the two now overlap. Wait (which Write
+// meanwhile: hashing a 240 MB .npz takes 0.17 s, most of the time reading
+// it takes, and with a second core the two overlap. Wait (which Write
 // calls) returns once they are hashed and appends them to Inputs, which
 // the caller must not read before. A file that cannot be hashed makes Wait
 // and Write fail. An input that is not a regular file (a named pipe, a

@@ -27,12 +27,13 @@ func newBenchInstance(b *testing.B, d, m, n int) benchInstance {
 	return benchInstance{X: X, Y: Y, teacher: net}
 }
 
-// BenchmarkEstimateMoments is the moment stage of the acceptance instance
-// (d = 10, m = 5, n = 1e6, orders ≤ 4 in k = 5 dimensions, both halves).
-// Flops: residualising on [1, x] n·11² ≈ 1.2e8 (+ a solve); T̂_2 2·n·d² =
-// 2e8; residualising on the 21 Hermite features of degree ≤ 2 in k = 5
-// n·21² ≈ 4.4e8; the moments 2·n·21·21 ≈ 8.8e8 (tensor.HermiteMoments).
-// Floor ≈ 1.7e9 flops ≈ 0.15 s at ~12 GFLOP/s of pure-Go GEMM on 2 cores.
+// BenchmarkEstimateMoments is the moment stage at the size
+// TestAcceptance20Seeds checks (d = 10, m = 5, n = 1e6, orders ≤ 4 in k = 5
+// dimensions, both halves). Flops: residualising on [1, x] n·11² ≈ 1.2e8 (+ a
+// solve); T̂_2 2·n·d² = 2e8; residualising on the 21 Hermite features of
+// degree ≤ 2 in k = 5 n·21² ≈ 4.4e8; the moments 2·n·21·21 ≈ 8.8e8
+// (tensor.HermiteMoments). Floor ≈ 1.7e9 flops ≈ 0.15 s at ~12 GFLOP/s of
+// pure-Go GEMM on 2 cores.
 func BenchmarkEstimateMoments(b *testing.B) {
 	in := newBenchInstance(b, 10, 5, 1_000_000)
 	b.ResetTimer()
@@ -45,9 +46,9 @@ func BenchmarkEstimateMoments(b *testing.B) {
 }
 
 // BenchmarkNormalEquations is one full-data Levenberg–Marquardt iteration's
-// JᵀJ at the acceptance instance with the affine term: P = m(d+1) + (m+1)
-// + d = 71 parameters, n = 1e6: SYRK fills one triangle, n·P(P+1)/2 ≈
-// 2.6e9 multiply-adds ≈ 5e9 flops, floor ≈ 0.4 s at ~12 GFLOP/s.
+// JᵀJ at d = 10, m = 5, n = 1e6 with the affine term: P = m(d+1) + (m+1) +
+// d = 71 parameters, n = 1e6: SYRK fills one triangle, n·P(P+1)/2 ≈ 2.6e9
+// multiply-adds ≈ 5e9 flops, floor ≈ 0.4 s at ~12 GFLOP/s.
 func BenchmarkNormalEquations(b *testing.B) {
 	in := newBenchInstance(b, 10, 5, 1_000_000)
 	net := in.teacher.Clone()
@@ -60,7 +61,7 @@ func BenchmarkNormalEquations(b *testing.B) {
 	}
 }
 
-// BenchmarkFit is the whole learner on the acceptance instance: moments,
+// BenchmarkFit is the whole learner at d = 10, m = 5, n = 1e6: moments,
 // Algorithm 6, Algorithm 5's least squares (QR of an n×16 matrix, ≈ 5e8
 // flops), the subsample refinement and one full-data pass.
 func BenchmarkFit(b *testing.B) {

@@ -88,12 +88,11 @@ func TestBiasesDetected(t *testing.T) {
 	}
 }
 
-// Issue 13: without Options.Hidden, Fit refused d = 20 data below
-// n = 885 500 because its first sample check assumed m = d units; the width
-// is now checked once T̂_2 has shown it. Here d = 10 (m = d would need
-// n ≥ 71 500) and 3 units (n ≥ 1500). It also checks that no silent unit
-// (output weights ~1e-13 left by deflation) is counted: the network must
-// load into nn.Linear(10, 3).
+// Without Options.Hidden, Fit infers the width from T̂_2 before counting
+// samples: the sample floor is the one for the width found, not for m = d
+// units. Here d = 10 (m = d would need n ≥ 71 500) and 3 units (n ≥ 1500),
+// with n = 20 000. It also checks that no silent unit (output weights ~1e-13
+// left by deflation) is counted: the network must load into nn.Linear(10, 3).
 func TestFitInfersWidthBeforeCountingSamples(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	net := torchDefault(10, 3, 4, true, rng)
@@ -107,11 +106,10 @@ func TestFitInfersWidthBeforeCountingSamples(t *testing.T) {
 	}
 }
 
-// Issue 13: data stored in float32 (X and Y rounded to float32, as a
-// float32 .npy gives them) are ordinary: the certificate's tolerance
-// follows the precision (certify.DefaultTol), the refinement stops at the
-// rounding floor instead of chasing it, and the parameters come back to the
-// data's precision.
+// Data stored in float32 (X and Y rounded to float32, as a float32 .npy gives
+// them) are ordinary: the certificate's tolerance follows the precision
+// (certify.DefaultTol), the refinement stops at the rounding floor instead of
+// chasing it, and the parameters come back to the data's precision.
 func TestFloat32DataCertifiedAtTheirPrecision(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	net := torchDefault(10, 3, 4, true, rng)

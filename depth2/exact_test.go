@@ -77,9 +77,9 @@ func unitError(t *testing.T, truth *Network, units []Unit, allowFlip bool) float
 	return worst
 }
 
-// Issue acceptance and [ATV21, Theorem 4.2] with ℓ = 1: d = 6, m = 4 with one
-// b_i = 0 (invisible in f_3, supplied by f_4): every parameter, signs
-// included, to ≤ 1e-10 from exact population moments.
+// [ATV21, Theorem 4.2] with ℓ = 1: d = 6, m = 4 with one b_i = 0 (invisible
+// in f_3, supplied by f_4): every parameter, signs included, to ≤ 1e-10 from
+// exact population moments.
 func TestExactFullRank(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -106,9 +106,10 @@ func TestExactFullRank(t *testing.T) {
 	}
 }
 
-// Issue acceptance and claim 8: ℓ = 2, d = 4, m = 7 > d, one unit at the
-// root √3 of He_3 (absent from f_5) and one at a root of He_4 (absent from
-// f_6): every (a_i, ξ_i·b_i, ξ_i·w_i) to ≤ 1e-10, and the ranks of claim 6.
+// [ATV21, Theorem 4.2] with ℓ = 2, overcomplete: d = 4, m = 7 > d, one unit
+// at the root √3 of He_3 (absent from f_5) and one at a root of He_4
+// (absent from f_6): every (a_i, ξ_i·b_i, ξ_i·w_i) to ≤ 1e-10, and the
+// flattenings of f_5 and f_6 have rank 6 each, one per unit present.
 func TestExactOvercomplete(t *testing.T) {
 	he4root := math.Sqrt(3 - math.Sqrt(6)) // He_4 = z⁴ − 6z² + 3
 	if math.Abs(hermite.He(4, he4root)) > 1e-12 {
@@ -126,7 +127,7 @@ func TestExactOvercomplete(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rec.Ranks[0] != 6 || rec.Ranks[1] != 6 {
-			t.Errorf("seed %d: ranks %v, want 6 and 6 (claim 6)", seed, rec.Ranks)
+			t.Errorf("seed %d: ranks %v, want 6 and 6 (one per unit present)", seed, rec.Ranks)
 		}
 		if e := unitError(t, net, rec.Units, true); e > 1e-10 {
 			t.Errorf("seed %d: max parameter error up to sign %.2e > 1e-10", seed, e)

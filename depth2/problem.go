@@ -69,7 +69,7 @@ func newProblem(X, Y *mat.Dense, opt Options) (*problem, error) {
 	// The reduced dimension: m for ℓ = 1 (inferred if unknown), d for ℓ = 2.
 	// An unknown width is checked against the floor of one unit here, and
 	// against the sample count again once T̂_2 has shown it (findUnits):
-	// assuming m = d here refused data that determine a narrow network.
+	// assuming m = d here would refuse data that determine a narrow network.
 	dim, kGuess := 0, d
 	if ell == 1 {
 		dim, kGuess = -1, 1

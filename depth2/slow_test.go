@@ -56,7 +56,7 @@ func medianOf(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// Issue acceptance: d=10, m=5, |b| ≤ 1, |a| ∈ [0.5, 2], n = 1e6, noiseless:
+// Exact recovery at d=10, m=5, |b| ≤ 1, |a| ∈ [0.5, 2], n = 1e6, noiseless:
 // max parameter error ≤ 1e-6 after refinement on ≥ 19 of 20 seeds.
 // go test -tags slow -run Acceptance20 ./depth2/ (≈ 3 min)
 func TestAcceptance20Seeds(t *testing.T) {

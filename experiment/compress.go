@@ -16,7 +16,7 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Experiments for spec 002 (Zhang & Saab, low-rank compression).
+// Experiments for [ZS25] (Zhang & Saab, low-rank compression).
 
 func init() {
 	Register(Experiment{
@@ -50,7 +50,7 @@ func init() {
 	Register(Experiment{
 		Name: "compress-estimators",
 		Description: "The convex estimator (Alg 4, Theorem 4.4) and the ReLU-aware estimator (Alg 5, Theorem 4.9) against " +
-			"least squares on synthetic layers as in spec §2 (d1=300, d=30, d2=60, rank 2, α=1): with the paper's radius " +
+			"least squares on synthetic layers (d1=300, d=30, d2=60, rank 2, α=1): with the paper's radius " +
 			"and with the oracle radius τ = ‖X̌M‖_*, plus the theorems' bounds at these sizes.",
 		Run: runCompressEstimators,
 	})
@@ -134,7 +134,7 @@ func (res *FashionResults) ref() (label, name string, baselines []string) {
 	return res.Reference, res.Reference, res.Baselines
 }
 
-// fashionSequential is the method the issue's verdicts are about, and
+// fashionSequential is the method the experiment's verdicts are about, and
 // fashionBaselines the ones it must be at least as accurate as.
 const fashionSequential = "data --sequential"
 
@@ -520,7 +520,7 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 		rep.Tables = append(rep.Tables, paired)
 	}
 	rep.Series = append(rep.Series, Series{Name: "dense", X: []float64{res.Keeps[0], 1}, Y: []float64{denseAcc, denseAcc}, Dashed: true})
-	// Verdicts the issue asks for, on the means over the models.
+	// The verdicts, on the means over the models.
 	for _, k := range []float64{0.05, 0.1, 0.5} {
 		if c := cells[seq][k]; c != nil {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: %s %+.2f points (dense %.4f → %.4f)", k, refName, 100*(c.acc-denseAcc), denseAcc, c.acc))

@@ -138,7 +138,7 @@ func runCompressRate(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Series = []Series{sr, sl, ss, sd}
 	rep.Notes = append(rep.Notes,
 		fmt.Sprintf("log-log slope of the rank-r error vs d1: %s (Theorem 3.1 predicts −1); unconstrained least squares: %s", fmtSlope(res.Slope), fmtSlope(res.SlopeLS)),
-		"ratio = median MSE / r(d+d2−r)σ²/(d1d2), the degrees-of-freedom level of spec claim 12 (expected within a factor ≈ 1.5)",
+		"ratio = median MSE / r(d+d2−r)σ²/(d1d2), the degrees-of-freedom level (expected within a factor ≈ 1.5)",
 		"truncated SVD of W does not decay: it ignores the data, so its error is the misfit between W and a rank-r map (the paper's critique of Alg 1)")
 	return rep, nil
 }
@@ -288,8 +288,8 @@ func runCompressEstimators(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("with the paper's radius τ = α√(r·d1·d2) = %.1f the nuclear constraint was active in %d of %d trials (spec: usually inactive)", alpha*math.Sqrt(float64(r*d1*d2)), active, seeds),
-		fmt.Sprintf("bounds at these sizes: Theorem 4.4 (β=1) %.3g, Theorem 4.9 (σ=%.1f) %.3g, Theorem 3.1 rate r(d+d2)σ²/(d1d2) %.3g — the first two are far above the trivial 4α² = 4 (vacuous, spec §3.5)",
+		fmt.Sprintf("with the paper's radius τ = α√(r·d1·d2) = %.1f the nuclear constraint was active in %d of %d trials (expected: usually inactive)", alpha*math.Sqrt(float64(r*d1*d2)), active, seeds),
+		fmt.Sprintf("bounds at these sizes: Theorem 4.4 (β=1) %.3g, Theorem 4.9 (σ=%.1f) %.3g, Theorem 3.1 rate r(d+d2)σ²/(d1d2) %.3g — the first two are far above the trivial 4α² = 4 (vacuous)",
 			compress.Thm44Bound(alpha, 1, r, d1, d2), sigma, compress.Thm49Bound(alpha, sigma, r, d1, d2), compress.Thm31Rate(r, d, d2, d1, sigma, 0)))
 	return rep, nil
 }

@@ -145,7 +145,7 @@ func errOrInf(v *float64) float64 {
 }
 
 // ---------------------------------------------------------------------
-// depth2-exact: the acceptance instance, many seeds.
+// depth2-exact: exact recovery at d = 10, m = 5, n = 1e6, many seeds.
 
 type depth2ExactParams struct {
 	D, M, N, QuickN   int

@@ -53,8 +53,8 @@ func init() {
 		Name: "generative-colspace",
 		Description: "Problem 1 of Mazumdar–Rawat: column-space error ‖sinΘ‖_F of col(A) from Y = ReLU(C·Aᵀ + 1·bᵀ), " +
 			"d = 100, k = 3, bias N(m, 1) for m ∈ {0, 1, −1}, n ∈ {200, 800, 3200}, 3 seeds: censored ALS (Solver B; overall and on units " +
-			"with ≥ k+2 positive entries) against the baselines N1–N4 and the known-bias oracle of spec §1.8, and Solver A (maximum " +
-			"likelihood by ADMM) at n = 200 (the spec §4.2 table, measured).",
+			"with ≥ k+2 positive entries) against the baselines N1–N4 and the known-bias oracle, and Solver A (maximum " +
+			"likelihood by ADMM) at n = 200.",
 		Run: runColspace,
 	})
 }
@@ -237,7 +237,7 @@ func colspaceReport(res *ColspaceResults) *Report {
 		"ADMM (Solver A, rank-k constraint, the paper's likelihood with the true bias density) runs only at the smallest n of the full grid; "+
 			"\"ADMM vs ALS\" is ‖sinΘ‖ between the two estimates.",
 		"The overall error of the censored methods tracks the number of rarely active units: a unit that never fires carries no information "+
-			"about its row of A (spec §1.5).")
+			"about its row of A.")
 	return rep
 }
 

@@ -7,8 +7,8 @@ import (
 
 // The quick twolayer-routes run: on every instance meant for a route, auto
 // takes that route and the route is exact (or, for the noisy instance,
-// approximate); this is issue 5's "picks the right route" end to end. The
-// one exception is orthonormal V*: auto tries the exact route from the
+// approximate), so `learn twolayer` without --route picks the right route,
+// end to end. The one exception is orthonormal V*: auto tries the exact route from the
 // parity start before the ICA screen (twolayer's exactFirst), and it
 // certifies there too.
 func TestRoutesQuick(t *testing.T) {

@@ -27,9 +27,9 @@ func torchInit(d, m, p int, seed uint64) *nn.MLP {
 	return net
 }
 
-// TestSlowTorchSized measures extraction at MNIST sizes: 784-64-10 (the
-// issue's acceptance size) and 784-128-1 (Carlini et al. 2020's
-// benchmark, ~2^21.5 queries there).
+// TestSlowTorchSized measures extraction at MNIST sizes: 784-64-10 (a small
+// MNIST classifier) and 784-128-1 (Carlini et al. 2020's benchmark, ~2^21.5
+// queries there).
 func TestSlowTorchSized(t *testing.T) {
 	for _, c := range []struct{ d, m, p int }{{784, 64, 10}, {784, 128, 1}} {
 		for seed := uint64(1); seed <= 3; seed++ {

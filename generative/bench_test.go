@@ -7,11 +7,12 @@ import (
 	"github.com/relurec/relurec/density"
 )
 
-// BenchmarkALSAcceptance is the instance (d=100, k=3, n=800, N(0,1)
-// bias). Per sweep: the neuron step forms d Gram matrices of size (k+1)² over
-// its active observations (≤ n·d·(k+1)² ≈ 1.3e6 multiply-adds) and the
-// observation step n of size k² (≤ 7e5), each usually once or twice
-// (active-set Newton); about 40 sweeps: ≈ 1e8 flops, pure Go loops.
+// BenchmarkALSAcceptance is the reference instance of docs/generative.md
+// (d=100, k=3, n=800, N(0,1) bias). Per sweep: the neuron step forms d Gram
+// matrices of size (k+1)² over its active observations (≤ n·d·(k+1)² ≈ 1.3e6
+// multiply-adds) and the observation step n of size k² (≤ 7e5), each usually
+// once or twice (active-set Newton); about 40 sweeps: ≈ 1e8 flops, pure Go
+// loops.
 func BenchmarkALSAcceptance(b *testing.B) {
 	in := gen(b, 1, 100, 3, 800, density.Gaussian{Mean: 0, Std: 1})
 	b.ResetTimer()

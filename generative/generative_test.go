@@ -240,8 +240,8 @@ func TestSolversBeatBaselines(t *testing.T) {
 	}
 }
 
-// The instance: d=100, k=3, n=800, N(0,1) bias (one seed here; the
-// experiment generative-colspace runs several).
+// The reference instance of docs/generative.md: d=100, k=3, n=800, N(0,1)
+// bias (one seed here; the experiment generative-colspace runs several).
 func TestAcceptanceInstance(t *testing.T) {
 	in := gen(t, 1, 100, 3, 800, density.Gaussian{Mean: 0, Std: 1})
 	res, err := Fit(context.Background(), in.Y, Options{Rank: 3})

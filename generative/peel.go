@@ -41,7 +41,7 @@ type PeelLayer struct {
 }
 
 // PeelDecode is the EXPERIMENTAL multi-layer "peeling" decoder proposed in
-// the future-directions section of papers/003 (no algorithm or guarantee
+// the "Future directions" section of [MR19] (no algorithm or guarantee
 // there; the concrete design is ours): for each layer from the top,
 // Solver B estimates the pre-activations Ẑ = M̂ + 1ôᵀ of rank r, a
 // semi-nonnegative factorisation Ẑ ≈ H·Aᵀ + 1cᵀ with H ≥ 0 (alternating least

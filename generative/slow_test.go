@@ -11,9 +11,9 @@ import (
 	"github.com/relurec/relurec/density"
 )
 
-// The acceptance over 10 seeds: restricted sinΘ ≤ 1e-3 on every
-// seed; the overall ≤ 0.15 and 5× the best SVD baseline are reported (they
-// depend on how many units the instance leaves rarely active).
+// The reference instance of docs/generative.md over 10 seeds: restricted
+// sinΘ ≤ 1e-3 on every seed; the overall ≤ 0.15 and 5× the best SVD baseline are
+// reported (they depend on how many units the instance leaves rarely active).
 // Run: go test -tags slow -run AcceptanceSeeds -v ./generative/
 func TestAcceptanceSeeds(t *testing.T) {
 	var overall []float64

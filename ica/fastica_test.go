@@ -154,12 +154,13 @@ func TestSeparatesMixtures(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 15, as the assumption the ICA route rests on: the
-// hidden activations of a ReLU layer with orthonormal weights and Gaussian
-// inputs are independent rectified Gaussians, with skewness 1.6406 and excess
-// kurtosis +2.4076 (larger than a Gaussian's, erratum §8.10), mean 0.398942
-// and variance 0.340845, so mean/std = 0.68333. FastICA on their mixture
-// must return sources with these statistics.
+// The assumption the ICA route ([BJW19, Alg 3]) rests on: the hidden
+// activations of a ReLU layer with orthonormal weights and Gaussian inputs
+// are independent rectified Gaussians, with skewness 1.6406 and excess
+// kurtosis +2.4076 (larger than a Gaussian's; [BJW19, Def 6 and Thm 3] say
+// smaller, an erratum), mean 0.398942 and variance 0.340845, so
+// mean/std = 0.68333. FastICA on their mixture must return sources with these
+// statistics.
 func TestRectifiedGaussianSources(t *testing.T) {
 	const n = 400000
 	X, _, _ := mixture(n, []func(*rand.Rand) float64{relu, relu, relu}, 8)

@@ -41,8 +41,8 @@ func maxDiff(a, b *mat.Dense) float64 {
 	return mat.Norm(&d, math.Inf(1))
 }
 
-// Spec 001 §2.12: ℓ1 regression is exact under sparse corruption, where
-// least squares is not.
+// ℓ1 regression is exact under sparse corruption, where least squares is
+// not; the sparse-noise route of twolayer ([BJW19, §8]) fits U with it.
 func TestL1RegressExactUnderSparseCorruption(t *testing.T) {
 	for _, frac := range []float64{0, 0.05, 0.2} {
 		a, b, xs := sparseProblem(3000, 4, 5, frac, 1)

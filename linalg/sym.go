@@ -10,7 +10,7 @@ import (
 
 // SymInvSqrt returns S^{-1/2} (symmetric) for a symmetric positive definite
 // n×n matrix S, together with κ(S) = λ_max/λ_min. It is the whitening map for
-// inputs x ~ N(0, S): S^{-1/2}·x ~ N(0, I) (spec 001 §1.5, Remark 3).
+// inputs x ~ N(0, S): S^{-1/2}·x ~ N(0, I) ([BJW19, Remark 3]).
 //
 // It uses the symmetric eigendecomposition S = Q·diag(λ)·Qᵀ. An eigenvalue
 // λ_min ≤ n·ε·λ_max cannot be told apart from zero or a negative value by a

@@ -51,9 +51,9 @@ func symmetric(v, u *mat.Dense, sigma []int, dscale []float64) (*mat.Dense, *mat
 	return v2, u2
 }
 
-// Claim 24: for any permutation Π and positive diagonal D, (U*DΠᵀ, ΠD⁻¹V*)
-// computes the same function and CompareTwoLayer reports zero error (to
-// rounding) with the inverse permutation.
+// The symmetries of [BJW19, §1.2]: for any permutation Π and positive
+// diagonal D, (U*DΠᵀ, ΠD⁻¹V*) computes the same function and CompareTwoLayer
+// reports zero error (to rounding) with the inverse permutation.
 func TestCompareTwoLayerSymmetryInvariance(t *testing.T) {
 	for seed := uint64(0); seed < 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 42))

@@ -75,7 +75,8 @@ func roundCNN(net *CNN) *CNN {
 	return out
 }
 
-// The example CNN of the issue (two convs, two pools, two Linear), small.
+// A small CNN shaped like a Fashion-MNIST classifier (two convs, two pools,
+// two Linear).
 func fashionLikeCNN(rng *rand.Rand) *CNN {
 	return &CNN{Input: FeatureShape{C: 1, H: 12, W: 12}, Layers: []CNNLayer{
 		&Conv2d{Weight: randDense(rng, 4, 9), Bias: randVec(rng, 4), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},

@@ -193,7 +193,7 @@ func TestDistillObjectives(t *testing.T) {
 }
 
 // A NaN among the training inputs is refused, as it is among the held-out
-// ones (it used to make every epoch's loss NaN and keep the start).
+// ones (accepted, it would make every epoch's loss NaN and keep the start).
 func TestDistillRefusesNaNInputs(t *testing.T) {
 	m, err := NewMLP([]int{3, 4, 2}, 1)
 	if err != nil {

@@ -31,24 +31,9 @@
 // Canonical is the one normalisation of results used across the project:
 // unit incoming rows, units sorted by the norm of their outgoing weights.
 //
-// # Why the file readers are our own
-//
-// safetensors is an 8-byte length, a JSON header and a byte buffer:
-// ReadSafetensors is about 270 lines, fuzzed (FuzzReadSafetensors), and
-// checks every offset and shape before it allocates.
-//
-// ONNX files are protobuf. The maintained module, google.golang.org/protobuf
-// (v1.36.11: about 319 000 lines of non-test Go, nine times relurec), would
-// only spare us code through generated ONNX types, which we would have to
-// generate from onnx.proto and keep in the repository; without them its
-// comparable piece is the low-level encoding/protowire, which does what
-// protobuf.go does (decode a tag, a varint or a length-delimited field,
-// with bounds checks) in the same way. Measured by bench/npy_vs_npyio.sh on
-// the 958-byte PyTorch export in testdata: ReadONNX parses it and builds the
-// MLP in about 50 µs, a protowire walk of the same messages takes 1–4 µs,
-// so speed decides nothing; of the file's 957 truncations ReadONNX rejects
-// all but the one that cuts off exactly the trailing opset_import field,
-// which the wire format cannot tell from a complete message (protowire
-// accepts it too). The 151 lines of protobuf.go, fuzzed through
-// FuzzReadONNX, cost less than that dependency, so we keep them.
+// The safetensors and ONNX readers are our own (ReadSafetensors checks
+// every offset and shape before it allocates; protobuf.go decodes the wire
+// format with bounds checks) rather than google.golang.org/protobuf:
+// docs/files.md ("Why the readers are our own") gives the measured
+// comparison. They are fuzzed by FuzzReadSafetensors and FuzzReadONNX.
 package nn

@@ -250,7 +250,7 @@ func TestONNXWriteErrors(t *testing.T) {
 		if err := WriteONNX(&buf, m, nil, ""); err != nil {
 			t.Fatalf("%s: %v", act, err)
 		}
-		// ReadONNX used to refuse these; it reads them back now.
+		// ReadONNX reads these activations back.
 		got, err := ReadONNX(&buf)
 		if err != nil || got.Layers[0].Act != act {
 			t.Fatalf("%s: ReadONNX gave %v (activation %v)", act, err, got)

@@ -21,7 +21,7 @@ type TrainOptions struct {
 	// Epochs is the number of passes over the data. Default 10.
 	Epochs int
 	// BatchSize is the number of samples per step. Default 128. The last,
-	// smaller batch of an epoch is used too.
+	// smaller batch of an epoch also takes a step.
 	BatchSize int
 	// LearningRate is Adam's step size α at the start. Default 1e-3.
 	LearningRate float64

@@ -4,9 +4,9 @@ import (
 	"testing"
 )
 
-// The timing target: d = 20000, k = 50, 5% outliers of magnitude 50,
-// one solve under 0.1 s (scikit-learn's HuberRegressor: ~0.09 s; see
-// bench/huber_vs_sklearn.py).
+// The timing target at the reference size of docs/robust.md: d = 20000,
+// k = 50, 5% outliers of magnitude 50, one solve under 0.1 s (scikit-learn's
+// HuberRegressor: ~0.09 s; see bench/huber_vs_sklearn.py).
 //
 // Work floor of one SSN solve: the Gram matrix AᵀA, d·k² = 5e7 multiply-adds
 // (once per A); the OLS start and each Newton iteration, two matrix–vector

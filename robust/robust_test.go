@@ -343,9 +343,9 @@ func TestCodeNorm(t *testing.T) {
 	}
 }
 
-// The instance: d = 20000, k = 50, 5% outliers of magnitude 50. The
-// Huber solution meets its KKT conditions at 1e-9 and the cross-check
-// solvers agree with it to 1e-8.
+// The reference size of docs/robust.md: d = 20000, k = 50, 5% outliers of
+// magnitude 50. The Huber solution meets its KKT conditions at 1e-9 and the
+// cross-check solvers agree with it to 1e-8.
 func TestAcceptanceSizeCrossCheck(t *testing.T) {
 	in, v, _ := instance(t, 11, 20000, 50, 1000, 50)
 	var ref []float64

@@ -112,8 +112,8 @@ func (s *Solver) threshold(v, oracle []float64) (float64, string, []float64, err
 }
 
 // madTau is the MAD rule: τ = 2·√(2 log d)·σ̂, σ̂ = 1.4826·MAD of the
-// residuals of an initial robust fit. The spec suggests a LAD start; a Huber
-// fit at the classic 1.345·σ̂₀ (95% Gaussian efficiency), σ̂₀ from the least-
+// residuals of an initial robust fit. A LAD start would do; a Huber fit at
+// the classic 1.345·σ̂₀ (95% Gaussian efficiency), σ̂₀ from the least-
 // squares residuals, is as robust to the outliers, and it reuses the Newton
 // solver instead of an LP; σ̂ is then the MAD of its residuals.
 func (s *Solver) madTau(v []float64) (float64, []float64) {

@@ -39,9 +39,10 @@ func relErr(a, b *mat.Dense) float64 {
 	return mat.Norm(&d, 2) / mat.Norm(b, 2)
 }
 
-// Spec 001 §2.12 / claim 21 (PCP part): 5% large corruptions of a rank-3
-// matrix are separated; PCP alone is accurate to ~its tolerance, and the
-// debias step makes L exact and flags exactly the corrupted entries.
+// [BJW19, §8, Theorem 14] (the PCP step of the sparse-noise route): 5% large
+// corruptions of a rank-3 matrix are separated; PCP alone is accurate to ~its
+// tolerance, and the debias step makes L exact and flags exactly the
+// corrupted entries.
 func TestPCPRecoversLowRankPlusSparse(t *testing.T) {
 	for _, sz := range []struct{ n, m int }{{2000, 100}, {100, 1500}} {
 		M, A, mask := lowRankPlusSparse(t, sz.n, sz.m, 3, 0.05, 1)

@@ -20,10 +20,10 @@ func forward(t *testing.T, net *nn.MLP, X *mat.Dense) *mat.Dense {
 	return Y
 }
 
-// Spec 001 §6 claim 22 (Lemma 16, with the §8.12 erratum): both networks
-// have unit rows and κ(V¹) = 1/a; they agree exactly on every sample with
-// |x₁| > 2a|x₂| and differ on the others, whose frequency among Gaussian
-// samples is (2/π)·arctan(2a).
+// [BJW19, Lemma 16], with V²'s first row (1, 2a) where the paper prints
+// (1, a): both networks have unit rows and κ(V¹) = 1/a; they agree exactly
+// on every sample with |x₁| > 2a|x₂| and differ on the others, whose
+// frequency among Gaussian samples is (2/π)·arctan(2a).
 func TestLemma16Pair(t *testing.T) {
 	const n = 100_000
 	for _, a := range []float64{0.05, 0.2, 1} {
@@ -113,10 +113,11 @@ func TestPlantedReversible6SAT(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 23: for a formula closed under complementation and a
-// satisfying assignment ξ, V = [x; y] with x = (ξ, 1, −1/2), y = (−ξ, −1/2, 1)
-// gives [1, 1]·f(VX) = A exactly; with the variable-α rows, V = [[x, 1],
-// [y, −1]]. An assignment that falsifies a clause does not.
+// The reduction behind [BJW19, Thm 2] (§3): for a formula closed under
+// complementation and a satisfying assignment ξ, V = [x; y] with x = (ξ, 1,
+// −1/2), y = (−ξ, −1/2, 1) gives [1, 1]·f(VX) = A exactly; with the
+// variable-α rows, V = [[x, 1], [y, −1]]. An assignment that falsifies a
+// clause does not.
 func TestSATReduction(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		f, plant, err := PlantedReversible6SAT(8, 6, NewRand(seed))

@@ -255,7 +255,8 @@ func TestHermiteTensorProductForm(t *testing.T) {
 
 // HermiteMoments matches the per-sample product form to rounding, is
 // identical at any GOMAXPROCS, and its full contraction equals the
-// directional moment mean(s·He_k(u·z)) (claim 2 for the estimator).
+// directional moment mean(s·He_k(u·z)), since ⟨He_k(z), u^{⊗k}⟩ = He_k(u·z)
+// for a unit u.
 func TestHermiteMomentsMatchesDirect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	n, k, p, R := 9000, 3, 2, 6

@@ -61,7 +61,7 @@ func canonicalError(truth, est *nn.MLP) (errV, errU float64) {
 	return rel(a.Layers[0].Weight, b.Layers[0].Weight), rel(a.Layers[1].Weight, b.Layers[1].Weight)
 }
 
-// Acceptance (issue 5 part 6; [BJW19, App. 9.1]): noiseless Gaussian X, d=20,
+// [BJW19, App. 9.1] for rectified activations: noiseless Gaussian X, d=20,
 // k=5, m=8, n=1e5: exact recovery for φ = x², x³ and e^x − 1 (rows of norm
 // 0.6–1.4 for e^x − 1, recovered with their norms), with the tensor order
 // the c_r table predicts (3 for all three).

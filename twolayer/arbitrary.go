@@ -34,12 +34,12 @@ import (
 const RouteAlg8 = "alg8-candidates"
 
 // HalfspaceEstimate returns the unit vector w = s/‖s‖, s = Σ_q y_q·x_q, for
-// labels y_q (±1) on the rows x_q of X: the maximiser of Σ_q y_q⟨w, x_q⟩
-// over ‖w‖ ≤ 1, which is the convex program of Bakshi et al. Thm 12 (after
-// Plan–Vershynin 2013) in closed form — no solver is needed (spec §2.11
-// [impl]). For x ~ N(0, I) and noiseless labels y = sign(⟨v, x⟩),
-// E‖w − v‖² ≈ (π/2)(d−1)/n (spec §6 claim 19). It returns an error wrapping
-// ErrInput for mismatched sizes, non-finite input or s = 0.
+// labels y_q (±1) on the rows x_q of X: the maximiser of Σ_q y_q⟨w, x_q⟩ over
+// ‖w‖ ≤ 1, which is the convex program of [BJW19, Thm 12] (after
+// Plan–Vershynin 2013) in closed form — no solver is needed. For x ~ N(0, I)
+// and noiseless labels y = sign(⟨v, x⟩), E‖w − v‖² ≈ (π/2)(d−1)/n
+// (TestHalfspaceEstimateRate). It returns an error wrapping ErrInput for
+// mismatched sizes, non-finite input or s = 0.
 func HalfspaceEstimate(X *mat.Dense, y []float64) ([]float64, error) {
 	if X == nil || X.IsEmpty() {
 		return nil, fmt.Errorf("%w: X is nil or empty", ErrInput)
@@ -115,8 +115,8 @@ func Alg8Labels(Y, M, S *mat.Dense, eta float64, rng *rand.Rand) (*mat.Dense, er
 }
 
 // Alg8Eta returns the entry standard deviation of the smoothing noise G of
-// Alg 8 step 3a: ε⁻²·κ²·k·‖M·S·E‖_F/√n (spec §2.11 reading of the typeset
-// exponent), given an estimate of ‖M·S·E‖_F. The paper's constants are
+// Alg 8 step 3a: ε⁻²·κ²·k·‖M·S·E‖_F/√n (our reading of the typeset
+// exponent, which is garbled), given an estimate of ‖M·S·E‖_F. The paper's constants are
 // Θ(·); this is the expression with constant 1.
 func Alg8Eta(normMSE float64, n int, eps, kappa float64, k int) float64 {
 	return normMSE * kappa * kappa * float64(k) / (eps * eps * math.Sqrt(float64(n)))
@@ -164,7 +164,7 @@ type Alg8Result struct {
 // ‖Y − ReLU(X·Vᵀ)·Uᵀ‖_F is kept. This is the selection logic of Bakshi et
 // al. Alg 8 without the astronomically large grid (see Alg8GridSize); the
 // candidates can be, e.g., an estimate of (S·U*)⁻¹ from the tensor route, or
-// the oracle (S·U*)⁺ + Λ in tests (Prop 5; spec §6 claim 20). If no
+// the oracle (S·U*)⁺ + Λ in tests (Prop 5; TestAlg8SelectPicksOracle). If no
 // candidate beats U = 0, the answer is U = 0 with a warning (the paper's
 // special case). The result only has the prediction guarantee of Thm 13:
 // there is no exactness certificate (Certificate.Met is false).

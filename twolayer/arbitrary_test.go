@@ -13,9 +13,10 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// Spec 001 §6 claim 19: with noiseless labels y = sign(⟨v, x⟩) the closed-
-// form halfspace estimator has E‖ŵ − v‖² ≈ (π/2)(d−1)/n. Mean over 40 seeds
-// (the relative sd of the mean is ≈ √(2/(d−1)/40) ≈ 5%), margin 20%.
+// [BJW19, Thm 12] (the estimator of Plan–Vershynin 2013): with noiseless
+// labels y = sign(⟨v, x⟩) the closed-form halfspace estimator has
+// E‖ŵ − v‖² ≈ (π/2)(d−1)/n. Mean over 40 seeds (the relative sd of the mean
+// is ≈ √(2/(d−1)/40) ≈ 5%), margin 20%.
 func TestHalfspaceEstimateRate(t *testing.T) {
 	const d, n, seeds = 20, 4000, 40
 	sum := 0.0
@@ -83,7 +84,7 @@ func alg8Instance(t testing.TB, seed uint64, d, k, m, s, n int) (teacher *nn.MLP
 	return teacher, X, Y, S, E
 }
 
-// Spec 001 §6 claim 20: Alg 8 with the oracle candidate (S·U*)⁺ + Λ reaches
+// [BJW19, Alg 8] (§7) with the oracle candidate (S·U*)⁺ + Λ reaches
 // a residual ≤ ‖E‖_F·(1 + small) for Gaussian E, and the selection picks it
 // over random decoys (whose residuals are far larger).
 func TestAlg8SelectPicksOracle(t *testing.T) {

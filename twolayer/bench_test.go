@@ -7,15 +7,15 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// BenchmarkFitScale is the scale target: d=100, k=20, m=50, n=2e5,
+// BenchmarkFitScale is the scale target: d=100, k=20, m=50, n=2e5,
 // noiseless, pure Go, target < 30 s on 2 cores (0.72 s single-threaded,
 // 2026-11-26). Main costs (flops): thin SVD of Y 2·n·m² = 1e9; the parity
 // start's linear part (d+k)²·4·10⁴ ≈ 6e8 and its equations' Gram
 // (k(k+1)/2)²·2·10⁴ ≈ 9e8; the polish and U: three products n·d·k (2.4e9
 // with the multiply-adds counted twice) and the residual 2·n·k·m = 4e8.
-// The route screens (ICA on 10⁴ rows, collinear classes) no longer run:
-// the exact route from the parity start is tried first (0.88 s before). The
-// tensor start it replaced (Options.Start = "tensor") cost ≈ 2e10 more:
+// The route screens (ICA on 10⁴ rows, collinear classes) do not run: the
+// exact route from the parity start is tried first and certifies. The
+// paper's tensor start (Options.Start = "tensor") costs ≈ 2e10 more:
 // order-2 moment, residualisation, three order-4 slice passes.
 func BenchmarkFitScale(b *testing.B) {
 	benchFit(b, synth.TwoLayerConfig{D: 100, K: 20, M: 50}, 200000, Options{Seed: 1})

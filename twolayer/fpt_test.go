@@ -43,10 +43,10 @@ func planar(t testing.TB, angles, norms []float64) *mat.Dense {
 	return U
 }
 
-// Spec 001 §6 claim 5: m = 2, k = 4, U* columns at four distinct angles
-// including u and −u (rank U* = 2 < k), orthonormal V*, n = 4·d·2^k: exact
-// recovery (≤ 1e-10), with k given or inferred. Also m = 1 with u and −u
-// (k = 2), and a Gaussian 3×6 U*.
+// [BJW19, Alg 7] (§6) with rank-deficient U*: m = 2, k = 4, U* columns at
+// four distinct angles including u and −u (rank U* = 2 < k), orthonormal V*,
+// n = 4·d·2^k: exact recovery (≤ 1e-10), with k given or inferred. Also m = 1
+// with u and −u (k = 2), and a Gaussian 3×6 U*.
 func TestFPTExactRankDeficient(t *testing.T) {
 	const d = 20
 	U4 := planar(t, []float64{0.3, 0.3 + math.Pi, 1.9, 4.4}, []float64{1, 0.5, 2, 1.3})
@@ -148,16 +148,16 @@ func TestFPTBadInput(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 6: for orthonormal V* the fraction of samples whose
-// output is a positive multiple of U*_{:,i} is 2^{-k}, and so is the
-// fraction of zero outputs, within the CLT tolerance 4·√(p(1−p)/n).
+// The sample statistics [BJW19, Alg 7] relies on: for orthonormal V* the
+// fraction of samples whose output is a positive multiple of U*_{:,i} is
+// 2^{-k}, and so is the fraction of zero outputs, within the CLT tolerance
+// 4·√(p(1−p)/n).
 //
-// Erratum found here: the claim (and Alg 7's "rows with ≥ 2 active units
-// lie in a ≥ 2-dimensional cone") fails when u and −u are both columns: the
-// samples where just those two units are active (probability 2^{-k}) also
-// point along ±u. The two classes then hold 3·2^{-k} of the samples
-// between them, as checked on the second instance; FitFPT separates them
-// with fitPair.
+// An erratum: this (and Alg 7's "rows with ≥ 2 active units lie in
+// a ≥ 2-dimensional cone") fails when u and −u are both columns: the samples
+// where just those two units are active (probability 2^{-k}) also point along
+// ±u. The two classes then hold 3·2^{-k} of the samples between them, as
+// checked on the second instance; FitFPT separates them with fitPair.
 func TestCollinearClassFractions(t *testing.T) {
 	const d, k, n = 8, 4, 200000
 	units := func(Y *mat.Dense) ([]CollinearClass, int) {

@@ -78,8 +78,8 @@ type ICAEstimate struct {
 	// Activations is n×k: column i is Mixing⁻¹ applied to the channels,
 	// ≈ ReLU(X·v_i)/D_i up to the ICA error, uncentred (Ẑ of Alg 3 step 4).
 	Activations *mat.Dense
-	// Positives[i] is the number of confidently active samples used to fit
-	// row i (the largest 30% of column i of Activations).
+	// Positives[i] is the number of confidently active samples row i is
+	// fitted on (the largest 30% of column i of Activations).
 	Positives []int
 	// FastICA's iterations, convergence, and its final row change.
 	ICAIterations int
@@ -100,7 +100,7 @@ type ICAEstimate struct {
 // Deviation from the paper: Alg 3 thresholds Ẑ at τ = 1/poly(ℓ) and reads
 // the sparsity pattern off it, which needs 1/poly ICA accuracy; FastICA's
 // error is ~n^{-1/2}, so here Ẑ only gives a start for the margin-based
-// exact polish (FitICA), as the spec recommends.
+// exact polish (FitICA), which needs only that.
 func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimate, error) {
 	p, err := newProblem(X, Y)
 	if err != nil {

@@ -16,10 +16,9 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// Spec 001 §6 claim 4, second half, and the acceptance: for
-// orthonormal V* and Gaussian X (d=20, k=6, m=10, n=1e5) the ICA route
-// recovers U*, V* exactly (max relative weight error ≤ 1e-9) with a met
-// certificate.
+// [BJW19, Alg 3] followed by the exact polish: for orthonormal V* and
+// Gaussian X (d=20, k=6, m=10, n=1e5) the ICA route recovers U*, V* exactly
+// (max relative weight error ≤ 1e-9) with a met certificate.
 func TestICAExactRecovery(t *testing.T) {
 	for seed := uint64(1); seed <= 2; seed++ {
 		in := newInstance(t, seed, synth.TwoLayerConfig{D: 20, K: 6, M: 10, CondV: 1}, 100000, nil, synth.Noise{})
@@ -65,10 +64,10 @@ func icaMixingError(t *testing.T, in instance, est *ICAEstimate) (rel, minScale,
 	return math.Sqrt(num / den), minScale, maxScale
 }
 
-// Spec 001 §6 claim 4, first half: the FastICA estimate of the mixing
-// matrix PᵀU* matches PᵀU*·Π·D with D > 0 (after the skewness sign fix) to
-// O(n^{-1/2}): over 4 seeds, the median error at n = 1.6e4 is about twice
-// the one at 6.4e4, and √n·error stays bounded.
+// [BJW19, Alg 3]'s ICA step: the FastICA estimate of the mixing matrix PᵀU*
+// matches PᵀU*·Π·D with D > 0 (after the skewness sign fix) to O(n^{-1/2}):
+// over 4 seeds, the median error at n = 1.6e4 is about twice the one at
+// 6.4e4, and √n·error stays bounded.
 func TestICAMixingRate(t *testing.T) {
 	cfg := synth.TwoLayerConfig{D: 10, K: 4, M: 6, CondV: 1}
 	med := map[int]float64{}
@@ -198,13 +197,12 @@ func TestICADeterministicAcrossProcs(t *testing.T) {
 	}
 }
 
-// BenchmarkICARoute is the acceptance instance: d=20, k=6, m=10, n=1e5,
-// orthonormal V*. Costs: SVD of Y (TSQR, ~4·n·m² = 4e7 flops), FastICA
+// BenchmarkICARoute is the size TestICAExactRecovery checks: d=20, k=6, m=10,
+// n=1e5, orthonormal V*. Costs: SVD of Y (TSQR, ~4·n·m² = 4e7 flops), FastICA
 // (~10 iterations × 4·n·k² = 1.4e8), the least-squares start (k QRs of
-// 0.3n×d: 2·k·0.3n·d² = 1.4e8), the polish (k·n·(d+k) plus the sorts) and
-// U (QR of n×k and a residual pass, ~1e8): ≈ 5e8 flops, ~50 ms at
-// 10 GFLOP/s; measured ~0.2–0.4 s, dominated by the polish's per-unit
-// passes over X.
+// 0.3n×d: 2·k·0.3n·d² = 1.4e8), the polish (k·n·(d+k) plus the sorts) and U
+// (QR of n×k and a residual pass, ~1e8): ≈ 5e8 flops, ~50 ms at 10 GFLOP/s;
+// measured ~0.2–0.4 s, dominated by the polish's per-unit passes over X.
 func BenchmarkICARoute(b *testing.B) {
 	in := newInstance(b, 1, synth.TwoLayerConfig{D: 20, K: 6, M: 10, CondV: 1}, 100000, nil, synth.Noise{})
 	b.ResetTimer()

@@ -12,8 +12,8 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// Reliability of the ICA route at the acceptance size (d=20, k=6, m=10,
-// n=1e5, orthonormal V*): exact on every one of 20 seeds.
+// Reliability of the ICA route at the size of TestICAExactRecovery (d=20,
+// k=6, m=10, n=1e5, orthonormal V*): exact on every one of 20 seeds.
 // Run with: go test -tags slow -run ICAReliability ./twolayer/
 func TestICAReliability(t *testing.T) {
 	fails := 0
@@ -35,8 +35,9 @@ func TestICAReliability(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 4 at larger n: the mixing error keeps falling like
-// n^{-1/2} from 2.5e4 to 4e5 (16× n, so ≈ 4× smaller), median of 6 seeds.
+// TestICAMixingRate ([BJW19, Alg 3]) at larger n: the mixing error keeps
+// falling like n^{-1/2} from 2.5e4 to 4e5 (16× n, so ≈ 4× smaller), median of
+// 6 seeds.
 func TestICAMixingRateLarge(t *testing.T) {
 	cfg := synth.TwoLayerConfig{D: 20, K: 6, M: 10, CondV: 1}
 	med := map[int]float64{}

@@ -29,11 +29,11 @@ func lineAngleMin(V *mat.Dense) float64 {
 	return best
 }
 
-// Spec 001 §6 claim 11 (Lemma 7): κ(V) ≥ c/θ_min. By Cauchy interlacing
-// κ(V) ≥ κ(two rows at line angle θ) = cot(θ/2) ≥ (π/2)/θ on (0, π/2], so
-// c = π/2 holds for every V; checked on 300 random unit-row matrices. And
-// sweeping two rows toward each other makes κ grow like 1/θ: the fitted
-// log-log slope is −1 and κ·θ → 2.
+// [BJW19, Lemma 7]: κ(V) ≥ c/θ_min. By Cauchy interlacing κ(V) ≥ κ(two rows
+// at line angle θ) = cot(θ/2) ≥ (π/2)/θ on (0, π/2], so c = π/2 holds for
+// every V; checked on 300 random unit-row matrices. And sweeping two rows
+// toward each other makes κ grow like 1/θ: the fitted log-log slope is −1 and
+// κ·θ → 2.
 func TestKappaVsMinAngle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
 	worst := math.Inf(1)
@@ -72,12 +72,12 @@ func TestKappaVsMinAngle(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 12 (Lemma 19): for W = [V*; −V*] (2k rows), f(X̄·Wᵀ)
-// (ℓ × 2k) has full rank 2k, σ_min/√ℓ is bounded below and stable as ℓ
-// grows, and ‖f‖_F² ≤ 10·2k·ℓ. For orthonormal V* the limit is known:
+// [BJW19, Lemma 19]: for W = [V*; −V*] (2k rows), f(X̄·Wᵀ) (ℓ × 2k) has full
+// rank 2k, σ_min/√ℓ is bounded below and stable as ℓ grows, and
+// ‖f‖_F² ≤ 10·2k·ℓ. For orthonormal V* the limit is known:
 // f(X̄Wᵀ)ᵀf(X̄Wᵀ)/ℓ → M with M_jj = 1/2, 0 between a unit and its negation
-// (never both active) and 1/(2π) between independent units, so σ_min/√ℓ →
-// √λ_min(M); checked to 5% at ℓ = 32000.
+// (never both active) and 1/(2π) between independent units, so
+// σ_min/√ℓ → √λ_min(M); checked to 5% at ℓ = 32000.
 func TestLemma19ActivationRank(t *testing.T) {
 	const k, d = 5, 10
 	for _, condV := range []float64{1, 3} {
@@ -148,11 +148,10 @@ func TestLemma19ActivationRank(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 13 (Lemma 6): for a Gaussian sketch T (k×m), TU* is
-// invertible, and κ(TU*) ≤ (k²m/δ)·κ(U*) with probability ≥ 1 − δ; in
-// practice the median of κ(TU*)/κ(U*) is far below k²m/δ. The ICA route
-// instead uses T = Pᵀ (top-k right singular vectors of Y), for which
-// κ(PᵀU*) = κ(U*) exactly.
+// [BJW19, Lemma 6]: for a Gaussian sketch T (k×m), TU* is invertible, and
+// κ(TU*) ≤ (k²m/δ)·κ(U*) with probability ≥ 1 − δ; in practice the median of
+// κ(TU*)/κ(U*) is far below k²m/δ. The ICA route instead uses T = Pᵀ (top-k
+// right singular vectors of Y), for which κ(PᵀU*) = κ(U*) exactly.
 func TestLemma6Sketch(t *testing.T) {
 	const k, m, delta, trials = 6, 10, 0.1, 400
 	rng := synth.NewRand(31)

@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
-// The near-floor set of docs/twolayer-vs-pytorch.md (rounds 2–4): 21
-// instances at the exact route's sample floor or close to it. The parity
+// The near-floor set of docs/twolayer-vs-pytorch.md ("Measured and not
+// taken"): 21 instances at the exact route's sample floor or close to it. The parity
 // start certifies every unit of every instance from its first
 // decomposition, with start angles below 0.1 rad; the tensor start on the
 // same instances is printed for comparison (one second decomposition,

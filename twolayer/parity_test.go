@@ -175,8 +175,8 @@ func TestParityStartCorrelatedInputs(t *testing.T) {
 
 // One hidden unit: the parity start needs no decomposition, and the polish
 // takes the basis itself as the null vector when it vanishes on every
-// confident zero (it used to double its zero set until it gave up, so
-// k = 1 never certified).
+// confident zero (doubling its zero set instead would never end in a
+// certificate for k = 1).
 func TestOneUnitExact(t *testing.T) {
 	in := newInstance(t, 3, synth.TwoLayerConfig{D: 6, K: 1, M: 3}, 20000, nil, synth.Noise{})
 	for _, start := range []StartKind{StartAuto, StartTensor} {

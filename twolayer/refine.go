@@ -157,7 +157,8 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, max
 		return nil, uerr
 	}
 	after := relResidualAct(X, Y, V, U, act)
-	out := &RefineResult{V: V, U: U, Iterations: res.Stats.MajorIterations, Status: res.Status.String(), Before: before, After: after}
+	out := &RefineResult{V: V, U: U, Iterations: res.Stats.MajorIterations, Status: res.Status.String()}
+	out.Before, out.After = before, after
 	out.Converged = err == nil && (res.Status == optimize.FunctionConvergence || res.Status == optimize.GradientThreshold)
 	if err != nil && !errors.Is(err, optimize.ErrLinesearcherFailure) {
 		out.Status += ": " + err.Error()

@@ -11,8 +11,8 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// Fit without a route picks the route each instance is for (issue 5
-// acceptance: "learn twolayer without --route picks the right route").
+// Fit without a route picks the route each instance is for, so `learn
+// twolayer` without --route picks the right route.
 func TestFitPicksRoute(t *testing.T) {
 	ctx := context.Background()
 	check := func(name string, X, Y *mat.Dense, truth *nn.MLP, want string, opt Options) {
@@ -88,4 +88,21 @@ func TestFitPicksRoute(t *testing.T) {
 
 	in = newInstance(t, 4, synth.TwoLayerConfig{D: 10, K: 3, M: 6}, 20000, nil, synth.Noise{Kind: synth.NoiseGaussian, Level: 0.1})
 	check("Gaussian noise", in.X, in.Y, in.teacher, RouteNoisy, Options{Seed: 1})
+}
+
+// Fit with a given k above rank(Y) and n below the Gaussian floor must not
+// stop at the worst-case route (which needs rank(Y) = k) but reach FPT.
+func TestReviewAutoSkipsWorstCaseWhenRankBelowK(t *testing.T) {
+	U := planar(t, []float64{0.3, 2.0, 4.0}, []float64{1, 1.5, 0.8})
+	in := fptInstance(t, 3, 3, U, 96)
+	if _, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: 3}); err != nil {
+		t.Fatalf("precondition: FitFPT failed: %v", err)
+	}
+	res, err := Fit(context.Background(), in.X, in.Y, Options{Hidden: 3})
+	if err != nil {
+		t.Fatalf("Fit: %v", err)
+	}
+	if res.Route != RouteFPT {
+		t.Errorf("route %q, want %q", res.Route, RouteFPT)
+	}
 }

@@ -4,7 +4,8 @@ package twolayer
 
 import "testing"
 
-// Spec 001 §6 claim 21 over more seeds at n = 10000 (≈2.5 s per seed).
+// TestFitSparseRecoversWeights ([BJW19, §8, Cor 8]) over more seeds at
+// n = 10000 (≈2.5 s per seed).
 func TestFitSparseRecoversWeightsSlow(t *testing.T) {
 	checkSparseRecovery(t, []uint64{2, 3, 4, 5, 6}, 10000)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/relurec/relurec/synth"
 )
 
-// Issue acceptance: over 50 random instances at d=20, k=5, m=8, n=1e5,
-// exact recovery (≤ 1e-9) on at least 49. Run with: go test -tags slow -run Reliability ./twolayer/
+// Reliability: over 50 random instances at d=20, k=5, m=8, n=1e5, exact
+// recovery (≤ 1e-9) on at least 49. Run with: go test -tags slow -run Reliability ./twolayer/
 func TestReliability50(t *testing.T) {
 	fails := 0
 	for seed := uint64(1000); seed < 1050; seed++ {
@@ -32,7 +32,8 @@ func TestReliability50(t *testing.T) {
 	}
 }
 
-// Issue acceptance: d=30, k=8, m=12, κ(V*) = 3, n = 2e5, max relative error ≤ 1e-9.
+// Exact recovery at d=30, k=8, m=12, κ(V*) = 3, n = 2e5: max relative
+// error ≤ 1e-9.
 func TestAcceptanceD30(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		in := newInstance(t, seed, synth.TwoLayerConfig{D: 30, K: 8, M: 12, CondV: 3}, 200000, nil, synth.Noise{})
@@ -46,7 +47,7 @@ func TestAcceptanceD30(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 18: the noisy pipeline's weight error falls like n^{-1/2}.
+// [BJW19, Thm 10]: the noisy pipeline's weight error falls like n^{-1/2}.
 func TestNoisyRate(t *testing.T) {
 	ns := []int{20000, 80000, 320000}
 	var logN, logE []float64

@@ -91,7 +91,7 @@ type SparseResult struct {
 //
 // Deviations from the paper: PCP is solved by the augmented Lagrangian
 // rather than an interior-point method; the debias refit and the ℓ1
-// regression for U are not in the paper (the spec suggests the latter); the
+// regression for U (exact under sparse corruption) are not in the paper; the
 // paper requires U* with orthonormal, incoherent columns and k ≤
 // m/(μ̄·log² n), which is not checked (the certificate is). Failure to
 // certify returns an error wrapping ErrNotExact; when the failure is the

@@ -42,11 +42,11 @@ func sparseInstance(t testing.TB, seed uint64, d, k, m, n int, frac float64) (te
 	return teacher, X, Y, mask
 }
 
-// Spec 001 §6 claim 21 (acceptance of issue 5): 5% of the entries of Y
-// corrupted by large values, m = 200, k = 3, orthonormal incoherent U*:
-// the weights are recovered to ≤ 1e-6 (we get ~1e-13) and the corrupted
-// entries are exactly the flagged ones. d = 10, n = 5000 (one seed here;
-// slow_sparse_test.go runs more at n = 10000).
+// [BJW19, §8, Cor 8]: 5% of the entries of Y corrupted by large values,
+// m = 200, k = 3, orthonormal incoherent U*: the weights are recovered
+// to ≤ 1e-6 (we get ~1e-13) and the corrupted entries are exactly the flagged
+// ones. d = 10, n = 5000 (one seed here; slow_sparse_test.go runs more at
+// n = 10000).
 func TestFitSparseRecoversWeights(t *testing.T) {
 	checkSparseRecovery(t, []uint64{1}, 5000)
 }
@@ -106,7 +106,7 @@ func TestFitSparseBadInput(t *testing.T) {
 
 func rpcaBad() rpca.Options { return rpca.Options{Rho: 0.5} }
 
-// BenchmarkFitSparse is the acceptance instance of claim 21 at n = 10000
+// BenchmarkFitSparse is TestFitSparseRecoversWeights' instance at n = 10000
 // (d = 10, k = 3, m = 200, 5% corruption). Floor: the PCP Gram products
 // (~20 × n·m² = 8e9 flops), the tensor start on the cleaned outputs and the
 // ℓ1 regression (~20 IRLS passes × 2·n·k²·m ≈ 7e8 flops).

@@ -46,12 +46,12 @@ func newWCProblem(X, B *mat.Dense, opt WorstCaseOptions) (*wcProblem, error) {
 	return &wcProblem{X: X, B: B, ux: ux, wmap: wmap, n: n, d: d, r: r, k: k, opt: opt}, nil
 }
 
-// nullBasis returns an orthonormal basis ((r+k)×p) of the solutions (a, z)
-// of the equality constraints of Alg 1 for pattern S — (Ux·a)_j = (B·z)_j on
-// S, (B·z)_j = 0 off S — or nil when only 0 solves them. Parametrising the
-// LP by this null space is the spec's "drop redundant equality rows" done
-// exactly: the LP keeps only inequalities, whose slacks give gonum's simplex
-// a full-rank constraint matrix.
+// nullBasis returns an orthonormal basis ((r+k)×p) of the solutions (a, z) of
+// the equality constraints of Alg 1 for pattern S — (Ux·a)_j = (B·z)_j on S,
+// (B·z)_j = 0 off S — or nil when only 0 solves them. Parametrising the LP by
+// this null space drops the redundant equality rows exactly: the LP keeps
+// only inequalities, whose slacks give gonum's simplex a full-rank constraint
+// matrix.
 func (p *wcProblem) nullBasis(S SignPattern) (*mat.Dense, error) {
 	c := p.r + p.k
 	E := mat.NewDense(p.n, c, nil)

@@ -10,10 +10,10 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Claim 7 over many seeds and sizes (cube inputs): every instance with
-// rank(Y) = k is certified, and the table says how often the returned
-// network differs from the teacher (under-determined data) and how long a
-// run takes. go test -tags slow ./twolayer -run TestWorstCaseReliability -v
+// [BJW19, Alg 2] over many seeds and sizes (cube inputs): every instance with
+// rank(Y) = k is certified, and the table says how often the returned network
+// differs from the teacher (under-determined data) and how long a run takes.
+// go test -tags slow ./twolayer -run TestWorstCaseReliability -v
 func TestWorstCaseReliability(t *testing.T) {
 	for _, c := range []struct{ n, d, k, m int }{{6, 4, 2, 2}, {8, 4, 2, 2}, {30, 4, 2, 2}, {40, 4, 3, 5}, {60, 6, 3, 3}} {
 		var fails, ranked, differ int

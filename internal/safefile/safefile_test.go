@@ -36,8 +36,8 @@ func leftovers(t *testing.T, dir string) []string {
 	return m
 }
 
-// Before: AtomicWriteFile renamed over any target, so `--out /dev/null` run
-// as root replaced the device with a regular file.
+// A device or a directory is refused as a target: renaming over it would,
+// for `--out /dev/null` run as root, replace the device with a regular file.
 func TestTargetRefusesDevicesAndDirectories(t *testing.T) {
 	for _, p := range []string{os.DevNull, t.TempDir(), t.TempDir() + "/"} {
 		_, err := Target(p)
@@ -56,7 +56,8 @@ func TestTargetRefusesDevicesAndDirectories(t *testing.T) {
 	}
 }
 
-// Before: a symbolic link given as an output was replaced by a plain file.
+// A symbolic link given as an output is followed: its target is written and
+// the link kept, not replaced by a plain file.
 func TestSymlinkTargetIsWrittenAndLinkKept(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real.txt")
@@ -86,7 +87,7 @@ func TestSymlinkTargetIsWrittenAndLinkKept(t *testing.T) {
 	}
 }
 
-// Before: outputs were 0644 whatever the umask.
+// New outputs get 0666 minus the umask, as any file a program creates.
 func TestNewFilesFollowUmask(t *testing.T) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
@@ -99,8 +100,9 @@ func TestNewFilesFollowUmask(t *testing.T) {
 	}
 }
 
-// Before: writeAll renamed the model over the old one, then a failing
-// manifest write removed the model: the user's previous model was gone.
+// When a later rename of a commit fails (here the manifest's), the model
+// renamed into place before it gets its previous content back from its
+// hard-link backup: a failed run does not lose the user's previous model.
 func TestFailedCommitRestoresEveryTarget(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "m.safetensors")
@@ -184,7 +186,8 @@ func TestFailedWriteLeavesOldFileAndNoTemp(t *testing.T) {
 	}
 }
 
-// Before: SIGKILL during gen left a 560 MB hidden temporary file forever.
+// A temporary file left by a dead process (a run killed with SIGKILL) is
+// removed by the next write to that directory; a live process's is kept.
 func TestStaleTemporaryFilesOfDeadProcessesAreRemoved(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "X.npy")

@@ -8,7 +8,7 @@ import (
 )
 
 // With several bad options the error must name the same one every time (the
-// validation used to range over a map, whose order is random).
+// checks run in a fixed order, not over a map, whose order is random).
 func TestReviewOptionErrorDeterministic(t *testing.T) {
 	A := mat.NewDense(3, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 10})
 	opt := Options{Lambda: -1, Mu0: -1, Rho: -1, MuMax: -1, Tol: -1, RankTol: -1, FlagTol: -1}

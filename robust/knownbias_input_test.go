@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
+// RecoverKnownBiasAll refuses an empty A or V with ErrInput instead of
+// panicking.
 func TestReviewKnownBiasAllEmptyNoPanic(t *testing.T) {
 	A := mat.NewDense(3, 1, []float64{1, 2, 3})
 	for name, tc := range map[string]struct{ A, V *mat.Dense }{
@@ -30,7 +32,7 @@ func TestReviewKnownBiasAllEmptyNoPanic(t *testing.T) {
 }
 
 // NaN in both v and b: the error must name the same vector every time (the
-// check used to range over a map).
+// checks run in a fixed order, not over a map, whose order is random).
 func TestReviewKnownBiasNaNErrorDeterministic(t *testing.T) {
 	A := mat.NewDense(3, 1, []float64{1, 2, 3})
 	nan := math.NaN()

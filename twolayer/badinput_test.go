@@ -24,6 +24,8 @@ func noPanic(t *testing.T, name string, f func() error) error {
 	return err
 }
 
+// Alg8GridK1 and Alg8Select refuse a sketch or candidate of the wrong shape,
+// and a negative MaxCandidates, with ErrInput instead of panicking.
 func TestReviewAlg8BadSketchNoPanic(t *testing.T) {
 	_, X, Y, _, _ := alg8Instance(t, 1, 4, 1, 3, 1, 200)
 	// S with the wrong number of columns (2 instead of m = 3).
@@ -58,6 +60,7 @@ func TestReviewAlg8BadSketchNoPanic(t *testing.T) {
 	}
 }
 
+// CheckGaussian and CheckResidual refuse a nil matrix with ErrInput.
 func TestReviewDetectNilNoPanic(t *testing.T) {
 	err := noPanic(t, "CheckGaussian(nil)", func() error {
 		_, err := CheckGaussian(nil, 1)
@@ -75,6 +78,7 @@ func TestReviewDetectNilNoPanic(t *testing.T) {
 	}
 }
 
+// IterativeLP refuses a NaN in X with ErrInput.
 func TestReviewIterativeLPNonFinite(t *testing.T) {
 	in := cubeInstance(1, 12, 3, 2, 2)
 	B := basis(t, in.Y, 2)
@@ -84,22 +88,5 @@ func TestReviewIterativeLPNonFinite(t *testing.T) {
 	_, _, _, err := IterativeLP(X, B, S, nil, WorstCaseOptions{})
 	if !errors.Is(err, ErrInput) {
 		t.Errorf("NaN in X: err = %v, want ErrInput", err)
-	}
-}
-
-// Fit with a given k above rank(Y) and n below the Gaussian floor must not
-// stop at the worst-case route (which needs rank(Y) = k) but reach FPT.
-func TestReviewAutoSkipsWorstCaseWhenRankBelowK(t *testing.T) {
-	U := planar(t, []float64{0.3, 2.0, 4.0}, []float64{1, 1.5, 0.8})
-	in := fptInstance(t, 3, 3, U, 96)
-	if _, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: 3}); err != nil {
-		t.Fatalf("precondition: FitFPT failed: %v", err)
-	}
-	res, err := Fit(context.Background(), in.X, in.Y, Options{Hidden: 3})
-	if err != nil {
-		t.Fatalf("Fit: %v", err)
-	}
-	if res.Route != RouteFPT {
-		t.Errorf("route %q, want %q", res.Route, RouteFPT)
 	}
 }

@@ -48,8 +48,10 @@ func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
 	}
 }
 
-// Claim 2 for population moments: f_k(u, …, u) = Σ a_i c_k(b_i)(w_i·u)^k,
-// which equals E[y·He_k(u·x)] (checked for samples in package tensor).
+// The directional identity for population moments:
+// f_k(u, …, u) = Σ a_i c_k(b_i)(w_i·u)^k, which equals E[y·He_k(u·x)]
+// since ⟨He_k(x), u^{⊗k}⟩ = He_k(u·x) for a unit u (checked for samples in
+// package tensor).
 func TestClaim2Directional(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
 	net := randomNet(4, 3, []float64{0.2, -0.7, 1.3}, rng)
@@ -66,8 +68,9 @@ func TestClaim2Directional(t *testing.T) {
 	}
 }
 
-// Claim 4: flipping (b_i, w_i) → (−b_i, −w_i) leaves f_k unchanged for k ≥ 2;
-// f_0 shifts by −Σ a_i b_i and f_1 by −Σ a_i w_i over the flipped units.
+// [ATV21, Claim 4.7]: flipping (b_i, w_i) → (−b_i, −w_i) leaves f_k unchanged
+// for k ≥ 2; f_0 shifts by −Σ a_i b_i and f_1 by −Σ a_i w_i over the flipped
+// units.
 func TestClaim4SignInvariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 1))
 	net := randomNet(4, 5, []float64{0.3, -1.2, 0.8, 0, -0.4}, rng)
@@ -103,9 +106,10 @@ func TestClaim4SignInvariance(t *testing.T) {
 	}
 }
 
-// Claims 5 and 6: with b = 0 the odd tensors of order ≥ 3 vanish; a unit at
-// a root of He_{2ℓ−1} (He_{2ℓ}) is absent from f_{2ℓ+1} (f_{2ℓ+2}), and the
-// flattening ranks count the units present.
+// Parity and rank ([ATV21, Lemma 3.5] with He's zeros): with b = 0 the odd
+// tensors of order ≥ 3 vanish; a unit at a root of He_{2ℓ−1} (He_{2ℓ}) is
+// absent from f_{2ℓ+1} (f_{2ℓ+2}), and the flattening ranks count the units
+// present.
 func TestClaims5and6ParityAndRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 1))
 	zero := randomNet(4, 3, []float64{0, 0, 0}, rng)
@@ -133,8 +137,9 @@ func TestClaims5and6ParityAndRank(t *testing.T) {
 	}
 }
 
-// Claim 9: in the full-rank case FixSigns' least-squares solution is
-// z_i = ξ_i·Φ(b_i) exactly (SignMargin 1), and it restores every sign.
+// FixSigns (the sign step in the proof of [ATV21, Theorem 3.1]): in the
+// full-rank case its least-squares solution is z_i = ξ_i·Φ(b_i) exactly
+// (SignMargin 1), and it restores every sign.
 func TestClaim9FixSigns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 1))
 	net := randomNet(6, 4, []float64{0.4, -1.5, 0.9, -0.2}, rng)
@@ -161,8 +166,8 @@ func TestClaim9FixSigns(t *testing.T) {
 	}
 }
 
-// Claim 10 (Claim 4.8): with linearly dependent w_i (Σ β_i w_i = 0), b = 0
-// and a = β, flipping every unit with β_i ≠ 0 gives the same function.
+// [ATV21, Claim 4.8]: with linearly dependent w_i (Σ β_i w_i = 0), b = 0 and
+// a = β, flipping every unit with β_i ≠ 0 gives the same function.
 func TestClaim10NonIdentifiable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	d, m := 3, 5
@@ -201,7 +206,7 @@ func TestClaim10NonIdentifiable(t *testing.T) {
 	}
 }
 
-// Claim 11 (Claim D.14): the merged (m′+2)-unit network equals the
+// [ATV21, Claim D.14]: the merged (m′+2)-unit network equals the
 // 2m′-unit + affine network pointwise.
 func TestClaim11Merge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 1))
@@ -244,10 +249,10 @@ func TestClaim11Merge(t *testing.T) {
 	}
 }
 
-// Claim 16 (Parseval, Proposition B.1): the partial sums Σ_{k≤K}
-// ‖f_k − g_k‖²/k! increase towards the closed-form E[(f − g)²] and come
-// within 1e-3 of it by K = 60, slowly (the Parseval series of [ATV21, Proposition B.1]
-// converges only polynomially).
+// Parseval ([ATV21, Proposition B.1]): the partial sums
+// Σ_{k≤K} ‖f_k − g_k‖²/k! increase towards the closed-form E[(f − g)²] and
+// come within 1e-3 of it by K = 60, slowly (the series converges only
+// polynomially).
 func TestClaim16Parseval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 1))
 	f := randomNet(3, 2, []float64{0.3, -0.8}, rng)
@@ -313,8 +318,8 @@ func TestClaim16Parseval(t *testing.T) {
 	t.Logf("E[(f−g)²] = %.6g; relative gap after 10 terms %.1e, after 60 %.1e", exact, (exact-at10)/exact, gap)
 }
 
-// Claim 17 (Lemma 4.5): the scalar formulas recover ξz and a from exact γ's
-// to 1e-12, for ℓ = 1 and ℓ = 2, including z at roots of He_{ℓ−1}, He_ℓ.
+// [ATV21, Lemma 4.5]: the scalar formulas recover ξz and a from exact γ's to
+// 1e-12, for ℓ = 1 and ℓ = 2, including z at roots of He_{ℓ−1}, He_ℓ.
 func TestClaim17ScalarInversion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 1))
 	zs := []float64{0, 1, -1, math.Sqrt(3), 2.7, -3.1}
@@ -371,8 +376,8 @@ func TestClaim20Residualization(t *testing.T) {
 	}
 }
 
-// Claim 18: ‖T̂_k − f_k‖_F falls like N^{−1/2} (log-log slope in
-// [−0.65, −0.35] over a 16× range, mean of 3 seeds).
+// The estimator's sample rate: ‖T̂_k − f_k‖_F falls like N^{−1/2} (log-log
+// slope in [−0.65, −0.35] over a 16× range, mean of 3 seeds).
 func TestClaim18SampleRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 1))
 	net := randomNet(3, 2, []float64{0.5, -0.3}, rng)
