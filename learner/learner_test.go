@@ -53,7 +53,7 @@ func data(d, k, m, n int, bias, uniform bool, seed uint64) (*mat.Dense, *mat.Den
 }
 
 // The front door sends each kind of data to the learner whose model fits,
-// and the answer is certified (issue 13).
+// and the answer is certified.
 func TestFitChoosesTheLearner(t *testing.T) {
 	cases := []struct {
 		name          string

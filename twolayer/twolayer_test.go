@@ -52,7 +52,7 @@ func compare(t testing.TB, truth, est *nn.MLP) metrics.TwoLayerError {
 	return e
 }
 
-// Spec 001 §6 claim 1: Alg 4 (order 4) + Alg 5 recover V* and U* exactly
+// [BJW19, Alg 4 + Alg 5]: Alg 4 (order 4) + Alg 5 recover V* and U* exactly
 // (max relative weight error ≤ 1e-9, residual ≤ 1e-10) for Gaussian X.
 func TestExactRecovery(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -71,7 +71,7 @@ func TestExactRecovery(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 2: the polished rows do not depend on how accurate the
+// [BJW19, Alg 5]: the polished rows do not depend on how accurate the
 // start was, nor on its signs.
 func TestPolishIndependentOfStart(t *testing.T) {
 	in := newInstance(t, 11, synth.TwoLayerConfig{D: 12, K: 4, M: 6, CondV: 3}, 20000, nil, synth.Noise{})
@@ -112,7 +112,7 @@ func TestPolishIndependentOfStart(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 3 (Thm 6 / Lemma 10): on the confidently inactive samples
+// [BJW19, Thm 6 / Lemma 10]: on the confidently inactive samples
 // of the true row, the output span has a null vector (σ_k/σ_1 ≤ 1e-12); on
 // those of the flipped row it has none (σ_k/σ_1 ≥ 1e-4).
 func TestWrongSignInfeasible(t *testing.T) {
@@ -148,7 +148,7 @@ func TestWrongSignInfeasible(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 9 (Lemma 4): f(V*X) has rank k once n ≥ 20k.
+// [BJW19, Lemma 4]: f(V*X) has rank k once n ≥ 20k.
 func TestActivationRank(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		in := newInstance(t, seed, synth.TwoLayerConfig{D: 10, K: 6, M: 6}, 120, nil, synth.Noise{})
@@ -162,7 +162,7 @@ func TestActivationRank(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 10 (Lemma 8): P[v_i·x < 0 < v_j·x] = θ_ij/(2π).
+// [BJW19, Lemma 8]: P[v_i·x < 0 < v_j·x] = θ_ij/(2π).
 func TestSplitProbability(t *testing.T) {
 	in := newInstance(t, 3, synth.TwoLayerConfig{D: 8, K: 4, M: 4, CondV: 4}, 200000, nil, synth.Noise{})
 	n, _ := in.X.Dims()
@@ -188,7 +188,7 @@ func TestSplitProbability(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 16: (1/n)·Yᵀ·X → U*V*/2 (c₁ = 1/2) with O(n^{-1/2}) error.
+// The first moment of [BJW19]: (1/n)·Yᵀ·X → U*V*/2 (c₁ = 1/2) with O(n^{-1/2}) error.
 func TestFirstMoment(t *testing.T) {
 	in := newInstance(t, 5, synth.TwoLayerConfig{D: 6, K: 3, M: 4}, 400000, nil, synth.Noise{})
 	errAt := func(n int) float64 {
@@ -209,7 +209,7 @@ func TestFirstMoment(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 15: moments of the rectified Gaussian max(g, 0).
+// The rectified-Gaussian moments behind [BJW19, Alg 3]: moments of the rectified Gaussian max(g, 0).
 func TestRectifiedGaussianMoments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	const n = 2000000
@@ -244,7 +244,7 @@ func TestRectifiedGaussianMoments(t *testing.T) {
 	}
 }
 
-// Spec 001 §6 claim 17 (Thm 9): under noise the projection test recovers the
+// [BJW19, Thm 9]: under noise the projection test recovers the
 // signs of every row.
 func TestRecoverSignsUnderNoise(t *testing.T) {
 	in := newInstance(t, 21, synth.TwoLayerConfig{D: 10, K: 4, M: 6, CondV: 3}, 40000, nil, synth.Noise{Kind: "gaussian", Level: 0.3})

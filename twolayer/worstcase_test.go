@@ -86,7 +86,7 @@ func checkExact(t *testing.T, name string, in wcInstance, opt WorstCaseOptions) 
 	return rep
 }
 
-// Spec 001 §6 claim 7: on arbitrary non-Gaussian X (uniform on a cube,
+// [BJW19, Alg 2, Thm 1]: on arbitrary non-Gaussian X (uniform on a cube,
 // k = 2, d = 4, n = 30), Alg 2 returns (U, V) with ‖Y − f(XVᵀ)Uᵀ‖_F ≤
 // 1e-8‖Y‖_F whenever rank(Y) = k.
 func TestWorstCaseCube(t *testing.T) {
@@ -178,7 +178,7 @@ func TestWorstCaseAdversarial(t *testing.T) {
 	})
 }
 
-// Spec 001 §6 claim 8: for a generic Gaussian basis (n×k), the systems with
+// The sign-pattern count of [BJW19, Lemma 1]: for a generic Gaussian basis (n×k), the systems with
 // a non-zero right-hand side give one pattern per region of the central
 // arrangement {w : (Bw)_j = 0}, 2·Σ_{i<k} C(n−1,i) regions — except the
 // all-negative region, whose polyhedron {Bw ≤ 0} only has the vertex w = 0
