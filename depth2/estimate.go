@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
@@ -99,6 +100,15 @@ func EstimateMoments(ctx context.Context, X, Y *mat.Dense, opt MomentOptions) (*
 		var err error
 		if k, err = mp.reduce(mo, d, p, opt.Dim); err != nil {
 			return nil, err
+		}
+	}
+	// An inferred width is held to the samples the highest order needs
+	// before that order is formed: its tensor has SymLen(k, MaxOrder)
+	// entries per output and half (4.4·10⁶ at k = 100, order 4: gigabytes),
+	// which fewer samples cannot estimate anyway.
+	if opt.Dim < 0 {
+		if entries := tensor.SymLen(k, opt.MaxOrder); n < 100*entries {
+			return nil, errs.Inputf("T̂_2 shows %d units; their order-%d moment has %d distinct entries, and estimating it needs n ≥ 100·%d = %d samples, got %d", k, opt.MaxOrder, entries, entries, 100*entries, n)
 		}
 	}
 	// 3. Orders ≥ 3 in k dimensions, from z = Pᵀx computed on the fly.

@@ -42,6 +42,12 @@ import (
 // on the augmented input and the output fit. Its certificate is met.
 const RouteSteinPolish = "stein+polish"
 
+// steinMaxUnits is the widest network the exact route tries: its Stein
+// start costs rows·k³ + sweeps·k⁴ (at k = 100 from d = 100, 2·10⁵ rows:
+// 104 s single-threaded, 99 of 100 units certified), where the moments'
+// refusal of too few samples (EstimateMoments) costs one pass.
+const steinMaxUnits = 50
+
 // steinRows is how many samples (spread evenly over X) the Stein start's
 // moments read: max(2·10⁴, 400·d), as many as the parity start's
 // regression in package twolayer, for directions about √(d/rows) ≤ 0.05
@@ -60,6 +66,9 @@ func (pr *problem) exactRoute(ctx context.Context) (net *Network, why string, er
 	B, k, why := pr.outputBasis()
 	if B == nil {
 		return nil, why, nil
+	}
+	if k > steinMaxUnits {
+		return nil, fmt.Sprintf("%d units: the Stein start decomposes k slices of k×k (rows·k³ to form, k⁴ per joint-diagonalisation sweep) and is tried up to %d units", k, steinMaxUnits), nil
 	}
 	start, why := steinStart(pr.X, B.Slice(0, n, 0, k).(*mat.Dense), steinRows(n, d), pr.seed)
 	if start == nil {
