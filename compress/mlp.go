@@ -277,7 +277,7 @@ func methodUsesBiasMode(method Method) bool {
 
 // methodRefitsBias reports whether the method stores a dense bias even for
 // a layer without one.
-func methodRefitsBias(method Method, bias string) bool {
+func methodRefitsBias(method Method, bias BiasMode) bool {
 	if method == MethodOutputPCA {
 		return true
 	}

@@ -34,8 +34,8 @@ type compressOptions struct {
 	Energy       float64             `json:"energy,omitempty"`
 	TargetError  float64             `json:"target_error,omitempty"`
 	Allocation   compress.Allocation `json:"allocation"`
-	Bias         string              `json:"bias"`
-	Route        string              `json:"route"`
+	Bias         compress.BiasMode   `json:"bias"`
+	Route        compress.Route      `json:"route"`
 	Ridge        float64             `json:"ridge"`
 	Distill      int                 `json:"distill,omitempty"`
 	DistillLR    float64             `json:"distill_lr,omitempty"`
@@ -171,8 +171,8 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.Float64Var(&opt.Energy, "energy", 0, "per-layer spectral energy to keep, in (0, 1]")
 	f.Float64Var(&opt.TargetError, "target-error", 0, "per-layer relative error of the pre-activations to reach")
 	f.StringVar((*string)(&opt.Allocation), "allocation", string(opt.Allocation), "how --keep is split over layers: "+allocationList()+" (see above)")
-	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
-	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
+	f.StringVar((*string)(&opt.Bias), "bias", string(opt.Bias), "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
+	f.StringVar((*string)(&opt.Route), "route", string(opt.Route), "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
 	f.IntVar(&opt.Distill, "distill", 0, "epochs of distillation to the original's outputs after the layer fit (MLPs; 0 = none)")
 	f.Float64Var(&opt.DistillLR, "distill-lr", compress.DefaultDistillLR, "Adam's learning rate for --distill")
