@@ -19,7 +19,7 @@ import (
 // With X̌ ≠ X (sequential layers after the first) add 4md·d2 ≈ 16 G for Qᵀ·Ỹ
 // (qr) or 2md·d2 ≈ 8 G for X̌ᵀỸ (gram).
 
-func benchLayer(b *testing.B, route string, seq bool) {
+func benchLayer(b *testing.B, route Route, seq bool) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	x := gauss(10000, 784, rng)
 	w := gauss(784, 512, rng)
@@ -48,8 +48,8 @@ func BenchmarkFitLayer10000x784x512GramSeq(b *testing.B) { benchLayer(b, RouteGr
 // without the data set.
 func BenchmarkCompressFashionMLP(b *testing.B) {
 	net, calib := benchFashionMLP(b)
-	for _, route := range []string{RouteAuto, RouteQR, RouteGram} {
-		b.Run(route, func(b *testing.B) {
+	for _, route := range []Route{RouteAuto, RouteQR, RouteGram} {
+		b.Run(string(route), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := CompressMLP(context.Background(), net, calib, Options{Keep: 0.1, Sequential: true, Layer: LayerOptions{Route: route}}); err != nil {
 					b.Fatal(err)

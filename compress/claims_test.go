@@ -164,7 +164,7 @@ func TestClaim2RouteEquivalence(t *testing.T) {
 	const r = 4
 	p := Problem{W: w, X: x, Xc: xc}
 	ref := fitRank(t, p, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, r).Product()
-	for _, route := range []string{RouteGram, RouteProjection} {
+	for _, route := range []Route{RouteGram, RouteProjection} {
 		got := fitRank(t, p, MethodData, LayerOptions{Bias: BiasKeep, Route: route}, r).Product()
 		if e := relDiff(got, ref); e > 1e-10 {
 			t.Errorf("route %s differs from qr by %.3g", route, e)
@@ -775,7 +775,7 @@ func TestClaim32Accounting(t *testing.T) {
 	x, xc, w := setup(32)
 	b := make([]float64, 50)
 	for _, c := range []struct {
-		bias   string
+		bias   BiasMode
 		extraB int
 	}{{BiasKeep, 50}, {BiasCenter, 50}, {BiasAugment, 0}} {
 		f := fitRank(t, Problem{W: w, Bias: b, X: x, Xc: xc}, MethodData, LayerOptions{Bias: c.bias}, 5)
@@ -842,7 +842,7 @@ func TestDeadInputRidgeNote(t *testing.T) {
 	for i := 0; i < m; i++ {
 		x.Set(i, 3, 0)
 	}
-	for _, route := range []string{RouteQR, RouteGram} {
+	for _, route := range []Route{RouteQR, RouteGram} {
 		f, err := FitLayer(Problem{W: w, X: x}, MethodData, LayerOptions{Route: route})
 		if err != nil {
 			t.Fatal(route, err)

@@ -3,7 +3,6 @@ package compress
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -29,16 +28,25 @@ const ConvPatchRows = 32768
 // CNNModule describes the data of one compressed layer of a CNN.
 type CNNModule struct {
 	// Module is the layer's index in the original CNN's Layers (its
-	// state-dict prefix), Kind "conv2d" or "linear".
-	Module int    `json:"module"`
-	Kind   string `json:"kind"`
-	Kernel []int  `json:"kernel,omitempty"`
+	// state-dict prefix), Kind ModuleConv2d or ModuleLinear.
+	Module int           `json:"module"`
+	Kind   CNNModuleKind `json:"kind"`
+	Kernel []int         `json:"kernel,omitempty"`
 	// Rows is the number of calibration rows the layer was fit on: sampled
 	// patches for a conv (at most ConvPatchRows of Patches), images for a
 	// Linear.
 	Rows    int `json:"rows"`
 	Patches int `json:"patches,omitempty"`
 }
+
+// CNNModuleKind is the kind of a compressed CNN module (CNNModule.Kind).
+type CNNModuleKind string
+
+// The kinds of compressed CNN modules.
+const (
+	ModuleConv2d CNNModuleKind = "conv2d"
+	ModuleLinear CNNModuleKind = "linear"
+)
 
 // CNNResult is what CompressCNN returns. Result holds the same evidence as
 // for an MLP, with one LayerReport per Conv2d or Linear (LayerReport.Layer
@@ -59,12 +67,13 @@ type cnnWeightLayer struct {
 	module int
 	conv   *nn.Conv2d // nil for a Linear
 	w      *mat.Dense // out × in(·KH·KW), PyTorch layout
+	wt     *mat.Dense // w transposed, the row convention
 	bias   []float64
 	act    nn.Activation
 	in     nn.FeatureShape
 	rows   []int // sampled patch rows (conv), nil = all rows
 	all    int   // all patch rows (conv)
-	xs, ys *mat.Dense
+	xs     *mat.Dense
 }
 
 // CompressCNN compresses every Conv2d and Linear layer of a sequential CNN
@@ -96,33 +105,50 @@ func CompressCNN(ctx context.Context, net *nn.CNN, x0 *mat.Dense, o Options) (*C
 		return nil, fmt.Errorf("compress: %w", err)
 	}
 	res := &CNNResult{}
-	res.Sequential = o.Sequential
 	if m, ok := mergeFactoredCNN(net); ok {
 		net = m
 		res.Warnings = append(res.Warnings, "the network holds factored layers; they were multiplied out before compression")
 	}
-	if x0 == nil {
-		return nil, fmt.Errorf("compress: no calibration data: %w", ErrInput)
-	}
-	n, d := x0.Dims()
-	if d != net.In() {
-		return nil, fmt.Errorf("compress: calibration data has %d columns but the network takes %d inputs (%v): %w", d, net.In(), net.Input, ErrInput)
-	}
-	if err := finite("calibration data", x0); err != nil {
+	if err := checkCalibration(x0, net.In(), fmt.Sprintf("the network takes %d inputs (%v)", net.In(), net.Input)); err != nil {
 		return nil, err
 	}
-	if o.Holdout != nil {
-		res.Warnings = append(res.Warnings, "held-out per-layer errors are not computed for a CNN; Options.Holdout was ignored")
+	src := &cnnSource{net: net}
+	if err := compressLayers(ctx, src, x0, o, &res.Result, start); err != nil {
+		return nil, err
 	}
-	if o.Distill.Epochs > 0 {
-		return nil, fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a CNN; compress without it: %w", ErrInput)
-	}
-	shapes, err := net.Shapes()
+	res.Model, res.Modules = src.out, src.modules
+	return res, nil
+}
+
+// cnnSource is a sequential CNN as a layerSource: its Conv2d and Linear
+// modules, a conv on its unfolded patches; the modules between them are
+// copied into the compressed network as they are.
+type cnnSource struct {
+	net    *nn.CNN
+	shapes []nn.FeatureShape // the input shape of every module
+	wls    []*cnnWeightLayer
+	// hc is the compressed stream, the output of the modules before
+	// net.Layers[cur]; same reports that it is still the original one.
+	hc      *mat.Dense
+	same    bool
+	cur     int
+	mods    []nn.CNNLayer
+	modules []CNNModule
+	out     *nn.CNN
+}
+
+func (s *cnnSource) kind() string { return "CNN" }
+
+func (s *cnnSource) original() nn.Network { return s.net }
+
+func (s *cnnSource) layers() ([]sourceLayer, error) {
+	shapes, err := s.net.Shapes()
 	if err != nil {
 		return nil, fmt.Errorf("compress: %w", err)
 	}
-	var layers []*cnnWeightLayer
-	for p, l := range net.Layers {
+	s.shapes = shapes
+	var out []sourceLayer
+	for p, l := range s.net.Layers {
 		wl := &cnnWeightLayer{module: p, in: shapes[p], act: nn.Identity}
 		switch l := l.(type) {
 		case *nn.Conv2d:
@@ -132,184 +158,113 @@ func CompressCNN(ctx context.Context, net *nn.CNN, x0 *mat.Dense, o Options) (*C
 		default:
 			continue
 		}
-		if p+1 < len(net.Layers) {
-			if _, ok := net.Layers[p+1].(*nn.ReLULayer); ok {
+		if p+1 < len(s.net.Layers) {
+			if _, ok := s.net.Layers[p+1].(*nn.ReLULayer); ok {
 				wl.act = nn.ReLU
 			}
 		}
-		layers = append(layers, wl)
+		wl.wt = mat.DenseCopyOf(wl.w.T())
+		s.wls = append(s.wls, wl)
+		out = append(out, sourceLayer{w: wl.wt, bias: wl.bias, act: wl.act, index: p, name: cnnLayerName(wl)})
 	}
-	L := len(layers)
-	if L == 0 {
+	if len(out) == 0 {
 		return nil, fmt.Errorf("compress: the CNN has no Conv2d or Linear layer to compress: %w", ErrInput)
 	}
-	mode, lo, err := o.prepare(&res.Result, L)
-	if err != nil {
-		return nil, err
-	}
-	if mode == "keep" && (o.Allocation == AllocSensitivity || o.Allocation == AllocASVD) {
-		return nil, fmt.Errorf("compress: the %s allocation measures an MLP's output and is not available for a CNN; use %s, %s or %s: %w",
-			o.Allocation, AllocGlobal, AllocUniform, AllocSVDLLM2, ErrInput)
-	}
-	res.DenseParams = net.NumParams()
-	res.DenseMultiplyAdds = net.MultiplyAdds()
-	res.CalibrationRows = n
+	return out, nil
+}
 
-	// The original stream: each weight layer's calibration inputs (sampled
-	// patches for a conv) and pre-activations, in one forward pass.
-	ws := make([]*mat.Dense, L)
-	xs := make([]*mat.Dense, L)
-	ys := make([]*mat.Dense, L)
-	costs := make([]layerCost, L)
+// stream runs the original network once: each weight layer's calibration
+// inputs (sampled patches for a conv) and pre-activations.
+func (s *cnnSource) stream(ctx context.Context, x0 *mat.Dense) (xs, ys []*mat.Dense, err error) {
+	n, _ := x0.Dims()
+	s.hc, s.same = x0, true
 	h, cur := x0, 0
-	for j, wl := range layers {
+	for _, wl := range s.wls {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		h = runModules(net.Layers[cur:wl.module], shapes[cur], h)
+		h = runModules(s.net.Layers[cur:wl.module], s.shapes[cur], h)
 		cur = wl.module
 		if wl.conv != nil {
-			out := shapes[wl.module+1]
+			out := s.shapes[wl.module+1]
 			wl.all = n * out.H * out.W
 			if wl.all > ConvPatchRows {
 				wl.rows = samplePatchRows(wl.all, ConvPatchRows, uint64(wl.module))
 			}
 		}
 		if wl.xs, err = layerRows(wl, h); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		ws[j] = mat.DenseCopyOf(wl.w.T())
-		wl.ys = preact(wl.xs, ws[j], wl.bias)
-		xs[j], ys[j] = wl.xs, wl.ys
-		out, k := wl.w.Dims()
-		costs[j] = newLayerCost(k, out, wl.bias != nil, o.Method, lo)
+		xs = append(xs, wl.xs)
+		ys = append(ys, preact(wl.xs, wl.wt, wl.bias))
 	}
-
-	var ranks []int
-	var pre []*Fit
-	if mode == "keep" {
-		budget := int(math.Floor(o.Keep * float64(res.DenseParams)))
-		res.Budget = budget
-		// The layers as an MLP's (not a chain: each one's data are its own
-		// rows), for the allocation code, which reads weights, biases and
-		// activations only.
-		sur := &nn.MLP{Layers: make([]nn.Layer, L)}
-		for j, wl := range layers {
-			sur.Layers[j] = nn.Layer{Weight: wl.w, Bias: wl.bias, Act: wl.act}
-		}
-		if ranks, pre, err = o.allocateLayers(ctx, sur, ws, xs, ys, costs, budget, lo); err != nil {
-			return nil, err
-		}
-	}
-
-	// The compressed stream, layer by layer.
-	var mods []nn.CNNLayer
-	hc, same := x0, true // same: hc is still the original stream
-	cur = 0
-	for j, wl := range layers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		lstart := time.Now()
-		between := net.Layers[cur:wl.module]
-		hc = runModules(between, shapes[cur], hc)
-		for _, l := range between {
-			mods = append(mods, cloneModule(l))
-		}
-		cur = wl.module + 1
-		xo := xs[j]
-		xc := xo
-		if !same {
-			if xc, err = layerRows(wl, hc); err != nil {
-				return nil, err
-			}
-		}
-		out, k := wl.w.Dims()
-		rep := LayerReport{Layer: wl.module, In: k, Out: out, DenseParams: costs[j].dense, MaxRank: min(k, out), Converged: true}
-		prob := Problem{W: ws[j], Bias: wl.bias, Act: wl.act, X: xo, y: ys[j]}
-		if o.Sequential && o.Method != MethodSVDLLM && !same {
-			prob.Xc = xc
-		}
-		r := 0
-		switch mode {
-		case "keep":
-			r = ranks[j]
-		case "ranks":
-			r = o.Ranks[j]
-		}
-		var pf *Fit
-		if pre != nil {
-			pf = pre[j]
-		}
-		step, err := o.fitStep(layerStep{index: j, prob: prob, cost: costs[j], mode: mode, rank: r, pre: pf}, lo, &rep, &res.Warnings)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cnnLayerName(wl), err)
-		}
-		var yc, ycLocal *mat.Dense
-		var repl []nn.CNNLayer
-		if step.dense {
-			w, b := mat.DenseCopyOf(wl.w), cloneVec(wl.bias)
-			if step.refit != nil {
-				w, b = step.refit.Weight, step.refit.Bias
-				same = false
-			}
-			if wl.conv != nil {
-				c := *wl.conv
-				c.Weight, c.Bias = w, b
-				repl = []nn.CNNLayer{&c}
-			} else {
-				repl = []nn.CNNLayer{&nn.Linear{Weight: w, Bias: b}}
-			}
-			yc, ycLocal = denseOutputs(nn.Layer{Weight: w, Bias: b}, xc, xo)
-		} else {
-			f := step.f
-			v, u := mat.DenseCopyOf(f.A.T()), mat.DenseCopyOf(f.B.T())
-			if wl.conv != nil {
-				pair := nn.FactorConv(wl.conv, v, u, cloneVec(f.InBias), cloneVec(f.Bias))
-				repl = []nn.CNNLayer{pair[0], pair[1]}
-			} else {
-				repl = []nn.CNNLayer{&nn.Linear{Weight: v, Bias: cloneVec(f.InBias)}, &nn.Linear{Weight: u, Bias: cloneVec(f.Bias)}}
-			}
-			yc, ycLocal = f.Apply(xc), f.Apply(xo)
-			same = false
-		}
-		yn := math.Max(mat.Norm(ys[j], 2), 1e-300)
-		rep.Error = diffNorm(ys[j], yc) / yn
-		rep.LocalError = diffNorm(ys[j], ycLocal) / yn
-		mods = append(mods, repl...)
-		if j+1 < L {
-			hc = runModules(repl, shapes[wl.module], hc)
-		}
-		rep.Seconds = time.Since(lstart).Seconds()
-		res.Params += rep.Params
-		res.Layers = append(res.Layers, rep)
-		m := CNNModule{Module: wl.module, Kind: "linear", Rows: xo.RawMatrix().Rows}
-		if wl.conv != nil {
-			m.Kind, m.Kernel, m.Patches = "conv2d", wl.conv.Kernel[:], wl.all
-		}
-		res.Modules = append(res.Modules, m)
-		if o.Progress != nil {
-			o.Progress("compress", j+1, L)
-		}
-	}
-	for _, l := range net.Layers[cur:] {
-		mods = append(mods, cloneModule(l))
-	}
-	res.Model = &nn.CNN{Input: net.Input, Layers: mods}
-	if err := res.Model.Validate(); err != nil {
-		return nil, fmt.Errorf("compress: internal error: the compressed CNN is invalid: %v", err)
-	}
-	if p := res.Model.NumParams(); p != res.Params {
-		return nil, fmt.Errorf("compress: internal error: the compressed CNN has %d parameters, the layers report %d", p, res.Params)
-	}
-	res.MultiplyAdds = res.Model.MultiplyAdds()
-	res.Kept = float64(res.Params) / float64(res.DenseParams)
-	if res.Budget > 0 && res.Params > res.Budget {
-		return nil, fmt.Errorf("compress: internal error: %d parameters exceed the budget of %d", res.Params, res.Budget)
-	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	return xs, ys, nil
 }
+
+// input runs the compressed stream through the modules before layer j
+// (copying them into the compressed network) and unfolds it once it
+// differs from the original.
+func (s *cnnSource) input(j int, _ bool) (*mat.Dense, error) {
+	wl := s.wls[j]
+	between := s.net.Layers[s.cur:wl.module]
+	s.hc = runModules(between, s.shapes[s.cur], s.hc)
+	for _, l := range between {
+		s.mods = append(s.mods, cloneModule(l))
+	}
+	s.cur = wl.module + 1
+	if s.same {
+		return nil, nil
+	}
+	return layerRows(wl, s.hc)
+}
+
+// write replaces the module by the dense (possibly refit) layer or the
+// factored pair, and after the last one copies the modules that follow.
+func (s *cnnSource) write(j int, step layerOutcome, _ *mat.Dense, _ *LayerReport) error {
+	wl := s.wls[j]
+	var repl []nn.CNNLayer
+	if step.dense {
+		w, b := mat.DenseCopyOf(wl.w), cloneVec(wl.bias)
+		if step.refit != nil {
+			w, b = step.refit.Weight, step.refit.Bias
+			s.same = false
+		}
+		if wl.conv != nil {
+			c := *wl.conv
+			c.Weight, c.Bias = w, b
+			repl = []nn.CNNLayer{&c}
+		} else {
+			repl = []nn.CNNLayer{&nn.Linear{Weight: w, Bias: b}}
+		}
+	} else {
+		f := step.f
+		v, u := mat.DenseCopyOf(f.A.T()), mat.DenseCopyOf(f.B.T())
+		if wl.conv != nil {
+			pair := nn.FactorConv(wl.conv, v, u, cloneVec(f.InBias), cloneVec(f.Bias))
+			repl = []nn.CNNLayer{pair[0], pair[1]}
+		} else {
+			repl = []nn.CNNLayer{&nn.Linear{Weight: v, Bias: cloneVec(f.InBias)}, &nn.Linear{Weight: u, Bias: cloneVec(f.Bias)}}
+		}
+		s.same = false
+	}
+	s.mods = append(s.mods, repl...)
+	m := CNNModule{Module: wl.module, Kind: ModuleLinear, Rows: wl.xs.RawMatrix().Rows}
+	if wl.conv != nil {
+		m.Kind, m.Kernel, m.Patches = ModuleConv2d, wl.conv.Kernel[:], wl.all
+	}
+	s.modules = append(s.modules, m)
+	if j+1 < len(s.wls) {
+		s.hc = runModules(repl, s.shapes[wl.module], s.hc)
+		return nil
+	}
+	for _, l := range s.net.Layers[s.cur:] {
+		s.mods = append(s.mods, cloneModule(l))
+	}
+	s.out = &nn.CNN{Input: s.net.Input, Layers: s.mods}
+	return nil
+}
+
+func (s *cnnSource) model() nn.Network { return s.out }
 
 // cnnLayerName is "module 3 (Conv2d)" for errors.
 func cnnLayerName(wl *cnnWeightLayer) string {

@@ -4,51 +4,350 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/nn"
 )
 
-// The pieces of the layer-by-layer driver (Alg 3) that CompressMLP and
-// CompressCNN share: the options' rank-selection mode, a layer's parameter
-// accounting, and one layer's fit at the rank the mode gives. A CNN's conv
-// layer enters them as the matrix layer it is on its unfolded patches.
+// The layer-by-layer driver (Alg 3), shared by every kind of network.
+//
+// A network enters the driver as a layerSource: the list of its weight
+// layers, each a matrix layer Y = X·W + b in the row convention (a conv is
+// its Out × In·KH·KW matrix on unfolded patches, a graph's MatMul its
+// weight on the rows of the activations that reach it); the original
+// network's calibration inputs and pre-activations of every layer; the
+// compressed network's inputs of the next layer; and a write-back that
+// puts a layer's fit into the compressed network. compressLayers does the
+// rest once for all of them: the rank-selection mode and the options'
+// defaults (prepare), the parameter accounting, the allocation of a global
+// budget, each layer's fit at its rank (fitStep), its errors, the report,
+// distillation and the final checks.
+//
+// A new kind of network needs one adapter file. Copy cnn.go: a type that
+// implements layerSource (cnnSource) and a CompressX that checks the
+// network and the calibration data (checkCalibration) and calls
+// compressLayers. mlp.go is the adapter that also implements wholeNetwork
+// (measured allocations, held-out errors, distillation); graph.go the one
+// whose write-back rewrites a graph.
+
+// layerSource is a network that compressLayers compresses, one weight
+// layer at a time. compressLayers calls layers, then stream, then input
+// and write once per layer in order, then model.
+type layerSource interface {
+	// kind names the network in messages: "CNN", "graph".
+	kind() string
+	// original is the network being compressed.
+	original() nn.Network
+	// layers lists the weight layers to compress, in the order the data
+	// reach them; an error wraps ErrInput when there is none.
+	layers() ([]sourceLayer, error)
+	// stream returns every layer's calibration inputs (rows) and
+	// pre-activations in the original network fed x0.
+	stream(ctx context.Context, x0 *mat.Dense) (xs, ys []*mat.Dense, err error)
+	// input returns layer j's calibration inputs in the compressed network
+	// built so far, or nil where they are the original ones; fit reports
+	// whether the fit uses them (Options.Sequential), and a source may
+	// return nil without computing them when it does not.
+	input(j int, fit bool) (*mat.Dense, error)
+	// write puts the fit of layer j into the compressed network; yc is the
+	// fitted layer's pre-activations on the inputs input returned (the
+	// original ones when nil).
+	write(j int, out layerOutcome, yc *mat.Dense, rep *LayerReport) error
+	// model is the compressed network, after the last write.
+	model() nn.Network
+}
+
+// wholeNetwork is implemented by a source whose whole network compressLayers
+// can run on any inputs (an MLP): it takes the measured allocations that
+// probe the network's output (AllocSensitivity, AllocASVD), held-out
+// errors (Options.Holdout, computed by its write) and distillation.
+type wholeNetwork interface {
+	// probe measures the output error with one layer compressed; refit as
+	// newProbe's.
+	probe(costs []layerCost, fits []*Fit, refit bool) *probe
+	// distill fits the compressed network end to end to the original's
+	// outputs (Options.Distill).
+	distill(ctx context.Context, o DistillOptions, progress func(string, int, int)) (*DistillReport, error)
+}
+
+// sourceLayer is one weight layer of a layerSource.
+type sourceLayer struct {
+	// w (in × out) and bias give the pre-activations X·w + b, act follows.
+	w    *mat.Dense
+	bias []float64
+	act  nn.Activation
+	// index is the layer's place in the original network
+	// (LayerReport.Layer); name, if not empty, prefixes its errors.
+	index int
+	name  string
+}
+
+// checkCalibration checks the calibration inputs x0 of a network with in
+// inputs; takes describes them for the message ("the network takes 784
+// inputs").
+func checkCalibration(x0 *mat.Dense, in int, takes string) error {
+	if x0 == nil {
+		return fmt.Errorf("compress: no calibration data: %w", ErrInput)
+	}
+	if _, d := x0.Dims(); d != in {
+		return fmt.Errorf("compress: calibration data has %d columns but %s: %w", d, takes, ErrInput)
+	}
+	return finite("calibration data", x0)
+}
+
+// compressLayers compresses every layer of src from calibration inputs x0
+// (checked) into res, which may already hold warnings; start is when the
+// compression began (Result.Elapsed).
+func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Options, res *Result, start time.Time) error {
+	res.Sequential = o.Sequential
+	whole, _ := src.(wholeNetwork)
+	if whole == nil {
+		if o.Holdout != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("held-out per-layer errors are not computed for a %s; Options.Holdout was ignored", src.kind()))
+		}
+		if o.Distill.Epochs > 0 {
+			return fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a %s; compress without it: %w", src.kind(), ErrInput)
+		}
+	}
+	layers, err := src.layers()
+	if err != nil {
+		return err
+	}
+	L := len(layers)
+	mode, lo, err := o.prepare(res, L)
+	if err != nil {
+		return err
+	}
+	if mode == modeKeep && o.Allocation.probes() && whole == nil {
+		return fmt.Errorf("compress: the %s allocation measures an MLP's output and is not available for a %s; use %s, %s or %s: %w",
+			o.Allocation, src.kind(), AllocGlobal, AllocUniform, AllocSVDLLM2, ErrInput)
+	}
+	res.DenseParams = src.original().NumParams()
+	res.DenseMultiplyAdds = src.original().MultiplyAdds()
+	res.CalibrationRows, _ = x0.Dims()
+
+	probs, err := originalProblems(ctx, src, layers, x0)
+	if err != nil {
+		return err
+	}
+	// other counts the parameters outside the weight layers, kept as they
+	// are.
+	costs := make([]layerCost, L)
+	other := res.DenseParams
+	for j, p := range probs {
+		d, d2 := p.W.Dims()
+		costs[j] = newLayerCost(d, d2, p.Bias != nil, o.Method, lo)
+		other -= costs[j].dense
+	}
+	var ranks []int
+	var pre []*Fit // fits on the original activations, reusable where X̌ = X
+	if mode == modeKeep {
+		res.Budget = int(math.Floor(o.Keep * float64(res.DenseParams)))
+		if ranks, pre, res.Profiles, err = o.allocateRanks(ctx, whole, probs, costs, res.Budget-other, lo); err != nil {
+			return err
+		}
+	}
+
+	res.Params = other
+	for j, l := range layers {
+		step := layerStep{index: j, prob: probs[j], cost: costs[j], mode: mode}
+		switch mode {
+		case modeKeep:
+			step.rank = ranks[j]
+		case modeRanks:
+			step.rank = o.Ranks[j]
+		}
+		if pre != nil {
+			step.pre = pre[j]
+		}
+		if err := o.compressLayer(ctx, src, l, step, lo, res); err != nil {
+			return err
+		}
+		if o.Progress != nil {
+			o.Progress("compress", j+1, L)
+		}
+	}
+	if o.Distill.Epochs > 0 {
+		if res.Distill, err = whole.distill(ctx, o.Distill, o.Progress); err != nil {
+			return err
+		}
+	}
+	return finish(res, src, start)
+}
+
+// originalProblems returns each layer's problem on the original network's
+// stream (X̌ = X).
+func originalProblems(ctx context.Context, src layerSource, layers []sourceLayer, x0 *mat.Dense) ([]Problem, error) {
+	xs, ys, err := src.stream(ctx, x0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	probs := make([]Problem, len(layers))
+	for j, l := range layers {
+		probs[j] = Problem{W: l.w, Bias: l.bias, Act: l.act, X: xs[j], y: ys[j]}
+	}
+	return probs, nil
+}
+
+// allocateRanks splits budget over the layers for modeKeep: by
+// measured fits for the measured allocations (returned as pre, to reuse,
+// unless the method's fits depend on the rank; a probe of whole, which
+// reports its profiles, for AllocSensitivity and AllocASVD), else from the
+// spectra.
+func (o *Options) allocateRanks(ctx context.Context, whole wholeNetwork, probs []Problem, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, profiles []RankProfile, err error) {
+	if !o.Allocation.measured() {
+		spectra, err := allocationSpectra(ctx, probs, o.Method, lo)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
+		return ranks, nil, nil, err
+	}
+	fits, err := originalFits(ctx, probs, costs, o.Method, lo)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if o.Allocation == AllocSVDLLM2 {
+		ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation)
+	} else {
+		// Sequential data-driven compression refits the later layers on
+		// the compressed stream; the measurement does too.
+		p := whole.probe(costs, fits, o.Sequential && o.Method == MethodData)
+		ranks, err = measuredAllocation(ctx, p, budget, o.Allocation)
+		profiles = p.profiles()
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if o.Method != MethodConvex && o.Method != MethodReLU {
+		pre = fits
+	}
+	return ranks, pre, profiles, nil
+}
+
+// compressLayer fits layer l (step: its problem on the original stream),
+// measures its errors and writes it back, adding its report to res.
+func (o *Options) compressLayer(ctx context.Context, src layerSource, l sourceLayer, step layerStep, lo LayerOptions, res *Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	j, xo, yo := step.index, step.prob.X, step.prob.y
+	fitXc := o.Sequential && o.Method != MethodSVDLLM
+	xc, err := src.input(j, fitXc)
+	if err != nil {
+		return err
+	}
+	switch {
+	case xc == nil:
+		xc = xo
+	case fitXc:
+		step.prob.Xc = xc
+	}
+	d, d2 := l.w.Dims()
+	rep := LayerReport{Layer: l.index, In: d, Out: d2, DenseParams: step.cost.dense, MaxRank: min(d, d2), Converged: true}
+	out, err := o.fitStep(step, lo, &rep, &res.Warnings)
+	if err != nil {
+		if l.name != "" {
+			return fmt.Errorf("%s: %w", l.name, err)
+		}
+		return err
+	}
+	var yc, ycLocal *mat.Dense
+	if out.dense {
+		w, b := l.w, l.bias
+		if out.refit != nil {
+			w, b = mat.DenseCopyOf(out.refit.Weight.T()), out.refit.Bias
+		}
+		yc, ycLocal = preact(xc, w, b), preact(xo, w, b)
+	} else {
+		yc, ycLocal = out.f.Apply(xc), out.f.Apply(xo)
+	}
+	yn := math.Max(mat.Norm(yo, 2), 1e-300)
+	rep.Error = diffNorm(yo, yc) / yn
+	rep.LocalError = diffNorm(yo, ycLocal) / yn
+	if err := src.write(j, out, yc, &rep); err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	res.Params += rep.Params
+	res.Layers = append(res.Layers, rep)
+	return nil
+}
+
+// finish checks the compressed network against the layers' reports and
+// fills the totals of res.
+func finish(res *Result, src layerSource, start time.Time) error {
+	m := src.model()
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("compress: internal error: the compressed %s is invalid: %v", src.kind(), err)
+	}
+	if p := m.NumParams(); p != res.Params {
+		return fmt.Errorf("compress: internal error: the compressed %s has %d parameters, the layers report %d", src.kind(), p, res.Params)
+	}
+	res.MultiplyAdds = m.MultiplyAdds()
+	res.Kept = float64(res.Params) / float64(res.DenseParams)
+	if res.Budget > 0 && res.Params > res.Budget {
+		// allocate guarantees this; a violation is a bug, not bad input.
+		return fmt.Errorf("compress: internal error: %d parameters exceed the budget of %d", res.Params, res.Budget)
+	}
+	res.Elapsed = time.Since(start)
+	return nil
+}
+
+// rankMode is how each layer's rank is chosen: by exactly one of
+// Options.Keep, Ranks, Energy and TargetError (prepare).
+type rankMode int
+
+const (
+	// modeKeep splits the global budget Options.Keep by Options.Allocation.
+	modeKeep rankMode = iota
+	// modeRanks takes the ranks of Options.Ranks.
+	modeRanks
+	// modeEnergy keeps a fraction Options.Energy of each layer's spectrum.
+	modeEnergy
+	// modeTarget reaches the relative layer error Options.TargetError.
+	modeTarget
+)
 
 // prepare completes and checks the options for a network of L weight
-// layers: the method's default, the rank-selection mode ("keep", "ranks",
-// "energy" or "target") and the per-layer solver options. It fills
-// res.Selection, res.Method and res.Warnings.
-func (o *Options) prepare(res *Result, L int) (string, LayerOptions, error) {
+// layers: the method's default, the rank-selection mode and the per-layer
+// solver options. It fills res.Selection, res.Method and res.Warnings.
+func (o *Options) prepare(res *Result, L int) (rankMode, LayerOptions, error) {
 	if o.Method == "" {
 		o.Method = MethodData
 	}
 	if err := o.Validate(); err != nil {
-		return "", LayerOptions{}, fmt.Errorf("compress: %w", err)
+		return 0, LayerOptions{}, fmt.Errorf("compress: %w", err)
 	}
-	mode := "keep"
+	mode := modeKeep
 	switch {
 	case o.Ranks != nil:
-		mode = "ranks"
+		mode = modeRanks
 		if len(o.Ranks) != L {
-			return "", LayerOptions{}, fmt.Errorf("compress: %d ranks given for a network of %d layers: %w", len(o.Ranks), L, ErrInput)
+			return 0, LayerOptions{}, fmt.Errorf("compress: %d ranks given for a network of %d layers: %w", len(o.Ranks), L, ErrInput)
 		}
 		for i, r := range o.Ranks {
 			if r < 0 {
-				return "", LayerOptions{}, fmt.Errorf("compress: rank of layer %d is %d; ranks must be ≥ 0 (0 keeps the layer dense): %w", i, r, ErrInput)
+				return 0, LayerOptions{}, fmt.Errorf("compress: rank of layer %d is %d; ranks must be ≥ 0 (0 keeps the layer dense): %w", i, r, ErrInput)
 			}
 		}
 		res.Selection = fmt.Sprintf("fixed ranks %v", o.Ranks)
 	case o.Energy != 0:
-		mode = "energy"
+		mode = modeEnergy
 		if !(o.Energy > 0 && o.Energy <= 1) {
-			return "", LayerOptions{}, fmt.Errorf("compress: energy must lie in (0, 1], got %g: %w", o.Energy, ErrInput)
+			return 0, LayerOptions{}, fmt.Errorf("compress: energy must lie in (0, 1], got %g: %w", o.Energy, ErrInput)
 		}
 		res.Selection = fmt.Sprintf("energy %g per layer", o.Energy)
 	case o.TargetError != 0:
-		mode = "target"
+		mode = modeTarget
 		if !(o.TargetError > 0) || math.IsInf(o.TargetError, 0) {
-			return "", LayerOptions{}, fmt.Errorf("compress: target error must be positive, got %g: %w", o.TargetError, ErrInput)
+			return 0, LayerOptions{}, fmt.Errorf("compress: target error must be positive, got %g: %w", o.TargetError, ErrInput)
 		}
 		res.Selection = fmt.Sprintf("relative layer error ≤ %g", o.TargetError)
 	default:
@@ -56,7 +355,7 @@ func (o *Options) prepare(res *Result, L int) (string, LayerOptions, error) {
 			o.Keep = 0.5
 		}
 		if !(o.Keep > 0 && o.Keep <= 1) {
-			return "", LayerOptions{}, fmt.Errorf("compress: the fraction of parameters kept must lie in (0, 1], got %g: %w", o.Keep, ErrInput)
+			return 0, LayerOptions{}, fmt.Errorf("compress: the fraction of parameters kept must lie in (0, 1], got %g: %w", o.Keep, ErrInput)
 		}
 		if o.Allocation == "" {
 			o.Allocation = AllocGlobal
@@ -99,8 +398,9 @@ type layerStep struct {
 	prob  Problem
 	cost  layerCost
 	// mode is the rank-selection mode of prepare; rank the layer's rank
-	// for "keep" (the allocation's) and "ranks" (the caller's), 0 = dense.
-	mode string
+	// for modeKeep (the allocation's) and modeRanks (the caller's), 0 =
+	// dense.
+	mode rankMode
 	rank int
 	// pre is a fit on the original activations to reuse when X̌ = X, or
 	// nil.
@@ -128,9 +428,9 @@ func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnin
 	r := s.rank
 	keepDense := false
 	switch s.mode {
-	case "keep":
+	case modeKeep:
 		keepDense = r == 0
-	case "ranks":
+	case modeRanks:
 		keepDense = r == 0
 		if r > 0 && !cost.worthFactoring(min(r, cost.maxRank)) {
 			keepDense = true
@@ -153,9 +453,9 @@ func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnin
 			}
 		}
 		switch s.mode {
-		case "energy":
+		case modeEnergy:
 			r = rankForEnergy(fit.S, o.Energy)
-		case "target":
+		case modeTarget:
 			curve := fit.errorCurve(prob)
 			r = len(curve)
 			for k, e := range curve {
@@ -166,7 +466,7 @@ func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnin
 			}
 		}
 		r = min(r, fit.MaxRank())
-		if (s.mode == "energy" || s.mode == "target") && !cost.worthFactoring(r) {
+		if (s.mode == modeEnergy || s.mode == modeTarget) && !cost.worthFactoring(r) {
 			keepDense = true
 		}
 		rep.Whitening = fit.Whitening
@@ -208,38 +508,4 @@ func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnin
 	rep.Params = out.f.Params()
 	rep.Energy = energyAt(fit.S, rep.Rank)
 	return out, nil
-}
-
-// denseOutputs returns the pre-activations of the dense layer lay (weight
-// out × in) on the compressed and on the original inputs.
-func denseOutputs(lay nn.Layer, xc, xo *mat.Dense) (yc, ycLocal *mat.Dense) {
-	wt := mat.DenseCopyOf(lay.Weight.T())
-	return preact(xc, wt, lay.Bias), preact(xo, wt, lay.Bias)
-}
-
-// allocateLayers splits budget over the weight layers of a CNN or a graph
-// (sur: the layers as an MLP's, weights out × in; ws, xs, ys: their row-
-// convention weights, calibration inputs and pre-activations) for the
-// "keep" mode: by measured fits for AllocSVDLLM2 (returned as pre, to
-// reuse, unless the method refits them), else from the spectra.
-func (o *Options) allocateLayers(ctx context.Context, sur *nn.MLP, ws, xs, ys []*mat.Dense, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, err error) {
-	if o.Allocation == AllocSVDLLM2 {
-		fits, err := originalFits(ctx, sur, ws, xs, ys, costs, o.Method, lo)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation); err != nil {
-			return nil, nil, err
-		}
-		if o.Method != MethodConvex && o.Method != MethodReLU {
-			pre = fits
-		}
-		return ranks, pre, nil
-	}
-	spectra, err := allocationSpectra(ctx, sur, ws, xs, ys, o.Method, lo)
-	if err != nil {
-		return nil, nil, err
-	}
-	ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
-	return ranks, nil, err
 }

@@ -3,7 +3,6 @@ package compress
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -84,163 +83,110 @@ func CompressGraph(ctx context.Context, g *nn.Graph, x0 *mat.Dense, o Options) (
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("compress: %w", err)
 	}
-	if x0 == nil {
-		return nil, fmt.Errorf("compress: no calibration data: %w", ErrInput)
-	}
-	n, d := x0.Dims()
-	if d != g.In() {
-		return nil, fmt.Errorf("compress: calibration data has %d columns but the graph takes %d inputs (samples of shape %v): %w", d, g.In(), g.InputShape, ErrInput)
-	}
-	if err := finite("calibration data", x0); err != nil {
+	if err := checkCalibration(x0, g.In(), fmt.Sprintf("the graph takes %d inputs (samples of shape %v)", g.In(), g.InputShape)); err != nil {
 		return nil, err
 	}
 	res := &GraphResult{}
-	res.Sequential = o.Sequential
-	if o.Holdout != nil {
-		res.Warnings = append(res.Warnings, "held-out per-layer errors are not computed for a graph; Options.Holdout was ignored")
-	}
-	if o.Distill.Epochs > 0 {
-		return nil, fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a graph; compress without it: %w", ErrInput)
-	}
-	layers := graphLayers(g)
-	L := len(layers)
-	if L == 0 {
-		return nil, fmt.Errorf("compress: the graph has no MatMul or Gemm by a constant weight to compress: %w", ErrInput)
-	}
-	mode, lo, err := o.prepare(&res.Result, L)
-	if err != nil {
+	src := &graphSource{g: g}
+	if err := compressLayers(ctx, src, x0, o, &res.Result, start); err != nil {
 		return nil, err
 	}
-	if mode == "keep" && (o.Allocation == AllocSensitivity || o.Allocation == AllocASVD) {
-		return nil, fmt.Errorf("compress: the %s allocation measures an MLP's output and is not available for a graph; use %s, %s or %s: %w",
-			o.Allocation, AllocGlobal, AllocUniform, AllocSVDLLM2, ErrInput)
-	}
-	res.DenseParams = g.NumParams()
-	res.DenseMultiplyAdds = g.MultiplyAdds()
-	res.CalibrationRows = n
+	res.Model, res.Modules = src.out, src.modules
+	return res, nil
+}
 
-	nodes := make([]int, L)
-	for j, l := range layers {
+// graphSource is a Graph as a layerSource: its MatMul and Gemm nodes by a
+// constant weight (graphLayers). The compressed graph's inputs of a layer
+// are computed (by running the graph rewritten so far) only when the fit
+// uses them, so without Sequential a layer's errors are on the original
+// inputs.
+type graphSource struct {
+	g  *nn.Graph
+	ls []*graphLayer
+	x0 *mat.Dense
+	xs []*mat.Dense
+	// same reports that the rewritten graph still computes the original
+	// inputs.
+	same    bool
+	modules []GraphModule
+	out     *nn.Graph
+}
+
+func (s *graphSource) kind() string { return "graph" }
+
+func (s *graphSource) original() nn.Network { return s.g }
+
+func (s *graphSource) layers() ([]sourceLayer, error) {
+	s.ls = graphLayers(s.g)
+	if len(s.ls) == 0 {
+		return nil, fmt.Errorf("compress: the graph has no MatMul or Gemm by a constant weight to compress: %w", ErrInput)
+	}
+	out := make([]sourceLayer, len(s.ls))
+	for j, l := range s.ls {
+		out[j] = sourceLayer{w: l.w, bias: l.bias, act: l.act, index: l.node, name: fmt.Sprintf("node %q", l.name)}
+	}
+	return out, nil
+}
+
+// stream runs the graph once, keeping the rows that reach every weight (a
+// seeded sample of GraphRows of them when there are more).
+func (s *graphSource) stream(_ context.Context, x0 *mat.Dense) (xs, ys []*mat.Dense, err error) {
+	s.x0, s.same = x0, true
+	nodes := make([]int, len(s.ls))
+	for j, l := range s.ls {
 		nodes[j] = l.node
 	}
 	pick := func(j, total int) []int {
-		layers[j].total = total
+		s.ls[j].total = total
 		if total > GraphRows {
-			layers[j].rows = samplePatchRows(total, GraphRows, uint64(layers[j].node))
+			s.ls[j].rows = samplePatchRows(total, GraphRows, uint64(s.ls[j].node))
 		}
-		return layers[j].rows
+		return s.ls[j].rows
 	}
-	xs, err := g.InputRows(x0, nodes, pick)
+	if s.xs, err = s.g.InputRows(x0, nodes, pick); err != nil {
+		return nil, nil, fmt.Errorf("compress: %w", err)
+	}
+	ys = make([]*mat.Dense, len(s.ls))
+	for j, l := range s.ls {
+		ys[j] = preact(s.xs[j], l.w, l.bias)
+	}
+	return s.xs, ys, nil
+}
+
+func (s *graphSource) input(j int, fit bool) (*mat.Dense, error) {
+	if !fit || s.same {
+		return nil, nil
+	}
+	l := s.ls[j]
+	cur, index := buildGraph(s.g, s.ls)
+	one, err := cur.InputRows(s.x0, []int{index[l.node]}, func(int, int) []int { return l.rows })
 	if err != nil {
 		return nil, fmt.Errorf("compress: %w", err)
 	}
-	ys := make([]*mat.Dense, L)
-	costs := make([]layerCost, L)
-	other := res.DenseParams
-	for j, l := range layers {
-		ys[j] = preact(xs[j], l.w, l.bias)
-		k, m := l.w.Dims()
-		costs[j] = newLayerCost(k, m, l.bias != nil, o.Method, lo)
-		other -= costs[j].dense
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	var ranks []int
-	var pre []*Fit
-	if mode == "keep" {
-		res.Budget = int(math.Floor(o.Keep * float64(res.DenseParams)))
-		budget := res.Budget - other
-		sur := &nn.MLP{Layers: make([]nn.Layer, L)}
-		ws := make([]*mat.Dense, L)
-		for j, l := range layers {
-			ws[j] = l.w
-			sur.Layers[j] = nn.Layer{Weight: mat.DenseCopyOf(l.w.T()), Bias: l.bias, Act: l.act}
-		}
-		if ranks, pre, err = o.allocateLayers(ctx, sur, ws, xs, ys, costs, budget, lo); err != nil {
-			return nil, err
-		}
-	}
-
-	same := true // the compressed graph still computes the original inputs
-	res.Params = other
-	for j, l := range layers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		lstart := time.Now()
-		xo, xc := xs[j], xs[j]
-		if o.Sequential && o.Method != MethodSVDLLM && !same {
-			cur, index := buildGraph(g, layers)
-			one, err := cur.InputRows(x0, []int{index[l.node]}, func(int, int) []int { return l.rows })
-			if err != nil {
-				return nil, fmt.Errorf("compress: %w", err)
-			}
-			xc = one[0]
-		}
-		k, m := l.w.Dims()
-		rep := LayerReport{Layer: l.node, In: k, Out: m, DenseParams: costs[j].dense, MaxRank: min(k, m), Converged: true}
-		prob := Problem{W: l.w, Bias: l.bias, Act: l.act, X: xo, y: ys[j]}
-		if xc != xo {
-			prob.Xc = xc
-		}
-		r := 0
-		switch mode {
-		case "keep":
-			r = ranks[j]
-		case "ranks":
-			r = o.Ranks[j]
-		}
-		var pf *Fit
-		if pre != nil {
-			pf = pre[j]
-		}
-		step, err := o.fitStep(layerStep{index: j, prob: prob, cost: costs[j], mode: mode, rank: r, pre: pf}, lo, &rep, &res.Warnings)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", l.name, err)
-		}
-		var yc, ycLocal *mat.Dense
-		switch {
-		case step.dense && step.refit == nil:
-			yc, ycLocal = preact(xc, l.w, l.bias), ys[j]
-		case step.dense:
-			w := mat.DenseCopyOf(step.refit.Weight.T())
-			l.setDense(w, step.refit.Bias)
-			yc, ycLocal = preact(xc, w, step.refit.Bias), preact(xo, w, step.refit.Bias)
-			same = false
-		default:
-			l.setFactored(step.f)
-			yc, ycLocal = step.f.Apply(xc), step.f.Apply(xo)
-			same = false
-		}
-		yn := math.Max(mat.Norm(ys[j], 2), 1e-300)
-		rep.Error = diffNorm(ys[j], yc) / yn
-		rep.LocalError = diffNorm(ys[j], ycLocal) / yn
-		rep.Seconds = time.Since(lstart).Seconds()
-		res.Params += rep.Params
-		res.Layers = append(res.Layers, rep)
-		rows, _ := xo.Dims()
-		res.Modules = append(res.Modules, GraphModule{Node: l.name, Weight: l.wName, Bias: l.bName, Rows: rows, Total: l.total})
-		if o.Progress != nil {
-			o.Progress("compress", j+1, L)
-		}
-	}
-	res.Model, _ = buildGraph(g, layers)
-	if err := res.Model.Validate(); err != nil {
-		return nil, fmt.Errorf("compress: internal error: the compressed graph is invalid: %v", err)
-	}
-	if p := res.Model.NumParams(); p != res.Params {
-		return nil, fmt.Errorf("compress: internal error: the compressed graph has %d parameters, the layers report %d", p, res.Params)
-	}
-	res.MultiplyAdds = res.Model.MultiplyAdds()
-	res.Kept = float64(res.Params) / float64(res.DenseParams)
-	if res.Budget > 0 && res.Params > res.Budget {
-		return nil, fmt.Errorf("compress: internal error: %d parameters exceed the budget of %d", res.Params, res.Budget)
-	}
-	res.Elapsed = time.Since(start)
-	return res, nil
+	return one[0], nil
 }
+
+// write rewrites the layer's nodes unless it stays dense as it is, and
+// builds the compressed graph after the last one.
+func (s *graphSource) write(j int, step layerOutcome, _ *mat.Dense, _ *LayerReport) error {
+	l := s.ls[j]
+	switch {
+	case step.dense && step.refit != nil:
+		l.setDense(mat.DenseCopyOf(step.refit.Weight.T()), step.refit.Bias)
+		s.same = false
+	case !step.dense:
+		l.setFactored(step.f)
+		s.same = false
+	}
+	rows, _ := s.xs[j].Dims()
+	s.modules = append(s.modules, GraphModule{Node: l.name, Weight: l.wName, Bias: l.bName, Rows: rows, Total: l.total})
+	if j+1 == len(s.ls) {
+		s.out, _ = buildGraph(s.g, s.ls)
+	}
+	return nil
+}
+
+func (s *graphSource) model() nn.Network { return s.out }
 
 // graphLayers finds the weights to compress: MatMul nodes by a constant
 // 2-D weight used nowhere else, and Gemm nodes with transA 0, a constant

@@ -65,18 +65,22 @@ const (
 // Methods lists the method names, in the order the docs present them.
 var Methods = []Method{MethodSVD, MethodASVD, MethodSVDLLM, MethodOutputPCA, MethodInputPCA, MethodData, MethodConvex, MethodReLU}
 
+// BiasMode is how the data-driven methods treat a layer's bias
+// (LayerOptions.Bias).
+type BiasMode string
+
 // Bias modes of the data-driven methods (spec §1.1 and Alg 2c).
 const (
 	// BiasCenter (default) re-fits a dense bias: min over rank-r Z and b of
 	// ‖Ỹ − X̌Z − 1bᵀ‖, solved on centred data (Alg 2c). Its residual is
 	// never worse than BiasAugment's at the same r (claim 18).
-	BiasCenter = "center"
+	BiasCenter BiasMode = "center"
 	// BiasAugment puts the bias inside the rank: the paper's bias trick,
 	// [X̌ 1]·[W; bᵀ] approximated at rank r (the first factor gets a bias).
-	BiasAugment = "augment"
+	BiasAugment BiasMode = "augment"
 	// BiasKeep keeps the original bias and fits only the weights:
 	// min ‖XW − X̌Z‖ (the paper's bias-free statement, as SVD-LLM does).
-	BiasKeep = "keep"
+	BiasKeep BiasMode = "keep"
 )
 
 // Problem is one layer's compression problem in the paper's row convention
@@ -102,10 +106,10 @@ type LayerOptions struct {
 	// Bias is BiasCenter (default), BiasAugment or BiasKeep; used by
 	// MethodData, MethodConvex and MethodReLU (the baselines keep the bias,
 	// MethodOutputPCA corrects it with the mean).
-	Bias string
+	Bias BiasMode
 	// Route is the Alg 2 route: RouteAuto (default), RouteQR, RouteGram or
 	// RouteProjection.
-	Route string
+	Route Route
 	// Ridge is the relative ridge δ ≥ 0: λ = δ·mean(diag X̌ᵀX̌) is added to
 	// the Gram matrix (ridge regression). 0 (default) adds none unless the
 	// whitening matrix is numerically singular; the ridge used is reported.
@@ -148,7 +152,7 @@ type Fit struct {
 
 	d, d2    int
 	a0, v    *mat.Dense // p×k and d2×k, p = d (+1 when augmented)
-	mode     string
+	mode     BiasMode
 	keepBias []float64
 	xbar     []float64 // mean of X̌ (BiasCenter)
 	ybar     []float64 // mean of the target (BiasCenter, output PCA)
@@ -424,7 +428,7 @@ func fitSVD(p Problem) (*Fit, error) {
 // in the chosen bias mode, and, when X̌ = X, the matrix waug with t = z·waug
 // exactly (W, or [W; bᵀ] when augmented), which lets the routes skip the
 // m×d×d2 products.
-func dataTarget(p Problem, mode string) (z, t, waug *mat.Dense, xbar, ybar []float64) {
+func dataTarget(p Problem, mode BiasMode) (z, t, waug *mat.Dense, xbar, ybar []float64) {
 	xc := p.xcheck()
 	same := p.Xc == nil
 	switch {
@@ -464,7 +468,7 @@ func dataTarget(p Problem, mode string) (z, t, waug *mat.Dense, xbar, ybar []flo
 // rows (m·p = 7.9e6) an idle 2-core machine compresses in 9.4 s by QR and
 // 11.2 s by Gram (BenchmarkCompressFashionMLP). The Gram route remains for
 // streamed statistics (GramStats) and by request.
-func chooseRoute(route string) string {
+func chooseRoute(route Route) Route {
 	if route == "" || route == RouteAuto {
 		return RouteQR
 	}

@@ -151,177 +151,123 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 	if err := CheckNetwork(net); err != nil {
 		return nil, err
 	}
-	res := &Result{Sequential: o.Sequential}
+	res := &Result{}
 	if net.HasFactored() {
 		net = net.Merge()
 		res.Warnings = append(res.Warnings, "the network holds factored layers; they were multiplied out before compression")
 	}
-	if x0 == nil {
-		return nil, fmt.Errorf("compress: no calibration data: %w", ErrInput)
-	}
-	m, d := x0.Dims()
-	if d != net.In() {
-		return nil, fmt.Errorf("compress: calibration data has %d columns but the network takes %d inputs: %w", d, net.In(), ErrInput)
-	}
-	if err := finite("calibration data", x0); err != nil {
+	if err := checkCalibration(x0, net.In(), fmt.Sprintf("the network takes %d inputs", net.In())); err != nil {
 		return nil, err
 	}
 	if o.Holdout != nil {
-		if _, hd := o.Holdout.Dims(); hd != d {
-			return nil, fmt.Errorf("compress: held-out data has %d columns but the network takes %d: %w", hd, d, ErrInput)
+		if _, hd := o.Holdout.Dims(); hd != net.In() {
+			return nil, fmt.Errorf("compress: held-out data has %d columns but the network takes %d: %w", hd, net.In(), ErrInput)
 		}
 		if err := finite("held-out data", o.Holdout); err != nil {
 			return nil, err
 		}
 	}
-	L := len(net.Layers)
-	mode, lo, err := o.prepare(res, L)
-	if err != nil {
+	src := &mlpSource{net: net, out: &nn.MLP{}, ho: o.Holdout, hc: o.Holdout}
+	if err := compressLayers(ctx, src, x0, o, res, start); err != nil {
 		return nil, err
 	}
-	res.DenseParams = net.NumParams()
-	res.DenseMultiplyAdds = net.MultiplyAdds()
-	res.CalibrationRows = m
-
-	// Row-convention weights.
-	ws := make([]*mat.Dense, L)
-	costs := make([]layerCost, L)
-	for i, l := range net.Layers {
-		ws[i] = mat.DenseCopyOf(l.Weight.T())
-		costs[i] = newLayerCost(l.In(), l.Out(), l.Bias != nil, o.Method, lo)
-	}
-
-	// The original network's stream on the calibration data: inputs xs[i]
-	// and pre-activations ys[i] of every layer, computed once.
-	xs := make([]*mat.Dense, L+1)
-	ys := make([]*mat.Dense, L)
-	xs[0] = x0
-	for i, l := range net.Layers {
-		ys[i] = preact(xs[i], ws[i], l.Bias)
-		xs[i+1] = activate(ys[i], l.Act)
-	}
-
-	// Global budget: allocate ranks from spectra of the original network.
-	var ranks []int
-	var pre []*Fit // fits on the original activations, reusable where X̌ = X
-	if mode == "keep" {
-		budget := int(math.Floor(o.Keep * float64(res.DenseParams)))
-		res.Budget = budget
-		if o.Allocation.measured() {
-			fits, err := originalFits(ctx, net, ws, xs, ys, costs, o.Method, lo)
-			if err != nil {
-				return nil, err
-			}
-			if o.Allocation == AllocSVDLLM2 {
-				ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation)
-			} else {
-				// Sequential data-driven compression refits the later
-				// layers on the compressed stream; the measurement does too.
-				p := newProbe(net, ws, xs, ys, costs, fits, o.Sequential && o.Method == MethodData)
-				ranks, err = measuredAllocation(ctx, p, budget, o.Allocation)
-				res.Profiles = p.profiles()
-			}
-			if err != nil {
-				return nil, err
-			}
-			if o.Method != MethodConvex && o.Method != MethodReLU { // their fits depend on the rank
-				pre = fits
-			}
-		} else {
-			spectra, err := allocationSpectra(ctx, net, ws, xs, ys, o.Method, lo)
-			if err != nil {
-				return nil, err
-			}
-			ranks, _, err = allocate(costs, spectra, budget, o.Allocation)
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	xc := x0 // the compressed stream
-	ho, hc := o.Holdout, o.Holdout
-	out := &nn.MLP{}
-	for i, l := range net.Layers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		lstart := time.Now()
-		dd, d2 := l.In(), l.Out()
-		rep := LayerReport{Layer: i, In: dd, Out: d2, DenseParams: costs[i].dense, MaxRank: min(dd, d2), Converged: true}
-		xo, yo := xs[i], ys[i] // original inputs and pre-activations
-		prob := Problem{W: ws[i], Bias: l.Bias, Act: l.Act, X: xo, y: yo}
-		if o.Sequential && o.Method != MethodSVDLLM && i > 0 {
-			prob.Xc = xc
-		}
-		r := 0
-		switch mode {
-		case "keep":
-			r = ranks[i]
-		case "ranks":
-			r = o.Ranks[i]
-		}
-		var pf *Fit
-		if pre != nil {
-			pf = pre[i]
-		}
-		step, err := o.fitStep(layerStep{index: i, prob: prob, cost: costs[i], mode: mode, rank: r, pre: pf}, lo, &rep, &res.Warnings)
-		if err != nil {
-			return nil, err
-		}
-		keepDense, f := step.dense, step.f
-		var yc, ycLocal *mat.Dense
-		if keepDense {
-			lay := nn.Layer{Weight: mat.DenseCopyOf(l.Weight), Bias: cloneVec(l.Bias), Act: l.Act}
-			if step.refit != nil {
-				lay = *step.refit
-			}
-			out.Layers = append(out.Layers, lay)
-			yc, ycLocal = denseOutputs(lay, xc, xo)
-		} else {
-			lay := f.Layers(l.Act)
-			out.Layers = append(out.Layers, lay[0], lay[1])
-			yc = f.Apply(xc)
-			ycLocal = f.Apply(xo)
-		}
-		yn := math.Max(mat.Norm(yo, 2), 1e-300)
-		rep.Error = diffNorm(yo, yc) / yn
-		rep.LocalError = diffNorm(yo, ycLocal) / yn
-		if ho != nil {
-			hyo := preact(ho, ws[i], l.Bias)
-			var hyc *mat.Dense
-			if keepDense {
-				last := out.Layers[len(out.Layers)-1]
-				hyc = preact(hc, mat.DenseCopyOf(last.Weight.T()), last.Bias)
-			} else {
-				hyc = f.Apply(hc)
-			}
-			e := diffNorm(hyo, hyc) / math.Max(mat.Norm(hyo, 2), 1e-300)
-			rep.HeldoutError = &e
-			ho, hc = activate(hyo, l.Act), activate(hyc, l.Act)
-		}
-		xc = activate(yc, l.Act)
-		rep.Seconds = time.Since(lstart).Seconds()
-		res.Params += rep.Params
-		res.Layers = append(res.Layers, rep)
-		if o.Progress != nil {
-			o.Progress("compress", i+1, L)
-		}
-	}
-	if o.Distill.Epochs > 0 {
-		if res.Distill, err = distill(ctx, net, out, x0, o.Distill, o.Progress); err != nil {
-			return nil, err
-		}
-	}
-	res.Model = out
-	res.MultiplyAdds = out.MultiplyAdds()
-	res.Kept = float64(res.Params) / float64(res.DenseParams)
-	if res.Budget > 0 && res.Params > res.Budget {
-		// allocate guarantees this; a violation is a bug, not bad input.
-		return nil, fmt.Errorf("compress: internal error: %d parameters exceed the budget of %d", res.Params, res.Budget)
-	}
-	res.Elapsed = time.Since(start)
+	res.Model = src.out
 	return res, nil
+}
+
+// mlpSource is an MLP as a layerSource: every layer in turn, each fed the
+// previous one's output. It is a wholeNetwork.
+type mlpSource struct {
+	net *nn.MLP
+	x0  *mat.Dense
+	// ws are the row-convention weights; xs (one more: the output) and ys
+	// the original network's stream on x0.
+	ws, xs, ys []*mat.Dense
+	// out is the compressed network, xc its stream (the next layer's
+	// inputs); ho and hc the original and compressed streams on
+	// Options.Holdout (nil without).
+	out    *nn.MLP
+	xc     *mat.Dense
+	ho, hc *mat.Dense
+}
+
+func (s *mlpSource) kind() string { return "MLP" }
+
+func (s *mlpSource) original() nn.Network { return s.net }
+
+func (s *mlpSource) layers() ([]sourceLayer, error) {
+	out := make([]sourceLayer, len(s.net.Layers))
+	s.ws = make([]*mat.Dense, len(s.net.Layers))
+	for i, l := range s.net.Layers {
+		s.ws[i] = mat.DenseCopyOf(l.Weight.T())
+		out[i] = sourceLayer{w: s.ws[i], bias: l.Bias, act: l.Act, index: i}
+	}
+	return out, nil
+}
+
+func (s *mlpSource) stream(_ context.Context, x0 *mat.Dense) (xs, ys []*mat.Dense, err error) {
+	L := len(s.net.Layers)
+	s.x0, s.xc = x0, x0
+	s.xs, s.ys = make([]*mat.Dense, L+1), make([]*mat.Dense, L)
+	s.xs[0] = x0
+	for i, l := range s.net.Layers {
+		s.ys[i] = preact(s.xs[i], s.ws[i], l.Bias)
+		s.xs[i+1] = activate(s.ys[i], l.Act)
+	}
+	return s.xs[:L], s.ys, nil
+}
+
+// input is the compressed stream, computed as each layer is written: from
+// the second layer on, even where it still equals the original, so that
+// with Sequential every later layer is fit on it (and one kept dense with
+// a bias is refit, fitStep).
+func (s *mlpSource) input(j int, _ bool) (*mat.Dense, error) {
+	if j == 0 {
+		return nil, nil
+	}
+	return s.xc, nil
+}
+
+// write appends the layer (two for a factored one), advances the
+// compressed stream and, with Options.Holdout, reports the layer's
+// held-out error.
+func (s *mlpSource) write(j int, step layerOutcome, yc *mat.Dense, rep *LayerReport) error {
+	l := s.net.Layers[j]
+	if step.dense {
+		lay := nn.Layer{Weight: mat.DenseCopyOf(l.Weight), Bias: cloneVec(l.Bias), Act: l.Act}
+		if step.refit != nil {
+			lay = *step.refit
+		}
+		s.out.Layers = append(s.out.Layers, lay)
+	} else {
+		lay := step.f.Layers(l.Act)
+		s.out.Layers = append(s.out.Layers, lay[0], lay[1])
+	}
+	if s.ho != nil {
+		hyo := preact(s.ho, s.ws[j], l.Bias)
+		var hyc *mat.Dense
+		if step.dense {
+			last := s.out.Layers[len(s.out.Layers)-1]
+			hyc = preact(s.hc, mat.DenseCopyOf(last.Weight.T()), last.Bias)
+		} else {
+			hyc = step.f.Apply(s.hc)
+		}
+		e := diffNorm(hyo, hyc) / math.Max(mat.Norm(hyo, 2), 1e-300)
+		rep.HeldoutError = &e
+		s.ho, s.hc = activate(hyo, l.Act), activate(hyc, l.Act)
+	}
+	s.xc = activate(yc, l.Act)
+	return nil
+}
+
+func (s *mlpSource) model() nn.Network { return s.out }
+
+func (s *mlpSource) probe(costs []layerCost, fits []*Fit, refit bool) *probe {
+	return newProbe(s.net, s.ws, s.xs, s.ys, costs, fits, refit)
+}
+
+func (s *mlpSource) distill(ctx context.Context, o DistillOptions, progress func(string, int, int)) (*DistillReport, error) {
+	return distill(ctx, s.net, s.out, s.x0, o, progress)
 }
 
 // methodUsesBiasMode reports whether the method honours LayerOptions.Bias.
@@ -331,7 +277,7 @@ func methodUsesBiasMode(method Method) bool {
 
 // methodRefitsBias reports whether the method stores a dense bias even for
 // a layer without one.
-func methodRefitsBias(method Method, bias string) bool {
+func methodRefitsBias(method Method, bias BiasMode) bool {
 	if method == MethodOutputPCA {
 		return true
 	}
@@ -342,22 +288,21 @@ func methodRefitsBias(method Method, bias string) bool {
 // allocation ranks on: those of W (svd), of S·W (asvd), and otherwise of the
 // centred pre-activations of the original network on the calibration data
 // (which equal Alg 2c's spectrum with X̌ = X of full column rank, claim 3).
-func allocationSpectra(ctx context.Context, net *nn.MLP, ws, xs, ys []*mat.Dense, method Method, lo LayerOptions) ([][]float64, error) {
-	out := make([][]float64, len(ws))
-	for i, l := range net.Layers {
+func allocationSpectra(ctx context.Context, probs []Problem, method Method, lo LayerOptions) ([][]float64, error) {
+	out := make([][]float64, len(probs))
+	for i, p := range probs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		x, y := xs[i], ys[i]
 		switch method {
 		case MethodSVD, MethodASVD:
-			f, err := FitLayer(Problem{W: ws[i], Bias: l.Bias, Act: l.Act, X: x}, method, lo)
+			f, err := FitLayer(Problem{W: p.W, Bias: p.Bias, Act: p.Act, X: p.X}, method, lo)
 			if err != nil {
 				return nil, fmt.Errorf("layer %d: %w", i, err)
 			}
 			out[i] = f.S
 		default:
-			g := gram(centered(y, colMeans(y)))
+			g := gram(centered(p.y, colMeans(p.y)))
 			var e mat.EigenSym
 			if !e.Factorize(g, false) {
 				return nil, fmt.Errorf("compress: layer %d: eigenvalues of the output covariance did not converge", i)
@@ -367,7 +312,8 @@ func allocationSpectra(ctx context.Context, net *nn.MLP, ws, xs, ys []*mat.Dense
 			for k := range vals {
 				s[k] = math.Sqrt(math.Max(vals[len(vals)-1-k], 0))
 			}
-			out[i] = s[:min(len(s), min(l.In(), l.Out()))]
+			d, d2 := p.W.Dims()
+			out[i] = s[:min(len(s), min(d, d2))]
 		}
 	}
 	return out, nil

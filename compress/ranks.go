@@ -79,6 +79,12 @@ func (a Allocation) measured() bool {
 	return a == AllocSensitivity || a == AllocASVD || a == AllocSVDLLM2
 }
 
+// probes reports whether an allocation measures the network's output with
+// each layer compressed (a probe), which only a wholeNetwork offers.
+func (a Allocation) probes() bool {
+	return a == AllocSensitivity || a == AllocASVD
+}
+
 // layerCost describes one layer's parameter accounting.
 type layerCost struct {
 	perRank int // parameters per unit of rank: d + d2 (+1 with the bias inside the rank)

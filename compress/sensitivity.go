@@ -54,16 +54,16 @@ func rankGrid(top int) []int {
 // originalFits fits every layer that can be factored on the original
 // network's activations (X̌ = X) with the method; nil for layers that stay
 // dense whatever the budget.
-func originalFits(ctx context.Context, net *nn.MLP, ws, xs, ys []*mat.Dense, costs []layerCost, method Method, lo LayerOptions) ([]*Fit, error) {
-	fits := make([]*Fit, len(ws))
-	for i, l := range net.Layers {
+func originalFits(ctx context.Context, probs []Problem, costs []layerCost, method Method, lo LayerOptions) ([]*Fit, error) {
+	fits := make([]*Fit, len(probs))
+	for i, p := range probs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if costs[i].maxWorth() == 0 {
 			continue
 		}
-		f, err := FitLayer(Problem{W: ws[i], Bias: l.Bias, Act: l.Act, X: xs[i], y: ys[i]}, method, lo)
+		f, err := FitLayer(p, method, lo)
 		if err != nil {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
@@ -296,167 +296,199 @@ func paramsAt(c layerCost, curve []float64, k int) int {
 // fits from originalFits (AllocSVDLLM2). It returns ranks (0 = dense) and
 // the parameter total, never above budget.
 func allocateMeasured(costs []layerCost, curves [][]float64, fits []*Fit, budget int, strategy Allocation) ([]int, int, error) {
-	n := len(costs)
-	// step[i]: 1…len(curve) is that rank, len(curve)+1 the dense layer.
-	step := make([]int, n)
 	ranks, dense, total, err := cheapest(costs, budget)
 	if err != nil {
 		return nil, 0, err
 	}
-	copy(step, ranks)
-	finish := func() ([]int, int, error) {
-		total := 0
-		for i, c := range costs {
-			switch {
-			case dense[i] || step[i] > c.maxWorth():
-				ranks[i] = 0
-				total += c.dense
-			default:
-				ranks[i] = step[i]
-				total += c.factoredParams(step[i])
-			}
-		}
-		if total > budget {
-			return nil, 0, fmt.Errorf("compress: internal error: %s allocation needs %d parameters, budget %d", strategy, total, budget)
-		}
-		return ranks, total, nil
-	}
+	a := &measuredSteps{costs: costs, budget: budget, step: make([]int, len(costs)), dense: dense, total: total}
+	copy(a.step, ranks)
 	switch strategy {
 	case AllocSensitivity:
-		// Greedy on the lower convex hull: the step, to any larger rank or
-		// to the dense layer, that removes the most error per parameter.
-		for {
-			best, bestK, bestGain := -1, 0, 0.0
-			for i, c := range costs {
-				cv := curves[i]
-				if dense[i] || cv == nil {
-					continue
-				}
-				k0 := step[i]
-				p0, s0 := paramsAt(c, cv, k0), curveAt(cv, k0)
-				for k := k0 + 1; k <= len(cv)+1; k++ {
-					dc := paramsAt(c, cv, k) - p0
-					if total+dc > budget {
-						break
-					}
-					if g := (s0 - curveAt(cv, k)) / float64(dc); g > bestGain {
-						best, bestK, bestGain = i, k, g
-					}
-				}
-			}
-			if best < 0 {
-				break
-			}
-			total += paramsAt(costs[best], curves[best], bestK) - paramsAt(costs[best], curves[best], step[best])
-			step[best] = bestK
-		}
-		return finish()
+		a.greedy(curves)
 	case AllocASVD:
-		// Every layer at the smallest step whose error is ≤ t; t the
-		// smallest of the measured values that fits the budget.
-		var ts []float64
-		for _, cv := range curves {
-			ts = append(ts, cv...)
-		}
-		ts = append(ts, 0)
-		slices.Sort(ts)
-		ts = slices.Compact(ts)
-		at := func(t float64) int {
-			tot := 0
-			for i, c := range costs {
-				cv := curves[i]
-				if dense[i] || cv == nil {
-					tot += c.dense
-					continue
-				}
-				k := 1
-				for k <= len(cv) && curveAt(cv, k) > t {
-					k++
-				}
-				step[i] = k
-				tot += paramsAt(c, cv, k)
-			}
-			return tot
-		}
-		// The largest t holds every layer at rank 1, which fits (cheapest).
-		j := sort.Search(len(ts), func(j int) bool { return at(ts[j]) <= budget })
-		at(ts[j])
-		return finish()
+		a.threshold(curves)
 	case AllocSVDLLM2:
-		// SVD-LLM compresses the blocks' matrices, not the output head:
-		// the last layer stays dense when the budget allows.
-		if last := n - 1; !dense[last] && total-costs[last].factoredParams(1)+costs[last].dense <= budget {
-			total += costs[last].dense - costs[last].factoredParams(1)
-			dense[last] = true
-		}
-		uni, _, err := allocate(costs, nil, budget, AllocUniform)
-		if err != nil {
+		if err := a.svdLLM2(fits); err != nil {
 			return nil, 0, err
 		}
-		w := make([]float64, n)
-		var sum float64
-		groups := 0
-		for i, f := range fits {
-			if dense[i] || f == nil || uni[i] == 0 {
+	default:
+		return nil, 0, fmt.Errorf("compress: unknown allocation %q: %w", strategy, ErrInput)
+	}
+	return a.ranks(ranks, strategy)
+}
+
+// measuredSteps is the state of allocateMeasured: per layer its step —
+// 1…len(curve) that rank, len(curve)+1 the dense layer (curveAt) — and
+// whether it stays dense whatever the budget, and the parameter total.
+type measuredSteps struct {
+	costs  []layerCost
+	budget int
+	step   []int
+	dense  []bool
+	total  int
+}
+
+// ranks writes the steps into ranks (0 = dense) and returns them with
+// their parameter total.
+func (a *measuredSteps) ranks(ranks []int, strategy Allocation) ([]int, int, error) {
+	total := 0
+	for i, c := range a.costs {
+		switch {
+		case a.dense[i] || a.step[i] > c.maxWorth():
+			ranks[i] = 0
+			total += c.dense
+		default:
+			ranks[i] = a.step[i]
+			total += c.factoredParams(a.step[i])
+		}
+	}
+	if total > a.budget {
+		return nil, 0, fmt.Errorf("compress: internal error: %s allocation needs %d parameters, budget %d", strategy, total, a.budget)
+	}
+	return ranks, total, nil
+}
+
+// greedy is AllocSensitivity: greedy on the lower convex hull, the step,
+// to any larger rank or to the dense layer, that removes the most error
+// per parameter.
+func (a *measuredSteps) greedy(curves [][]float64) {
+	for {
+		best, bestK, bestGain := -1, 0, 0.0
+		for i, c := range a.costs {
+			cv := curves[i]
+			if a.dense[i] || cv == nil {
 				continue
 			}
-			w[i] = 1 / math.Max(math.Log(f.Residual(uni[i])), 1e-6)
-			sum += w[i]
-			groups++
-		}
-		if groups == 0 {
-			return finish()
-		}
-		wmin := math.Inf(1)
-		for i := range w {
-			if w[i] > 0 {
-				w[i] *= float64(groups) / sum
-				wmin = math.Min(wmin, w[i])
-			}
-		}
-		// Removed fraction σ·w_i: kept fraction 1 − σ·w_i of the dense
-		// parameters, as a rank; σ = 1/wmin cuts every layer to rank 1.
-		at := func(sigma float64) int {
-			tot := 0
-			for i, c := range costs {
-				if w[i] == 0 { // kept dense whatever the budget
-					tot += c.dense
-					continue
+			k0 := a.step[i]
+			p0, s0 := paramsAt(c, cv, k0), curveAt(cv, k0)
+			for k := k0 + 1; k <= len(cv)+1; k++ {
+				dc := paramsAt(c, cv, k) - p0
+				if a.total+dc > a.budget {
+					break
 				}
-				top := c.maxWorth()
-				kept := 1 - sigma*w[i]
-				r := int(math.Floor((kept*float64(c.dense) - float64(c.fixed)) / float64(c.perRank)))
-				switch {
-				case kept >= 1:
-					r = top + 1 // dense
-				case r > top:
-					r = top
-				case r < 1:
-					r = 1
-				}
-				step[i] = r
-				if r > top {
-					tot += c.dense
-				} else {
-					tot += c.factoredParams(r)
+				if g := (s0 - curveAt(cv, k)) / float64(dc); g > bestGain {
+					best, bestK, bestGain = i, k, g
 				}
 			}
-			return tot
 		}
-		lo, hi := 0.0, 1/wmin
-		if at(lo) > budget {
-			for it := 0; it < 100 && hi-lo > 1e-12*hi; it++ {
-				mid := (lo + hi) / 2
-				if at(mid) <= budget {
-					hi = mid
-				} else {
-					lo = mid
-				}
-			}
-			lo = hi
+		if best < 0 {
+			return
 		}
-		at(lo)
-		return finish()
+		a.total += paramsAt(a.costs[best], curves[best], bestK) - paramsAt(a.costs[best], curves[best], a.step[best])
+		a.step[best] = bestK
 	}
-	return nil, 0, fmt.Errorf("compress: unknown allocation %q: %w", strategy, ErrInput)
+}
+
+// threshold is AllocASVD: every layer at the smallest step whose error is
+// ≤ t; t the smallest of the measured values that fits the budget.
+func (a *measuredSteps) threshold(curves [][]float64) {
+	var ts []float64
+	for _, cv := range curves {
+		ts = append(ts, cv...)
+	}
+	ts = append(ts, 0)
+	slices.Sort(ts)
+	ts = slices.Compact(ts)
+	at := func(t float64) int {
+		tot := 0
+		for i, c := range a.costs {
+			cv := curves[i]
+			if a.dense[i] || cv == nil {
+				tot += c.dense
+				continue
+			}
+			k := 1
+			for k <= len(cv) && curveAt(cv, k) > t {
+				k++
+			}
+			a.step[i] = k
+			tot += paramsAt(c, cv, k)
+		}
+		return tot
+	}
+	// The largest t holds every layer at rank 1, which fits (cheapest).
+	j := sort.Search(len(ts), func(j int) bool { return at(ts[j]) <= a.budget })
+	at(ts[j])
+}
+
+// svdLLM2 is AllocSVDLLM2: removed fractions ∝ 1/log of each layer's
+// truncation loss at its uniform rank (fits), scaled to the budget.
+func (a *measuredSteps) svdLLM2(fits []*Fit) error {
+	costs, n := a.costs, len(a.costs)
+	// SVD-LLM compresses the blocks' matrices, not the output head: the
+	// last layer stays dense when the budget allows.
+	if last := n - 1; !a.dense[last] && a.total-costs[last].factoredParams(1)+costs[last].dense <= a.budget {
+		a.total += costs[last].dense - costs[last].factoredParams(1)
+		a.dense[last] = true
+	}
+	uni, _, err := allocate(costs, nil, a.budget, AllocUniform)
+	if err != nil {
+		return err
+	}
+	w := make([]float64, n)
+	var sum float64
+	groups := 0
+	for i, f := range fits {
+		if a.dense[i] || f == nil || uni[i] == 0 {
+			continue
+		}
+		w[i] = 1 / math.Max(math.Log(f.Residual(uni[i])), 1e-6)
+		sum += w[i]
+		groups++
+	}
+	if groups == 0 {
+		return nil
+	}
+	wmin := math.Inf(1)
+	for i := range w {
+		if w[i] > 0 {
+			w[i] *= float64(groups) / sum
+			wmin = math.Min(wmin, w[i])
+		}
+	}
+	lo, hi := 0.0, 1/wmin
+	if a.removed(w, lo) > a.budget {
+		for it := 0; it < 100 && hi-lo > 1e-12*hi; it++ {
+			mid := (lo + hi) / 2
+			if a.removed(w, mid) <= a.budget {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		lo = hi
+	}
+	a.removed(w, lo)
+	return nil
+}
+
+// removed sets every layer with a weight w_i > 0 to remove a fraction
+// σ·w_i of its dense parameters (kept 1 − σ·w_i, as a rank; σ = 1/min w
+// cuts every layer to rank 1) and returns the parameter total.
+func (a *measuredSteps) removed(w []float64, sigma float64) int {
+	tot := 0
+	for i, c := range a.costs {
+		if w[i] == 0 { // kept dense whatever the budget
+			tot += c.dense
+			continue
+		}
+		top := c.maxWorth()
+		kept := 1 - sigma*w[i]
+		r := int(math.Floor((kept*float64(c.dense) - float64(c.fixed)) / float64(c.perRank)))
+		switch {
+		case kept >= 1:
+			r = top + 1 // dense
+		case r > top:
+			r = top
+		case r < 1:
+			r = 1
+		}
+		a.step[i] = r
+		if r > top {
+			tot += c.dense
+		} else {
+			tot += c.factoredParams(r)
+		}
+	}
+	return tot
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/relurec/relurec/linalg"
 )
 
+// Route is a route of Alg 2 (LayerOptions.Route).
+type Route string
+
 // Routes of Alg 2 (spec §2, forms F1–F3). All give the same M̂ on
 // well-conditioned data (spec claim 2); they differ in cost, memory and
 // accuracy.
@@ -20,19 +23,19 @@ const (
 	// RouteQR whitens with the R factor of a Householder QR of the inputs
 	// (form F2): M̂ = R⁻¹[QᵀỸ]_r. κ(R) = κ(X̌), never squared. Costs about
 	// 2md² + 4mdd2 flops and holds the m×d inputs.
-	RouteQR = "qr"
+	RouteQR Route = "qr"
 	// RouteGram whitens with the Cholesky factor of the Gram matrix
 	// H = X̌ᵀX̌ (forms F2/F3 from sufficient statistics): M̂ = R⁻¹[R⁻ᵀX̌ᵀỸ]_r.
 	// Costs md² + 2mdd2 flops, and with GramStats it streams: memory
 	// O(d² + d·d2) whatever m. κ(H) = κ(X̌)², so it needs a ridge sooner.
-	RouteGram = "gram"
+	RouteGram Route = "gram"
 	// RouteProjection is form F1, M̂ = X̌⁺[P_X̌Ỹ]_r with the pseudo-inverse
 	// from an SVD of X̌: valid for rank-deficient X̌ without any ridge (the
 	// minimum-norm solution), at the price of an SVD of the inputs.
-	RouteProjection = "projection"
+	RouteProjection Route = "projection"
 	// RouteAuto (default) picks RouteQR for data held in memory (safer and,
 	// measured, faster); RouteGram serves streamed statistics.
-	RouteAuto = "auto"
+	RouteAuto Route = "auto"
 )
 
 // Whitening thresholds: beyond these condition numbers the whitening matrix
@@ -51,7 +54,7 @@ var ridgeLadder = []float64{1e-10, 1e-8, 1e-6, 1e-4, 1e-2}
 type Whitening struct {
 	// Route is the route actually used (RouteQR, RouteGram or
 	// RouteProjection).
-	Route string `json:"route"`
+	Route Route `json:"route"`
 	// Ridge is the absolute ridge λ added to X̌ᵀX̌ (0 when none), and
 	// RelRidge = λ / mean(diag X̌ᵀX̌): the problem solved is then ridge
 	// regression, min ‖Ỹ − X̌Z‖² + λ‖Z‖², with the rank constraint.
@@ -88,7 +91,7 @@ type whitenInput struct {
 
 // whiten reduces min_Z ‖t − z·Z‖_F (ridge-regularised if relRidge > 0) to
 // coordinates where the inputs are orthonormal.
-func whiten(in whitenInput, route string, relRidge float64) (*whitened, error) {
+func whiten(in whitenInput, route Route, relRidge float64) (*whitened, error) {
 	switch route {
 	case RouteQR:
 		return whitenQR(in.z, in.t, in.waug, relRidge)

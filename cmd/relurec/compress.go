@@ -34,8 +34,8 @@ type compressOptions struct {
 	Energy       float64             `json:"energy,omitempty"`
 	TargetError  float64             `json:"target_error,omitempty"`
 	Allocation   compress.Allocation `json:"allocation"`
-	Bias         string              `json:"bias"`
-	Route        string              `json:"route"`
+	Bias         compress.BiasMode   `json:"bias"`
+	Route        compress.Route      `json:"route"`
 	Ridge        float64             `json:"ridge"`
 	Distill      int                 `json:"distill,omitempty"`
 	DistillLR    float64             `json:"distill_lr,omitempty"`
@@ -47,6 +47,9 @@ type compressOptions struct {
 type compressResult struct {
 	Command string `json:"command"`
 	compress.Result
+	// Modules says what each compressed module of a CNN or a graph was
+	// fit on (compress.CNNModule, compress.GraphModule).
+	Modules any `json:"modules,omitempty"`
 	// Accuracy of the original and compressed models on the test split
 	// (with --data fashion-mnist).
 	Original   *nn.Metrics        `json:"original,omitempty"`
@@ -171,8 +174,8 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.Float64Var(&opt.Energy, "energy", 0, "per-layer spectral energy to keep, in (0, 1]")
 	f.Float64Var(&opt.TargetError, "target-error", 0, "per-layer relative error of the pre-activations to reach")
 	f.StringVar((*string)(&opt.Allocation), "allocation", string(opt.Allocation), "how --keep is split over layers: "+allocationList()+" (see above)")
-	f.StringVar(&opt.Bias, "bias", opt.Bias, "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
-	f.StringVar(&opt.Route, "route", opt.Route, "whitening route of Alg 2: auto, qr, gram or projection")
+	f.StringVar((*string)(&opt.Bias), "bias", string(opt.Bias), "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
+	f.StringVar((*string)(&opt.Route), "route", string(opt.Route), "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
 	f.IntVar(&opt.Distill, "distill", 0, "epochs of distillation to the original's outputs after the layer fit (MLPs; 0 = none)")
 	f.Float64Var(&opt.DistillLR, "distill-lr", compress.DefaultDistillLR, "Adam's learning rate for --distill")
@@ -184,14 +187,76 @@ func newCompressCmd(a *app) *cobra.Command {
 	return c
 }
 
-// compressInputs are what compress reads: the network, the calibration and
-// held-out inputs, the labelled test split (with --data) and every input
-// file, for the manifest.
+// compressInputs are what compress reads: the calibration and held-out
+// inputs, the labelled test split (with --data) and every input file, for
+// the manifest.
 type compressInputs struct {
-	net            *nn.MLP
 	calib, holdout *mat.Dense
 	test           *dataio.Labeled
 	files          []string
+}
+
+// compressTarget is compress for one kind of network (an MLP, a CNN, a
+// graph): the steps that differ between them, around the one path of
+// runCompress.
+type compressTarget struct {
+	net nn.Network
+	// kind names the network in messages ("CNN"); shape, if not empty,
+	// describes one sample of its inputs ("1×28×28 images").
+	kind, shape string
+	// whole reports an MLP, which takes --holdout (per-layer held-out
+	// errors) and --distill; the manifest then reports the distillation.
+	whole bool
+	// calibDefault, if not 0, replaces --calib-samples when not given.
+	calibDefault int
+	// run compresses the network; print writes the human report.
+	run   func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error)
+	print func(w io.Writer, out *compressResult, compressTime time.Duration)
+}
+
+// compressedNetwork is what a compressTarget's run returns: the evidence,
+// the per-module data (nil for an MLP), the compressed network and how to
+// write it.
+type compressedNetwork struct {
+	res     compress.Result
+	modules any
+	model   nn.Network
+	save    func(path string, meta map[string]string, dtype string) error
+	// unit names the calibration samples in the metadata ("images").
+	unit string
+}
+
+// compressTargetFor returns compress for the model's kind, after checking
+// the network.
+func compressTargetFor(model nn.Network, opt compressOptions) (*compressTarget, error) {
+	switch net := model.(type) {
+	case *nn.Graph:
+		return graphTarget(net, opt)
+	case *nn.CNN:
+		return cnnTarget(net, opt)
+	case *nn.MLP:
+		return mlpTarget(net, opt)
+	}
+	return nil, inputErrorf("--model %s: a %T cannot be compressed", opt.Model, model)
+}
+
+// mlpTarget is compress for an MLP (compress.CompressMLP), written to
+// --out as safetensors or ONNX by its extension.
+func mlpTarget(net *nn.MLP, opt compressOptions) (*compressTarget, error) {
+	if err := compress.CheckNetwork(net); err != nil {
+		return nil, inputErrorf("--model %s: %v", opt.Model, err)
+	}
+	return &compressTarget{net: net, kind: "MLP", whole: true, print: printCompress,
+		run: func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
+			res, err := compress.CompressMLP(ctx, net, x, copt)
+			if err != nil {
+				return nil, err
+			}
+			return &compressedNetwork{res: *res, model: res.Model, unit: "rows",
+				save: func(p string, meta map[string]string, dtype string) error {
+					return saveNetwork(opt.Out, p, res.Model, meta, dtype)
+				}}, nil
+		}}, nil
 }
 
 // runCompress is compress: validate the flags, read the network and the
@@ -201,23 +266,21 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	if err := opt.validate(cmd, ranks); err != nil {
 		return err
 	}
-	// The model is read once; its kind picks the path.
 	model, _, err := loadAnyNetwork(opt.Model)
 	if err != nil {
 		return fmt.Errorf("reading --model: %w", err)
 	}
-	var mlp *nn.MLP
-	switch net := model.(type) {
-	case *nn.Graph:
-		return a.runCompressGraph(cmd, opt, net, start)
-	case *nn.CNN:
-		return a.runCompressCNN(cmd, opt, net, start)
-	case *nn.MLP:
-		mlp = net
-	default:
-		return inputErrorf("--model %s: a %T cannot be compressed", opt.Model, model)
+	t, err := compressTargetFor(model, opt)
+	if err != nil {
+		return err
 	}
-	in, err := opt.read(a.context(), mlp)
+	if !t.whole && opt.Holdout != "" {
+		return usageErrorf("--holdout is not available for a %s (per-layer held-out errors are computed for MLPs); --data fashion-mnist reports test accuracy", t.kind)
+	}
+	if t.calibDefault > 0 && !cmd.Flags().Changed("calib-samples") {
+		opt.CalibSamples = t.calibDefault
+	}
+	in, err := opt.read(a.context(), t)
 	if err != nil {
 		return err
 	}
@@ -231,15 +294,16 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	cstart := time.Now()
 	copt := opt.library(in.holdout)
 	copt.Progress = progress
-	res, err := compress.CompressMLP(cmd.Context(), in.net, in.calib, copt)
+	cn, err := t.run(cmd.Context(), in.calib, copt)
 	clear()
 	if err != nil {
 		return err
 	}
 	compressTime := time.Since(cstart)
-	out := compressResult{Command: "compress", Result: *res, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
+	res := &cn.res
+	out := compressResult{Command: "compress", Result: *res, Modules: cn.modules, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
 	evalStart := time.Now()
-	if err := out.evaluate(in, opt.Data); err != nil {
+	if err := out.evaluate(in.test, opt.Data, t.net, cn.model); err != nil {
 		return err
 	}
 	out.Timings = map[string]float64{
@@ -248,16 +312,30 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 		"evaluate": time.Since(evalStart).Seconds(),
 	}
 	man.Timings = out.Timings
-	man.Results = jsonsafe.Finite(map[string]any{
+	results := map[string]any{
 		"params": res.Params, "dense_params": res.DenseParams, "budget": res.Budget, "kept": res.Kept,
 		"layers": res.Layers, "warnings": res.Warnings, "original": out.Original, "compressed": out.Compressed,
-		"distill": res.Distill,
-	})
-	if err := a.writeModel(man, opt.Out, res.Model, out.metadata(), opt.DType, out.Timings); err != nil {
+	}
+	if cn.modules != nil {
+		results["modules"] = cn.modules
+	}
+	if t.whole {
+		results["distill"] = res.Distill
+	}
+	man.Results = jsonsafe.Finite(results)
+	meta := out.metadata(cn.unit)
+	if _, err := a.writeAll(man, []outFile{{path: opt.Out, write: func(p string) error {
+		w := time.Now()
+		if err := cn.save(p, meta, strings.ToUpper(opt.DType)); err != nil {
+			return fmt.Errorf("writing the model: %w", err)
+		}
+		out.Timings["write"] = time.Since(w).Seconds()
+		return nil
+	}}}); err != nil {
 		return err
 	}
 	out.Seconds = time.Since(start).Seconds()
-	return a.emit(out, func(w io.Writer) { printCompress(w, &out, compressTime) })
+	return a.emit(out, func(w io.Writer) { t.print(w, &out, compressTime) })
 }
 
 // validate checks the flags of compress before anything is read.
@@ -365,15 +443,17 @@ func methodList() string {
 	return strings.Join(names, ", ")
 }
 
-// read loads the network and the calibration, held-out and test data, and
-// checks their widths against the network.
-func (opt *compressOptions) read(ctx context.Context, net *nn.MLP) (*compressInputs, error) {
-	if err := compress.CheckNetwork(net); err != nil {
-		return nil, inputErrorf("--model %s: %v", opt.Model, err)
-	}
-	in := &compressInputs{net: net, files: []string{opt.Model}}
+// read loads the calibration data, and the held-out data when t takes
+// them, and checks their widths against the network. Without --holdout the
+// test split of --data is the held-out set of an MLP; other networks have
+// none.
+func (opt *compressOptions) read(ctx context.Context, t *compressTarget) (*compressInputs, error) {
+	in := &compressInputs{files: []string{opt.Model}}
 	if err := opt.readCalibration(ctx, in); err != nil {
 		return nil, err
+	}
+	if !t.whole {
+		in.holdout = nil // the test images: accuracy, not per-layer errors
 	}
 	if opt.Holdout != "" {
 		in.files = append(in.files, opt.Holdout)
@@ -382,12 +462,16 @@ func (opt *compressOptions) read(ctx context.Context, net *nn.MLP) (*compressInp
 			return nil, err
 		}
 	}
-	if _, d := in.calib.Dims(); d != net.In() {
-		return nil, inputErrorf("the calibration data has %d columns but the model takes %d inputs", d, net.In())
+	shape := ""
+	if t.shape != "" {
+		shape = " (" + t.shape + ")"
+	}
+	if _, d := in.calib.Dims(); d != t.net.In() {
+		return nil, inputErrorf("the calibration data has %d columns but the model takes %d inputs%s", d, t.net.In(), shape)
 	}
 	if in.holdout != nil {
-		if _, d := in.holdout.Dims(); d != net.In() {
-			return nil, inputErrorf("the held-out data has %d columns but the model takes %d inputs", d, net.In())
+		if _, d := in.holdout.Dims(); d != t.net.In() {
+			return nil, inputErrorf("the held-out data has %d columns but the model takes %d inputs", d, t.net.In())
 		}
 	}
 	return in, nil
@@ -419,18 +503,18 @@ func (opt *compressOptions) readCalibration(ctx context.Context, in *compressInp
 
 // evaluate scores the original and compressed classifiers on the test
 // split, when there is one (--data).
-func (out *compressResult) evaluate(in *compressInputs, data string) error {
-	if in.test == nil {
+func (out *compressResult) evaluate(test *dataio.Labeled, data string, orig, comp nn.Network) error {
+	if test == nil {
 		return nil
 	}
-	if in.net.Out() != in.test.Classes {
-		return inputErrorf("the model has %d outputs but %s has %d classes", in.net.Out(), data, in.test.Classes)
+	if orig.Out() != test.Classes {
+		return inputErrorf("the model has %d outputs but %s has %d classes", orig.Out(), data, test.Classes)
 	}
-	o, err := in.net.Evaluate(in.test.X, in.test.Labels)
+	o, err := orig.Evaluate(test.X, test.Labels)
 	if err != nil {
 		return err
 	}
-	c, err := out.Model.Evaluate(in.test.X, in.test.Labels)
+	c, err := comp.Evaluate(test.X, test.Labels)
 	if err != nil {
 		return err
 	}
@@ -438,8 +522,9 @@ func (out *compressResult) evaluate(in *compressInputs, data string) error {
 	return nil
 }
 
-// metadata is the compressed model file's provenance.
-func (out *compressResult) metadata() map[string]string {
+// metadata is the compressed model file's provenance; unit names the
+// calibration samples ("rows", "images").
+func (out *compressResult) metadata(unit string) map[string]string {
 	meta := map[string]string{
 		"producer":        "relurec compress",
 		"relurec_version": relurecVersion(),
@@ -449,7 +534,7 @@ func (out *compressResult) metadata() map[string]string {
 		"selection":       out.Selection,
 		"params":          strconv.Itoa(out.Params),
 		"dense_params":    strconv.Itoa(out.DenseParams),
-		"calibration":     fmt.Sprintf("%d rows", out.CalibrationRows),
+		"calibration":     fmt.Sprintf("%d %s", out.CalibrationRows, unit),
 	}
 	if out.Compressed != nil {
 		meta["test_accuracy"] = strconv.FormatFloat(out.Compressed.Accuracy, 'g', -1, 64)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/compress"
@@ -21,17 +20,17 @@ import (
 // sample each weight is fit on.
 const graphCalibImages = 2048
 
-// runCompressGraph is compress for an ONNX graph (compress.CompressGraph):
+// graphTarget is compress for an ONNX graph (compress.CompressGraph):
 // every MatMul or Gemm by a constant weight compressed to low rank from
 // the activations that reach it, written back as two MatMul nodes. The
-// flags are compress's; --holdout is not taken, the output is ONNX, and
-// without --calib-samples graphCalibImages samples calibrate.
-func (a *app) runCompressGraph(cmd *cobra.Command, opt compressOptions, net *nn.Graph, start time.Time) error {
+// output is ONNX, --holdout is not taken, and without --calib-samples
+// graphCalibImages samples calibrate.
+func graphTarget(net *nn.Graph, opt compressOptions) (*compressTarget, error) {
 	if !strings.EqualFold(filepath.Ext(opt.Out), extONNX) {
-		return usageErrorf("--out %s: a graph (residual or mixer blocks) is written as ONNX only; give a .onnx file", opt.Out)
+		return nil, usageErrorf("--out %s: a graph (residual or mixer blocks) is written as ONNX only; give a .onnx file", opt.Out)
 	}
-	return a.runCompressNetwork(cmd, opt, net, "graph", fmt.Sprintf("samples of shape %v", net.InputShape), graphCalibImages, start,
-		func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
+	return &compressTarget{net: net, kind: "graph", shape: fmt.Sprintf("samples of shape %v", net.InputShape), calibDefault: graphCalibImages, print: printCompressGraph,
+		run: func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
 			res, err := compress.CompressGraph(ctx, net, x, copt)
 			if err != nil {
 				return nil, err
@@ -40,16 +39,16 @@ func (a *app) runCompressGraph(cmd *cobra.Command, opt compressOptions, net *nn.
 				save: func(p string, meta map[string]string, dtype string) error {
 					return nn.SaveGraphONNX(p, res.Model, meta, dtype)
 				}}, nil
-		}, printCompressGraph)
+		}}, nil
 }
 
 // printCompressGraph is printCompress with one line per compressed weight
 // saying what it was fit on.
-func printCompressGraph(w io.Writer, out *compressResult, modules any, compressTime time.Duration) {
+func printCompressGraph(w io.Writer, out *compressResult, compressTime time.Duration) {
 	fmt.Fprintf(w, "graph: %d calibration samples; layer = node index, each weight fit on the rows of the activations that reach it\n", out.CalibrationRows)
 	printCompress(w, out, compressTime)
 	fmt.Fprintln(w)
-	for _, m := range modules.([]compress.GraphModule) {
+	for _, m := range out.Modules.([]compress.GraphModule) {
 		fmt.Fprintf(w, "node %s  weight %s: fit on %d of its %d rows\n", m.Node, m.Weight, m.Rows, m.Total)
 	}
 }
