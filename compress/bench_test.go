@@ -59,8 +59,8 @@ func BenchmarkCompressFashionMLP(b *testing.B) {
 	}
 }
 
-// BenchmarkCompressFashionMLPSmallBudget times the small-budget pipeline of
-// issue 15 on the same network: keep 0.05, sequential, the global or the
+// BenchmarkCompressFashionMLPSmallBudget times the small-budget pipeline on
+// the same network: keep 0.05, sequential, the global or the
 // measured sensitivity allocation, then 30 epochs of distillation (the
 // documented `relurec compress --distill 30`); the target is under 30 s on
 // 2 cores.

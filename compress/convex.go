@@ -63,7 +63,7 @@ type ProjectionInfo struct {
 }
 
 // Subspace is an orthonormal basis U (m×k) of the column space of
-// calibration inputs, used to apply the projector P = U·Uᵀ without forming
+// calibration inputs: it applies the projector P = U·Uᵀ without forming
 // the m×m matrix.
 type Subspace struct{ U *mat.Dense }
 

@@ -6,8 +6,8 @@ import (
 )
 
 // A misspelt distillation objective is refused by Validate, before the
-// layer fit that precedes the distillation (it used to fail only inside
-// nn.Distill, after that fit).
+// layer fit that precedes the distillation, not inside nn.Distill after
+// that fit.
 func TestValidateRefusesUnknownObjective(t *testing.T) {
 	if err := (DistillOptions{Epochs: 1, Objective: "logit"}).withDefaults().validate(); !errors.Is(err, ErrInput) {
 		t.Fatalf("objective \"logit\": %v, want ErrInput", err)

@@ -1,8 +1,7 @@
 // Package compress shrinks trained MLPs by data-driven low-rank
 // factorization after training, without labels, gradients or fine-tuning
 // (Zhang & Saab, "Theoretical guarantees for low-rank compression of deep
-// neural networks", papers/002; implementation notes in
-// [ZS25] in docs/papers.md).
+// neural networks", [ZS25] in docs/papers.md).
 //
 // Conventions. The paper writes layers in row convention, Ỹ = X·W with
 // samples as rows and W of shape d×d2; PyTorch stores Wᵀ (out × in). This
