@@ -53,8 +53,8 @@ func writeNPZ(t *testing.T, path string, arrays map[string]*mat.Dense) string {
 
 // TestEvalTruthNPZ: --truth accepts an .npz of inputs X and true outputs Y:
 // the model's own outputs give zero error, perturbed outputs the error
-// computed by hand, and the output says the truth was data. It used to fail
-// with a safetensors header error.
+// computed by hand, and the output says the truth was data, not a
+// safetensors header error.
 func TestEvalTruthNPZ(t *testing.T) {
 	dir := t.TempDir()
 	model, mp, X := evalNPZFixture(t, dir)

@@ -86,7 +86,7 @@ func npyHeaderOf(r, c int) []byte {
 	return bytes.Replace(b.Bytes()[:b.Len()-8], []byte("(1, 1), }"+strings.Repeat(" ", len(shape)-len("(1, 1), }"))), []byte(shape), 1)
 }
 
-// Issue 13, item 3: a network is extracted from queries alone — in-process
+// A network is extracted from queries alone — in-process
 // from a model file, and from another process through --query-cmd — with
 // its parameters within 1e-9 and the query count reported; a server that
 // answers NaN or the wrong shape exits 2 writing nothing.

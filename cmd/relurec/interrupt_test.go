@@ -33,8 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// Issue "Nothing lost, nothing damaged", item 5. Before: Ctrl-C was ignored
-// by gen (it completed and replaced the output). Now killing a command with
+// Killing a command with
 // SIGINT or SIGTERM at any moment leaves every output either as it was (exit
 // 130/143) or complete and new (exit 0, when the signal came after the
 // commit), and never a temporary file.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 13: "relurec learn" with data and an output only picks the learner
+// "relurec learn" with data and an output only picks the learner
 // from the data and says why: biased data (gen depth2 with output biases)
 // go to the depth-2 learner and come back exact with 0.bias and 2.bias,
 // bias-free data with several outputs to the two-layer learner, and one

@@ -12,12 +12,11 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Issue "Nothing lost, nothing damaged", item 2: bounded reading, and a
-// memory budget the user can raise.
+// Bounded reading, and a memory budget the user can raise.
 
-// Before: a 130 KB IDX .gz whose header declares more than it holds reached
-// 1.6 GB and, under a memory limit, died with a Go fatal error. Now it exits
-// 2 naming the declared and the present size, before allocating.
+// A 130 KB IDX .gz whose header declares more than it holds exits 2 naming
+// the declared and the present size, before allocating (unchecked, it
+// reaches 1.6 GB and, under a memory limit, a Go fatal error).
 func TestIDXBombExitsTwoNamingSizes(t *testing.T) {
 	dir := t.TempDir()
 	var buf bytes.Buffer
@@ -78,9 +77,9 @@ func TestMaxMemory(t *testing.T) {
 	}
 }
 
-// gen --model-out follows its extension like --out does (it used to write
-// safetensors whatever the name): .onnx writes ONNX, an unknown one exits 2
-// before anything is generated.
+// gen --model-out follows its extension like --out does, whatever the
+// default: .onnx writes ONNX, an unknown one exits 2 before anything is
+// generated.
 func TestGenModelOutFormat(t *testing.T) {
 	dir := t.TempDir()
 	for _, cmd := range [][]string{{"gen", "twolayer", "--d", "6", "--k", "2", "--m", "3"}, {"gen", "depth2", "--d", "6", "--m", "2", "--outputs", "3"}} {

@@ -13,10 +13,10 @@ import (
 	"github.com/relurec/relurec/internal/parallel"
 )
 
-// Issue "Nothing lost, nothing damaged", item 1: one output writer for every
-// command. Each test names the failure it reproduced before the change.
+// One output writer for every command. Each test names the failure it
+// guards against.
 
-// Before: learn twolayer --out /dev/null, run as root, replaced the device
+// learn twolayer --out /dev/null, run as root, must not replace the device
 // with a regular file.
 func TestOutputToDeviceRefusedBeforeWork(t *testing.T) {
 	dir := t.TempDir()
@@ -30,7 +30,8 @@ func TestOutputToDeviceRefusedBeforeWork(t *testing.T) {
 	}
 }
 
-// Before: a symbolic link given as --out was replaced by a plain file.
+// A symbolic link given as --out is kept and its target written, not
+// replaced by a plain file.
 func TestOutputSymlinkKeptAndTargetWritten(t *testing.T) {
 	dir := t.TempDir()
 	x, y, _ := genSmall(t, dir)
@@ -52,9 +53,9 @@ func TestOutputSymlinkKeptAndTargetWritten(t *testing.T) {
 	}
 }
 
-// Before: the model was renamed over the old one, then the manifest write
-// failed (a directory named out.safetensors.manifest.json, or a name too
-// long) and the model was removed: the user's previous model was gone.
+// When the manifest cannot be written (a directory named
+// out.safetensors.manifest.json, or a name too long), the user's previous
+// model stays: the model is not renamed over it first.
 func TestFailingManifestKeepsPreviousModel(t *testing.T) {
 	dir := t.TempDir()
 	x, y, _ := genSmall(t, dir)
@@ -82,8 +83,8 @@ func TestFailingManifestKeepsPreviousModel(t *testing.T) {
 	}
 }
 
-// Before: gen twolayer --model-out a.npy.manifest.json overwrote the
-// manifest of the --x output.
+// gen twolayer --model-out a.npy.manifest.json, which would overwrite the
+// manifest of the --x output, is refused.
 func TestOutputCollidingWithAnotherOutputsManifestRefused(t *testing.T) {
 	dir := t.TempDir()
 	x, y := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
@@ -96,7 +97,7 @@ func TestOutputCollidingWithAnotherOutputsManifestRefused(t *testing.T) {
 	}
 }
 
-// Before: write permission was only checked after the computation.
+// Write permission is checked before the computation.
 func TestReadOnlyDirectoryRefusedBeforeWork(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root writes into read-only directories")
@@ -111,8 +112,7 @@ func TestReadOnlyDirectoryRefusedBeforeWork(t *testing.T) {
 	}
 }
 
-// Before: gen ignored Ctrl-C and replaced the output; a cancelled context
-// now leaves the previous output as it was.
+// A cancelled gen (Ctrl-C) leaves the previous output as it was.
 func TestCancelledGenLeavesOutputAsItWas(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "d.npz")
@@ -133,7 +133,7 @@ func TestCancelledGenLeavesOutputAsItWas(t *testing.T) {
 	}
 }
 
-// Before: no recover in main; a panic exited with status 2, which the README
+// A panic exits 1 with a hint to report it, not 2, which the README
 // promises for bad input.
 func TestPanicExitsOneWithReportHint(t *testing.T) {
 	var se strings.Builder

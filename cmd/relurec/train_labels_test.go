@@ -12,8 +12,8 @@ import (
 )
 
 // TestTrainRefusesStrayLabels: train mlp sizes its output layer by the class
-// count, so one label of 1e6 used to build a network with a million outputs
-// (10 GB). A label outside [0, C) — C from --classes, or inferred as
+// count, so one stray label of 1e6 would build a network with a million
+// outputs (10 GB). A label outside [0, C) — C from --classes, or inferred as
 // max+1 ≤ 1000 — exits 2 naming the label, its row and --classes, before any
 // network is built, and writes no model.
 func TestTrainRefusesStrayLabels(t *testing.T) {
