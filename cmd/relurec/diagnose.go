@@ -63,7 +63,7 @@ func diagnoseResidual(X, Y *mat.Dense, model *nn.MLP, units int, residual float6
 	R.Sub(Y.Slice(0, rows, 0, p), R)
 	Z := Xs
 	if d > structureDirs {
-		Z = mat.NewDense(rows, structureDirs, nil)
+		Z = new(mat.Dense)
 		Z.Mul(Xs, leadingDirections(model.Layers[0].Weight, structureDirs))
 	}
 	_, q := Z.Dims()

@@ -182,3 +182,35 @@ func TestDemoNoiseNamesRefineFlag(t *testing.T) {
 		t.Errorf("demo --noise output:\n%s\n%s", stdout, stderr)
 	}
 }
+
+// diagnoseResidual on wide inputs (d > structureDirs, a model with fewer
+// units than that): noise independent of X is noise, the part of a
+// deeper network the model lacks is structure.
+func TestDiagnoseResidualWideInputs(t *testing.T) {
+	const n, d = 5000, 40
+	rng := rand.New(rand.NewPCG(1, 2))
+	X := mat.NewDense(n, d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	model, err := nn.NewMLP([]int{d, 3, 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisy := model.Forward(X)
+	for i := range noisy.RawMatrix().Data {
+		noisy.RawMatrix().Data[i] += 0.1 * rng.NormFloat64()
+	}
+	if diag := diagnoseResidual(X, noisy, model, 3, 0.1, ""); diag.Structured || diag.Directions != 3 {
+		t.Errorf("noise: %+v", diag)
+	}
+	deeper, err := nn.NewMLP([]int{d, 3, 3, 2}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One hidden layer on the deeper network's first layer.
+	fit := &nn.MLP{Layers: []nn.Layer{deeper.Layers[0], model.Layers[1]}}
+	if diag := diagnoseResidual(X, deeper.Forward(X), fit, 3, 0.5, ""); !diag.Structured || !strings.Contains(diag.Text, "deeper network") {
+		t.Errorf("a deeper network: %+v", diag)
+	}
+}
