@@ -187,6 +187,12 @@ type Diagnostics struct {
 	// ReplacedUnits counts units removed by backward elimination when a
 	// deflation round went beyond the known width.
 	ReplacedUnits int `json:"replaced_units,omitempty"`
+	// Misfit, when set, says why deflation ended on a residual that more
+	// units do not explain (deflate): the data are not one hidden layer of
+	// ReLU units these samples identify (a deeper network, another
+	// activation). Fit then skips the polishes on all samples, which make
+	// exact only an answer that nearly is.
+	Misfit string `json:"misfit,omitempty"`
 	// Refine reports the refinement (nil when it did not run).
 	Refine *RefineResult `json:"refine,omitempty"`
 	// FlippedUnits counts units whose sign the affine-term resolution

@@ -328,7 +328,14 @@ func addScalars(rec *Recovery, kept []candidate, mo *Moments) error {
 }
 
 // fixUnitSigns runs FixSigns on rec's units and warns of unreliable signs.
+// With more units than the moments' dimensions the first moment cannot fix
+// them (FixSigns needs linearly independent units), and the signs are left
+// to the refinement and ResolveSigns.
 func fixUnitSigns(rec *Recovery, mo *Moments) {
+	if m, k := len(rec.Units), mo.Dim(); m > k {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("signs left to the refinement: %d units in %d dimensions are too many for the first moment to fix (FixSigns needs m ≤ %d)", m, k, k))
+		return
+	}
 	if err := FixSigns(rec.Units, mo); err != nil {
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("signs not fixed: %v", err))
 		return

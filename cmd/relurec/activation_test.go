@@ -50,8 +50,8 @@ func TestActivationRoundTrip(t *testing.T) {
 	}
 	// The ReLU learner cannot certify x² data, and an unknown activation is
 	// a usage error (exit 2) that writes nothing.
-	if code, _, _ := cli(t, "learn", "twolayer", "--data", data, "--route", "exact", "--out", filepath.Join(dir, "relu.safetensors")); code != 1 {
-		t.Errorf("exact ReLU route on x² data: exit %d, want 1", code)
+	if code, _, _ := cli(t, "learn", "twolayer", "--data", data, "--route", "exact", "--out", filepath.Join(dir, "relu.safetensors")); code != exitNotCertified {
+		t.Errorf("exact ReLU route on x² data: exit %d, want %d", code, exitNotCertified)
 	}
 	if code, _, _ := cli(t, "learn", "twolayer", "--data", data, "--activation", "tanh", "--out", filepath.Join(dir, "x.safetensors")); code != 2 {
 		t.Errorf("--activation tanh: exit %d, want 2", code)

@@ -25,7 +25,9 @@ type demoResult struct {
 	Reason      string                `json:"reason"`
 	Certificate twolayer.Certificate  `json:"certificate"`
 	Errors      metrics.TwoLayerError `json:"errors"`
+	Diagnosis   *residualDiagnosis    `json:"diagnosis,omitempty"`
 	Warnings    []string              `json:"warnings"`
+	Notes       []string              `json:"notes,omitempty"`
 	SecondsGen  float64               `json:"seconds_generate"`
 	SecondsFit  float64               `json:"seconds_fit"`
 }
@@ -34,7 +36,9 @@ const demoLong = `Generate a random two-layer ReLU network Y = ReLU(X·Vᵀ)·U�
 rows, U m×k), draw n Gaussian inputs, learn V and U back from (X, Y) alone
 with twolayer.Fit, and show the truth next to the recovered weights. With
 --noise 0 the recovery is exact up to float64 rounding (the residual
-certificate says so); with noise it is approximate. Nothing is written.
+certificate says so); with noise it is approximate: the certificate is not
+met, the output says what the residual shows, and the exit status is 3 (as
+for "relurec learn"). Nothing is written.
 
 This is "relurec gen twolayer" + "relurec learn twolayer" + "relurec eval"
 in one step; the same --seed gives the same network there.`
@@ -42,7 +46,7 @@ in one step; the same --seed gives the same network there.`
 const demoExample = `  # The default: d=20, k=5, m=8, 100 000 noiseless samples
   relurec demo
 
-  # Noisy outputs (σ = 10% of the output RMS): approximate recovery
+  # Noisy outputs (σ = 10% of the output RMS): approximate recovery, exit status 3
   relurec demo --noise 0.1 --n 300000 --seed 3
 
   # ... refined by local least squares
@@ -92,13 +96,26 @@ func (a *app) runDemo(cmd *cobra.Command, g twoLayerGen, refine bool) error {
 	if err != nil {
 		return err
 	}
+	for i, w := range res.Warnings {
+		res.Warnings[i] = withFlagNames(w, cmd)
+	}
 	out := demoResult{
 		Command: "demo", Problem: g, NoiseSigma: gen.sigma,
 		Route: res.Route, Reason: res.Reason, Certificate: res.Certificate,
-		Errors: e, Warnings: append([]string{}, res.Warnings...),
-		SecondsGen: genTime.Seconds(), SecondsFit: fitTime.Seconds(),
+		Errors: e, SecondsGen: genTime.Seconds(), SecondsFit: fitTime.Seconds(),
 	}
-	return a.emit(out, func(w io.Writer) {
+	out.Warnings, out.Notes = splitWarnings(res.Certificate.Met, res.Warnings)
+	var notCertified error
+	if !res.Certificate.Met {
+		unrefined := ""
+		if !refine {
+			unrefined = "--refine fits it by least squares"
+		}
+		d := diagnoseResidual(gen.x, gen.y, res.Model, g.K, res.Certificate.Residual, unrefined)
+		out.Diagnosis = &d
+		notCertified = errNotCertified(res.Certificate, &d, "")
+	}
+	err = a.emit(out, func(w io.Writer) {
 		noise := "noiseless"
 		if g.Noise > 0 {
 			noise = fmt.Sprintf("noise σ = %g × output RMS", g.Noise)
@@ -108,10 +125,17 @@ func (a *app) runDemo(cmd *cobra.Command, g twoLayerGen, refine bool) error {
 		demoUnits(w, gen.teacher, res.Model, e.Perm)
 		fmt.Fprintf(w, "(first entries; rows of V scaled to unit length, U's columns scaled to match, units matched up to order)\n\n")
 		table(w, out.rows(g, res, genTime, fitTime))
-		if g.Noise == 0 {
+		switch {
+		case g.Noise == 0:
 			fmt.Fprintf(w, "\nNext: relurec demo --noise 0.1 (noisy outputs), relurec gen/learn/eval --help (your own files).\n")
+		case !refine:
+			fmt.Fprintf(w, "\nNext: relurec demo --noise %g --refine (least-squares refinement of this estimate).\n", g.Noise)
 		}
 	})
+	if err != nil {
+		return err
+	}
+	return notCertified
 }
 
 // rows is demo's human table.
@@ -128,7 +152,8 @@ func (out *demoResult) rows(g twoLayerGen, res *twolayer.Result, genTime, fitTim
 		{"max relative weight error", fmt.Sprintf("%.3g", out.Errors.MaxRelErr)},
 		{"certificate", cert},
 	}
-	rows = append(rows, labelled("warnings", res.Warnings)...)
+	rows = append(rows, diagnosisRows(out.Diagnosis)...)
+	rows = append(rows, warningRows(out.Warnings, out.Notes)...)
 	return append(rows, [2]string{"time", fmt.Sprintf("generate %.2f s, fit %.2f s", genTime.Seconds(), fitTime.Seconds())})
 }
 

@@ -35,20 +35,23 @@ The model is written atomically as safetensors with PyTorch nn.Sequential
 keys (0.weight = W, 0.bias = b, 2.weight = A, 2.bias = c) and provenance in
 the metadata, or as ONNX (opset 13, the same names) when --out ends in .onnx,
 plus <out>.manifest.json. An affine term, if kept, is stored
-exactly as pairs of units (ReLU(z) − ReLU(−z) = z).`
+exactly as pairs of units (ReLU(z) − ReLU(−z) = z).
+
+` + notCertifiedHelp
 
 const learnDepth2Example = `  # Learn from one .npz holding X and Y; the width is inferred
   relurec learn depth2 --data data.npz --out model.safetensors
 
   # Separate files, known width, the paper's moment estimate only
-  relurec learn depth2 --x X.npy --y Y.npy --hidden 5 --route moments --out moments.safetensors
+  relurec learn depth2 --x X.npy --y Y.npy --hidden 5 --route moments --approximate --out moments.safetensors
 
   # Overcomplete: 7 units in 4 dimensions
   relurec learn depth2 --x X.npy --y Y.npy --hidden 7 --order 2 --out model.safetensors
 
-  # Load in PyTorch:
-  #   net = torch.nn.Sequential(torch.nn.Linear(10, 5), torch.nn.ReLU(), torch.nn.Linear(5, 1))
-  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))`
+  # Noisy outputs: the best fit, written although not certified (exit status 3)
+  relurec learn depth2 --data noisy.npz --approximate --out model.safetensors
+
+` + torchLoadExample
 
 // learnDepth2Options are the flags of learn depth2, as recorded in the
 // manifest: the data flags, the learner's options and the output.
@@ -59,8 +62,9 @@ type learnDepth2Options struct {
 	XName string `json:"x_name,omitempty"`
 	YName string `json:"y_name,omitempty"`
 	depth2.Options
-	Out   string `json:"out"`
-	DType string `json:"dtype"`
+	Out         string `json:"out"`
+	DType       string `json:"dtype"`
+	Approximate bool   `json:"approximate"`
 }
 
 type learnDepth2Result struct {
@@ -76,11 +80,11 @@ type learnDepth2Result struct {
 	Reason      string             `json:"reason"`
 	Certificate depth2.Certificate `json:"certificate"`
 	Diagnostics depth2.Diagnostics `json:"diagnostics"`
-	Warnings    []string           `json:"warnings"`
-	Seconds     float64            `json:"seconds"`
-	Timings     map[string]float64 `json:"timings"`
-	Options     learnDepth2Options `json:"options"`
-	Manifest    string             `json:"manifest"`
+	Outcome
+	Seconds  float64            `json:"seconds"`
+	Timings  map[string]float64 `json:"timings"`
+	Options  learnDepth2Options `json:"options"`
+	Manifest string             `json:"manifest,omitempty"`
 }
 
 func newLearnDepth2Cmd(a *app) *cobra.Command {
@@ -106,6 +110,7 @@ func newLearnDepth2Cmd(a *app) *cobra.Command {
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	f.BoolVar(&opt.Approximate, "approximate", false, approximateHelp)
 	return c
 }
 
@@ -145,17 +150,30 @@ func (a *app) finishDepth2(cmd *cobra.Command, run learnRun, opt learnDepth2Opti
 	}
 	mlp := res.Model.MLP()
 	out := newLearnDepth2Result(run, opt, res, mlp)
+	unrefined := ""
+	if res.Route != depth2.RouteRefined {
+		unrefined = "the default --route auto refines it by least squares"
+	}
+	var notCertified error
+	out.Outcome, notCertified = judge(run.x, run.y, mlp, out.Hidden, res.Certificate, res.Warnings, opt.Approximate, unrefined)
 	out.Timings = run.timings()
 	run.man.Timings = out.Timings
 	run.man.Results = jsonsafe.Finite(map[string]any{
 		"learner": run.choice, "route": res.Route, "reason": res.Reason, "hidden": out.Hidden, "saved_units": out.SavedUnits,
-		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
+		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings, "notes": out.Notes, "diagnosis": out.Diagnosis,
 	})
-	if err := a.writeModel(run.man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
-		return err
+	if out.Written {
+		if err := a.writeModel(run.man, opt.Out, mlp, out.metadata(res), opt.DType, out.Timings); err != nil {
+			return err
+		}
+	} else {
+		out.Manifest = ""
 	}
 	out.Seconds = time.Since(run.start).Seconds()
-	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, run.fit)) })
+	if err := a.emit(out, func(w io.Writer) { table(w, out.rows(res, run.fit)) }); err != nil {
+		return err
+	}
+	return notCertified
 }
 
 // validate checks the flags of learn depth2 before any input is read: the
@@ -180,8 +198,7 @@ func newLearnDepth2Result(run learnRun, opt learnDepth2Options, res *depth2.Resu
 	return learnDepth2Result{
 		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: n, D: d, Outputs: p,
 		Hidden: res.Diagnostics.Hidden, SavedUnits: mlp.Layers[0].Out(), Route: res.Route, Reason: res.Reason,
-		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
-		Warnings: append([]string{}, res.Warnings...), Options: opt, Manifest: dataio.ManifestPath(opt.Out),
+		Certificate: res.Certificate, Diagnostics: res.Diagnostics, Options: opt, Manifest: dataio.ManifestPath(opt.Out),
 	}
 }
 
@@ -226,9 +243,5 @@ func (out *learnDepth2Result) rows(res *depth2.Result, fitTime time.Duration) []
 		{"moment estimate", fmt.Sprintf("relative residual %.3g", res.Diagnostics.MomentResidual)},
 		{"certificate", cert},
 	}...)
-	rows = append(rows, warningRows(res.Warnings)...)
-	return append(rows,
-		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
-		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
-		[2]string{"manifest", out.Manifest})
+	return append(rows, out.Outcome.rows(fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds()), out.Out, out.Options.DType, out.Manifest)...)
 }

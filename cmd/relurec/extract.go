@@ -254,7 +254,7 @@ func (out *extractResult) rows() [][2]string {
 	if w := out.Weights; w != nil {
 		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max parameter error %.2e (W %.1e, b %.1e, A %.1e, c %.1e)", w.MaxErr, w.MaxErrW, w.MaxErrB, w.MaxErrA, w.MaxErrC)})
 	}
-	rows = append(rows, warningRows(out.Warnings)...)
+	rows = append(rows, warningRows(out.Warnings, nil)...)
 	return append(rows,
 		[2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)},
 		[2]string{"model file", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},

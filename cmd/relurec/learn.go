@@ -26,8 +26,9 @@ type learnTwoLayerOptions struct {
 	XName string `json:"x_name,omitempty"`
 	YName string `json:"y_name,omitempty"`
 	twolayer.Options
-	Out   string `json:"out"`
-	DType string `json:"dtype"`
+	Out         string `json:"out"`
+	DType       string `json:"dtype"`
+	Approximate bool   `json:"approximate"`
 }
 
 // learnResult is what learn twolayer prints and stores in the manifest.
@@ -43,11 +44,11 @@ type learnResult struct {
 	Reason      string               `json:"reason"`
 	Certificate twolayer.Certificate `json:"certificate"`
 	Diagnostics twolayer.Diagnostics `json:"diagnostics"`
-	Warnings    []string             `json:"warnings"`
-	Seconds     float64              `json:"seconds"`
-	Timings     map[string]float64   `json:"timings"`
-	Options     learnTwoLayerOptions `json:"options"`
-	Manifest    string               `json:"manifest"`
+	Outcome
+	Seconds  float64              `json:"seconds"`
+	Timings  map[string]float64   `json:"timings"`
+	Options  learnTwoLayerOptions `json:"options"`
+	Manifest string               `json:"manifest,omitempty"`
 }
 
 const learnTwoLayerLong = `Learn a two-layer ReLU network Y ≈ ReLU(X·Vᵀ)·Uᵀ (V k×d, U m×k, no biases)
@@ -83,20 +84,21 @@ The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
 certificate, seed, version) in the metadata, or as ONNX (opset 13, the same
 names and metadata) when --out ends in .onnx, plus <out>.manifest.json. On
-any error nothing is written.`
+any error nothing is written.
+
+` + notCertifiedHelp
 
 const learnTwoLayerExample = `  # Learn from one .npz holding X and Y; k is inferred from the rank of Y
   relurec learn twolayer --data data.npz --out model.safetensors
 
-  # Separate files, known k, noisy data with refinement, float32 weights
-  relurec learn twolayer --x X.npy --y Y.npy --hidden 5 --route noisy --refine --dtype f32 --out model.safetensors
+  # Separate files, known k, noisy data with refinement, float32 weights;
+  # noisy data are not certified: --approximate writes the model (exit status 3)
+  relurec learn twolayer --x X.npy --y Y.npy --hidden 5 --route noisy --refine --approximate --dtype f32 --out model.safetensors
 
   # Tiny non-Gaussian data: the worst-case route (any X)
   relurec learn twolayer --x X.npy --y Y.npy --route worstcase --out model.safetensors
 
-  # Load in PyTorch:
-  #   net = torch.nn.Sequential(torch.nn.Linear(20, 5, bias=False), torch.nn.ReLU(), torch.nn.Linear(5, 8, bias=False))
-  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))`
+` + torchLoadExample
 
 func newLearnTwoLayerCmd(a *app) *cobra.Command {
 	var df dataFlags
@@ -124,6 +126,7 @@ func newLearnTwoLayerCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	f.StringVar((*string)(&opt.Activation), "activation", "relu", activationHelp)
+	f.BoolVar(&opt.Approximate, "approximate", false, approximateHelp)
 	return c
 }
 
@@ -184,17 +187,30 @@ func (a *app) finishTwoLayer(cmd *cobra.Command, run learnRun, opt learnTwoLayer
 		}
 	}
 	out := newLearnResult(run, opt, res)
+	unrefined := ""
+	if res.Route == twolayer.RouteNoisy && res.Diagnostics.RefineIterations == 0 {
+		unrefined = withFlagNames("Options.Refine fits it by least squares", cmd)
+	}
+	var notCertified error
+	out.Outcome, notCertified = judge(run.x, run.y, res.Model, out.Hidden, res.Certificate, res.Warnings, opt.Approximate, unrefined)
 	out.Timings = run.timings()
 	run.man.Timings = out.Timings
 	run.man.Results = jsonsafe.Finite(map[string]any{
 		"learner": run.choice, "route": res.Route, "reason": res.Reason, "hidden": out.Hidden,
-		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings,
+		"certificate": res.Certificate, "diagnostics": res.Diagnostics, "warnings": out.Warnings, "notes": out.Notes, "diagnosis": out.Diagnosis,
 	})
-	if err := a.writeModel(run.man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
-		return err
+	if out.Written {
+		if err := a.writeModel(run.man, opt.Out, res.Model, out.metadata(res), opt.DType, out.Timings); err != nil {
+			return err
+		}
+	} else {
+		out.Manifest = ""
 	}
 	out.Seconds = time.Since(run.start).Seconds()
-	return a.emit(out, func(w io.Writer) { table(w, out.rows(res, run.fit)) })
+	if err := a.emit(out, func(w io.Writer) { table(w, out.rows(res, run.fit)) }); err != nil {
+		return err
+	}
+	return notCertified
 }
 
 // asDepth2 is the depth-2 learner's record of these flags, for the answer
@@ -203,7 +219,7 @@ func (opt learnTwoLayerOptions) asDepth2() learnDepth2Options {
 	return learnDepth2Options{
 		X: opt.X, Y: opt.Y, Data: opt.Data, XName: opt.XName, YName: opt.YName,
 		Options: depth2.Options{Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, Route: depth2.RouteAuto},
-		Out:     opt.Out, DType: opt.DType,
+		Out:     opt.Out, DType: opt.DType, Approximate: opt.Approximate,
 	}
 }
 
@@ -233,8 +249,7 @@ func newLearnResult(run learnRun, opt learnTwoLayerOptions, res *twolayer.Result
 	out := learnResult{
 		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: n, D: d, M: m,
 		Hidden: res.Diagnostics.Hidden, Route: res.Route, Reason: res.Reason,
-		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
-		Warnings: append([]string{}, res.Warnings...), Options: opt,
+		Certificate: res.Certificate, Diagnostics: res.Diagnostics, Options: opt,
 		Manifest: dataio.ManifestPath(opt.Out),
 	}
 	if out.Hidden == 0 && res.Model != nil && len(res.Model.Layers) > 0 {
@@ -272,8 +287,9 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 	}
 	rows = append(rows, learnerRows(out.Learner)...)
 	route := res.Route
-	if res.Diagnostics.Start != "" && res.Certificate.Met {
-		route += fmt.Sprintf(" (from the %s start)", res.Diagnostics.Start)
+	if route == twolayer.RouteExact && res.Diagnostics.Start != "" {
+		// The route keeps its name for scripts; the table says what ran.
+		route = res.Diagnostics.Start + " start + exact polish"
 	}
 	rows = append(rows, [][2]string{
 		{"route", route},
@@ -287,9 +303,5 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 	if res.Diagnostics.Whitened {
 		rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})
 	}
-	rows = append(rows, warningRows(res.Warnings)...)
-	return append(rows,
-		[2]string{"time", fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds())},
-		[2]string{"model", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
-		[2]string{"manifest", out.Manifest})
+	return append(rows, out.Outcome.rows(fmt.Sprintf("%.2f s (fit %.2f s)", out.Seconds, fitTime.Seconds()), out.Out, out.Options.DType, out.Manifest)...)
 }

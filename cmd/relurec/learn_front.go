@@ -29,7 +29,9 @@ by default: its data go to the depth-2 learner, and the model file's keys
 (0.weight, 0.bias, 2.weight, 2.bias) load with load_state_dict(strict=True).
 
 Every answer carries a residual certificate ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol. The
-subcommands run one learner with all its options.`
+subcommands run one learner with all its options.
+
+` + notCertifiedHelp
 
 const learnExample = `  # Data from a PyTorch MLP, saved by numpy: np.savez("q.npz", X=X, Y=Y)
   relurec learn --data q.npz --out model.safetensors
@@ -37,12 +39,14 @@ const learnExample = `  # Data from a PyTorch MLP, saved by numpy: np.savez("q.n
   # Known width, ONNX output
   relurec learn --x X.npy --y Y.npy --hidden 5 --out model.onnx
 
-  # Load in PyTorch (biases when the depth-2 learner was chosen):
-  #   net = torch.nn.Sequential(torch.nn.Linear(20, 5), torch.nn.ReLU(), torch.nn.Linear(5, 8))
-  #   net.load_state_dict(safetensors.torch.load_file("model.safetensors"))
+  # Noisy outputs: write the best fit although it is not certified (exit status 3)
+  relurec learn --data noisy.npz --refine --approximate --out model.safetensors
+  status=$?   # 0 exact, 3 not certified (here: written all the same)
+
+` + torchLoadExample + `
 
   # One learner, all its options
-  relurec learn twolayer --data data.npz --route noisy --refine --out model.safetensors
+  relurec learn twolayer --data data.npz --route noisy --refine --approximate --out model.safetensors
   relurec learn depth2 --data data.npz --hidden 7 --order 2 --out model.safetensors`
 
 // newLearnCmd is "relurec learn": the front door when given data, the group
@@ -70,8 +74,10 @@ func newLearnCmd(a *app) *cobra.Command {
 	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units (0 = infer from the data)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
+	f.BoolVar(&opt.Refine, "refine", false, "refine the two-layer learner's noisy-route estimate by local least squares")
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	f.BoolVar(&opt.Approximate, "approximate", false, approximateHelp)
 	return c
 }
 

@@ -2,9 +2,10 @@
 //
 // Run "relurec demo" for a first look and "relurec --help" for the command
 // tree. Exit status: 0 on success, 2 on bad input (usage errors, unreadable
-// or corrupt files, wrong shapes, NaN/Inf, arguments a learner rejects), 1 on
-// any other failure, 130 when interrupted by SIGINT (Ctrl-C) and 143 by
-// SIGTERM: 128 + the signal's number, as a shell reports a death by signal.
+// or corrupt files, wrong shapes, NaN/Inf, arguments a learner rejects), 3
+// when a learner's answer is not certified, 1 on any other failure, 130 when
+// interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM: 128 + the signal's
+// number, as a shell reports a death by signal.
 package main
 
 import (
@@ -36,6 +37,10 @@ const (
 	exitOK       = 0
 	exitFailure  = 1
 	exitBadInput = 2
+	// exitNotCertified: a learner's answer whose residual certificate is
+	// not met (errs.ErrNotExact); the model is written only with
+	// --approximate.
+	exitNotCertified = 3
 	// exitInterrupted follows the shell's 128 + SIGINT; a SIGTERM exits 143.
 	exitInterrupted = 130
 )
@@ -106,10 +111,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return exitInterrupted
 	}
 	code = exitFailure
-	if !a.started || errBadInput(err) {
+	switch {
+	case !a.started || errBadInput(err):
 		// Errors before a command's RunE starts come from cobra's parsing
 		// of flags and arguments: usage errors.
 		code = exitBadInput
+	case errors.Is(err, errs.ErrNotExact):
+		code = exitNotCertified
 	}
 	fmt.Fprintf(stderr, "relurec: %s\n", withFlagNames(err.Error(), cmd))
 	var be *badInputError

@@ -314,8 +314,16 @@ const (
 	extSafetensors = ".safetensors"
 	extONNX        = ".onnx"
 	// modelFormatsHelp says which model files --out accepts.
-	modelFormatsHelp = ".safetensors (PyTorch, load with safetensors.torch.load_file) or .onnx"
+	modelFormatsHelp = ".safetensors (PyTorch: examples/torch_roundtrip.py or safetensors.torch.load_file) or .onnx"
 )
+
+// torchLoadExample is the --help example for loading a model in
+// PyTorch with Debian's packages (python3-torch, python3-numpy).
+const torchLoadExample = `  # Load in PyTorch (Debian's python3-torch; no safetensors package needed),
+  # into nn.Sequential with load_state_dict(strict=True):
+  #   import sys; sys.path.insert(0, "examples")   # relurec's checkout
+  #   from torch_roundtrip import read_safetensors, build_sequential
+  #   net = build_sequential(*read_safetensors("model.safetensors"))`
 
 // checkModelExt refuses a model output path whose extension is neither
 // .safetensors nor .onnx, naming the flag.
@@ -453,12 +461,16 @@ func optionsUsageError(err error) error {
 }
 
 // warningRows is the warnings part of a learner's table: "none", or one row
-// per warning.
-func warningRows(warnings []string) [][2]string {
-	if len(warnings) == 0 {
-		return [][2]string{{"warnings", "none"}}
+// per warning, and how many notes the JSON output holds.
+func warningRows(warnings, notes []string) [][2]string {
+	rows := [][2]string{{"warnings", "none"}}
+	if len(warnings) > 0 {
+		rows = labelled("warnings", warnings)
 	}
-	return labelled("warnings", warnings)
+	if len(notes) > 0 {
+		rows = append(rows, [2]string{"notes", fmt.Sprintf("%d on the way to the certified answer (--json lists them)", len(notes))})
+	}
+	return rows
 }
 
 // certificateText is a certificate as a learner's table shows it.

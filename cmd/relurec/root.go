@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
@@ -61,7 +63,8 @@ Samples are rows: X is n×d, Y is n×m, as in numpy and PyTorch. Data files are
 or ONNX (.onnx).
 
 Exit status: 0 success, 2 bad input (usage, unreadable or malformed files,
-wrong shapes, NaN/Inf, sizes beyond --max-memory), 1 any other failure, 130
+wrong shapes, NaN/Inf, sizes beyond --max-memory), 3 answer not certified
+(learn, demo: nothing written unless --approximate), 1 any other failure, 130
 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM (128 + the signal's number).`,
 		Example: `  # See it work on a synthetic network in a few seconds
   relurec demo
@@ -207,10 +210,10 @@ func (d *dataFlags) read(ctx context.Context) (x, y *mat.Dense, err error) {
 		xp, yp = d.data, d.data
 	}
 	if x, err = readInput(ctx, "X", xp, d.xName); err != nil {
-		return nil, nil, err
+		return nil, nil, arrayNameHint(err, "--x-name", "--y-name")
 	}
 	if y, err = readInput(ctx, "Y", yp, d.yName); err != nil {
-		return nil, nil, err
+		return nil, nil, arrayNameHint(err, "--y-name", "--x-name")
 	}
 	nx, _ := x.Dims()
 	ny, _ := y.Dims()
@@ -234,6 +237,15 @@ func limitHeapToBudget() {
 	if limit := 2 * dataio.MemoryBudget(); limit < debug.SetMemoryLimit(-1) {
 		debug.SetMemoryLimit(limit)
 	}
+}
+
+// arrayNameHint adds to an .npz's missing-array error the flag that names
+// the array (flag), and the other array's (other).
+func arrayNameHint(err error, flag, other string) error {
+	if !errors.Is(err, dataio.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %s NAME (and %s for the other array)", err, flag, other)
 }
 
 // limitHeapToData sets the collector's soft memory limit to the data's

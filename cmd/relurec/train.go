@@ -94,10 +94,7 @@ const trainMLPExample = `  # The Fashion-MNIST MLP used by the compression docs 
   # Your own data: X (n×d) and integer labels y (n×1) in one .npz
   relurec train mlp --data train.npz --hidden 64 --epochs 20 --out small.safetensors
 
-  # Load in PyTorch:
-  #   net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-  #       torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).double()
-  #   net.load_state_dict(safetensors.torch.load_file("mlp.safetensors"))`
+` + torchLoadExample
 
 func newTrainMLPCmd(a *app) *cobra.Command {
 	opt := trainMLPOptions{XName: "X", YName: "y", Epochs: 15, BatchSize: 128, LearningRate: 1e-3, Schedule: "cosine", DType: "f64"}
