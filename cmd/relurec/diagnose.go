@@ -195,11 +195,10 @@ func judge(X, Y *mat.Dense, model *nn.MLP, units int, cert certify.Certificate, 
 	}
 	d := diagnoseResidual(X, Y, model, units, cert.Residual, unrefined)
 	out.Diagnosis = &d
-	what := "Nothing written: --approximate writes the model anyway (the exit status stays 3)."
-	if approximate {
-		what = "The approximate model was written (--approximate)."
+	if !approximate {
+		return out, errNotCertified(cert, &d, "Nothing written: --approximate writes the model anyway (the exit status stays 3).")
 	}
-	return out, errNotCertified(cert, &d, what)
+	return out, keptOutputs{errNotCertified(cert, &d, "The approximate model was written (--approximate).")}
 }
 
 // diagnosisRows is a learner's table line for the residual of an answer

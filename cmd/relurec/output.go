@@ -234,6 +234,13 @@ func interruptedNote(written []string) string {
 	return fmt.Sprintf("relurec: interrupted after writing %s (complete, with manifests); any other output left as it was", strings.Join(written, ", "))
 }
 
+// keptOutputs marks a command's error after which the outputs it staged
+// are committed all the same: an answer whose certificate is not met,
+// written because --approximate asked for it (exit status 3).
+type keptOutputs struct{ error }
+
+func (k keptOutputs) Unwrap() error { return k.error }
+
 // discard removes the staged outputs that were not committed (nothing
 // after commit), then undoes what was made for them, such as a new output
 // directory.

@@ -158,6 +158,11 @@ func (a *app) leaf(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 		// Outputs not committed (an error, a panic) are removed.
 		defer a.staged.discard()
 		if err := fn(cmd, args); err != nil {
+			if errors.As(err, new(keptOutputs)) {
+				if cerr := a.staged.commit(a.context()); cerr != nil {
+					return cerr
+				}
+			}
 			return err
 		}
 		return a.staged.commit(a.context())
