@@ -27,7 +27,7 @@ Outputs as for gen twolayer: one .npz (--out), X.npy and Y.npy in a directory
 (PyTorch keys 0.weight, 0.bias, 2.weight, 2.bias). A run manifest is written
 next to every output.`
 
-const genDepth2Example = `  # The issue's instance: d=10, m=5, |b| ≤ 1, |a| ∈ [0.5, 2], 1e6 noiseless samples
+const genDepth2Example = `  # The reference instance of docs/depth2.md: d=10, m=5, |b| ≤ 1, |a| ∈ [0.5, 2], 1e6 noiseless samples
   relurec gen depth2 --d 10 --m 5 --n 1000000 --seed 1 --out data.npz --model-out teacher.safetensors
 
   # Overcomplete: 7 units in 4 dimensions, kept apart, separate files

@@ -68,7 +68,7 @@ func TestGenLemma16(t *testing.T) {
 }
 
 // gen twolayer --instance sat6: Y is 0 on the clause rows and 1 elsewhere,
-// and the written witness network reproduces it exactly (claim 23 end to end).
+// and the written witness network reproduces it exactly (the reduction of [BJW19, Thm 2], end to end).
 func TestGenSAT6(t *testing.T) {
 	dir := t.TempDir()
 	for _, varAlpha := range []bool{false, true} {

@@ -51,7 +51,7 @@ Gaussian noise of standard deviation --noise on the pre-activations.
 The .npz given by --out holds Y, A, C, M = C·Aᵀ and b (1×d); a manifest is
 written next to it.`
 
-const genGenerativeExample = `  # The issue's instance: d=100, k=3, n=800, bias N(0,1)
+const genGenerativeExample = `  # The reference instance of docs/generative.md: d=100, k=3, n=800, bias N(0,1)
   relurec gen generative --d 100 --k 3 --n 800 --bias gaussian:0,1 --seed 1 --out gen.npz
   relurec learn generative --y gen.npz --rank 3 --truth gen.npz --out A.npy`
 
