@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
@@ -132,7 +133,7 @@ func (pr *problem) outputBasis() (B *mat.Dense, k int, why string) {
 	if err != nil {
 		return nil, 0, "the SVD of the centred outputs failed: " + err.Error()
 	}
-	tol := rankTol(pr.roundoff)
+	tol := certify.RankTol(pr.roundoff)
 	rank := linalg.NumericalRank(s, tol)
 	k = pr.hidden
 	if k == 0 {
@@ -157,11 +158,6 @@ func (pr *problem) outputBasis() (B *mat.Dense, k int, why string) {
 	}
 	return B, k, ""
 }
-
-// rankTol is the relative singular value below which the centred outputs
-// count as exactly low-rank at unit roundoff u: 1e-10 for float64 data,
-// 64·u for float32 data (as package twolayer's rank test).
-func rankTol(u float64) float64 { return math.Max(1e-10, 64*u) }
 
 // steinStart estimates the units' augmented rows (w_i, b_i)/‖(w_i, b_i)‖
 // (k×(d+1)) from the first and second moments of the reduced outputs
@@ -346,7 +342,7 @@ func (pr *problem) fitOutputs(net *Network) error {
 		}
 		net.A = mat.DenseCopyOf(sol.Slice(0, k, 0, pr.p).T())
 		net.C = mat.Row(nil, k, sol)
-		if rows == pr.n || pr.residual(net) <= math.Max(1e-12, 2*pr.roundoff) {
+		if rows == pr.n || pr.residual(net) <= certify.RoundingResidual(pr.roundoff) {
 			return nil
 		}
 	}

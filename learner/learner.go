@@ -225,15 +225,10 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	// two-layer learner's, which cannot fit them.
 	d2First := biasScreen && depth2Exact(opt) && depth2.OutputBiasZ(X, Y, biasGlanceRows) > depth2.BiasZTol
 	if d2First {
-		exact, err := fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
-		switch {
-		case err == nil:
-			ch.Considered = append(ch.Considered, fmt.Sprintf("biases: plain in the outputs' first %d rows; the depth-2 learner's exact route certified the data (residual %.1e)", min(X.RawMatrix().Rows, biasGlanceRows), exact.Certificate.Residual))
-			ch.Learner, ch.Reason = Depth2, "a network with biases reproduces Y exactly (the depth-2 learner's exact route certified it): the depth-2 learner"
-			res.Depth2, res.Choice = exact, ch
-			return res, nil
-		case !errors.Is(err, errs.ErrNotExact) && !errors.Is(err, errs.ErrInput):
-			return nil, err
+		ok, err := exactDepth2(ctx, X, Y, opt, &ch, res, fmt.Sprintf("plain in the outputs' first %d rows", min(X.RawMatrix().Rows, biasGlanceRows)))
+		if err != nil || ok {
+			res.Choice = ch
+			return res, err
 		}
 	}
 	if ch.Learner == TwoLayer {
@@ -243,18 +238,14 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 			callers := o.TwoLayer.Screen
 			o.TwoLayer.Screen = func() error {
 				screenPending = false
-				exact, err := (*depth2.Result)(nil), errs.ErrNotExact
 				if depth2Exact(opt) && !d2First {
-					exact, err = fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
-				}
-				switch {
-				case err == nil:
-					res.Depth2 = exact
-					ch.Considered = append(ch.Considered, fmt.Sprintf("biases: not tested (the depth-2 learner's exact route certified the data, residual %.1e)", exact.Certificate.Residual))
-					ch.Learner, ch.Reason = Depth2, "a network with biases reproduces Y exactly (the depth-2 learner's exact route certified it, after the bias-free exact route did not): the depth-2 learner"
-					return errBiased
-				case !errors.Is(err, errs.ErrNotExact) && !errors.Is(err, errs.ErrInput):
-					return err
+					ok, err := exactDepth2(ctx, X, Y, opt, &ch, res, "not tested, after the bias-free exact route did not certify")
+					if err != nil {
+						return err
+					}
+					if ok {
+						return errBiased
+					}
 				}
 				if err := screenBiases(X, Y, &ch); err != nil {
 					return err
@@ -325,6 +316,24 @@ const biasGlanceRows = 20000
 func depth2Exact(opt Options) bool {
 	st := opt.TwoLayer.Start
 	return st == "" || st == twolayer.StartAuto
+}
+
+// exactDepth2 runs depth2's exact route (depth2.RouteSteinOnly). When it
+// certifies, it sets res.Depth2 and sends the choice to depth2, noting why
+// the route ran (how); ok is false when the route did not apply or did not
+// certify, and err is any other error.
+func exactDepth2(ctx context.Context, X, Y *mat.Dense, opt Options, ch *Choice, res *Result, how string) (ok bool, err error) {
+	exact, err := fitDepth2(ctx, X, Y, opt, depth2.RouteSteinOnly)
+	if errors.Is(err, errs.ErrNotExact) || errors.Is(err, errs.ErrInput) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	res.Depth2 = exact
+	ch.Considered = append(ch.Considered, fmt.Sprintf("biases: %s; the depth-2 learner's exact route certified the data (residual %.1e)", how, exact.Certificate.Residual))
+	ch.Learner, ch.Reason = Depth2, "a network with biases reproduces Y exactly (the depth-2 learner's exact route certified it): the depth-2 learner"
+	return true, nil
 }
 
 // fitTwoLayer runs the two-layer learner; g is Choose's Gaussian check of

@@ -405,7 +405,7 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 		V.SetRow(i, row)
 	}
 	var cond float64
-	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, min(roundingResidual(roundoff), opt.CertTol), &cond)
+	U, F, resid, err = exactU(work, X, Y, V, opt.Activation, min(certify.RoundingResidual(roundoff), opt.CertTol), &cond)
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
@@ -533,11 +533,6 @@ func exactRouteRuns(p *problem, opt Options) (k int, ok bool) {
 	}
 	return red0.K, true
 }
-
-// roundingResidual is the relative residual the right network leaves on
-// noiseless data of unit roundoff u: 1e-12 for float64 data, 2·u (1.2e-7)
-// for float32 data, whose rounding of X and Y alone leaves 3e-8…4e-8.
-func roundingResidual(u float64) float64 { return math.Max(1e-12, 2*u) }
 
 // exactURows is how many samples (the first ones) the exact route's output
 // weights are solved on: with every row of V exact, Y = φ(X·Vᵀ)·Uᵀ holds

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/internal/outer"
@@ -21,14 +22,9 @@ import (
 // rank k (practical default, not in [BJW19]: σ_{k+1}/σ_1 < 1e-10 in the noiseless case).
 const exactRankTol = 1e-10
 
-// rankTolFor is the exact-rank tolerance for data of unit roundoff u:
-// exactRankTol for float64 data and 64·u (3.8e-6) for float32 data, whose
-// rounding alone puts the "zero" singular values of Y near 1e-7 relative
-// (a float32 copy of 20-5-8 data showed σ_6/σ_1 = 8e-8 and was read as
-// six units).
-func rankTolFor(u float64) float64 {
-	return math.Max(exactRankTol, 64*u)
-}
+// rankTolFor is the exact-rank tolerance for data of unit roundoff u
+// (certify.RankTol; exactRankTol for float64 data).
+func rankTolFor(u float64) float64 { return certify.RankTol(u) }
 
 // Start is the output of TensorStart: approximate hidden weights, each row
 // equal to ±(a true row) up to the moment estimation error, plus what the
