@@ -539,8 +539,9 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 // rows·(k(d+1))² there, and the stage only has to bring the network into
 // the basin that the last refinement on all samples certifies. Measured on
 // PyTorch-default networks, n = 2·10⁵, GOMAXPROCS=1 (CPU seconds of
-// learner.Fit): 30-10-1 13.6 → 2.7 s at max(5·10⁴, 40·size) → this; 20-5-1
-// and 30-10-3 2–3× faster; every fit still certified
+// learner.Fit): 30-10-1 13.6 → 2.7 s at max(5·10⁴, 40·size) → this; in
+// wall time on a shared machine 20-5-1 5.2 → 1.2 s and 30-10-3 17.6 → 6.0
+// s; every fit still certified
 // (bench/torch_front_door.py --arch 30,10,1 --seeds 10: 10/10 exact), and
 // go test -tags slow ./depth2 passes.
 func refineRows(size int) int { return max(5000, 10*size) }

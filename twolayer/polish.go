@@ -38,7 +38,8 @@ type polishTols struct {
 	active float64
 	// rows scales the active samples a row is solved from (max(5·d, 200)
 	// times rows): float32 data average their rounding over ten times as
-	// many, for rows about 3× more accurate.
+	// many (float32 20-5-8 with biases: parameter error 5.4e-8 → 4.2e-8,
+	// go test ./depth2 -run TestExactRouteCertifiesBiasedNetworks -v).
 	rows int
 }
 
