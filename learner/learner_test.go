@@ -124,7 +124,7 @@ func TestTwoLayerReusesGaussianCheck(t *testing.T) {
 
 // Fit screens for biases only when neither exact route certified the data:
 // exact bias-free data are certified by the two-layer learner's exact route
-// from the parity start and skip the screen (Choose still runs it);
+// from the zero-set start and skip the screen (Choose still runs it);
 // PyTorch-default data with biases are certified by depth2's exact route
 // (the Stein start, RouteSteinPolish) and skip it too; noisy bias-free
 // data (no exact route) are screened and stay with twolayer.
@@ -135,7 +135,7 @@ func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Choice.Learner != TwoLayer || res.Choice.Bias != nil || !res.Certificate().Met ||
-		res.TwoLayer.Diagnostics.Start != "parity" {
+		res.TwoLayer.Diagnostics.Start != "zero-set" {
 		t.Fatalf("exact bias-free data: choice %+v, certificate %+v", res.Choice, res.Certificate())
 	}
 	if last := res.Choice.Considered[len(res.Choice.Considered)-1]; !strings.Contains(last, "biases: not tested") {

@@ -18,9 +18,10 @@ import (
 // this order:
 //
 //  1. Exact first (not in [BJW19]): X looks Gaussian (CheckGaussian), n is
-//     at least the Gaussian routes' floor, φ is the ReLU and Y is exactly
-//     rank k (or k = m): the exact route from the parity start alone, the
-//     cheapest route that can certify, before any other route's screen.
+//     at least the exact route's floor (exactFloor), φ is the ReLU and Y
+//     is exactly rank k (or k = m): the exact route from the zero-set start
+//     (zeroset.go), then the parity start (k ≤ parityMaxK), the cheapest
+//     route that can certify, before any other route's screen.
 //     Skipped with Options.Start "tensor" (the paper's choice).
 //  2. Options.Screen, the caller's (package learner's bias screen).
 //  3. Worst case (Alg 1–2): X does not look Gaussian or n is below the
@@ -104,8 +105,8 @@ func (o Options) fpt() FPTOptions {
 // computed nor polished twice and the units it certified are not looked
 // for again.
 type exactAttempt struct {
-	// parityTried records that the parity start was tried (it is then left
-	// out of the plan).
+	// parityTried records that the first starts (zero-set, parity) were
+	// tried (they are then left out of the plan).
 	parityTried bool
 	// found holds the rows certified so far.
 	found certifiedRows
@@ -140,16 +141,25 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		att = &exactAttempt{}
 	}
 	var plan []planned
+	// The moment starts need n ≥ minSamples; below it the exact route has
+	// the zero-set and parity starts only (exactFloor).
+	exactK, _ := exactRouteRuns(p, opt)
+	momentsFit := p.n >= minSamples(p.d, max(1, exactK))
 	if parityApplies(p, opt) && !att.parityTried {
 		att.parityTried = true
-		plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
+		if opt.Start != StartParity {
+			plan = append(plan, planned{"zero-set start", func() (*Start, error) { return zeroSetStart(ctx, p, opt) }})
+		}
+		if exactK <= parityMaxK || opt.Start == StartParity {
+			plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
+		}
 	}
 	if parityOnly {
 		if len(plan) == 0 {
-			att.why = "the parity start does not apply (it needs data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
+			att.why = "the zero-set and parity starts do not apply (they need data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
 			return nil, nil
 		}
-	} else {
+	} else if len(plan) == 0 || momentsFit {
 		if rows := startRows(p, opt); rows < p.n {
 			plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
 		}
@@ -189,14 +199,17 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 	// small eigenvalue gap in its decomposition.
 	noteStart := func(st *Start) {
 		diag.Start, diag.ParityGap = "tensor", 0
-		if st.parity != nil {
+		switch {
+		case st.parity != nil:
 			diag.Start, diag.ParityGap = "parity", st.parity.gap
+		case st.zeroSet != nil:
+			diag.Start = "zero-set"
 		}
 		diag.TensorOrder = st.Order
 		diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
 		diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
 		diag.StartRows = st.Rows
-		if st.JennrichGap < 1e-3 {
+		if st.zeroSet == nil && st.JennrichGap < 1e-3 {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
 		}
 	}
@@ -333,7 +346,20 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 		work = basis.RawMatrix().Data
 	}
 	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		Vp, reps, err := ExactPolish(ctx, X, basis, start, PolishOptions{Activation: opt.Activation, Roundoff: roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }})
+		po := PolishOptions{Activation: opt.Activation, Roundoff: roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }}
+		if st.zeroSet != nil && start == st.V {
+			// The zero-set start's rows carry their signs, and its null
+			// vectors are the polish's when the basis is Y·V_k·Σ_k⁻¹, the
+			// coordinates the start searched in.
+			po.Oriented = true
+			// On float32 data the polish's own null vectors, from ten times
+			// the rows (polishTols.rows), are the ones good to their
+			// precision.
+			if st.productBasis && roundoff <= certify.Float64Roundoff {
+				po.Nulls = st.zeroSet.nulls(k)
+			}
+		}
+		Vp, reps, err := ExactPolish(ctx, X, basis, start, po)
 		if err != nil {
 			return nil, err
 		}
@@ -527,7 +553,7 @@ func exactRouteRuns(p *problem, opt Options) (k int, ok bool) {
 	if opt.Route == "noisy" {
 		return 0, false
 	}
-	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
+	red0, err := reduceOutputs(p, opt.Hidden, "the exact route", exactFloor)
 	if err != nil || !(red0.ExactRank || red0.K == p.m) {
 		return 0, false
 	}

@@ -115,7 +115,7 @@ func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, er
 	if err := checkHidden(opt.Hidden); err != nil {
 		return nil, err
 	}
-	red0, err := reduceOutputs(p, opt.Hidden, "the ICA route")
+	red0, err := reduceOutputs(p, opt.Hidden, "the ICA route", tensorFloor)
 	if err != nil {
 		return nil, err
 	}

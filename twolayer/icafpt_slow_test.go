@@ -125,7 +125,7 @@ func TestICAScreenSettles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			red0, err := reduceOutputs(p, 0, "the ICA route")
+			red0, err := reduceOutputs(p, 0, "the ICA route", tensorFloor)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -54,13 +54,17 @@ type StartKind string
 
 // The values of Options.Start.
 const (
-	// StartAuto: the parity start first where it applies (the exact route
-	// of a ReLU network), the tensor start otherwise or when it fails.
+	// StartAuto: the zero-set start first where it applies (the exact
+	// route of a ReLU network), then the parity start (k ≤ parityMaxK),
+	// the tensor start otherwise or when they fail.
 	StartAuto StartKind = "auto"
+	// StartParity: as StartAuto without the zero-set start: the parity
+	// start first, for comparison.
+	StartParity StartKind = "parity"
 	// StartTensor: the tensor start of [BJW19, Alg 4] only, as printed
 	// (with the corrections of docs/twolayer.md), for comparison. Fit's
 	// automatic route choice then skips its first step (the exact route
-	// from the parity start) and chooses as the paper does.
+	// from the zero-set and parity starts) and chooses as the paper does.
 	StartTensor StartKind = "tensor"
 )
 
@@ -86,8 +90,8 @@ type Options struct {
 	// "auto" (default) whitens when the sample covariance differs from I by
 	// more than sampling error, "always", or "never".
 	Whiten Whiten `json:"whiten"`
-	// Start chooses the exact route's start: "" or "auto" (default) or
-	// "tensor" (StartAuto, StartTensor).
+	// Start chooses the exact route's start: "" or "auto" (default),
+	// "parity" or "tensor" (StartAuto, StartParity, StartTensor).
 	Start StartKind `json:"start,omitempty"`
 	// Refine runs a local refinement of ‖Y − ReLU(XVᵀ)Uᵀ‖² on the noisy route,
 	// started from the moment estimate. The unrefined error is reported too.
@@ -112,7 +116,7 @@ type Options struct {
 	// reading X again. Default nil: Fit runs the check itself.
 	Gaussian *GaussianCheck `json:"-"`
 	// Screen, if non-nil, is called by Fit's automatic route choice once
-	// the exact route from the parity start has not certified the data (or
+	// the exact route from its first starts (zero-set, parity) has not certified the data (or
 	// does not apply), before any other route runs; an error it returns
 	// ends Fit with that error. Package learner screens for biases here
 	// (depth2.TestBiases): data a bias-free network reproduces exactly need

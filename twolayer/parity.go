@@ -62,6 +62,11 @@ func parityRows(n, k int) int { return min(n, max(20000, 10*k*(k+1))) }
 // (measured at d=20, k=5, n=5000 and d=100, k=20, n=8·10⁴ and 2·10⁵).
 func parityLinearRows(n, d int) int { return min(n, max(20000, 400*d)) }
 
+// parityMaxK is the widest network the exact route tries the parity start
+// on: its equations' Gram costs k⁴/8 per sample, k⁶ in all (k = 40: 4·10⁹
+// multiply-adds), where the zero-set start that runs before it grows as k³.
+const parityMaxK = 40
+
 // spreadRow is the sample behind row i of an evenly spread subsample of
 // rows samples out of n: a sorted file then costs nothing, where its first
 // rows would show one corner of the input distribution.
@@ -83,7 +88,7 @@ func parityApplies(p *problem, opt Options) bool {
 // Start has no tensor moments; Resample on it decomposes the same
 // equations' null space again with fresh randomness.
 func parityStart(ctx context.Context, p *problem, opt Options) (*Start, error) {
-	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
+	red0, err := reduceOutputs(p, opt.Hidden, "the parity start", exactFloor)
 	if err != nil {
 		return nil, err
 	}

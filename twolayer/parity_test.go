@@ -141,7 +141,7 @@ func TestParityStartAccuracy(t *testing.T) {
 				t.Errorf("seed %d: unit %d came out negated", seed, i)
 			}
 		}
-		res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: seed})
+		res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: seed, Start: StartParity})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestParityStartCorrelatedInputs(t *testing.T) {
 	rng := synth.NewRand(77)
 	cov := synth.RandomCovariance(12, 10, rng)
 	in := newInstance(t, 41, synth.TwoLayerConfig{D: 12, K: 4, M: 6, CondV: 2}, 60000, cov, synth.Noise{})
-	res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: 2})
+	res, err := Fit(context.Background(), in.X, in.Y, Options{Seed: 2, Start: StartParity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestOneUnitExact(t *testing.T) {
 		if e := compare(t, in.teacher, res.Model); e.MaxRelErr > 1e-9 || !res.Certificate.Met {
 			t.Errorf("start %s: weight error %.1e, certificate %+v", start, e.MaxRelErr, res.Certificate)
 		}
-		want := map[StartKind]string{StartAuto: "parity", StartTensor: "tensor"}[start]
+		want := map[StartKind]string{StartAuto: "zero-set", StartTensor: "tensor"}[start]
 		if res.Diagnostics.Start != want || len(res.Warnings) > 0 {
 			t.Errorf("start %s: ran the %q start (want %q), warnings %q", start, res.Diagnostics.Start, want, res.Warnings)
 		}
@@ -216,7 +216,7 @@ func TestStartsShareCertifiedRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Fit(context.Background(), X, Y, Options{Seed: 1, Route: UseExact})
+	res, err := Fit(context.Background(), X, Y, Options{Seed: 1, Route: UseExact, Start: StartParity})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,15 @@ type PolishOptions struct {
 	Roundoff float64
 	// Progress, when set, is called after each unit.
 	Progress func(done, total int)
+	// Oriented reports that the rows of Vhat carry their signs (a start
+	// that read them off the units' activations, as the zero-set start
+	// does): only sign +1 is polished, which halves the polish's work.
+	Oriented bool
+	// Nulls, when set, holds per row of Vhat the null vector w of B that
+	// gives the unit's activation B·w (nil for rows without one): the
+	// zero-pattern step is skipped for those rows, which are oriented, and
+	// the certificate on every sample decides as for any row.
+	Nulls [][]float64
 }
 
 // UnitPolish reports what the exact polish did for one hidden unit.
@@ -163,7 +172,15 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 	// Step 1, one pass over X for all units: the rows' norms and the
 	// candidate zeros of every unit and sign (confidentZeros).
 	xnorm := make([]float64, n)
-	cz := confidentZeros(X, Vhat, xnorm, zeroCandidates(k))
+	var cz *zeroSets
+	if len(opt.Nulls) == k && !slices.ContainsFunc(opt.Nulls, func(w []float64) bool { return w == nil }) {
+		// Every row's null vector is known: only the norms are needed.
+		for q := range xnorm {
+			xnorm[q] = rowNorm(X.RawRowView(q))
+		}
+	} else {
+		cz = confidentZeros(X, Vhat, xnorm, zeroCandidates(k), opt.Oriented)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -183,6 +200,16 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 		for _, sign := range []int{1, -1} {
 			a := &attempt{unit: i, sign: sign, rep: UnitPolish{Sign: sign}}
 			tries = append(tries, a)
+			known := opt.Nulls != nil && opt.Nulls[i] != nil
+			if sign < 0 && (opt.Oriented || known) {
+				a.why = "not tried: the start's rows carry their signs"
+				continue
+			}
+			if known {
+				a.w = opt.Nulls[i]
+				cands = append(cands, a)
+				continue
+			}
 			zeros := func(t int) []int { return cz.zeros(X, Vhat, xnorm, i, sign, t) }
 			a.w, a.rep.Zeros, a.why = nullVector(B, n, zeros, tol)
 			if a.why == "" {
@@ -362,13 +389,20 @@ func (b *bounded) trim() {
 	}
 }
 
-// confidentZeros reads X once: it sets xnorm[q] = ‖x_q‖ (√(x_q·x_q), or
-// blas64.Nrm2's scaled sum where that would over- or underflow; at least
-// the smallest positive float64), and from
+// rowNorm returns ‖row‖: √(row·row), or blas64.Nrm2's scaled sum where
+// that would over- or underflow; at least the smallest positive float64.
+func rowNorm(row []float64) float64 {
+	if s := dot(row, row); s > 1e-290 && s <= math.MaxFloat64 {
+		return math.Sqrt(s)
+	}
+	return math.Max(blas64.Nrm2(blas64.Vector{N: len(row), Inc: 1, Data: row}), math.SmallestNonzeroFloat64)
+}
+
+// confidentZeros reads X once: it sets xnorm[q] = ‖x_q‖ (rowNorm), and from
 // chunks of rows times V̂ᵀ (internal/kern: each cosine the bits of
 // dot(x_q, v̂_i)/‖x_q‖) keeps, for every unit and sign, the capacity samples
-// with the smallest sign·cosine.
-func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets {
+// with the smallest sign·cosine (sign +1 only when oriented).
+func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int, oriented bool) *zeroSets {
 	n, d := X.Dims()
 	k, _ := Vhat.Dims()
 	vt := mat.DenseCopyOf(Vhat.T()) // d×k
@@ -382,12 +416,7 @@ func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
 		for q := lo; q < hi; q++ {
-			row := xr.Data[q*xr.Stride : q*xr.Stride+d]
-			if s := dot(row, row); s > 1e-290 && s <= math.MaxFloat64 {
-				xnorm[q] = math.Sqrt(s)
-			} else { // scaled, without over- or underflow
-				xnorm[q] = math.Max(blas64.Nrm2(blas64.Vector{N: d, Inc: 1, Data: row}), math.SmallestNonzeroFloat64)
-			}
+			xnorm[q] = rowNorm(xr.Data[q*xr.Stride : q*xr.Stride+d])
 		}
 		kern.MulRows(buf, k, xr.Data[lo*xr.Stride:], xr.Stride, vr.Data, vr.Stride, hi-lo, d, k)
 		for q := lo; q < hi; q++ {
@@ -399,7 +428,7 @@ func confidentZeros(X, Vhat *mat.Dense, xnorm []float64, capacity int) *zeroSets
 				if c < bs[2*i].cut {
 					bs[2*i].add(c, q)
 				}
-				if -c < bs[2*i+1].cut {
+				if !oriented && -c < bs[2*i+1].cut {
 					bs[2*i+1].add(-c, q)
 				}
 			}

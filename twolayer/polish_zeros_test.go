@@ -30,7 +30,7 @@ func TestConfidentZerosMatchFullSort(t *testing.T) {
 	}
 	xnorm := make([]float64, n)
 	capacity := 40
-	zs := confidentZeros(X, V, xnorm, capacity)
+	zs := confidentZeros(X, V, xnorm, capacity, false)
 	for q := range xnorm {
 		if want := math.Max(mat.Norm(X.RowView(q), 2), math.SmallestNonzeroFloat64); math.Abs(xnorm[q]-want) > 1e-15*want {
 			t.Fatalf("row %d: norm %v, want mat.Norm's %v", q, xnorm[q], want)

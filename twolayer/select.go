@@ -166,22 +166,23 @@ func (s *selector) gaussianRoutes() (ok, nonGaussian bool, floor int, err error)
 	return !nonGaussian && s.n >= floor, nonGaussian, floor, nil
 }
 
-// exactFirst (not in [BJW19]): where the Gaussian routes apply to data
-// from a ReLU network and Y is exactly rank k (or k = m), the exact
-// route runs from the parity start (parity.go) before any other step: it is
+// exactFirst (not in [BJW19]): where X looks Gaussian, n is at least the
+// exact route's floor (exactFloor) and the data come from a ReLU network
+// with Y exactly rank k (or k = m), the exact route runs from its first
+// starts (zero-set, then parity) before any other step: it is
 // the cheapest route that can certify (at d=100, k=20, m=50 the FPT, ICA and
 // front door's bias screens together took as long as it), and no other
 // route can do better than a network that reproduces Y on every sample.
 // When it does not certify every unit, the rows it certified are kept for
-// fitTensor's later starts (the tensor start) and the steps after this one
+// fitTensor's later starts (the tensor starts) and the steps after this one
 // decide. Options.Start "tensor" skips it: the choice is then the paper's,
 // and an orthonormal V* goes to the ICA route.
 func (s *selector) exactFirst() (*Result, error) {
-	ok, _, floor, err := s.gaussianRoutes()
+	_, nonGaussian, _, err := s.gaussianRoutes()
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if floor := exactFloor.need(s.d, max(s.k, 1)); nonGaussian || s.n < floor {
 		s.note("exact first: not applicable (X does not look Gaussian, or n < %d)", floor)
 		return nil, nil
 	}
@@ -190,7 +191,7 @@ func (s *selector) exactFirst() (*Result, error) {
 	case err != nil:
 		return nil, err
 	case res != nil:
-		return s.take(res, "exact first", "exact data: the exact route from the parity start, the cheapest that can certify, runs before the other routes' screens"), nil
+		return s.take(res, "exact first", "exact data: the exact route from its first starts, the cheapest that can certify, runs before the other routes' screens"), nil
 	case !s.att.parityTried:
 		s.note("exact first: not applicable (%s)", s.att.why)
 	default:
@@ -323,7 +324,7 @@ func (s *selector) ica() (*Result, error) {
 // route's own checks (k ≤ min(d, m), rank(Y) ≥ k) run on the whole data,
 // as the route would.
 func (s *selector) icaScreen(rows int) (orth float64, settled bool, err error) {
-	red0, err := reduceOutputs(s.p, s.opt.Hidden, "the ICA route")
+	red0, err := reduceOutputs(s.p, s.opt.Hidden, "the ICA route", tensorFloor)
 	if err != nil {
 		return 0, false, err
 	}

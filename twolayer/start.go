@@ -64,6 +64,11 @@ type Start struct {
 	moments *startMoments
 	// parity, for a parity start (parity.go), replaces moments.
 	parity *parityEquations
+	// zeroSet, for a zero-set start (zeroset.go), replaces moments.
+	zeroSet *zeroSetSearch
+	// productBasis records that basis() returned Y·V_k·Σ_k⁻¹ (not the
+	// orthonormal left singular vectors).
+	productBasis bool
 	// work is the memory of an n×k matrix no longer in use (the reduced
 	// outputs, once releaseMoments drops them), for the next n×k matrix
 	// the exact route needs (the basis of col(Y)): one buffer instead of a
@@ -175,6 +180,7 @@ func (st *Start) basis() (*mat.Dense, error) {
 	}
 	B := mat.NewDense(n, k, work[:n*k])
 	mulRowsPar(B, st.p.Y, P)
+	st.productBasis = true
 	return B, nil
 }
 
@@ -206,7 +212,7 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	act := hermiteActivation(opt.Activation)
 
 	// 1. Rank and output reduction.
-	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start")
+	red0, err := reduceOutputs(p, opt.Hidden, "the tensor start", tensorFloor)
 	if err != nil {
 		return err
 	}
@@ -327,6 +333,8 @@ func (st *Start) name() string {
 	switch {
 	case st.parity != nil:
 		return fmt.Sprintf("parity start (linear part from %d samples)", st.Rows)
+	case st.zeroSet != nil:
+		return fmt.Sprintf("zero-set start (%d samples)", st.Rows)
 	case st.Rows < st.p.n:
 		return fmt.Sprintf("tensor start from the first %d samples", st.Rows)
 	}
@@ -386,6 +394,13 @@ type startMoments struct {
 // The decomposition is the only randomised step, so a retry costs only the
 // order-r slice passes, not the SVD, whitening or span steps.
 func (st *Start) Resample(ctx context.Context, seed uint64, opt Options) (*mat.Dense, error) {
+	if st.zeroSet != nil {
+		// The search goes on from the units it found, with fresh starts.
+		if err := st.searchZeroSets(ctx, rand.New(rand.NewPCG(seed, 0x2e50_5e75)), st.p.roundoff); err != nil {
+			return nil, err
+		}
+		return st.V, nil
+	}
 	if st.parity != nil {
 		again := *st
 		if err := again.decomposeParity(rand.New(rand.NewPCG(seed, 0x5eed_7e45))); err != nil {
@@ -626,7 +641,7 @@ type outputReduction struct {
 // reduceOutputs computes the SVD of Y, takes k from hidden or infers it from
 // the singular values, and checks what route (named in messages) needs:
 // k ≤ min(d, m), n above the sample floor, and rank(Y) ≥ k.
-func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, error) {
+func reduceOutputs(p *problem, hidden int, route string, floor sampleFloor) (*outputReduction, error) {
 	n, d, m := p.n, p.d, p.m
 	svd, err := p.svdY()
 	if err != nil {
@@ -642,8 +657,8 @@ func reduceOutputs(p *problem, hidden int, route string) (*outputReduction, erro
 	if k > min(d, m) {
 		return nil, fmt.Errorf("%w: %d hidden units cannot be identified by %s from d=%d inputs and m=%d outputs: it needs k ≤ min(d, m) (V* and U* of full rank k); for m < k set Options.Route = fpt, or use the depth-2 learner (package depth2; it learns any width from one output, with biases)", ErrInput, k, route, d, m)
 	}
-	if need := minSamples(d, k); n < need {
-		return nil, fmt.Errorf("%w: %s needs n ≥ max(20·d, 200·k², 1000) = %d samples for d=%d, k=%d; got %d", ErrInput, route, need, d, k, n)
+	if need := floor.need(d, k); n < need {
+		return nil, fmt.Errorf("%w: %s needs n ≥ %s = %d samples for d=%d, k=%d; got %d", ErrInput, route, floor.rule, need, d, k, n)
 	}
 	if rk := linalg.NumericalRank(sY, p.rankTol); rk < k {
 		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; set Options.Hidden = %d, or use the FPT route for rank-deficient U*", ErrInput, rk, k, route, rk)

@@ -19,6 +19,21 @@ func minSamples(d, k int) int {
 	return max(20*d, 200*k*k, 1000)
 }
 
+// sampleFloor is a start's sample floor: need(d, k) samples, stated as
+// rule in the error that refuses fewer.
+type sampleFloor struct {
+	need func(d, k int) int
+	rule string
+}
+
+// tensorFloor is the floor of the moment starts (tensor start, ICA):
+// minSamples.
+var tensorFloor = sampleFloor{minSamples, "max(20·d, 200·k², 1000)"}
+
+// exactFloor is the floor of the exact route from the zero-set start
+// (zeroset.go), which reads no moments: zeroSetFloor.
+var exactFloor = sampleFloor{zeroSetFloor, "max(2000, 20·k, 4·d)"}
+
 // errYZero is the error for outputs that are all zero.
 var errYZero = fmt.Errorf("%w: Y is identically zero; there is nothing to learn", ErrInput)
 
@@ -84,9 +99,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Options.Whiten must be auto, always or never, got %q", ErrInput, o.Whiten)
 	}
 	switch o.Start {
-	case StartAuto, StartTensor:
+	case StartAuto, StartParity, StartTensor:
 	default:
-		return fmt.Errorf("%w: Options.Start must be auto or tensor, got %q", ErrInput, o.Start)
+		return fmt.Errorf("%w: Options.Start must be auto, parity or tensor, got %q", ErrInput, o.Start)
 	}
 	if err := checkActivation(o.Activation); err != nil {
 		return err

@@ -156,7 +156,7 @@ func TestLearnRouteSaysWhatRan(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "parity start + exact polish") || strings.Contains(stdout, "tensor+polish") {
+	if !strings.Contains(stdout, "zero-set start + exact polish") || strings.Contains(stdout, "tensor+polish") {
 		t.Errorf("route row:\n%s", stdout)
 	}
 }

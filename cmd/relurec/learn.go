@@ -66,8 +66,9 @@ Routes (--route):
              residual is a few large entries, noisy otherwise (--start
              tensor skips the first step: the paper's choice)
   exact      start + exact polish (Alg 5); Gaussian X; fails unless the
-             certificate holds. The ReLU starts from the parity start
-             (second moments; not in the paper), the tensor start (order-4
+             certificate holds. The ReLU starts from the zero-set start
+             (the sparsest directions of col(Y); not in the paper), the
+             parity start (second moments; k ≤ 40), the tensor start (order-4
              Hermite moment, Jennrich; Alg 4) if it fails; --start tensor
              runs the paper's start only
   noisy      tensor start + sign recovery (Alg 6) + least-squares U;
@@ -120,7 +121,7 @@ func newLearnTwoLayerCmd(a *app) *cobra.Command {
 	f.BoolVar(&opt.Force, "force", false, "let the worstcase route run above its work limit")
 	f.BoolVar(&opt.Refine, "refine", false, "refine the noisy-route estimate by local least squares")
 	f.StringVar((*string)(&opt.Whiten), "whiten", string(opt.Whiten), "whiten non-identity input covariance: auto, always or never")
-	f.StringVar((*string)(&opt.Start), "start", string(twolayer.StartAuto), "the exact route's start: auto (the parity start for the ReLU, docs/twolayer.md) or tensor (the paper's tensor start)")
+	f.StringVar((*string)(&opt.Start), "start", string(twolayer.StartAuto), "the exact route's start: auto (the zero-set start for the ReLU, then the parity start; docs/twolayer.md), parity (the parity start first) or tensor (the paper's tensor start)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual that certifies exact recovery (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the learner's random choices")
 	f.StringVar(&opt.Out, "out", "", "output model file (.safetensors or .onnx); required")
