@@ -89,7 +89,7 @@ func TestCompressMLPBudgetAndAccounting(t *testing.T) {
 	}
 }
 
-// The end-to-end expectation of claim 17 on a synthetic teacher: the
+// The end-to-end expectation on a synthetic teacher: the
 // sequential data-driven network is closer to the original than truncated
 // SVD at the same budget.
 func TestCompressMLPDataBeatsSVD(t *testing.T) {

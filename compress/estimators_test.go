@@ -14,8 +14,12 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Tests of spec 002 §6's testable claims. Sizes follow the spec's prototype
-// (d1 = 400, d = 30, d2 = 50, r = 4) unless a claim needs otherwise.
+// The layer estimators (the methods and routes of FitLayer, Alg 4's
+// projection, Alg 5's maximum likelihood) against what [ZS25] states and
+// what follows from it: optimality and equivalences, the theorems'
+// inequalities, the appendices' lemmas, and the parameter accounting. Sizes
+// are d1 = 400 rows, d = 30 inputs, d2 = 50 outputs and rank r = 4 unless a
+// check needs otherwise.
 
 func gauss(r, c int, rng *rand.Rand) *mat.Dense {
 	m := mat.NewDense(r, c, nil)
@@ -83,9 +87,9 @@ func fitRank(t *testing.T, p Problem, method Method, o LayerOptions, r int) Fact
 	return f.Rank(r)
 }
 
-// Claim 1: the data-driven solution is optimal on the layer objective among
+// The data-driven solution is optimal on the layer objective among
 // all rank-r maps; every baseline and random rank-r matrices do worse.
-func TestClaim1LayerOptimality(t *testing.T) {
+func TestLayerOptimality(t *testing.T) {
 	x, xc, w := setup(1)
 	p := Problem{W: w, X: x, Xc: xc}
 	keep := LayerOptions{Bias: BiasKeep}
@@ -158,8 +162,8 @@ func paperOracle(x, xc, w *mat.Dense, r int) *mat.Dense {
 	return mul(isq, zr)
 }
 
-// Claim 2: every route gives the same M̂; SVD-LLM equals F2 with X̌ = X.
-func TestClaim2RouteEquivalence(t *testing.T) {
+// Every route gives the same M̂; SVD-LLM equals F2 with X̌ = X.
+func TestRouteEquivalence(t *testing.T) {
 	x, xc, w := setup(2)
 	const r = 4
 	p := Problem{W: w, X: x, Xc: xc}
@@ -206,9 +210,9 @@ func topRightVecs(a *mat.Dense, r int) mat.Matrix {
 	return v.Slice(0, rows, 0, r)
 }
 
-// Claim 3: with X̌ = X of full column rank, M̂ = W·V_r·V_rᵀ (top-r right
+// With X̌ = X of full column rank, M̂ = W·V_r·V_rᵀ (top-r right
 // singular vectors of XW); centred, Alg 2c equals output PCA (AFM).
-func TestClaim3OutputPCA(t *testing.T) {
+func TestOutputPCA(t *testing.T) {
 	x, _, w := setup(3)
 	const r = 5
 	vr := topRightVecs(mul(x, w), r)
@@ -229,10 +233,10 @@ func TestClaim3OutputPCA(t *testing.T) {
 	}
 }
 
-// Claim 4: low-rank activations give exact outputs, even for full-rank W,
+// Low-rank activations give exact outputs, even for full-rank W,
 // on the calibration data and on new inputs in their row space; [W]_r does
 // not.
-func TestClaim4LowRankActivations(t *testing.T) {
+func TestLowRankActivations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	const k, r = 3, 4
 	basis := gauss(k, 30, rng)
@@ -263,8 +267,8 @@ func TestClaim4LowRankActivations(t *testing.T) {
 	}
 }
 
-// Claim 5: noiseless low-rank targets are recovered exactly.
-func TestClaim5NoiselessRecovery(t *testing.T) {
+// Noiseless low-rank targets are recovered exactly.
+func TestNoiselessRecovery(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 1))
 	xc := anisotropic(400, 30, rng)
 	m := mul(gauss(30, 4, rng), gauss(4, 50, rng))
@@ -290,8 +294,8 @@ func TestClaim5NoiselessRecovery(t *testing.T) {
 	}
 }
 
-// Claim 6: at full rank M̂ = X̌⁺XW, and = W when X̌ = X.
-func TestClaim6FullRank(t *testing.T) {
+// At full rank M̂ = X̌⁺XW, and = W when X̌ = X.
+func TestFullRank(t *testing.T) {
 	x, xc, w := setup(6)
 	got := fitRank(t, Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 30).Product()
 	pinv, _ := linalg.Pinv(xc, 0)
@@ -304,8 +308,8 @@ func TestClaim6FullRank(t *testing.T) {
 	}
 }
 
-// Claim 7: isotropic data reduce data-driven to data-agnostic.
-func TestClaim7Isotropic(t *testing.T) {
+// Isotropic data reduce data-driven to data-agnostic.
+func TestIsotropic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	q, err := linalg.Orth(gauss(400, 30, rng))
 	if err != nil {
@@ -321,8 +325,8 @@ func TestClaim7Isotropic(t *testing.T) {
 	}
 }
 
-// Claim 8: residual formula, monotonicity, rank, shapes, parameters.
-func TestClaim8ResidualAndShapes(t *testing.T) {
+// Residual formula, monotonicity, rank, shapes, parameters.
+func TestResidualAndShapes(t *testing.T) {
 	x, xc, w := setup(8)
 	fit, err := FitLayer(Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep})
 	if err != nil {
@@ -354,8 +358,8 @@ func TestClaim8ResidualAndShapes(t *testing.T) {
 	}
 }
 
-// Claim 9: invariances.
-func TestClaim9Invariances(t *testing.T) {
+// Invariances.
+func TestInvariances(t *testing.T) {
 	x, xc, w := setup(9)
 	const r = 4
 	ko := LayerOptions{Bias: BiasKeep}
@@ -396,8 +400,8 @@ func TestClaim9Invariances(t *testing.T) {
 	}
 }
 
-// Claim 10: ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌(Ỹ − X̌M)‖_op for any rank-r M.
-func TestClaim10DeterministicInequality(t *testing.T) {
+// ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌(Ỹ − X̌M)‖_op for any rank-r M.
+func TestDeterministicInequality(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	for trial := 0; trial < 5; trial++ {
 		xc := anisotropic(400, 30, rng)
@@ -427,9 +431,9 @@ func TestClaim10DeterministicInequality(t *testing.T) {
 	}
 }
 
-// Claim 16: given the same X̌, the sequential solution's layer error is at
+// Given the same X̌, the sequential solution's layer error is at
 // most that of the non-sequential one applied to X̌.
-func TestClaim16SequentialOptimality(t *testing.T) {
+func TestSequentialOptimality(t *testing.T) {
 	x, xc, w := setup(16)
 	for _, r := range []int{2, 4, 8} {
 		seq := fitRank(t, Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, r)
@@ -442,9 +446,9 @@ func TestClaim16SequentialOptimality(t *testing.T) {
 	}
 }
 
-// Claim 18: the dense-bias (centred) variant's residual is at most the
+// The dense-bias (centred) variant's residual is at most the
 // bias-inside-rank variant's at the same r.
-func TestClaim18DenseBias(t *testing.T) {
+func TestDenseBias(t *testing.T) {
 	x, xc, w := setup(18)
 	rng := rand.New(rand.NewPCG(18, 1))
 	b := make([]float64, 50)
@@ -470,9 +474,9 @@ func TestClaim18DenseBias(t *testing.T) {
 	}
 }
 
-// Claim 19: Alg 4's projection is feasible, satisfies the variational
+// Alg 4's projection is feasible, satisfies the variational
 // inequality, is non-expansive and idempotent.
-func TestClaim19ConvexProjection(t *testing.T) {
+func TestConvexProjection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 19))
 	xc := gauss(60, 8, rng)
 	truth := mul(xc, mul(gauss(8, 2, rng), gauss(2, 20, rng)))
@@ -545,9 +549,9 @@ func elemMul(a, b *mat.Dense) *mat.Dense {
 	return &c
 }
 
-// Claim 22: (P′) has a unique solution: different starts converge to the
+// (P′) has a unique solution: different starts converge to the
 // same Ŷ.
-func TestClaim22UniqueMLE(t *testing.T) {
+func TestUniqueMLE(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 22))
 	xc := gauss(300, 10, rng)
 	y := mul(xc, mul(gauss(10, 2, rng), gauss(2, 30, rng)))
@@ -578,10 +582,10 @@ func TestClaim22UniqueMLE(t *testing.T) {
 	t.Logf("unique MLE after %d iterations (%d restarts)", ia.Iterations, ia.Restarts)
 }
 
-// Claim 24 (observed behaviour, not a theorem): with a tuned radius (the
+// Observed behaviour, not a theorem: with a tuned radius (the
 // oracle τ = ‖Y‖_*) the ReLU-aware estimator beats least squares on Z; over
 // the subspace alone it need not.
-func TestClaim24ReLUAwareTunedRadius(t *testing.T) {
+func TestReLUAwareTunedRadius(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 24))
 	const d1, d, d2, sigma = 300, 30, 60, 0.5
 	xc := gauss(d1, d, rng)
@@ -606,14 +610,14 @@ func TestClaim24ReLUAwareTunedRadius(t *testing.T) {
 	if err != nil && tuned == nil {
 		t.Fatal(err)
 	}
-	t.Logf("MSE: least squares on Z %.4g, ReLU-aware MLE with oracle τ %.4g (spec prototype: 0.0205 vs 0.0048)", mse(ls), mse(tuned))
+	t.Logf("MSE: least squares on Z %.4g, ReLU-aware MLE with oracle τ %.4g (0.0205 vs 0.0048 in an independent prototype)", mse(ls), mse(tuned))
 	if !(mse(tuned) < 0.5*mse(ls)) {
 		t.Fatalf("tuned ReLU-aware MLE %.4g not clearly better than least squares on Z %.4g", mse(tuned), mse(ls))
 	}
 }
 
-// Claim 25: Lemma B.1, (log f)″ ∈ [−1/σ², 0] on a grid.
-func TestClaim25LemmaB1(t *testing.T) {
+// Lemma B.1, (log f)″ ∈ [−1/σ², 0] on a grid.
+func TestLemmaB1(t *testing.T) {
 	for _, sigma := range []float64{0.3, 0.7, 2} {
 		lo, hi := 0.0, -1.0
 		for x := -8.0; x <= 8; x += 0.01 {
@@ -625,16 +629,16 @@ func TestClaim25LemmaB1(t *testing.T) {
 		}
 		if sigma == 0.7 {
 			// The surrogate −σ²log(1 − f)'s second derivative is −σ²(log f)″
-			// at −x: spans [0, 0.993] on [−8, 8] at σ = 0.7 (spec).
+			// at −x: spans [0, 0.993] on [−8, 8] at σ = 0.7.
 			if math.Abs(-lo-0.993) > 0.01 {
-				t.Errorf("σ=0.7: surrogate curvature reaches %.4f, spec says 0.993", -lo)
+				t.Errorf("σ=0.7: surrogate curvature reaches %.4f, want 0.993", -lo)
 			}
 		}
 	}
 }
 
-// Claim 26: Appendix C's bounds.
-func TestClaim26AppendixC(t *testing.T) {
+// Appendix C's bounds.
+func TestAppendixC(t *testing.T) {
 	const sigma = 1.0
 	for x := -10.0; x <= 40; x += 0.05 {
 		if g := SurrogateGap(x, sigma); g < -1e-9 {
@@ -653,13 +657,13 @@ func TestClaim26AppendixC(t *testing.T) {
 	ratio := func(x float64) float64 { return (SurrogateGap(x, sigma) + 0.5*x*x) / (0.5 * x * x) }
 	for _, c := range []struct{ x, want float64 }{{1, 3.68}, {3, 1.47}, {10, 1.065}, {30, 1.0096}} {
 		if got := ratio(c.x); math.Abs(got-c.want) > 0.01*c.want {
-			t.Errorf("Lemma C.1 ratio at x=%g: %.4f, spec %.4f", c.x, got, c.want)
+			t.Errorf("Lemma C.1 ratio at x=%g: %.4f, want %.4f", c.x, got, c.want)
 		}
 	}
 }
 
-// Claim 27: Lemma B.3's constants and bounds (spec table).
-func TestClaim27LemmaB3(t *testing.T) {
+// Lemma B.3's constants and bounds.
+func TestLemmaB3(t *testing.T) {
 	cases := []struct{ alpha, sigma, l, lb, beta, bb float64 }{
 		{1, 0.5, 4.86, 48, 1.91, 5.80},
 		{1, 1, 1.81, 16, 2.28, 5.18},
@@ -678,10 +682,10 @@ func TestClaim27LemmaB3(t *testing.T) {
 	}
 }
 
-// Claim 28: Lemma A.3 by Monte Carlo: the frequency of max G ≥ 2√log(d1d2)σ
+// Lemma A.3 by Monte Carlo: the frequency of max G ≥ 2√log(d1d2)σ
 // stays below the bound (with the bound times the trials far below 1, no
 // exceedance is expected).
-func TestClaim28LemmaA3(t *testing.T) {
+func TestLemmaA3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 28))
 	const d1, d2, trials = 20, 20, 2000
 	thr := 2 * math.Sqrt(math.Log(d1*d2))
@@ -702,8 +706,8 @@ func TestClaim28LemmaA3(t *testing.T) {
 	}
 }
 
-// Claim 29: Lemma A.7, d_H² ≤ D_KL on a grid.
-func TestClaim29LemmaA7(t *testing.T) {
+// Lemma A.7, d_H² ≤ D_KL on a grid.
+func TestLemmaA7(t *testing.T) {
 	for p := 0.01; p < 1; p += 0.01 {
 		for q := 0.01; q < 1; q += 0.01 {
 			if h, k := Hellinger2(p, q), KLBernoulli(p, q); h > k+1e-12 {
@@ -713,8 +717,8 @@ func TestClaim29LemmaA7(t *testing.T) {
 	}
 }
 
-// Claim 30: Definition 4.1 and Remarks 4.2, 4.3.
-func TestClaim30EffRank(t *testing.T) {
+// Definition 4.1 and Remarks 4.2, 4.3.
+func TestEffRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 30))
 	for _, r := range []int{1, 2, 4, 8} {
 		y := mul(gauss(100, r, rng), gauss(r, 60, rng))
@@ -735,9 +739,9 @@ func TestClaim30EffRank(t *testing.T) {
 	}
 }
 
-// Claim 31: ∇F against finite differences, including censored entries at
+// ∇F against finite differences, including censored entries at
 // large positive Y (the stable hazard).
-func TestClaim31TobitGradient(t *testing.T) {
+func TestTobitGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 31))
 	const sigma = 0.7
 	y := mat.NewDense(4, 5, nil)
@@ -770,8 +774,8 @@ func TestClaim31TobitGradient(t *testing.T) {
 	}
 }
 
-// Claim 32: parameter accounting and the factored forward pass.
-func TestClaim32Accounting(t *testing.T) {
+// Parameter accounting and the factored forward pass.
+func TestAccounting(t *testing.T) {
 	x, xc, w := setup(32)
 	b := make([]float64, 50)
 	for _, c := range []struct {
