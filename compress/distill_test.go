@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -126,7 +127,7 @@ func TestDistillBadOptions(t *testing.T) {
 	}
 	// A CNN and its calibration data that compress without distillation.
 	cnn := tinyCNN(rand.New(rand.NewPCG(1, 2)), 4, 0)
-	cx := randDense(rand.New(rand.NewPCG(3, 4)), 64, cnn.In())
+	cx := testutil.RandDense(rand.New(rand.NewPCG(3, 4)), 64, cnn.In())
 	if _, err := CompressCNN(context.Background(), cnn, cx, Options{Keep: 0.5}); err != nil {
 		t.Fatal(err)
 	}

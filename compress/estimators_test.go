@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -21,26 +22,10 @@ import (
 // are d1 = 400 rows, d = 30 inputs, d2 = 50 outputs and rank r = 4 unless a
 // check needs otherwise.
 
-func gauss(r, c int, rng *rand.Rand) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			m.Set(i, j, rng.NormFloat64())
-		}
-	}
-	return m
-}
-
 func mul(a, b mat.Matrix) *mat.Dense {
 	var c mat.Dense
 	c.Mul(a, b)
 	return &c
-}
-
-func relDiff(a, b mat.Matrix) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, 2) / math.Max(mat.Norm(b, 2), 1e-300)
 }
 
 func frob(a mat.Matrix) float64 { return mat.Norm(a, 2) }
@@ -48,7 +33,7 @@ func frob(a mat.Matrix) float64 { return mat.Norm(a, 2) }
 // anisotropic returns an m×d matrix with column scales spread over two
 // decades (so data-driven and data-agnostic methods differ).
 func anisotropic(m, d int, rng *rand.Rand) *mat.Dense {
-	x := gauss(m, d, rng)
+	x := testutil.RandDense(rng, m, d)
 	for j := 0; j < d; j++ {
 		s := math.Pow(10, -2*float64(j)/float64(d))
 		for i := 0; i < m; i++ {
@@ -63,11 +48,11 @@ func anisotropic(m, d int, rng *rand.Rand) *mat.Dense {
 func setup(seed uint64) (x, xc, w *mat.Dense) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	x = anisotropic(400, 30, rng)
-	noise := gauss(400, 30, rng)
+	noise := testutil.RandDense(rng, 400, 30)
 	noise.Scale(0.05, noise)
 	xc = mat.DenseCopyOf(x)
 	xc.Add(xc, noise)
-	w = gauss(30, 50, rng)
+	w = testutil.RandDense(rng, 30, 50)
 	return x, xc, w
 }
 
@@ -103,7 +88,7 @@ func TestLayerOptimality(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	for i := 0; i < 20; i++ {
-		z := mul(gauss(30, r, rng), gauss(r, 50, rng))
+		z := mul(testutil.RandDense(rng, 30, r), testutil.RandDense(rng, r, 50))
 		if got := objective(x, xc, w, z); got < best {
 			t.Fatalf("random rank-%d matrix beats the optimum: %g < %g", r, got, best)
 		}
@@ -170,32 +155,32 @@ func TestRouteEquivalence(t *testing.T) {
 	ref := fitRank(t, p, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, r).Product()
 	for _, route := range []Route{RouteGram, RouteProjection} {
 		got := fitRank(t, p, MethodData, LayerOptions{Bias: BiasKeep, Route: route}, r).Product()
-		if e := relDiff(got, ref); e > 1e-10 {
+		if e := testutil.RelDiff(got, ref); e > 1e-10 {
 			t.Errorf("route %s differs from qr by %.3g", route, e)
 		}
 	}
-	if e := relDiff(f3Oracle(x, xc, w, r), ref); e > 1e-9 {
+	if e := testutil.RelDiff(f3Oracle(x, xc, w, r), ref); e > 1e-9 {
 		t.Errorf("F3 (Gram eigen) differs by %.3g", e)
 	}
-	if e := relDiff(paperOracle(x, xc, w, r), ref); e > 1e-9 {
+	if e := testutil.RelDiff(paperOracle(x, xc, w, r), ref); e > 1e-9 {
 		t.Errorf("the paper's symmetric square-root form differs by %.3g", e)
 	}
 	// SVD-LLM whitening = Alg 2 (F2) with X̌ = X.
 	pp := Problem{W: w, X: x}
 	llm := fitRank(t, pp, MethodSVDLLM, LayerOptions{}, r).Product()
 	f2 := fitRank(t, pp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, r).Product()
-	if e := relDiff(llm, f2); e > 1e-10 {
+	if e := testutil.RelDiff(llm, f2); e > 1e-10 {
 		t.Errorf("SVD-LLM differs from Alg 2 with X̌ = X by %.3g", e)
 	}
 	// The big-matrix path (eigendecomposition of the Gram matrix of the
 	// whitened target, from 128 columns on) agrees with the SVD path.
 	rng := rand.New(rand.NewPCG(5, 5))
 	bx := anisotropic(600, 140, rng)
-	bw := gauss(140, 150, rng)
+	bw := testutil.RandDense(rng, 140, 150)
 	bp := Problem{W: bw, X: bx}
 	a := fitRank(t, bp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, 10).Product()
 	b := fitRank(t, bp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteProjection}, 10).Product()
-	if e := relDiff(a, b); e > 1e-8 {
+	if e := testutil.RelDiff(a, b); e > 1e-8 {
 		t.Errorf("large problem: qr and projection differ by %.3g", e)
 	}
 }
@@ -218,7 +203,7 @@ func TestOutputPCA(t *testing.T) {
 	vr := topRightVecs(mul(x, w), r)
 	want := mul(mul(w, vr), vr.T())
 	got := fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep}, r).Product()
-	if e := relDiff(got, want); e > 1e-10 {
+	if e := testutil.RelDiff(got, want); e > 1e-10 {
 		t.Fatalf("Alg 2 with X̌ = X differs from W·V_r·V_rᵀ by %.3g", e)
 	}
 	b := make([]float64, 50)
@@ -228,7 +213,7 @@ func TestOutputPCA(t *testing.T) {
 	p := Problem{W: w, Bias: b, X: x}
 	a := fitRank(t, p, MethodData, LayerOptions{}, r)
 	o := fitRank(t, p, MethodOutputPCA, LayerOptions{}, r)
-	if e := relDiff(a.Apply(x), o.Apply(x)); e > 1e-10 {
+	if e := testutil.RelDiff(a.Apply(x), o.Apply(x)); e > 1e-10 {
 		t.Fatalf("centred Alg 2c differs from output PCA by %.3g", e)
 	}
 }
@@ -239,19 +224,19 @@ func TestOutputPCA(t *testing.T) {
 func TestLowRankActivations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	const k, r = 3, 4
-	basis := gauss(k, 30, rng)
-	x := mul(gauss(400, k, rng), basis)
-	w := gauss(30, 50, rng)
+	basis := testutil.RandDense(rng, k, 30)
+	x := mul(testutil.RandDense(rng, 400, k), basis)
+	w := testutil.RandDense(rng, 30, 50)
 	f := fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteProjection}, r)
-	if e := relDiff(f.Apply(x), mul(x, w)); e > 1e-10 {
+	if e := testutil.RelDiff(f.Apply(x), mul(x, w)); e > 1e-10 {
 		t.Fatalf("calibration outputs not exact: %.3g", e)
 	}
-	xn := mul(gauss(20, k, rng), basis)
-	if e := relDiff(f.Apply(xn), mul(xn, w)); e > 1e-10 {
+	xn := mul(testutil.RandDense(rng, 20, k), basis)
+	if e := testutil.RelDiff(f.Apply(xn), mul(xn, w)); e > 1e-10 {
 		t.Fatalf("new inputs in the row space not exact: %.3g", e)
 	}
 	s := fitRank(t, Problem{W: w, X: x}, MethodSVD, LayerOptions{}, r)
-	if e := relDiff(s.Apply(x), mul(x, w)); e < 1e-3 {
+	if e := testutil.RelDiff(s.Apply(x), mul(x, w)); e < 1e-3 {
 		t.Fatalf("truncated SVD is exact too (%.3g); the test does not separate the methods", e)
 	}
 	// The QR route gets there too, through a reported ridge.
@@ -262,7 +247,7 @@ func TestLowRankActivations(t *testing.T) {
 	if fq.Whitening.Ridge == 0 || fq.Whitening.Note == "" {
 		t.Fatalf("rank-deficient inputs whitened without a reported ridge: %+v", fq.Whitening)
 	}
-	if e := relDiff(fq.Rank(r).Apply(x), mul(x, w)); e > 1e-6 {
+	if e := testutil.RelDiff(fq.Rank(r).Apply(x), mul(x, w)); e > 1e-6 {
 		t.Fatalf("QR route with ridge: outputs off by %.3g", e)
 	}
 }
@@ -271,17 +256,17 @@ func TestLowRankActivations(t *testing.T) {
 func TestNoiselessRecovery(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 1))
 	xc := anisotropic(400, 30, rng)
-	m := mul(gauss(30, 4, rng), gauss(4, 50, rng))
+	m := mul(testutil.RandDense(rng, 30, 4), testutil.RandDense(rng, 4, 50))
 	x := mul(xc, mat.NewDiagDense(30, nil)) // placeholder, replaced below
 	_ = x
 	// Ỹ = X̌M: take X = X̌ and W = M.
 	got := fitRank(t, Problem{W: m, X: xc, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 4).Product()
-	if e := relDiff(got, m); e > 1e-9 {
+	if e := testutil.RelDiff(got, m); e > 1e-9 {
 		t.Fatalf("M̂ differs from the rank-4 truth by %.3g", e)
 	}
 	// With X ≠ X̌: W = X⁺X̌M gives XW = P_X X̌M; use X̌ = X·T (same column
 	// space) so that XW = X̌M exactly.
-	tm := gauss(30, 30, rng)
+	tm := testutil.RandDense(rng, 30, 30)
 	x2 := mul(xc, tm)
 	var tinv mat.Dense
 	if err := tinv.Inverse(tm); err != nil {
@@ -289,7 +274,7 @@ func TestNoiselessRecovery(t *testing.T) {
 	}
 	w2 := mul(&tinv, m) // X2·W2 = X̌·M
 	got = fitRank(t, Problem{W: w2, X: x2, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 4).Product()
-	if e := relDiff(got, m); e > 1e-8 {
+	if e := testutil.RelDiff(got, m); e > 1e-8 {
 		t.Fatalf("X ≠ X̌: M̂ differs from the truth by %.3g", e)
 	}
 }
@@ -299,11 +284,11 @@ func TestFullRank(t *testing.T) {
 	x, xc, w := setup(6)
 	got := fitRank(t, Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 30).Product()
 	pinv, _ := linalg.Pinv(xc, 0)
-	if e := relDiff(got, mul(pinv, mul(x, w))); e > 1e-9 {
+	if e := testutil.RelDiff(got, mul(pinv, mul(x, w))); e > 1e-9 {
 		t.Fatalf("full rank differs from X̌⁺XW by %.3g", e)
 	}
 	got = fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep}, 30).Product()
-	if e := relDiff(got, w); e > 1e-9 {
+	if e := testutil.RelDiff(got, w); e > 1e-9 {
 		t.Fatalf("full rank with X̌ = X differs from W by %.3g", e)
 	}
 }
@@ -311,16 +296,16 @@ func TestFullRank(t *testing.T) {
 // Isotropic data reduce data-driven to data-agnostic.
 func TestIsotropic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	q, err := linalg.Orth(gauss(400, 30, rng))
+	q, err := linalg.Orth(testutil.RandDense(rng, 400, 30))
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := mat.DenseCopyOf(q)
 	x.Scale(3, x) // XᵀX = 9I
-	w := gauss(30, 50, rng)
+	w := testutil.RandDense(rng, 30, 50)
 	a := fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep}, 4).Product()
 	b := fitRank(t, Problem{W: w, X: x}, MethodSVD, LayerOptions{}, 4).Product()
-	if e := relDiff(a, b); e > 1e-9 {
+	if e := testutil.RelDiff(a, b); e > 1e-9 {
 		t.Fatalf("isotropic data: data-driven differs from [W]_r by %.3g", e)
 	}
 }
@@ -367,7 +352,7 @@ func TestInvariances(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 1))
 	q := linalg.RandomOrthogonal(400, rng)
 	got := fitRank(t, Problem{W: w, X: mul(q, x), Xc: mul(q, xc)}, MethodData, ko, r).Product()
-	if e := relDiff(got, ref); e > 1e-10 {
+	if e := testutil.RelDiff(got, ref); e > 1e-10 {
 		t.Errorf("row rotation changed M̂ by %.3g", e)
 	}
 	dup := func(a *mat.Dense) *mat.Dense {
@@ -378,24 +363,24 @@ func TestInvariances(t *testing.T) {
 		return o
 	}
 	got = fitRank(t, Problem{W: w, X: dup(x), Xc: dup(xc)}, MethodData, ko, r).Product()
-	if e := relDiff(got, ref); e > 1e-10 {
+	if e := testutil.RelDiff(got, ref); e > 1e-10 {
 		t.Errorf("duplicating the samples changed M̂ by %.3g", e)
 	}
 	xs, xcs := mat.DenseCopyOf(x), mat.DenseCopyOf(xc)
 	xs.Scale(-3, xs)
 	xcs.Scale(-3, xcs)
 	got = fitRank(t, Problem{W: w, X: xs, Xc: xcs}, MethodData, ko, r).Product()
-	if e := relDiff(got, ref); e > 1e-10 {
+	if e := testutil.RelDiff(got, ref); e > 1e-10 {
 		t.Errorf("scaling the samples changed M̂ by %.3g", e)
 	}
-	tm := gauss(30, 30, rng)
+	tm := testutil.RandDense(rng, 30, 30)
 	got = fitRank(t, Problem{W: w, X: x, Xc: mul(xc, tm)}, MethodData, ko, r).Product()
-	if e := relDiff(mul(tm, got), ref); e > 1e-9 {
+	if e := testutil.RelDiff(mul(tm, got), ref); e > 1e-9 {
 		t.Errorf("X̌ → X̌T: T·M̂ differs from M̂ by %.3g", e)
 	}
 	o := linalg.RandomOrthogonal(50, rng)
 	got = fitRank(t, Problem{W: mul(w, o), X: x, Xc: xc}, MethodData, ko, r).Product()
-	if e := relDiff(got, mul(ref, o)); e > 1e-10 {
+	if e := testutil.RelDiff(got, mul(ref, o)); e > 1e-10 {
 		t.Errorf("W → WO: M̂ differs from M̂O by %.3g", e)
 	}
 }
@@ -405,8 +390,8 @@ func TestDeterministicInequality(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	for trial := 0; trial < 5; trial++ {
 		xc := anisotropic(400, 30, rng)
-		m := mul(gauss(30, 4, rng), gauss(4, 50, rng))
-		g := gauss(400, 50, rng)
+		m := mul(testutil.RandDense(rng, 30, 4), testutil.RandDense(rng, 4, 50))
+		g := testutil.RandDense(rng, 400, 50)
 		g.Scale(0.5, g)
 		yt := mul(xc, m)
 		yt.Add(yt, g)
@@ -467,7 +452,7 @@ func TestDenseBias(t *testing.T) {
 	for _, r := range []int{1, 3, 6} {
 		c := fitRank(t, p, MethodData, LayerOptions{Bias: BiasCenter}, r)
 		a := fitRank(t, p, MethodData, LayerOptions{Bias: BiasAugment}, r)
-		ec, ea := relDiff(c.Apply(xc), y), relDiff(a.Apply(xc), y)
+		ec, ea := testutil.RelDiff(c.Apply(xc), y), testutil.RelDiff(a.Apply(xc), y)
 		if ec > ea*(1+1e-12) {
 			t.Fatalf("r=%d: centred residual %g > augmented %g", r, ec, ea)
 		}
@@ -478,11 +463,11 @@ func TestDenseBias(t *testing.T) {
 // inequality, is non-expansive and idempotent.
 func TestConvexProjection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 19))
-	xc := gauss(60, 8, rng)
-	truth := mul(xc, mul(gauss(8, 2, rng), gauss(2, 20, rng)))
+	xc := testutil.RandDense(rng, 60, 8)
+	truth := mul(xc, mul(testutil.RandDense(rng, 8, 2), testutil.RandDense(rng, 2, 20)))
 	truth.Scale(1/maxAbs(truth), truth) // ‖Y‖_∞ = α = 1
 	yt := mat.DenseCopyOf(truth)
-	yt.Add(yt, gauss(60, 20, rng))
+	yt.Add(yt, testutil.RandDense(rng, 60, 20))
 	sub, err := NewSubspace(xc)
 	if err != nil {
 		t.Fatal(err)
@@ -523,7 +508,7 @@ func TestConvexProjection(t *testing.T) {
 	}
 	// Non-expansive and idempotent.
 	yt2 := mat.DenseCopyOf(yt)
-	yt2.Add(yt2, gauss(60, 20, rng))
+	yt2.Add(yt2, testutil.RandDense(rng, 60, 20))
 	yh2, _, err := ProjectPsi(yt2, sub, alpha, tau, o)
 	if err != nil {
 		t.Fatal(err)
@@ -538,7 +523,7 @@ func TestConvexProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relDiff(yhh, yh); e > 1e-6 {
+	if e := testutil.RelDiff(yhh, yh); e > 1e-6 {
 		t.Fatalf("not idempotent: %g", e)
 	}
 }
@@ -553,8 +538,8 @@ func elemMul(a, b *mat.Dense) *mat.Dense {
 // same Ŷ.
 func TestUniqueMLE(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 22))
-	xc := gauss(300, 10, rng)
-	y := mul(xc, mul(gauss(10, 2, rng), gauss(2, 30, rng)))
+	xc := testutil.RandDense(rng, 300, 10)
+	y := mul(xc, mul(testutil.RandDense(rng, 10, 2), testutil.RandDense(rng, 2, 30)))
 	y.Scale(1/maxAbs(y), y)
 	const sigma = 0.5
 	z := mat.NewDense(300, 30, nil)
@@ -570,13 +555,13 @@ func TestUniqueMLE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := gauss(300, 30, rng)
+	start := testutil.RandDense(rng, 300, 30)
 	start.Scale(3, start)
 	b, _, err := ReLUMLE(z, sub, sigma, inf, inf, start, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relDiff(a, b); e > 1e-6 {
+	if e := testutil.RelDiff(a, b); e > 1e-6 {
 		t.Fatalf("two starts differ by %.3g (iterations %d)", e, ia.Iterations)
 	}
 	t.Logf("unique MLE after %d iterations (%d restarts)", ia.Iterations, ia.Restarts)
@@ -588,8 +573,8 @@ func TestUniqueMLE(t *testing.T) {
 func TestReLUAwareTunedRadius(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 24))
 	const d1, d, d2, sigma = 300, 30, 60, 0.5
-	xc := gauss(d1, d, rng)
-	y := mul(xc, mul(gauss(d, 2, rng), gauss(2, d2, rng)))
+	xc := testutil.RandDense(rng, d1, d)
+	y := mul(xc, mul(testutil.RandDense(rng, d, 2), testutil.RandDense(rng, 2, d2)))
 	y.Scale(1/maxAbs(y), y)
 	z := mat.NewDense(d1, d2, nil)
 	for i := 0; i < d1; i++ {
@@ -721,7 +706,7 @@ func TestLemmaA7(t *testing.T) {
 func TestEffRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 30))
 	for _, r := range []int{1, 2, 4, 8} {
-		y := mul(gauss(100, r, rng), gauss(r, 60, rng))
+		y := mul(testutil.RandDense(rng, 100, r), testutil.RandDense(rng, r, 60))
 		re := EffRank(y)
 		if re > float64(r)*(1+1e-9) {
 			t.Fatalf("r_eff = %g > rank %d", re, r)
@@ -731,8 +716,8 @@ func TestEffRank(t *testing.T) {
 			t.Fatalf("rank-%d Y violates Definition 4.1", r)
 		}
 	}
-	xc := gauss(100, 20, rng)
-	m := gauss(20, 60, rng)
+	xc := testutil.RandDense(rng, 100, 20)
+	m := testutil.RandDense(rng, 20, 60)
 	_, s, _, _ := linalg.ThinSVD(m)
 	if NuclearNorm(mul(xc, m)) > s[0]*NuclearNorm(xc)*(1+1e-12) {
 		t.Fatal("‖X̌M‖_* > ‖M‖_op‖X̌‖_*")
@@ -793,13 +778,13 @@ func TestAccounting(t *testing.T) {
 		var dense mat.Dense
 		dense.Mul(xc, f.Product())
 		addRowVector(&dense, f.EffectiveBias())
-		if e := relDiff(f.Apply(xc), &dense); e > 1e-13 {
+		if e := testutil.RelDiff(f.Apply(xc), &dense); e > 1e-13 {
 			t.Errorf("%s: (X̌A)B differs from X̌(AB) by %.3g", c.bias, e)
 		}
 		// As nn layers.
 		lay := f.Layers(nn.Identity)
 		net := &nn.MLP{Layers: lay[:]}
-		if e := relDiff(net.Forward(xc), f.Apply(xc)); e > 1e-13 {
+		if e := testutil.RelDiff(net.Forward(xc), f.Apply(xc)); e > 1e-13 {
 			t.Errorf("%s: nn layers differ by %.3g", c.bias, e)
 		}
 		if net.NumParams() != f.Params() {
@@ -817,7 +802,7 @@ func TestFitLayerBadInput(t *testing.T) {
 		o    LayerOptions
 	}{
 		{"nil W", Problem{X: x}, MethodData, LayerOptions{}},
-		{"width", Problem{W: gauss(31, 5, rand.New(rand.NewPCG(1, 1))), X: x}, MethodData, LayerOptions{}},
+		{"width", Problem{W: testutil.RandDense(rand.New(rand.NewPCG(1, 1)), 31, 5), X: x}, MethodData, LayerOptions{}},
 		{"bias length", Problem{W: w, Bias: []float64{1}, X: x}, MethodData, LayerOptions{}},
 		{"method", Problem{W: w, X: x}, "nope", LayerOptions{}},
 		{"bias mode", Problem{W: w, X: x}, MethodData, LayerOptions{Bias: "x"}},

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -23,8 +24,8 @@ func teacher(seed uint64) (*nn.MLP, *mat.Dense, *mat.Dense) {
 	net := &nn.MLP{}
 	for i := 0; i+1 < len(sizes); i++ {
 		in, out := sizes[i], sizes[i+1]
-		w := mul(gauss(out, 6, rng), gauss(6, in, rng))
-		noise := gauss(out, in, rng)
+		w := mul(testutil.RandDense(rng, out, 6), testutil.RandDense(rng, 6, in))
+		noise := testutil.RandDense(rng, out, in)
 		noise.Scale(0.3, noise)
 		w.Add(w, noise)
 		w.Scale(1/math.Sqrt(float64(6*in)), w)
@@ -101,7 +102,7 @@ func TestCompressMLPDataBeatsSVD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return relDiff(res.Model.Forward(h), ref)
+		return testutil.RelDiff(res.Model.Forward(h), ref)
 	}
 	seq := errOf(Options{Method: MethodData, Sequential: true})
 	non := errOf(Options{Method: MethodData})

@@ -9,26 +9,19 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/synth"
 	"github.com/relurec/relurec/tensor"
 )
 
-func gaussianX(n, d int, rng *rand.Rand) *mat.Dense {
-	X := mat.NewDense(n, d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	return X
-}
-
 // [ATV21, Lemma 3.5] (multivariate): the empirical Hermite moments of a
 // network match the lemma's coefficients within 4 split-half noise levels.
 func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	net := randomNet(3, 2, []float64{-0.6, 1.1}, rng)
-	X := gaussianX(400000, 3, rng)
+	X := testutil.RandDense(rng, 400000, 3)
 	Y := net.Forward(X)
 	mo, err := EstimateMoments(context.Background(), X, Y, MomentOptions{MaxOrder: 4})
 	if err != nil {
@@ -191,7 +184,7 @@ func TestClaim10NonIdentifiable(t *testing.T) {
 			}
 		}
 	}
-	X := gaussianX(1000, d, rng)
+	X := testutil.RandDense(rng, 1000, d)
 	F, G := f.Forward(X), g.Forward(X)
 	for q := 0; q < 1000; q++ {
 		if math.Abs(F.At(q, 0)-G.At(q, 0)) > 1e-14 {
@@ -225,7 +218,7 @@ func TestClaim11Merge(t *testing.T) {
 	if merged.Hidden() != m+2 || merged.L != nil || merged.C[0] != 0 {
 		t.Fatalf("merged network has %d units, L %v, C %v", merged.Hidden(), merged.L, merged.C)
 	}
-	X := gaussianX(2000, d, rng)
+	X := testutil.RandDense(rng, 2000, d)
 	want := g.Eval(X)
 	got := merged.Forward(X)
 	for q, w := range want {
@@ -355,7 +348,7 @@ func TestClaim20Residualization(t *testing.T) {
 	pop, _ := PopulationMoments(net, 4)
 	var with, without [5]float64
 	for rep := 0; rep < 3; rep++ {
-		X := gaussianX(200000, 3, rng)
+		X := testutil.RandDense(rng, 200000, 3)
 		Y := net.Forward(X)
 		a, _ := EstimateMoments(context.Background(), X, Y, MomentOptions{MaxOrder: 4})
 		b, _ := EstimateMoments(context.Background(), X, Y, MomentOptions{MaxOrder: 4, NoResidualize: true})
@@ -386,7 +379,7 @@ func TestClaim18SampleRate(t *testing.T) {
 	var logE [3][5]float64
 	for i, n := range ns {
 		for rep := 0; rep < 3; rep++ {
-			X := gaussianX(n, 3, rng)
+			X := testutil.RandDense(rng, n, 3)
 			mo, _ := EstimateMoments(context.Background(), X, net.Forward(X), MomentOptions{MaxOrder: 4})
 			for k := 3; k <= 4; k++ {
 				d := mo.T[0][k].Clone()
