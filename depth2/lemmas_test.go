@@ -18,7 +18,7 @@ import (
 
 // [ATV21, Lemma 3.5] (multivariate): the empirical Hermite moments of a
 // network match the lemma's coefficients within 4 split-half noise levels.
-func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
+func TestCoefficientsMonteCarlo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	net := randomNet(3, 2, []float64{-0.6, 1.1}, rng)
 	X := testutil.RandDense(rng, 400000, 3)
@@ -45,7 +45,7 @@ func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
 // f_k(u, …, u) = Σ a_i c_k(b_i)(w_i·u)^k, which equals E[y·He_k(u·x)]
 // since ⟨He_k(x), u^{⊗k}⟩ = He_k(u·x) for a unit u (checked for samples in
 // package tensor).
-func TestClaim2Directional(t *testing.T) {
+func TestDirectional(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
 	net := randomNet(4, 3, []float64{0.2, -0.7, 1.3}, rng)
 	pop, _ := PopulationMoments(net, 6)
@@ -64,7 +64,7 @@ func TestClaim2Directional(t *testing.T) {
 // [ATV21, Claim 4.7]: flipping (b_i, w_i) → (−b_i, −w_i) leaves f_k unchanged
 // for k ≥ 2; f_0 shifts by −Σ a_i b_i and f_1 by −Σ a_i w_i over the flipped
 // units.
-func TestClaim4SignInvariance(t *testing.T) {
+func TestSignInvariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 1))
 	net := randomNet(4, 5, []float64{0.3, -1.2, 0.8, 0, -0.4}, rng)
 	flipped := net.Clone()
@@ -103,7 +103,7 @@ func TestClaim4SignInvariance(t *testing.T) {
 // tensors of order ≥ 3 vanish; a unit at a root of He_{2ℓ−1} (He_{2ℓ}) is
 // absent from f_{2ℓ+1} (f_{2ℓ+2}), and the flattening ranks count the units
 // present.
-func TestClaims5and6ParityAndRank(t *testing.T) {
+func TestParityAndRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 1))
 	zero := randomNet(4, 3, []float64{0, 0, 0}, rng)
 	f, _ := PopulationMoments(zero, 6)
@@ -133,7 +133,7 @@ func TestClaims5and6ParityAndRank(t *testing.T) {
 // FixSigns (the sign step in the proof of [ATV21, Theorem 3.1]): in the
 // full-rank case its least-squares solution is z_i = ξ_i·Φ(b_i) exactly
 // (SignMargin 1), and it restores every sign.
-func TestClaim9FixSigns(t *testing.T) {
+func TestFixSigns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 1))
 	net := randomNet(6, 4, []float64{0.4, -1.5, 0.9, -0.2}, rng)
 	mo, _ := PopulationMoments(net, 4)
@@ -161,7 +161,7 @@ func TestClaim9FixSigns(t *testing.T) {
 
 // [ATV21, Claim 4.8]: with linearly dependent w_i (Σ β_i w_i = 0), b = 0 and
 // a = β, flipping every unit with β_i ≠ 0 gives the same function.
-func TestClaim10NonIdentifiable(t *testing.T) {
+func TestNonIdentifiable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	d, m := 3, 5
 	W := mat.NewDense(m, d, nil)
@@ -201,7 +201,7 @@ func TestClaim10NonIdentifiable(t *testing.T) {
 
 // [ATV21, Claim D.14]: the merged (m′+2)-unit network equals the
 // 2m′-unit + affine network pointwise.
-func TestClaim11Merge(t *testing.T) {
+func TestMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 1))
 	d, m := 4, 3
 	g := &Improper{W: mat.NewDense(m, d, nil), B: make([]float64, m), Alpha: make([]float64, m), AlphaPrime: make([]float64, m), V: make([]float64, d), C: rng.NormFloat64()}
@@ -246,7 +246,7 @@ func TestClaim11Merge(t *testing.T) {
 // Σ_{k≤K} ‖f_k − g_k‖²/k! increase towards the closed-form E[(f − g)²] and
 // come within 1e-3 of it by K = 60, slowly (the series converges only
 // polynomially).
-func TestClaim16Parseval(t *testing.T) {
+func TestParseval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 1))
 	f := randomNet(3, 2, []float64{0.3, -0.8}, rng)
 	g := randomNet(3, 3, []float64{-0.1, 0.6, 1.4}, rng)
@@ -313,7 +313,7 @@ func TestClaim16Parseval(t *testing.T) {
 
 // [ATV21, Lemma 4.5]: the scalar formulas recover ξz and a from exact γ's to
 // 1e-12, for ℓ = 1 and ℓ = 2, including z at roots of He_{ℓ−1}, He_ℓ.
-func TestClaim17ScalarInversion(t *testing.T) {
+func TestScalarInversion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 1))
 	zs := []float64{0, 1, -1, math.Sqrt(3), 2.7, -3.1}
 	for trial := 0; trial < 200; trial++ {
@@ -342,7 +342,7 @@ func TestClaim17ScalarInversion(t *testing.T) {
 // The residualisation of the outputs (not in [ATV21]; its mean part): the
 // expectation of T̂_k, k ≥ 3, is unchanged (difference within noise) and the
 // error is lower.
-func TestClaim20Residualization(t *testing.T) {
+func TestResidualization(t *testing.T) {
 	rng := rand.New(rand.NewPCG(40, 1))
 	net := randomNet(3, 2, []float64{0.5, -0.3}, rng)
 	pop, _ := PopulationMoments(net, 4)
@@ -371,7 +371,7 @@ func TestClaim20Residualization(t *testing.T) {
 
 // The estimator's sample rate: ‖T̂_k − f_k‖_F falls like N^{−1/2} (log-log
 // slope in [−0.65, −0.35] over a 16× range, mean of 3 seeds).
-func TestClaim18SampleRate(t *testing.T) {
+func TestSampleRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 1))
 	net := randomNet(3, 2, []float64{0.5, -0.3}, rng)
 	pop, _ := PopulationMoments(net, 4)
