@@ -10,6 +10,7 @@ import (
 
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/synth"
@@ -53,7 +54,7 @@ func TestDirectional(t *testing.T) {
 	for k := 0; k <= 6; k++ {
 		want := 0.0
 		for i := 0; i < 3; i++ {
-			want += net.A.At(0, i) * hermite.ReLUBias(k, net.B[i]) * math.Pow(dot(net.W.RawRowView(i), u), float64(k))
+			want += net.A.At(0, i) * hermite.ReLUBias(k, net.B[i]) * math.Pow(vec.Dot(net.W.RawRowView(i), u), float64(k))
 		}
 		if got := pop.T[0][k].Apply(u); math.Abs(got-want) > 1e-14 {
 			t.Errorf("k=%d: f_k(u,…,u) = %v, want %v", k, got, want)
@@ -153,7 +154,7 @@ func TestFixSigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, u := range units {
-		if math.Abs(u.B-net.B[i]) > 1e-13 || math.Abs(u.SignMargin-1) > 1e-12 || dot(u.W, net.W.RawRowView(i)) < 1-1e-12 {
+		if math.Abs(u.B-net.B[i]) > 1e-13 || math.Abs(u.SignMargin-1) > 1e-12 || vec.Dot(u.W, net.W.RawRowView(i)) < 1-1e-12 {
 			t.Errorf("unit %d: b %v (want %v), margin %v", i, u.B, net.B[i], u.SignMargin)
 		}
 	}
@@ -289,7 +290,7 @@ func TestParseval(t *testing.T) {
 		term := 0.0
 		for _, x := range us {
 			for _, y := range us {
-				term += x.a * y.a * coef(k, x.b) * coef(k, y.b) * math.Pow(dot(x.u, y.u), float64(k))
+				term += x.a * y.a * coef(k, x.b) * coef(k, y.b) * math.Pow(vec.Dot(x.u, y.u), float64(k))
 			}
 		}
 		sum += term

@@ -8,6 +8,7 @@ import (
 	"github.com/relurec/relurec/density"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // optionValue is the Options field named field with its value v, as a
@@ -110,7 +111,7 @@ func (s *Solver) threshold(v, oracle []float64) (float64, string, []float64, err
 		if len(oracle) != s.d {
 			return 0, "", nil, fmt.Errorf("%w: the oracle threshold needs z + w of length %d, got %d", ErrInput, s.d, len(oracle))
 		}
-		return math.Max(2*maxAbs(oracle), 1e-300), string(RuleOracle), nil, nil
+		return math.Max(2*vec.MaxAbs(oracle), 1e-300), string(RuleOracle), nil, nil
 	case RulePlugin:
 		return PluginTau(o.Bias, s.d, o.Delta, o.Alpha), string(RulePlugin), nil, nil
 	}
@@ -133,7 +134,7 @@ func (s *Solver) madTau(v []float64) (float64, []float64) {
 	tau := 2 * math.Sqrt(2*math.Log(float64(s.d))) * sigma
 	// Exactly fitting data (a linear model without dense noise) has σ̂ = 0:
 	// any small τ then recovers c exactly; keep it positive.
-	return math.Max(tau, 1e-9*math.Max(maxAbs(v), 1)), c
+	return math.Max(tau, 1e-9*math.Max(vec.MaxAbs(v), 1)), c
 }
 
 // mad is the median absolute deviation from the median.
