@@ -3,6 +3,8 @@ package experiment
 import (
 	"context"
 	"testing"
+
+	"github.com/relurec/relurec/synth"
 )
 
 // routeWant is the route auto takes on an instance meant for route and the
@@ -30,21 +32,25 @@ func TestRoutesOnTheirInstances(t *testing.T) {
 		if inst.For == "none" {
 			continue
 		}
-		seed := deriveSeed(1, uint64(ii), 17)
-		teacher, X, Y, err := inst.build(seed, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantAuto, ok := routeWant(inst)
-		for _, route := range []string{"auto", inst.For} {
-			r := routeOne(context.Background(), inst.Name, route, seed, teacher, X, Y)
-			if route == "auto" && r.Ran != wantAuto {
-				t.Errorf("%s: auto ran %q, want %q (%s)", inst.Name, r.Ran, wantAuto, r.Error)
+		// The instances share nothing: they run side by side.
+		t.Run(inst.Name, func(t *testing.T) {
+			t.Parallel()
+			seed := deriveSeed(1, uint64(ii), 17)
+			teacher, X, Y, err := inst.build(seed, true)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !ok(r) {
-				t.Errorf("%s, route %s: outcome %s (%s)", inst.Name, r.Route, r.Outcome, r.Error)
+			wantAuto, ok := routeWant(inst)
+			for _, route := range []string{"auto", inst.For} {
+				r := routeOne(context.Background(), inst.Name, route, seed, teacher, X, Y)
+				if route == "auto" && r.Ran != wantAuto {
+					t.Errorf("auto ran %q, want %q (%s)", r.Ran, wantAuto, r.Error)
+				}
+				if !ok(r) {
+					t.Errorf("route %s: outcome %s (%s)", r.Route, r.Outcome, r.Error)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -73,6 +79,24 @@ func TestRoutesReportCells(t *testing.T) {
 	for i, name := range routeNames {
 		if name == "fpt" && row[2+i] != "fails 1/1: fpt needs something this instance lacks entirely" {
 			t.Errorf("fpt cell %q", row[2+i])
+		}
+	}
+}
+
+// A quick build does not change the instance's full size: the sample count
+// of a Gaussian instance is the full one after a quick build too.
+func TestRouteInstanceQuickLeavesFullSize(t *testing.T) {
+	build := gaussianInstance(synth.TwoLayerConfig{D: 3, K: 2, M: 2}, 500, 100, synth.Noise{})
+	for _, c := range []struct {
+		quick bool
+		rows  int
+	}{{true, 100}, {false, 500}} {
+		_, X, _, err := build(1, c.quick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := X.Dims(); r != c.rows {
+			t.Errorf("quick %v: %d rows, want %d", c.quick, r, c.rows)
 		}
 	}
 }
