@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -21,11 +22,11 @@ import (
 
 func benchLayer(b *testing.B, route Route, seq bool) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	x := gauss(10000, 784, rng)
-	w := gauss(784, 512, rng)
+	x := testutil.RandDense(rng, 10000, 784)
+	w := testutil.RandDense(rng, 784, 512)
 	p := Problem{W: w, Bias: make([]float64, 512), Act: nn.ReLU, X: x}
 	if seq {
-		p.Xc = gauss(10000, 784, rng)
+		p.Xc = testutil.RandDense(rng, 10000, 784)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

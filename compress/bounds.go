@@ -13,19 +13,19 @@ import (
 	"github.com/relurec/relurec/linalg"
 )
 
-// The theorems' bounds as numbers (spec §3), so that users can see what
-// they promise at their sizes. Notation as in the paper: d1 calibration rows,
+// The theorems' bounds as numbers ([ZS25, Theorems 3.1, 4.4 and 4.9,
+// Corollary 4.7]), so that users can see what they promise at their sizes. Notation as in the paper: d1 calibration rows,
 // d inputs, d2 outputs, r rank. The probabilistic bounds of Theorems 4.4 and
 // 4.9 carry an absolute constant C ≥ 4√2·e that the proofs use; with it they
-// are vacuous at laboratory sizes (spec §3.5), which these functions make
-// visible rather than hide.
+// are vacuous at laboratory sizes, which these functions make visible
+// rather than hide.
 
 // ConstC is the absolute constant C = 4√2·e ≈ 15.377 used in the proofs of
 // Theorems 4.4 and 4.9.
 var ConstC = 4 * math.Sqrt2 * math.E
 
-// Thm31Bound returns the explicit Gaussian form of Theorem 3.1 (spec claim
-// 11): with probability at least 1 − e^{−t²/2},
+// Thm31Bound returns the explicit Gaussian form of Theorem 3.1: with
+// probability at least 1 − e^{−t²/2},
 // ‖X̌(M − M̂)‖_F² ≤ 8r(σ(√d + √d2 + t) + √(ε·d1))², for noise G with i.i.d.
 // N(0, σ²) entries and a misfit ‖E‖_op² ≤ ε·d1. It returns that squared
 // Frobenius bound and the same divided by d1·d2 (an MSE).
@@ -38,12 +38,13 @@ func Thm31Bound(r, d, d2, d1 int, sigma, eps, t float64) (frobSq, mse float64) {
 // Thm31Rate is the rate of Theorem 3.1 without its constant,
 // r·(d + d2)/(d1·d2)·σ² (+ ε): the MSE the theorem predicts up to an
 // absolute factor, ≈ the degrees of freedom r(d + d2 − r) over the d1·d2
-// observed entries (claim 12).
+// observed entries.
 func Thm31Rate(r, d, d2, d1 int, sigma, eps float64) float64 {
 	return float64(r)*float64(d+d2)/(float64(d1)*float64(d2))*sigma*sigma + eps
 }
 
-// Thm31Core returns the deterministic core of Theorem 3.1 (spec claim 10):
+// Thm31Core returns the deterministic core of Theorem 3.1 (checked by
+// TestDeterministicInequality):
 // 2√(2r)·‖P_X̌(Ỹ − X̌M)‖_op, a bound on ‖X̌(M − M̂)‖_F valid for every
 // rank-≤r M when X̌ has full column rank.
 // xc (X̌) must be d1×d, m (M) d×d2 and yt (Ỹ) d1×d2, all finite, and r ≥ 0;
@@ -105,8 +106,8 @@ func Thm49Bound(alpha, sigma float64, r, d1, d2 int) float64 {
 }
 
 // EffRank returns r_eff(Y) = (‖Y‖_* / (‖Y‖_∞·√(d1·d2)))², the smallest r for
-// which Y is "approximately rank r" in the sense of Definition 4.1 (spec
-// §1.4). r_eff(Y) ≤ rank(Y) (Remark 4.2).
+// which Y is "approximately rank r" in the sense of [ZS25, Definition 4.1].
+// r_eff(Y) ≤ rank(Y) (Remark 4.2).
 func EffRank(y mat.Matrix) float64 {
 	r, c := y.Dims()
 	inf := maxAbs(y)
@@ -131,7 +132,7 @@ func LinkLogCurvature(x, sigma float64) float64 {
 
 // LemmaB3 returns the constants of Lemma B.3 evaluated numerically on a fine
 // grid of |x| ≤ α, L = sup |f′|/(f(1 − f)) and β = sup f(1 − f)/f′², with their
-// closed-form upper bounds 8(α + σ)/σ² and πσ²e^{α²/(2σ²)} (spec claim 27).
+// closed-form upper bounds 8(α + σ)/σ² and πσ²e^{α²/(2σ²)} (TestLemmaB3).
 func LemmaB3(alpha, sigma float64) (l, lBound, beta, betaBound float64) {
 	const n = 20001
 	for i := 0; i < n; i++ {

@@ -10,52 +10,29 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
-
-func randDense(rng *rand.Rand, r, c int) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			m.Set(i, j, rng.NormFloat64())
-		}
-	}
-	return m
-}
-
-func randVec(rng *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = rng.NormFloat64()
-	}
-	return v
-}
 
 // tinyCNN is 2×6×6 → Conv2d(2, out, 3×3, pad 1) → ReLU → MaxPool 2 →
 // Conv2d(out, 8, 3×3, pad 1) → ReLU → Flatten → Linear(72, 5); the first
 // conv's weight has rank convRank (0: random, full rank).
 func tinyCNN(rng *rand.Rand, out, convRank int) *nn.CNN {
-	w := randDense(rng, out, 18)
+	w := testutil.RandDense(rng, out, 18)
 	if convRank > 0 {
 		var p mat.Dense
-		p.Mul(randDense(rng, out, convRank), randDense(rng, convRank, 18))
+		p.Mul(testutil.RandDense(rng, out, convRank), testutil.RandDense(rng, convRank, 18))
 		w = &p
 	}
 	return &nn.CNN{Input: nn.FeatureShape{C: 2, H: 6, W: 6}, Layers: []nn.CNNLayer{
-		&nn.Conv2d{Weight: w, Bias: randVec(rng, out), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
+		&nn.Conv2d{Weight: w, Bias: testutil.RandVec(rng, out), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
 		&nn.ReLULayer{},
 		&nn.MaxPool2d{Kernel: [2]int{2, 2}},
-		&nn.Conv2d{Weight: randDense(rng, 8, out*9), Bias: randVec(rng, 8), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
+		&nn.Conv2d{Weight: testutil.RandDense(rng, 8, out*9), Bias: testutil.RandVec(rng, 8), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
 		&nn.ReLULayer{},
 		&nn.Flatten{},
-		&nn.Linear{Weight: randDense(rng, 5, 72), Bias: randVec(rng, 5)},
+		&nn.Linear{Weight: testutil.RandDense(rng, 5, 72), Bias: testutil.RandVec(rng, 5)},
 	}}
-}
-
-func maxAbsDiff(a, b *mat.Dense) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, math.Inf(1)) // max row sum ≥ max |entry|
 }
 
 // A conv layer whose weight is exactly rank 2 is compressed at rank 2 with
@@ -64,7 +41,7 @@ func maxAbsDiff(a, b *mat.Dense) float64 {
 func TestCompressCNNExactLowRankConv(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	net := tinyCNN(rng, 12, 2)
-	x := randDense(rng, 300, net.In())
+	x := testutil.RandDense(rng, 300, net.In())
 	for _, seq := range []bool{false, true} {
 		res, err := CompressCNN(context.Background(), net, x, Options{Ranks: []int{2, 0, 0}, Sequential: seq})
 		if err != nil {
@@ -91,7 +68,7 @@ func TestCompressCNNExactLowRankConv(t *testing.T) {
 		if seq {
 			tol = 1e-6 * mat.Norm(y, math.Inf(1))
 		}
-		if d := maxAbsDiff(yc, y); d > tol {
+		if d := testutil.DiffNormInf(yc, y); d > tol {
 			t.Fatalf("seq %v: compressed outputs differ by %g", seq, d)
 		}
 		if res.Params != res.Model.NumParams() || res.DenseParams != net.NumParams() {
@@ -109,7 +86,7 @@ func TestCompressCNNExactLowRankConv(t *testing.T) {
 func TestCNNFactoredFullRankEqualsDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	net := tinyCNN(rng, 6, 0)
-	x := randDense(rng, 100, net.In())
+	x := testutil.RandDense(rng, 100, net.In())
 	conv := net.Layers[3].(*nn.Conv2d)
 	shapes, _ := net.Shapes()
 	h := net.Hidden(x, 2)
@@ -127,7 +104,7 @@ func TestCNNFactoredFullRankEqualsDense(t *testing.T) {
 	}
 	pair := nn.FactorConv(conv, mat.DenseCopyOf(f.A.T()), mat.DenseCopyOf(f.B.T()), f.InBias, f.Bias)
 	fac := &nn.CNN{Input: net.Input, Layers: append(append(append([]nn.CNNLayer{}, net.Layers[:3]...), pair[0], pair[1]), net.Layers[4:]...)}
-	if d := maxAbsDiff(fac.Forward(x), net.Forward(x)); d > 1e-9 {
+	if d := testutil.DiffNormInf(fac.Forward(x), net.Forward(x)); d > 1e-9 {
 		t.Fatalf("full-rank factored CNN differs from the dense one by %g", d)
 	}
 }
@@ -137,7 +114,7 @@ func TestCNNFactoredFullRankEqualsDense(t *testing.T) {
 func TestCompressCNNBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	net := tinyCNN(rng, 16, 0)
-	x := randDense(rng, 400, net.In())
+	x := testutil.RandDense(rng, 400, net.In())
 	for _, alloc := range []Allocation{AllocGlobal, AllocUniform, AllocSVDLLM2} {
 		for _, keep := range []float64{0.3, 0.6} {
 			for _, seq := range []bool{false, true} {
@@ -186,11 +163,11 @@ func TestCompressCNNBudget(t *testing.T) {
 func TestCompressCNNBadInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	net := tinyCNN(rng, 6, 0)
-	x := randDense(rng, 50, net.In())
+	x := testutil.RandDense(rng, 50, net.In())
 	nan := mat.DenseCopyOf(x)
 	nan.Set(3, 4, math.NaN())
 	broken := tinyCNN(rng, 6, 0)
-	broken.Layers[6] = &nn.Linear{Weight: randDense(rng, 5, 71)}
+	broken.Layers[6] = &nn.Linear{Weight: testutil.RandDense(rng, 5, 71)}
 	cases := []struct {
 		name string
 		net  *nn.CNN
@@ -200,7 +177,7 @@ func TestCompressCNNBadInput(t *testing.T) {
 		{"nil network", nil, x, Options{}},
 		{"shapes do not chain", broken, x, Options{}},
 		{"no data", net, nil, Options{}},
-		{"wrong width", net, randDense(rng, 50, 71), Options{}},
+		{"wrong width", net, testutil.RandDense(rng, 50, 71), Options{}},
 		{"NaN", net, nan, Options{}},
 		{"keep > 1", net, x, Options{Keep: 1.5}},
 		{"ranks per layer", net, x, Options{Ranks: []int{1, 1}}},

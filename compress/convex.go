@@ -17,7 +17,8 @@ import (
 // of Alg 5. The zero value works.
 type ConvexOptions struct {
 	// Alpha is the entrywise bound α of Ψ. 0 means ‖Ỹ‖_∞, the largest
-	// absolute target (spec §2, Alg 4 hyperparameters); +Inf drops the box.
+	// absolute target (the α that bounds ‖X̌N‖_∞ in [ZS25, Theorem 4.4]);
+	// +Inf drops the box.
 	Alpha float64
 	// Tau is the nuclear-norm radius τ. 0 means the paper's α·√(r·d1·d2)
 	// (Theorem 4.4), which is usually inactive; +Inf drops the constraint.
@@ -53,7 +54,7 @@ type ProjectionInfo struct {
 	Sweeps    int  `json:"sweeps"`
 	Converged bool `json:"converged"`
 	// Nuclear, MaxAbs and OffSubspace are ‖Ŷ‖_*, ‖Ŷ‖_∞ and ‖P⊥Ŷ‖_F of the
-	// result (feasibility evidence, spec claim 19).
+	// result (feasibility evidence, TestConvexProjection).
 	Nuclear     float64 `json:"nuclear"`
 	MaxAbs      float64 `json:"max_abs"`
 	OffSubspace float64 `json:"off_subspace"`
@@ -174,7 +175,7 @@ func clipBox(y *mat.Dense, alpha float64) *mat.Dense {
 	return out
 }
 
-// maxAbs is the entrywise ‖·‖_∞ of the spec (not the induced norm).
+// maxAbs is the entrywise ‖·‖_∞ of [ZS25, §1.1] (not the induced norm).
 func maxAbs(y mat.Matrix) float64 {
 	r, c := y.Dims()
 	m := 0.0
@@ -197,7 +198,7 @@ func NuclearNorm(y mat.Matrix) float64 {
 
 // ProjectPsi returns the Euclidean projection of y (d1×d2) onto
 // Ψ(X̌) = {Y : every column in col(X̌), ‖Y‖_* ≤ tau, ‖Y‖_∞ ≤ alpha}, the
-// estimator of Theorem 4.4 in the coordinates Y = X̌N (spec §2, Alg 4):
+// estimator of Theorem 4.4 in the coordinates Y = X̌N ([ZS25, §4], Alg 4):
 // M̂ = X̌⁺·Ŷ. The paper names no solver; this is Dykstra's alternating
 // projection (subspace, box, nuclear ball) started at P_X̌·y, which converges
 // to the projection itself, not just a feasible point as plain alternating

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -60,28 +61,25 @@ func TestDistillImprovesFidelity(t *testing.T) {
 		return nn.SoftCrossEntropy(z, p, temp, nil)
 	}
 	kp, kd := kl(plain.Model.Forward(test.X)), kl(dist.Model.Forward(test.X))
-	// Distill on its own, after a plain compression, is the same step.
-	again, err := CompressMLP(context.Background(), net, calib, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Distill(context.Background(), net, again, calib, withD.Distill); err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range again.Model.Layers {
-		if !mat.Equal(l.Weight, dist.Model.Layers[i].Weight) {
-			t.Fatalf("layer %d: Distill after CompressMLP differs from CompressMLP with Options.Distill", i)
-		}
-	}
-	if a, b := again.Distill, dist.Distill; a.BestEpoch != b.BestEpoch || a.Divergence != b.Divergence || a.Agreement != b.Agreement {
-		t.Fatalf("reports differ: %+v vs %+v", a, b)
-	}
 	ap, _ := plain.Model.Evaluate(test.X, test.Labels)
 	ad, _ := dist.Model.Evaluate(test.X, test.Labels)
 	t.Logf("test divergence %.4f → %.4f, accuracy %.4f → %.4f", kp, kd, ap.Accuracy, ad.Accuracy)
 	if !(kd < 0.9*kp) || !(fd.LogitError < fp.LogitError) || !(ad.Accuracy >= ap.Accuracy) {
 		t.Fatalf("distillation did not carry over to the test images: divergence %.4f → %.4f, logit error %.4f → %.4f, accuracy %.4f → %.4f",
 			kp, kd, fp.LogitError, fd.LogitError, ap.Accuracy, ad.Accuracy)
+	}
+	// Distill on its own, after a plain compression, is the same step (plain
+	// is distilled in place: it is not read after this).
+	if err := Distill(context.Background(), net, plain, calib, withD.Distill); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range plain.Model.Layers {
+		if !mat.Equal(l.Weight, dist.Model.Layers[i].Weight) {
+			t.Fatalf("layer %d: Distill after CompressMLP differs from CompressMLP with Options.Distill", i)
+		}
+	}
+	if a, b := plain.Distill, dist.Distill; a.BestEpoch != b.BestEpoch || a.Divergence != b.Divergence || a.Agreement != b.Agreement {
+		t.Fatalf("reports differ: %+v vs %+v", a, b)
 	}
 }
 
@@ -101,8 +99,11 @@ func TestDistillKeepsLayerFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The premise: no epoch improves on the layer fit here. If a change to
+	// the fit or to Adam makes one improve, this instance no longer tests
+	// early stopping and must be replaced by one where none does.
 	if dist.Distill.BestEpoch != 0 {
-		t.Skipf("distillation improved this teacher (epoch %d kept); the case no longer tests early stopping", dist.Distill.BestEpoch)
+		t.Fatalf("distillation improved this teacher (epoch %d kept): the instance no longer tests early stopping; choose one where no epoch improves", dist.Distill.BestEpoch)
 	}
 	p, d := plain.Model.Forward(x), dist.Model.Forward(x)
 	var diff mat.Dense
@@ -126,7 +127,7 @@ func TestDistillBadOptions(t *testing.T) {
 	}
 	// A CNN and its calibration data that compress without distillation.
 	cnn := tinyCNN(rand.New(rand.NewPCG(1, 2)), 4, 0)
-	cx := randDense(rand.New(rand.NewPCG(3, 4)), 64, cnn.In())
+	cx := testutil.RandDense(rand.New(rand.NewPCG(3, 4)), 64, cnn.In())
 	if _, err := CompressCNN(context.Background(), cnn, cx, Options{Keep: 0.5}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,8 @@
 //     Cholesky with a reported ridge when the inputs are numerically
 //     singular (dead ReLU units make them so), or the pseudo-inverse route.
 //   - The convex estimators are not exactly rank r; they are followed by
-//     Alg 2c on their output for a real factorization (spec §8), and their
+//     Alg 2c on their output for a real factorization (the paper stops at
+//     the estimate), and their
 //     radius is tunable because the paper's is usually inactive.
 //   - The theorems are per layer; error propagation through the network is
 //     not analysed by the paper and is measured instead (LayerReport).

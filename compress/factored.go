@@ -13,7 +13,7 @@ import (
 // (samples are rows): y = (x·A + InBias)·B + Bias, with A d×r and B r×d2.
 // InBias (length r) is non-nil only for the "augment" bias mode, where the
 // bias lives inside the low-rank product as the last row of the augmented
-// [W; bᵀ] (spec §1.1); Bias (length d2) is the dense output bias, nil when the
+// [W; bᵀ] ([ZS25, §1.1]); Bias (length d2) is the dense output bias, nil when the
 // layer has none.
 //
 // In PyTorch terms it is nn.Sequential(nn.Linear(d, r, bias=InBias≠nil),
@@ -35,7 +35,7 @@ func (f Factored) Dims() (int, int) {
 }
 
 // Params is the number of stored parameters: r·(d + d2), plus len(InBias)
-// and len(Bias) (spec claim 32).
+// and len(Bias) (TestAccounting).
 func (f Factored) Params() int {
 	d, d2 := f.Dims()
 	return f.Rank()*(d+d2) + len(f.InBias) + len(f.Bias)

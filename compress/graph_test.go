@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -22,13 +23,13 @@ func graphTensor(m *mat.Dense) *nn.GraphTensor {
 // ReLU(x·W + b)·W2, then the mean over tokens and a Gemm head.
 func lowRankMixer(rng *rand.Rand) *nn.Graph {
 	var w mat.Dense
-	w.Mul(randDense(rng, 8, 2), randDense(rng, 2, 12))
-	b := randDense(rng, 1, 12)
+	w.Mul(testutil.RandDense(rng, 8, 2), testutil.RandDense(rng, 2, 12))
+	b := testutil.RandDense(rng, 1, 12)
 	return &nn.Graph{
 		Input: "x", InputShape: []int{6, 8}, Output: "y",
 		Consts: map[string]*nn.GraphTensor{
 			"W": graphTensor(&w), "b": {Shape: []int{12}, Data: b.RawRowView(0)},
-			"W2": graphTensor(randDense(rng, 12, 8)), "Wh": graphTensor(randDense(rng, 3, 8)),
+			"W2": graphTensor(testutil.RandDense(rng, 12, 8)), "Wh": graphTensor(testutil.RandDense(rng, 3, 8)),
 		},
 		Nodes: []nn.GraphNode{
 			{Name: "mm", Op: "MatMul", Inputs: []string{"x", "W"}, Outputs: []string{"a"}},
@@ -48,7 +49,7 @@ func lowRankMixer(rng *rand.Rand) *nn.Graph {
 func TestCompressGraphExactLowRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	g := lowRankMixer(rng)
-	x := randDense(rng, 300, g.In())
+	x := testutil.RandDense(rng, 300, g.In())
 	res, err := CompressGraph(context.Background(), g, x, Options{Ranks: []int{2, 0, 0}})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestCompressGraphExactLowRank(t *testing.T) {
 func TestCompressGraphKeep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	g := lowRankMixer(rng)
-	x := randDense(rng, 200, g.In())
+	x := testutil.RandDense(rng, 200, g.In())
 	for _, seq := range []bool{false, true} {
 		res, err := CompressGraph(context.Background(), g, x, Options{Keep: 0.5, Sequential: seq})
 		if err != nil {
@@ -94,7 +95,7 @@ func TestCompressGraphKeep(t *testing.T) {
 			t.Errorf("sequential %v: params %d, budget %d", seq, res.Params, res.Budget)
 		}
 	}
-	if _, err := CompressGraph(context.Background(), g, randDense(rng, 5, 7), Options{}); !errors.Is(err, ErrInput) {
+	if _, err := CompressGraph(context.Background(), g, testutil.RandDense(rng, 5, 7), Options{}); !errors.Is(err, ErrInput) {
 		t.Errorf("wrong width: %v", err)
 	}
 	if _, err := CompressGraph(context.Background(), g, x, Options{Allocation: AllocSensitivity}); !errors.Is(err, ErrInput) {

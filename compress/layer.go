@@ -19,12 +19,12 @@ const (
 	// MethodSVD is Alg 1: truncated SVD of W, [W]_r (Eckart–Young), blind
 	// to data; the bias is kept dense. Cost O(d·d2·min(d, d2)). Guarantee:
 	// best rank-r approximation of W in Frobenius and spectral norm, nothing
-	// about the layer's outputs (spec §2, Alg 1, the paper's critique).
+	// about the layer's outputs (the paper's critique, [ZS25, §3]).
 	MethodSVD Method = "svd"
 	// MethodData is Alg 2 (Theorem 3.1): M̂ = argmin_{rank Z ≤ r} ‖XW − X̌Z‖_F,
 	// by default with a dense re-fitted bias on centred data (Alg 2c). Cost
 	// O(md² + md·d2 + d·d2·min(d, d2)). Guarantee: optimal on the
-	// calibration objective among all rank-r maps (claim 1); if XW = X̌M + G
+	// calibration objective among all rank-r maps (TestLayerOptimality); if XW = X̌M + G
 	// with rank-r M, ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌ G‖_op (Theorem 3.1's core).
 	MethodData Method = "data"
 	// MethodSVDLLM is SVD-LLM's truncation-aware data whitening (Wang et
@@ -35,12 +35,12 @@ const (
 	// MethodASVD is ASVD's activation-aware SVD (Yuan et al. 2023): input
 	// channels scaled by S_ii = (mean_t |X_ti|)^α (α = 0.5), [S·W]_r, then
 	// S⁻¹; bias kept. A diagonal, heuristic whitening: never better than
-	// Alg 2 on the layer objective (claim 1). Cost O(md + d·d2·min(d, d2)).
+	// Alg 2 on the layer objective (TestLayerOptimality). Cost O(md + d·d2·min(d, d2)).
 	MethodASVD Method = "asvd"
 	// MethodOutputPCA projects the layer's outputs on their top-r principal
 	// components (AFM, Yu & Wu 2023; DRONE-style): W → W·V_r·V_rᵀ with a mean
 	// bias correction. With X̌ = X of full column rank it equals Alg 2c
-	// (claim 3). Cost O(m·d2² + d2³).
+	// (TestOutputPCA). Cost O(m·d2² + d2³).
 	MethodOutputPCA Method = "output-pca"
 	// MethodInputPCA is Alg 7, a comparison point only: W → U_r·U_rᵀ·W with
 	// U_r the top-r eigenvectors of X̌ᵀX̌ (PCA of the inputs). Never better
@@ -69,11 +69,12 @@ var Methods = []Method{MethodSVD, MethodASVD, MethodSVDLLM, MethodOutputPCA, Met
 // (LayerOptions.Bias).
 type BiasMode string
 
-// Bias modes of the data-driven methods (spec §1.1 and Alg 2c).
+// Bias modes of the data-driven methods (the bias trick of [ZS25, §1.1],
+// and Alg 2c).
 const (
 	// BiasCenter (default) re-fits a dense bias: min over rank-r Z and b of
 	// ‖Ỹ − X̌Z − 1bᵀ‖, solved on centred data (Alg 2c). Its residual is
-	// never worse than BiasAugment's at the same r (claim 18).
+	// never worse than BiasAugment's at the same r (TestDenseBias).
 	BiasCenter BiasMode = "center"
 	// BiasAugment puts the bias inside the rank: the paper's bias trick,
 	// [X̌ 1]·[W; bᵀ] approximated at rank r (the first factor gets a bias).
@@ -84,7 +85,7 @@ const (
 )
 
 // Problem is one layer's compression problem in the paper's row convention
-// (spec §1.2): pre-activations Ỹ = X·W + 1·bᵀ of the original network, to be
+// ([ZS25, §1.1 and Theorem 3.1]): pre-activations Ỹ = X·W + 1·bᵀ of the original network, to be
 // reproduced from the compressed network's inputs X̌ by a rank-r map.
 type Problem struct {
 	// W is the d×d2 weight in row convention (PyTorch's weight
@@ -142,7 +143,7 @@ type Fit struct {
 	// reproduce (the centred pre-activations for BiasCenter), and Norm2 the
 	// squared norm of the uncentred pre-activations Ỹ on the calibration
 	// data. For MethodData without ridge the calibration error at rank r is
-	// exactly Target − Σ_{k≤r} S[k]² (claim 8).
+	// exactly Target − Σ_{k≤r} S[k]² (TestResidualAndShapes).
 	Target float64 `json:"target"`
 	Norm2  float64 `json:"norm2"`
 	// Iterations and Converged report the iterative solvers (Alg 4, 5).

@@ -287,7 +287,7 @@ func methodRefitsBias(method Method, bias BiasMode) bool {
 // allocationSpectra returns, per layer, the singular values the global
 // allocation ranks on: those of W (svd), of S·W (asvd), and otherwise of the
 // centred pre-activations of the original network on the calibration data
-// (which equal Alg 2c's spectrum with X̌ = X of full column rank, claim 3).
+// (which equal Alg 2c's spectrum with X̌ = X of full column rank, TestOutputPCA).
 func allocationSpectra(ctx context.Context, probs []Problem, method Method, lo LayerOptions) ([][]float64, error) {
 	out := make([][]float64, len(probs))
 	for i, p := range probs {

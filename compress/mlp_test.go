@@ -3,13 +3,16 @@ package compress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -21,8 +24,8 @@ func teacher(seed uint64) (*nn.MLP, *mat.Dense, *mat.Dense) {
 	net := &nn.MLP{}
 	for i := 0; i+1 < len(sizes); i++ {
 		in, out := sizes[i], sizes[i+1]
-		w := mul(gauss(out, 6, rng), gauss(6, in, rng))
-		noise := gauss(out, in, rng)
+		w := mul(testutil.RandDense(rng, out, 6), testutil.RandDense(rng, 6, in))
+		noise := testutil.RandDense(rng, out, in)
 		noise.Scale(0.3, noise)
 		w.Add(w, noise)
 		w.Scale(1/math.Sqrt(float64(6*in)), w)
@@ -87,7 +90,7 @@ func TestCompressMLPBudgetAndAccounting(t *testing.T) {
 	}
 }
 
-// The end-to-end expectation of claim 17 on a synthetic teacher: the
+// The end-to-end expectation on a synthetic teacher: the
 // sequential data-driven network is closer to the original than truncated
 // SVD at the same budget.
 func TestCompressMLPDataBeatsSVD(t *testing.T) {
@@ -99,7 +102,7 @@ func TestCompressMLPDataBeatsSVD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return relDiff(res.Model.Forward(h), ref)
+		return testutil.RelDiff(res.Model.Forward(h), ref)
 	}
 	seq := errOf(Options{Method: MethodData, Sequential: true})
 	non := errOf(Options{Method: MethodData})
@@ -290,11 +293,19 @@ func TestSequentialRefitsDenseLayers(t *testing.T) {
 // smallFashionMLP trains an MLP of the given sizes on part of Fashion-MNIST,
 // reading only the 10 000 test images (fast): 6000 train the model (10
 // epochs, seed 1), 2000 calibrate, 2000 measure. It skips when the data
-// set is not installed (scripts/install-datasets.sh).
+// set is not installed (scripts/install-datasets.sh). The tests that ask
+// for the same sizes share one network, trained once; they must not modify
+// it or the data.
 func smallFashionMLP(t *testing.T, sizes []int) (*nn.MLP, *mat.Dense, *dataio.Labeled) {
 	t.Helper()
 	if err := dataio.FashionMNISTAvailable(""); err != nil {
 		t.Skipf("Fashion-MNIST not installed (run scripts/install-datasets.sh): %v", err)
+	}
+	fashionMLPs.Lock()
+	defer fashionMLPs.Unlock()
+	key := fmt.Sprint(sizes)
+	if f, ok := fashionMLPs.m[key]; ok {
+		return f.net, f.calib, f.test
 	}
 	te, err := dataio.LoadFashionMNIST("", "test")
 	if err != nil {
@@ -308,5 +319,20 @@ func smallFashionMLP(t *testing.T, sizes []int) (*nn.MLP, *mat.Dense, *dataio.La
 	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 10, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	return net, te.Slice(6000, 8000).X, te.Slice(8000, 10000)
+	f := fashionMLP{net, te.Slice(6000, 8000).X, te.Slice(8000, 10000)}
+	fashionMLPs.m[key] = f
+	return f.net, f.calib, f.test
 }
+
+// fashionMLP is one network smallFashionMLP trained, with its data.
+type fashionMLP struct {
+	net   *nn.MLP
+	calib *mat.Dense
+	test  *dataio.Labeled
+}
+
+// fashionMLPs holds the networks smallFashionMLP trained, by sizes.
+var fashionMLPs = struct {
+	sync.Mutex
+	m map[string]fashionMLP
+}{m: map[string]fashionMLP{}}

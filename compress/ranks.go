@@ -16,12 +16,12 @@ const (
 	// AllocGlobal (default) spends the budget greedily where it buys the
 	// most: the next rank goes to the layer whose next singular direction
 	// removes the largest fraction of that layer's energy per parameter it
-	// costs (in the spirit of Li & Shi's budgeted rank selection, spec §5
-	// [28]). Small layers, such as a classifier's last one, stay accurate.
+	// costs (in the spirit of Li & Shi's budgeted rank selection, [ZS25]'s
+	// reference [28]). Small layers, such as a classifier's last one, stay accurate.
 	AllocGlobal Allocation = "global"
 	// AllocUniform gives every layer the same fraction of its own
-	// parameters, r_i = ⌊(keep·P_i − bias_i)/(d_i + d2_i)⌋ ≥ 1 (the spec's
-	// ρ rule, Alg 2 rank selection); tiny layers get rank 1.
+	// parameters, r_i = ⌊(keep·P_i − bias_i)/(d_i + d2_i)⌋ ≥ 1; tiny
+	// layers get rank 1.
 	AllocUniform Allocation = "uniform"
 	// AllocSensitivity minimises the end-to-end error under the budget. It
 	// measures, for each layer alone and a geometric grid of ranks (1, 2, 3,
@@ -33,7 +33,7 @@ const (
 	// it to every rank (geometrically), and spends the budget greedily on
 	// the step — to any larger rank or to the dense layer — that removes the
 	// most of that error per parameter (the convex-hull greedy of budgeted
-	// rank selection, spec §5 [28], with a measured rather than a spectral
+	// rank selection, [ZS25]'s reference [28], with a measured rather than a spectral
 	// objective). It then measures each layer at the rank it got and the
 	// next, and allocates again, until those are measured (≤ 8 rounds), so
 	// that no decision rests on an interpolated value. It assumes the

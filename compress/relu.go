@@ -14,7 +14,7 @@ import (
 type ReLUOptions struct {
 	// Sigma is the noise standard deviation σ of the observation model
 	// Z = ReLU(X̌M + G). 0 estimates it as the RMS residual of rank-r least
-	// squares on the positive entries (spec §2, Alg 5 hyperparameters),
+	// squares on the positive entries (the paper leaves σ to the user),
 	// floored at 1e-3 of the RMS target.
 	Sigma float64
 	// Constraint is the set Ψ (α, τ). Its zero value here means no box and
@@ -85,7 +85,7 @@ func TobitObjective(y, z *mat.Dense, sigma float64, grad *mat.Dense) float64 {
 
 // ReLUMLE returns the censored-Gaussian maximum-likelihood estimate Ŷ of the
 // pre-activations X̌M from post-ReLU observations z = ReLU(X̌M + G) over Ψ
-// (spec §2, Alg 5; problem (P′)/(P_*) of Theorem 4.9): minimise F (see
+// (Alg 5; problems (P′)/(P_*) of [ZS25, §4.1, Theorem 4.9]): minimise F (see
 // TobitObjective) over Y ∈ Ψ by FISTA with step 1 (∇F is 1-Lipschitz), with
 // an adaptive restart whenever F increases, each step projected onto Ψ by
 // ProjectPsi warm from the previous iterate (alpha = tau = +Inf leave only the

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -102,7 +103,7 @@ func sensitiveNet(seed uint64) (*nn.MLP, *mat.Dense, *mat.Dense) {
 	const d = 30
 	orth := func() *mat.Dense {
 		var qr mat.QR
-		qr.Factorize(gauss(d, d, rng))
+		qr.Factorize(testutil.RandDense(rng, d, d))
 		var q mat.Dense
 		qr.QTo(&q)
 		return &q
@@ -151,7 +152,7 @@ func sensitiveNet(seed uint64) (*nn.MLP, *mat.Dense, *mat.Dense) {
 		{Weight: mat.DenseCopyOf(w1.T()), Bias: bias(3), Act: nn.ReLU},
 		{Weight: mat.DenseCopyOf(w2.T()), Bias: bias(0), Act: nn.Identity},
 	}}
-	x, h := gauss(600, d, rng), gauss(400, d, rng)
+	x, h := testutil.RandDense(rng, 600, d), testutil.RandDense(rng, 400, d)
 	mean := colMeans(net.Forward(x))
 	for i := range mean {
 		net.Layers[2].Bias[i] = -mean[i]

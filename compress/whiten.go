@@ -16,9 +16,9 @@ import (
 // Route is a route of Alg 2 (LayerOptions.Route).
 type Route string
 
-// Routes of Alg 2 (spec §2, forms F1–F3). All give the same M̂ on
-// well-conditioned data (spec claim 2); they differ in cost, memory and
-// accuracy.
+// Routes of Alg 2: three ways to compute the closed form in the proof of
+// [ZS25, Theorem 3.1]. All give the same M̂ on well-conditioned data; they
+// differ in cost, memory and accuracy.
 const (
 	// RouteQR whitens with the R factor of a Householder QR of the inputs
 	// (form F2): M̂ = R⁻¹[QᵀỸ]_r. κ(R) = κ(X̌), never squared. Costs about

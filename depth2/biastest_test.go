@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 // torchDefault draws a network as nn.Linear's default init does: weights and
@@ -28,15 +30,6 @@ func torchDefault(d, k, p int, withBias bool, rng *rand.Rand) *Network {
 		copy(net.C, u(1, p, k).RawRowView(0))
 	}
 	return net
-}
-
-func gaussian(n, d int, rng *rand.Rand) *mat.Dense {
-	x := mat.NewDense(n, d, nil)
-	raw := x.RawMatrix().Data
-	for i := range raw {
-		raw[i] = rng.NormFloat64()
-	}
-	return x
 }
 
 // The claims behind TestBiases: a bias-free ReLU network's Hermite moments
@@ -68,7 +61,7 @@ func TestBiasesDetected(t *testing.T) {
 			if !tc.outputC {
 				clear(net.C)
 			}
-			x := gaussian(tc.n, tc.d, rng)
+			x := testutil.RandDense(rng, tc.n, tc.d)
 			y := net.Forward(x)
 			if tc.noise > 0 {
 				raw := y.RawMatrix().Data
@@ -96,7 +89,7 @@ func TestBiasesDetected(t *testing.T) {
 func TestFitInfersWidthBeforeCountingSamples(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	net := torchDefault(10, 3, 4, true, rng)
-	x := gaussian(20000, 10, rng)
+	x := testutil.RandDense(rng, 20000, 10)
 	res, err := Fit(context.Background(), x, net.Forward(x), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +106,7 @@ func TestFitInfersWidthBeforeCountingSamples(t *testing.T) {
 func TestFloat32DataCertifiedAtTheirPrecision(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	net := torchDefault(10, 3, 4, true, rng)
-	x := gaussian(50000, 10, rng)
+	x := testutil.RandDense(rng, 50000, 10)
 	y := net.Forward(x)
 	for _, m := range [][]float64{x.RawMatrix().Data, y.RawMatrix().Data} {
 		for i, v := range m {

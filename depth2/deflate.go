@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // maxDeflations bounds the rounds of deflate; deflateExtra is how many
@@ -211,7 +213,7 @@ func withoutUnit(net *Network, j int) (*mat.Dense, []float64) {
 func liveUnits(net *Network) int {
 	c := 0
 	for i := 0; i < net.Hidden(); i++ {
-		if dot(net.W.RawRowView(i), net.W.RawRowView(i)) > 0 {
+		if vec.Dot(net.W.RawRowView(i), net.W.RawRowView(i)) > 0 {
 			c++
 		}
 	}
@@ -234,7 +236,7 @@ func dropDead(net *Network) *Network {
 	at := 0
 	for i := 0; i < m; i++ {
 		row := net.W.RawRowView(i)
-		if dot(row, row) == 0 {
+		if vec.Dot(row, row) == 0 {
 			continue
 		}
 		out.W.SetRow(at, row)

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestEstimateChunkedPasses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 3))
 	n, d, p := 9000, 7, 2
-	X := gaussian(n, d, rng)
+	X := testutil.RandDense(rng, n, d)
 	net := randomNet(d, 3, []float64{0.1, -0.6, 1.3}, rng)
 	S := mat.NewDense(n, p, nil)
 	Y := net.Forward(X)

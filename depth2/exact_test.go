@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // randomNet draws m unit rows in R^d, biases b and output weights with
@@ -50,7 +51,7 @@ func unitError(t *testing.T, truth *Network, units []Unit, allowFlip bool) float
 			if used[j] {
 				continue
 			}
-			c := dot(w, u.W)
+			c := vec.Dot(w, u.W)
 			if allowFlip {
 				c = math.Abs(c)
 			}
@@ -61,7 +62,7 @@ func unitError(t *testing.T, truth *Network, units []Unit, allowFlip bool) float
 		used[best] = true
 		u := units[best]
 		xi := 1.0
-		if allowFlip && dot(w, u.W) < 0 {
+		if allowFlip && vec.Dot(w, u.W) < 0 {
 			xi = -1
 		}
 		e := 0.0

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/metrics"
 )
 
@@ -23,7 +24,7 @@ func TestExactRouteCertifiesBiasedNetworks(t *testing.T) {
 	}{{20, 5, 8, 30000, false}, {30, 10, 12, 40000, false}, {20, 5, 8, 30000, true}, {10, 3, 3, 20000, false}} {
 		rng := rand.New(rand.NewPCG(uint64(c.d), uint64(c.k)))
 		net := torchDefault(c.d, c.k, c.p, true, rng)
-		X := gaussian(c.n, c.d, rng)
+		X := testutil.RandDense(rng, c.n, c.d)
 		Y := net.Forward(X)
 		if c.f32 {
 			for _, m := range []*mat.Dense{X, Y} {
@@ -59,7 +60,7 @@ func TestExactRouteCertifiesBiasedNetworks(t *testing.T) {
 func TestExactRouteNeedsOutputs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	net := torchDefault(8, 3, 1, true, rng)
-	X := gaussian(20000, 8, rng)
+	X := testutil.RandDense(rng, 20000, 8)
 	res, err := Fit(context.Background(), X, net.Forward(X), Options{Hidden: 3})
 	if err != nil {
 		t.Fatal(err)

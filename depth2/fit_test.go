@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -52,7 +53,7 @@ func TestResolveSignsFullRank(t *testing.T) {
 		t.Fatalf("flipped %v, rest %v, ties %d", which, rest, ties)
 	}
 	for i := 0; i < 4; i++ {
-		if d := dot(out.W.RawRowView(i), net.W.RawRowView(i)); math.Abs(d-1) > 1e-14 || math.Abs(out.B[i]-net.B[i]) > 1e-14 {
+		if d := vec.Dot(out.W.RawRowView(i), net.W.RawRowView(i)); math.Abs(d-1) > 1e-14 || math.Abs(out.B[i]-net.B[i]) > 1e-14 {
 			t.Errorf("unit %d not restored", i)
 		}
 	}
@@ -111,7 +112,7 @@ func TestFitMultiOutput(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		j := 0
 		for j = 0; j < 3; j++ {
-			if dot(got.W.RawRowView(j), truth.W.RawRowView(i)) > 1-1e-9 {
+			if vec.Dot(got.W.RawRowView(j), truth.W.RawRowView(i)) > 1-1e-9 {
 				break
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -37,7 +38,7 @@ func (g *Improper) Eval(X *mat.Dense) []float64 {
 	Z.Mul(X, g.W.T())
 	out := make([]float64, n)
 	for q := 0; q < n; q++ {
-		s := g.C + dot(X.RawRowView(q), g.V)
+		s := g.C + vec.Dot(X.RawRowView(q), g.V)
 		zr := Z.RawRowView(q)
 		for i := 0; i < m; i++ {
 			z := zr[i] + g.B[i]
@@ -75,7 +76,7 @@ func (g *Improper) Merge() *Network {
 		}
 		c -= g.AlphaPrime[i] * g.B[i]
 	}
-	b0 := math.Sqrt(dot(v, v))
+	b0 := math.Sqrt(vec.Dot(v, v))
 	extra := 2
 	if b0 == 0 {
 		extra = 0

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 // FitImproper's normal equations (with one refinement step) reproduce
@@ -18,7 +19,7 @@ import (
 func TestFitImproperNormalEquationsMatchQR(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 1))
 	n, d := 30000, 6
-	X := gaussian(n, d, rng)
+	X := testutil.RandDense(rng, n, d)
 	truth := randomNet(d, 4, []float64{0.4, -1.1, 0, 2}, rng)
 	truth.C = []float64{0.7}
 	truth.L = mat.NewDense(1, d, []float64{0.1, 0, -0.2, 0.3, 0, 0.05})
@@ -78,7 +79,7 @@ func TestFitImproperNormalEquationsMatchQR(t *testing.T) {
 func TestProblemEvalMatchesCertificate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 2))
 	n, d := 5000, 5
-	X := gaussian(n, d, rng)
+	X := testutil.RandDense(rng, n, d)
 	truth := randomNet(d, 3, []float64{0.2, -0.5, 1}, rng)
 	truth.C = []float64{0.3}
 	Y := truth.Forward(X)

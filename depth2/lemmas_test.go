@@ -9,26 +9,20 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/synth"
 	"github.com/relurec/relurec/tensor"
 )
 
-func gaussianX(n, d int, rng *rand.Rand) *mat.Dense {
-	X := mat.NewDense(n, d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	return X
-}
-
 // [ATV21, Lemma 3.5] (multivariate): the empirical Hermite moments of a
 // network match the lemma's coefficients within 4 split-half noise levels.
-func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
+func TestCoefficientsMonteCarlo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	net := randomNet(3, 2, []float64{-0.6, 1.1}, rng)
-	X := gaussianX(400000, 3, rng)
+	X := testutil.RandDense(rng, 400000, 3)
 	Y := net.Forward(X)
 	mo, err := EstimateMoments(context.Background(), X, Y, MomentOptions{MaxOrder: 4})
 	if err != nil {
@@ -52,7 +46,7 @@ func TestClaim1CoefficientsMonteCarlo(t *testing.T) {
 // f_k(u, …, u) = Σ a_i c_k(b_i)(w_i·u)^k, which equals E[y·He_k(u·x)]
 // since ⟨He_k(x), u^{⊗k}⟩ = He_k(u·x) for a unit u (checked for samples in
 // package tensor).
-func TestClaim2Directional(t *testing.T) {
+func TestDirectional(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 1))
 	net := randomNet(4, 3, []float64{0.2, -0.7, 1.3}, rng)
 	pop, _ := PopulationMoments(net, 6)
@@ -60,7 +54,7 @@ func TestClaim2Directional(t *testing.T) {
 	for k := 0; k <= 6; k++ {
 		want := 0.0
 		for i := 0; i < 3; i++ {
-			want += net.A.At(0, i) * hermite.ReLUBias(k, net.B[i]) * math.Pow(dot(net.W.RawRowView(i), u), float64(k))
+			want += net.A.At(0, i) * hermite.ReLUBias(k, net.B[i]) * math.Pow(vec.Dot(net.W.RawRowView(i), u), float64(k))
 		}
 		if got := pop.T[0][k].Apply(u); math.Abs(got-want) > 1e-14 {
 			t.Errorf("k=%d: f_k(u,…,u) = %v, want %v", k, got, want)
@@ -71,7 +65,7 @@ func TestClaim2Directional(t *testing.T) {
 // [ATV21, Claim 4.7]: flipping (b_i, w_i) → (−b_i, −w_i) leaves f_k unchanged
 // for k ≥ 2; f_0 shifts by −Σ a_i b_i and f_1 by −Σ a_i w_i over the flipped
 // units.
-func TestClaim4SignInvariance(t *testing.T) {
+func TestSignInvariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 1))
 	net := randomNet(4, 5, []float64{0.3, -1.2, 0.8, 0, -0.4}, rng)
 	flipped := net.Clone()
@@ -110,7 +104,7 @@ func TestClaim4SignInvariance(t *testing.T) {
 // tensors of order ≥ 3 vanish; a unit at a root of He_{2ℓ−1} (He_{2ℓ}) is
 // absent from f_{2ℓ+1} (f_{2ℓ+2}), and the flattening ranks count the units
 // present.
-func TestClaims5and6ParityAndRank(t *testing.T) {
+func TestParityAndRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 1))
 	zero := randomNet(4, 3, []float64{0, 0, 0}, rng)
 	f, _ := PopulationMoments(zero, 6)
@@ -140,7 +134,7 @@ func TestClaims5and6ParityAndRank(t *testing.T) {
 // FixSigns (the sign step in the proof of [ATV21, Theorem 3.1]): in the
 // full-rank case its least-squares solution is z_i = ξ_i·Φ(b_i) exactly
 // (SignMargin 1), and it restores every sign.
-func TestClaim9FixSigns(t *testing.T) {
+func TestFixSigns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 1))
 	net := randomNet(6, 4, []float64{0.4, -1.5, 0.9, -0.2}, rng)
 	mo, _ := PopulationMoments(net, 4)
@@ -160,7 +154,7 @@ func TestClaim9FixSigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, u := range units {
-		if math.Abs(u.B-net.B[i]) > 1e-13 || math.Abs(u.SignMargin-1) > 1e-12 || dot(u.W, net.W.RawRowView(i)) < 1-1e-12 {
+		if math.Abs(u.B-net.B[i]) > 1e-13 || math.Abs(u.SignMargin-1) > 1e-12 || vec.Dot(u.W, net.W.RawRowView(i)) < 1-1e-12 {
 			t.Errorf("unit %d: b %v (want %v), margin %v", i, u.B, net.B[i], u.SignMargin)
 		}
 	}
@@ -168,7 +162,7 @@ func TestClaim9FixSigns(t *testing.T) {
 
 // [ATV21, Claim 4.8]: with linearly dependent w_i (Σ β_i w_i = 0), b = 0 and
 // a = β, flipping every unit with β_i ≠ 0 gives the same function.
-func TestClaim10NonIdentifiable(t *testing.T) {
+func TestNonIdentifiable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	d, m := 3, 5
 	W := mat.NewDense(m, d, nil)
@@ -191,7 +185,7 @@ func TestClaim10NonIdentifiable(t *testing.T) {
 			}
 		}
 	}
-	X := gaussianX(1000, d, rng)
+	X := testutil.RandDense(rng, 1000, d)
 	F, G := f.Forward(X), g.Forward(X)
 	for q := 0; q < 1000; q++ {
 		if math.Abs(F.At(q, 0)-G.At(q, 0)) > 1e-14 {
@@ -208,7 +202,7 @@ func TestClaim10NonIdentifiable(t *testing.T) {
 
 // [ATV21, Claim D.14]: the merged (m′+2)-unit network equals the
 // 2m′-unit + affine network pointwise.
-func TestClaim11Merge(t *testing.T) {
+func TestMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 1))
 	d, m := 4, 3
 	g := &Improper{W: mat.NewDense(m, d, nil), B: make([]float64, m), Alpha: make([]float64, m), AlphaPrime: make([]float64, m), V: make([]float64, d), C: rng.NormFloat64()}
@@ -225,7 +219,7 @@ func TestClaim11Merge(t *testing.T) {
 	if merged.Hidden() != m+2 || merged.L != nil || merged.C[0] != 0 {
 		t.Fatalf("merged network has %d units, L %v, C %v", merged.Hidden(), merged.L, merged.C)
 	}
-	X := gaussianX(2000, d, rng)
+	X := testutil.RandDense(rng, 2000, d)
 	want := g.Eval(X)
 	got := merged.Forward(X)
 	for q, w := range want {
@@ -253,7 +247,7 @@ func TestClaim11Merge(t *testing.T) {
 // Σ_{k≤K} ‖f_k − g_k‖²/k! increase towards the closed-form E[(f − g)²] and
 // come within 1e-3 of it by K = 60, slowly (the series converges only
 // polynomially).
-func TestClaim16Parseval(t *testing.T) {
+func TestParseval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 1))
 	f := randomNet(3, 2, []float64{0.3, -0.8}, rng)
 	g := randomNet(3, 3, []float64{-0.1, 0.6, 1.4}, rng)
@@ -296,7 +290,7 @@ func TestClaim16Parseval(t *testing.T) {
 		term := 0.0
 		for _, x := range us {
 			for _, y := range us {
-				term += x.a * y.a * coef(k, x.b) * coef(k, y.b) * math.Pow(dot(x.u, y.u), float64(k))
+				term += x.a * y.a * coef(k, x.b) * coef(k, y.b) * math.Pow(vec.Dot(x.u, y.u), float64(k))
 			}
 		}
 		sum += term
@@ -320,7 +314,7 @@ func TestClaim16Parseval(t *testing.T) {
 
 // [ATV21, Lemma 4.5]: the scalar formulas recover ξz and a from exact γ's to
 // 1e-12, for ℓ = 1 and ℓ = 2, including z at roots of He_{ℓ−1}, He_ℓ.
-func TestClaim17ScalarInversion(t *testing.T) {
+func TestScalarInversion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 1))
 	zs := []float64{0, 1, -1, math.Sqrt(3), 2.7, -3.1}
 	for trial := 0; trial < 200; trial++ {
@@ -349,13 +343,13 @@ func TestClaim17ScalarInversion(t *testing.T) {
 // The residualisation of the outputs (not in [ATV21]; its mean part): the
 // expectation of T̂_k, k ≥ 3, is unchanged (difference within noise) and the
 // error is lower.
-func TestClaim20Residualization(t *testing.T) {
+func TestResidualization(t *testing.T) {
 	rng := rand.New(rand.NewPCG(40, 1))
 	net := randomNet(3, 2, []float64{0.5, -0.3}, rng)
 	pop, _ := PopulationMoments(net, 4)
 	var with, without [5]float64
 	for rep := 0; rep < 3; rep++ {
-		X := gaussianX(200000, 3, rng)
+		X := testutil.RandDense(rng, 200000, 3)
 		Y := net.Forward(X)
 		a, _ := EstimateMoments(context.Background(), X, Y, MomentOptions{MaxOrder: 4})
 		b, _ := EstimateMoments(context.Background(), X, Y, MomentOptions{MaxOrder: 4, NoResidualize: true})
@@ -378,7 +372,7 @@ func TestClaim20Residualization(t *testing.T) {
 
 // The estimator's sample rate: ‖T̂_k − f_k‖_F falls like N^{−1/2} (log-log
 // slope in [−0.65, −0.35] over a 16× range, mean of 3 seeds).
-func TestClaim18SampleRate(t *testing.T) {
+func TestSampleRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 1))
 	net := randomNet(3, 2, []float64{0.5, -0.3}, rng)
 	pop, _ := PopulationMoments(net, 4)
@@ -386,7 +380,7 @@ func TestClaim18SampleRate(t *testing.T) {
 	var logE [3][5]float64
 	for i, n := range ns {
 		for rep := 0; rep < 3; rep++ {
-			X := gaussianX(n, 3, rng)
+			X := testutil.RandDense(rng, n, 3)
 			mo, _ := EstimateMoments(context.Background(), X, net.Forward(X), MomentOptions{MaxOrder: 4})
 			for k := 3; k <= 4; k++ {
 				d := mo.T[0][k].Clone()

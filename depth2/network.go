@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/tensor"
 )
@@ -127,7 +128,7 @@ func (n *Network) Normalize() *Network {
 	p := c.Out()
 	for i := 0; i < m; i++ {
 		row := c.W.RawRowView(i)
-		s := math.Sqrt(dot(row, row))
+		s := math.Sqrt(vec.Dot(row, row))
 		if s == 0 || math.IsInf(s, 0) {
 			continue
 		}
@@ -247,7 +248,7 @@ func (n *Network) MLP() *nn.MLP {
 	copy(C, n.C)
 	var live []int
 	for i := 0; i < m; i++ {
-		if row := n.W.RawRowView(i); dot(row, row) > 0 {
+		if row := n.W.RawRowView(i); vec.Dot(row, row) > 0 {
 			live = append(live, i)
 			continue
 		}
@@ -364,7 +365,7 @@ func PopulationMoments(net *Network, maxOrder int) (*Moments, error) {
 	u := make([]float64, d)
 	for i := 0; i < m; i++ {
 		w := net.W.RawRowView(i)
-		s := math.Sqrt(dot(w, w))
+		s := math.Sqrt(vec.Dot(w, w))
 		if s == 0 {
 			for t := 0; t < p; t++ {
 				mo.T[t][0].Data[0] += net.A.At(t, i) * math.Max(net.B[i], 0)
@@ -395,14 +396,6 @@ func PopulationMoments(net *Network, maxOrder int) (*Moments, error) {
 	return mo, nil
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
 func finiteSlice(v []float64) bool {
 	for _, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -424,7 +417,7 @@ func finiteDense(M *mat.Dense) bool {
 
 // normalize scales v to unit norm (a zero v is left as it is).
 func normalize(v []float64) {
-	s := math.Sqrt(dot(v, v))
+	s := math.Sqrt(vec.Dot(v, v))
 	if s == 0 {
 		return
 	}

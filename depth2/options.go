@@ -106,22 +106,22 @@ type Options struct {
 // option.
 func (o Options) Validate() error {
 	if o.Hidden < 0 {
-		return errs.Inputf("Options.Hidden must be ≥ 0 (0 infers the width), got %d", o.Hidden)
+		return errs.InvalidOption("Options", "Hidden", "must be ≥ 0 (0 infers the width), got %d", o.Hidden)
 	}
 	if o.Order < 0 || o.Order > MaxEll {
-		return errs.Inputf("Options.Order must be 0 (auto), 1 or 2, got %d", o.Order)
+		return errs.InvalidOption("Options", "Order", "must be 0 (auto), 1 or 2, got %d", o.Order)
 	}
 	if o.Route != "" && !slices.Contains(Routes, o.Route) {
-		return errs.Inputf("Options.Route must be auto, exact, moments or improper, got %q", string(o.Route))
+		return errs.InvalidOption("Options", "Route", "must be auto, exact, moments or improper, got %q", string(o.Route))
 	}
 	if !(o.CertTol >= 0) {
-		return errs.Inputf("Options.CertTol must be ≥ 0, got %g", o.CertTol)
+		return errs.InvalidOption("Options", "CertTol", "must be ≥ 0, got %g", o.CertTol)
 	}
 	if math.IsInf(o.CertTol, 0) {
-		return errs.Inputf("Options.CertTol must be finite, got %g", o.CertTol)
+		return errs.InvalidOption("Options", "CertTol", "must be finite, got %g", o.CertTol)
 	}
 	if o.MaxIter < 0 {
-		return errs.Inputf("Options.MaxIter must be ≥ 0 (0 means 100), got %d", o.MaxIter)
+		return errs.InvalidOption("Options", "MaxIter", "must be ≥ 0 (0 means 100), got %d", o.MaxIter)
 	}
 	th := o.Thresholds
 	for _, v := range []struct {
@@ -129,7 +129,7 @@ func (o Options) Validate() error {
 		val  float64
 	}{{"Rank", th.Rank}, {"RankFactor", th.RankFactor}, {"Prune", th.Prune}, {"Dedupe", th.Dedupe}} {
 		if math.IsNaN(v.val) || math.IsInf(v.val, 0) {
-			return errs.Inputf("Options.Thresholds.%s must be finite, got %v", v.name, v.val)
+			return errs.InvalidOption("Options", "Thresholds."+v.name, "must be finite, got %v", v.val)
 		}
 	}
 	return nil

@@ -64,7 +64,7 @@ func newProblem(X, Y *mat.Dense, opt Options) (*problem, error) {
 		return nil, errs.Inputf("ℓ = 1 needs m ≤ d (W of full rank); %d units in d = %d dimensions need order ℓ = 2", opt.Hidden, d)
 	}
 	if ell == 2 && opt.Hidden == 0 {
-		return nil, errs.Inputf("the overcomplete route (ℓ = 2) needs the width: set Options.Hidden")
+		return nil, errs.Options(errs.ErrInput, "the overcomplete route (ℓ = 2) needs the width: set ", errs.Option{Struct: "Options", Field: "Hidden"})
 	}
 	// The reduced dimension: m for ℓ = 1 (inferred if unknown), d for ℓ = 2.
 	// An unknown width is checked against the floor of one unit here, and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // RefineOptions controls Refine.
@@ -181,7 +182,7 @@ func renormalize(net *Network) {
 	p := net.Out()
 	for i := 0; i < m; i++ {
 		row := net.W.RawRowView(i)
-		s := math.Sqrt(dot(row, row))
+		s := math.Sqrt(vec.Dot(row, row))
 		if s == 0 || math.IsInf(s, 0) || math.IsNaN(s) {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -116,11 +117,11 @@ func invertScalars(ell int, gamma func(h int) []float64) (z float64, a []float64
 	var beta []float64
 	if ell == 1 {
 		g0, g1 := gamma(0), gamma(1)
-		z = -dot(g1, g0) / dot(g0, g0)
+		z = -vec.Dot(g1, g0) / vec.Dot(g0, g0)
 		beta = g0
 	} else {
 		q := ell - 1
-		if g, h := gamma(ell), gamma(ell-1); dot(g, g) > dot(h, h) {
+		if g, h := gamma(ell), gamma(ell-1); vec.Dot(g, g) > vec.Dot(h, h) {
 			q = ell
 		}
 		gq, gp, gm := gamma(q), gamma(q+1), gamma(q-1)
@@ -128,7 +129,7 @@ func invertScalars(ell int, gamma func(h int) []float64) (z float64, a []float64
 		for t := range num {
 			num[t] = gp[t] + float64(q)*gm[t]
 		}
-		z = -dot(num, gq) / dot(gq, gq)
+		z = -vec.Dot(num, gq) / vec.Dot(gq, gq)
 		he := hermite.He(q, z)
 		sign := 1.0
 		if q%2 == 1 {

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -82,10 +83,10 @@ func flipTerms(net *Network) (U [][]float64, cur []float64) {
 // with the smallest ‖vec(L) + Σ_{flipped} u_i‖², that value, and how many
 // patterns bring it to rounding level.
 func exhaustiveFlips(U [][]float64, cur []float64) (best uint64, bestVal float64, ties int) {
-	bestVal = dot(cur, cur)
+	bestVal = vec.Dot(cur, cur)
 	scale := bestVal
 	for _, u := range U {
-		scale = math.Max(scale, dot(u, u))
+		scale = math.Max(scale, vec.Dot(u, u))
 	}
 	// A pattern "removes" L when what is left is below 1e-10 of the
 	// scale of the terms (in norm): rounding level for exact networks.
@@ -105,7 +106,7 @@ func exhaustiveFlips(U [][]float64, cur []float64) (best uint64, bestVal float64
 		for j, v := range U[i] {
 			cur[j] += sign * v
 		}
-		val := dot(cur, cur)
+		val := vec.Dot(cur, cur)
 		if val <= zeroTol {
 			count++
 		}
@@ -147,7 +148,7 @@ func relaxedFlips(U [][]float64, cur []float64) (best uint64, bestVal float64) {
 			}
 		}
 	}
-	bestVal = dot(cur, cur)
+	bestVal = vec.Dot(cur, cur)
 	for improved := true; improved; {
 		improved = false
 		for i := 0; i < m; i++ {
@@ -158,7 +159,7 @@ func relaxedFlips(U [][]float64, cur []float64) (best uint64, bestVal float64) {
 			for j, x := range U[i] {
 				cur[j] += sign * x
 			}
-			if v := dot(cur, cur); v < bestVal {
+			if v := vec.Dot(cur, cur); v < bestVal {
 				bestVal = v
 				best ^= 1 << uint(i)
 				improved = true

@@ -86,7 +86,7 @@ func TestOvercompleteFromSamples(t *testing.T) {
 
 // [ATV21, Theorem 3.1] in practice: the moment estimate's parameter error falls with
 // N (roughly like N^{-1/2} once the ranks are right).
-func TestClaim19Consistency(t *testing.T) {
+func TestConsistency(t *testing.T) {
 	var med []float64
 	for _, n := range []int{100_000, 1_000_000} {
 		var errs []float64
@@ -105,7 +105,7 @@ func TestClaim19Consistency(t *testing.T) {
 // Claims 21 and 22: with biases ±4 the moments miss units, yet Algorithm
 // 5's network (≤ m′ + 2 units when saved) has a small L2 error, which falls
 // with N on noisy data.
-func TestClaims21and22Improper(t *testing.T) {
+func TestImproper(t *testing.T) {
 	in := fitInstance(t, synth.Depth2Config{D: 8, M: 4, Biases: []float64{4, -4, 4, -4}}, 500_000, 0, 1, Options{Hidden: 4, Route: "improper"})
 	found := len(in.res.Diagnostics.Recovery.Units)
 	rel := relL2Of(t, in.teacher, in.res.Model)

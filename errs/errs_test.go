@@ -74,3 +74,19 @@ func TestOneVocabulary(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An OptionError reads as fmt.Errorf("%w: …", kind) would, with each option
+// written as Go, and matches its kind under errors.Is.
+func TestOptionError(t *testing.T) {
+	err := InvalidOption("Options", "Hidden", "must be ≥ 0, got %d", -1)
+	if got, want := err.Error(), "bad input: Options.Hidden must be ≥ 0, got -1"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	err = Options(ErrNotExact, "set ", Option{Struct: "Options", Field: "Route", Value: "fpt"}, ".")
+	if got, want := err.Error(), "no certified exact solution: set Options.Route = fpt."; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrNotExact) || errors.Is(err, ErrInput) {
+		t.Errorf("%v: wrong kind", err)
+	}
+}

@@ -40,15 +40,16 @@ func uniformInputs(n, d int, seed uint64) *mat.Dense {
 
 func gaussianInstance(cfg synth.TwoLayerConfig, n, quickN int, noise synth.Noise) func(uint64, bool) (*nn.MLP, *mat.Dense, *mat.Dense, error) {
 	return func(seed uint64, quick bool) (*nn.MLP, *mat.Dense, *mat.Dense, error) {
+		rows := n
 		if quick {
-			n = quickN
+			rows = quickN
 		}
 		rng := synth.NewRand(seed)
 		teacher, err := synth.TwoLayerTeacher(cfg, rng)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		X, err := synth.GaussianInputs(n, cfg.D, nil, rng)
+		X, err := synth.GaussianInputs(rows, cfg.D, nil, rng)
 		if err != nil {
 			return nil, nil, nil, err
 		}

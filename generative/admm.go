@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/density"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/linalg"
 )
@@ -56,8 +57,8 @@ func rowInfos(p *problem, bias density.Density, gamma, nu, nuc float64, off OffS
 		}
 		r.lo, r.hi = math.Max(r.lo, sLo), math.Min(r.hi, sHi)
 		if !(r.lo <= r.hi) {
-			return nil, fmt.Errorf("%w: unit %d (column %d of Y) has positive entries in [%.4g, %.4g], so its bias must lie in [%.4g, %.4g] (∩ the support [%g, %g] of %s), which is empty: increase γ = %.4g (Options.Gamma)",
-				ErrInfeasible, i, i, r.ymin, r.ymax, r.ymax-gamma, math.Min(r.ymin+gamma, r.kappa+gamma), sLo, sHi, bias.Name(), gamma)
+			return nil, errs.Options(ErrInfeasible, fmt.Sprintf("unit %d (column %d of Y) has positive entries in [%.4g, %.4g], so its bias must lie in [%.4g, %.4g] (∩ the support [%g, %g] of %s), which is empty: increase γ = %.4g (",
+				i, i, r.ymin, r.ymax, r.ymax-gamma, math.Min(r.ymin+gamma, r.kappa+gamma), sLo, sHi, bias.Name(), gamma), errs.Option{Struct: "Options", Field: "Gamma"}, ")")
 		}
 	}
 	return rows, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/density"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -46,22 +48,22 @@ func Fit(ctx context.Context, Y *mat.Dense, opt Options) (*Result, error) {
 // Bias density, and Bias given when Solver A runs. Errors wrap ErrInput.
 func (o Options) Validate() error {
 	if o.Rank < 1 {
-		return fmt.Errorf("%w: Options.Rank (the rank k) must be ≥ 1, got %d", ErrInput, o.Rank)
+		return errs.InvalidOption("Options", "Rank", "(the rank k) must be ≥ 1, got %d", o.Rank)
 	}
 	switch o.Solver {
 	case "", SolverALS, SolverADMM:
 	default:
-		return fmt.Errorf("%w: Options.Solver must be %s or %s, got %q", ErrInput, SolverALS, SolverADMM, o.Solver)
+		return errs.InvalidOption("Options", "Solver", "must be %s or %s, got %q", SolverALS, SolverADMM, o.Solver)
 	}
 	switch o.OffSupport {
 	case "", OffConsistent, OffPaper, OffBoth:
 	default:
-		return fmt.Errorf("%w: Options.OffSupport must be %s, %s or %s, got %q", ErrInput, OffConsistent, OffPaper, OffBoth, o.OffSupport)
+		return errs.InvalidOption("Options", "OffSupport", "must be %s, %s or %s, got %q", OffConsistent, OffPaper, OffBoth, o.OffSupport)
 	}
 	switch o.Constraint {
 	case "", ConstraintRank, ConstraintNuclear:
 	default:
-		return fmt.Errorf("%w: Options.Constraint must be %s or %s, got %q", ErrInput, ConstraintRank, ConstraintNuclear, o.Constraint)
+		return errs.InvalidOption("Options", "Constraint", "must be %s or %s, got %q", ConstraintRank, ConstraintNuclear, o.Constraint)
 	}
 	for _, f := range []struct {
 		name string
@@ -72,7 +74,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.MaxIter < 0 {
-		return fmt.Errorf("%w: Options.MaxIter = %d must be ≥ 0", ErrInput, o.MaxIter)
+		return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: "MaxIter", Value: strconv.Itoa(o.MaxIter)}, " must be ≥ 0")
 	}
 	if o.Bias != nil {
 		if err := density.Validate(o.Bias); err != nil {
@@ -80,7 +82,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.Solver == SolverADMM && o.Bias == nil {
-		return fmt.Errorf("%w: Options.Solver = admm (maximum likelihood) needs Options.Bias, the bias density", ErrInput)
+		return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: "Solver", Value: "admm"}, " (maximum likelihood) needs ", errs.Option{Struct: "Options", Field: "Bias"}, ", the bias density")
 	}
 	return nil
 }

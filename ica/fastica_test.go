@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 // mixture returns X = S·Aᵀ for n samples of the given sources (each a
@@ -148,7 +150,7 @@ func TestSeparatesMixtures(t *testing.T) {
 		// Mixing and Unmixing are inverse on the data span.
 		var P mat.Dense
 		P.Mul(res.Unmixing, res.Mixing)
-		if d := maxAbsDiff(&P, eye(4)); d > 1e-10 {
+		if d := testutil.DiffNormInf(&P, eye(4)); d > 1e-10 {
 			t.Errorf("%v: Unmixing·Mixing differs from I by %.1e", tc.g, d)
 		}
 	}
@@ -318,10 +320,4 @@ func eye(n int) *mat.Dense {
 		m.Set(i, i, 1)
 	}
 	return m
-}
-
-func maxAbsDiff(a, b mat.Matrix) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, math.Inf(1))
 }

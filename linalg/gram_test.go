@@ -10,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 // rowFill serves the rows of [F Y] from stored matrices.
@@ -28,7 +30,7 @@ func TestAddGramMatchesProduct(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, shape := range [][2]int{{1, 1}, {3, 2}, {7, 5}, {9, 6}, {1030, 17}, {64, 16}} {
 		r, c := shape[0], shape[1]
-		a := gauss(r, c, rng)
+		a := testutil.RandDense(rng, r, c)
 		got := make([]float64, c*c)
 		AddGram(got, a.RawMatrix())
 		var want mat.Dense
@@ -52,13 +54,13 @@ func TestAddGramMatchesProduct(t *testing.T) {
 func TestGramLstSqMatchesQR(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	n, f, q := 5000, 12, 3
-	F := gauss(n, f, rng)
+	F := testutil.RandDense(rng, n, f)
 	// Spread the column scales and correlate two columns: κ(F) ≈ 1e3.
 	for i := 0; i < n; i++ {
 		F.Set(i, 3, 1e4*F.At(i, 3))
 		F.Set(i, 5, F.At(i, 4)+1e-3*F.At(i, 5))
 	}
-	Y := gauss(n, q, rng)
+	Y := testutil.RandDense(rng, n, q)
 	want, err := LstSq(F, Y)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +71,7 @@ func TestGramLstSqMatchesQR(t *testing.T) {
 	}
 	// Both are within the problem's sensitivity κ²·ε of the true minimiser
 	// (the residual is large).
-	if d := relDiff(got, want); d > 10*kappa*kappa*eps {
+	if d := testutil.RelDiff(got, want); d > 10*kappa*kappa*eps {
 		t.Errorf("‖C − C_QR‖/‖C_QR‖ = %.2e > 10·κ²·ε (κ = %.3g)", d, kappa)
 	}
 	// A consistent system is solved to rounding.
@@ -81,10 +83,10 @@ func TestGramLstSqMatchesQR(t *testing.T) {
 	}
 	var fit mat.Dense
 	fit.Mul(F, got)
-	if d := relDiff(&fit, &Yc); d > 1e-13 {
+	if d := testutil.RelDiff(&fit, &Yc); d > 1e-13 {
 		t.Errorf("consistent system: relative residual %.2e", d)
 	}
-	if d := relDiff(got, want); d > 1e-13 {
+	if d := testutil.RelDiff(got, want); d > 1e-13 {
 		t.Errorf("consistent system: ‖C − C*‖/‖C*‖ = %.2e", d)
 	}
 }
@@ -92,7 +94,7 @@ func TestGramLstSqMatchesQR(t *testing.T) {
 func TestGramLstSqSameAtAnyGOMAXPROCS(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	n, f, q := 40*GramChunk+17, 9, 2
-	F, Y := gauss(n, f, rng), gauss(n, q, rng)
+	F, Y := testutil.RandDense(rng, n, f), testutil.RandDense(rng, n, q)
 	var ref *mat.Dense
 	for _, procs := range []int{1, 2, 3, 8} {
 		old := runtime.GOMAXPROCS(procs)
@@ -114,7 +116,7 @@ func TestGramLstSqSameAtAnyGOMAXPROCS(t *testing.T) {
 func TestGramLstSqRefusesIllConditioned(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	n, f := 2000, 6
-	F, Y := gauss(n, f, rng), gauss(n, 1, rng)
+	F, Y := testutil.RandDense(rng, n, f), testutil.RandDense(rng, n, 1)
 	for i := 0; i < n; i++ {
 		F.Set(i, 2, F.At(i, 1)+1e-7*F.At(i, 2)) // κ(F) ≈ 1e7: κ² past MaxGramCond
 	}
@@ -136,7 +138,7 @@ func TestGramLstSqRefusesIllConditioned(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := GramLstSq(ctx, n, f, 1, 1, rowFill(gauss(n, f, rng), Y)); !errors.Is(err, context.Canceled) {
+	if _, _, err := GramLstSq(ctx, n, f, 1, 1, rowFill(testutil.RandDense(rng, n, f), Y)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
 	}
 }

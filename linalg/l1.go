@@ -3,12 +3,12 @@ package linalg
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // ErrOption reports an invalid option value (an unknown method, a negative
@@ -132,7 +132,7 @@ func L1Regress(a, b mat.Matrix, opt L1Options) (*mat.Dense, *L1Report, error) {
 		}
 		x.SetCol(j, sol)
 		res := residual(A, y, sol)
-		rms := math.Sqrt(dotf(y, y) / float64(r))
+		rms := math.Sqrt(vec.Dot(y, y) / float64(r))
 		obj, zeros := 0.0, 0
 		for _, v := range res {
 			obj += math.Abs(v)
@@ -155,7 +155,7 @@ func L1Regress(a, b mat.Matrix, opt L1Options) (*mat.Dense, *L1Report, error) {
 // exactly. It returns x, the iterations run and whether the refit was kept.
 func l1IRLS(A *mat.Dense, y []float64, maxIter int) ([]float64, int, bool, error) {
 	r, c := A.Dims()
-	rms := math.Sqrt(dotf(y, y) / float64(r))
+	rms := math.Sqrt(vec.Dot(y, y) / float64(r))
 	if rms == 0 {
 		return make([]float64, c), 0, false, nil
 	}
@@ -196,7 +196,7 @@ func irlsIterate(A *mat.Dense, y, x []float64, rms float64, maxIter int) int {
 			step = math.Max(step, math.Abs(h[p]-x[p]))
 		}
 		copy(x, h)
-		if delta <= 1e-14*rms && step <= 1e-14*(1+maxAbs(x)) {
+		if delta <= 1e-14*rms && step <= 1e-14*(1+vec.MaxAbs(x)) {
 			break
 		}
 		delta = math.Max(delta/10, 1e-15*rms)
@@ -355,7 +355,7 @@ func residual(A *mat.Dense, y, x []float64) []float64 {
 	r, _ := A.Dims()
 	res := make([]float64, r)
 	for i := 0; i < r; i++ {
-		res[i] = y[i] - dotf(A.RawRowView(i), x)
+		res[i] = y[i] - vec.Dot(A.RawRowView(i), x)
 	}
 	return res
 }
@@ -366,28 +366,4 @@ func l1obj(A *mat.Dense, y, x []float64) float64 {
 		s += math.Abs(v)
 	}
 	return s
-}
-
-func dotf(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
-func maxAbs(x []float64) float64 {
-	return math.Abs(slices.MaxFunc(x, func(a, b float64) int {
-		return cmpAbs(a, b)
-	}))
-}
-
-func cmpAbs(a, b float64) int {
-	switch {
-	case math.Abs(a) < math.Abs(b):
-		return -1
-	case math.Abs(a) > math.Abs(b):
-		return 1
-	}
-	return 0
 }

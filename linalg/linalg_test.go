@@ -8,30 +8,17 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 const eps = 0x1p-52
 
-func gauss(r, c int, rng *rand.Rand) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	d := m.RawMatrix().Data
-	for i := range d {
-		d[i] = rng.NormFloat64()
-	}
-	return m
-}
-
 // lowRank returns an r×c matrix of exact rank k (in exact arithmetic).
 func lowRank(r, c, k int, rng *rand.Rand) *mat.Dense {
 	var m mat.Dense
-	m.Mul(gauss(r, k, rng), gauss(k, c, rng))
+	m.Mul(testutil.RandDense(rng, r, k), testutil.RandDense(rng, k, c))
 	return &m
-}
-
-func relDiff(a, b mat.Matrix) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, 2) / math.Max(mat.Norm(b, 2), math.SmallestNonzeroFloat64)
 }
 
 // orthoErr is ‖qᵀq − I‖_max.
@@ -73,7 +60,7 @@ func TestThinSVDIdentities(t *testing.T) {
 	shapes := [][2]int{{1, 1}, {5, 5}, {7, 4}, {4, 7}, {100, 7}, {7, 100}, {30000, 20}, {6000, 200}, {1, 9}, {9, 1}}
 	for _, sh := range shapes {
 		r, c := sh[0], sh[1]
-		a := gauss(r, c, rng)
+		a := testutil.RandDense(rng, r, c)
 		u, s, v, err := ThinSVD(a)
 		if err != nil {
 			t.Fatalf("%d×%d: %v", r, c, err)
@@ -93,7 +80,7 @@ func TestThinSVDIdentities(t *testing.T) {
 				t.Fatalf("%d×%d: s not descending/non-negative at %d: %v", r, c, i, s)
 			}
 		}
-		if e := relDiff(reconstruct(u, s, v), a); e > 1e-13 {
+		if e := testutil.RelDiff(reconstruct(u, s, v), a); e > 1e-13 {
 			t.Errorf("%d×%d: reconstruction error %.3g", r, c, e)
 		}
 		if e := orthoErr(u); e > 1e-13 {
@@ -141,7 +128,7 @@ func TestThinSVDSmallSingularValues(t *testing.T) {
 
 	// a = Q1·diag(σ)·Q2ᵀ with σ log-spaced from 1 to 1e-14.
 	const r, c = 20000, 15
-	q1, err := Orth(gauss(r, c, rng))
+	q1, err := Orth(testutil.RandDense(rng, r, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +198,7 @@ func TestThinSVDBadInput(t *testing.T) {
 func TestThinSVDDoesNotModifyInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, sh := range [][2]int{{40, 3}, {3, 40}, {10, 8}} {
-		a := gauss(sh[0], sh[1], rng)
+		a := testutil.RandDense(rng, sh[0], sh[1])
 		orig := mat.DenseCopyOf(a)
 		if _, _, _, err := ThinSVD(a); err != nil {
 			t.Fatal(err)
@@ -228,20 +215,20 @@ func TestThinSVDDoesNotModifyInput(t *testing.T) {
 func TestThinSVDSubmatrixView(t *testing.T) {
 	// A sliced view has stride > cols; the TSQR must honour it.
 	rng := rand.New(rand.NewPCG(7, 8))
-	big := gauss(12000, 9, rng)
+	big := testutil.RandDense(rng, 12000, 9)
 	a := big.Slice(1000, 11000, 2, 7).(*mat.Dense)
 	u, s, v, err := ThinSVD(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relDiff(reconstruct(u, s, v), a); e > 1e-13 {
+	if e := testutil.RelDiff(reconstruct(u, s, v), a); e > 1e-13 {
 		t.Errorf("reconstruction of a view: %.3g", e)
 	}
 }
 
 func TestTopK(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	a := gauss(500, 8, rng)
+	a := testutil.RandDense(rng, 500, 8)
 	_, sAll, _, err := ThinSVD(a)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +287,7 @@ func TestNumericalRank(t *testing.T) {
 
 func TestPinvPenrose(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, a := range []*mat.Dense{lowRank(30, 8, 3, rng), lowRank(8, 30, 3, rng), gauss(6, 6, rng), gauss(200, 4, rng)} {
+	for _, a := range []*mat.Dense{lowRank(30, 8, 3, rng), lowRank(8, 30, 3, rng), testutil.RandDense(rng, 6, 6), testutil.RandDense(rng, 200, 4)} {
 		p, err := Pinv(a, 1e-10)
 		if err != nil {
 			t.Fatal(err)
@@ -314,16 +301,16 @@ func TestPinvPenrose(t *testing.T) {
 		pa.Mul(p, a)
 		apa.Mul(&ap, a)
 		pap.Mul(&pa, p)
-		if e := relDiff(&apa, a); e > 1e-12 {
+		if e := testutil.RelDiff(&apa, a); e > 1e-12 {
 			t.Errorf("%d×%d: ‖A A⁺ A − A‖ rel = %.3g", r, c, e)
 		}
-		if e := relDiff(&pap, p); e > 1e-12 {
+		if e := testutil.RelDiff(&pap, p); e > 1e-12 {
 			t.Errorf("%d×%d: ‖A⁺ A A⁺ − A⁺‖ rel = %.3g", r, c, e)
 		}
-		if e := relDiff(ap.T(), &ap); e > 1e-12 {
+		if e := testutil.RelDiff(ap.T(), &ap); e > 1e-12 {
 			t.Errorf("%d×%d: A A⁺ not symmetric (%.3g)", r, c, e)
 		}
-		if e := relDiff(pa.T(), &pa); e > 1e-12 {
+		if e := testutil.RelDiff(pa.T(), &pa); e > 1e-12 {
 			t.Errorf("%d×%d: A⁺ A not symmetric (%.3g)", r, c, e)
 		}
 	}
@@ -339,11 +326,11 @@ func TestNullSpace(t *testing.T) {
 		a    *mat.Dense
 		want int // null space dimension
 	}{
-		{lowRank(20, 6, 3, rng), 3},   // tall, rank deficient
-		{lowRank(9, 6, 3, rng), 3},    // near-square tall (direct SVD route)
-		{gauss(3, 8, rng), 5},         // wide, full row rank
-		{lowRank(4, 8, 2, rng), 6},    // wide, rank deficient
-		{lowRank(5000, 7, 6, rng), 1}, // TSQR route
+		{lowRank(20, 6, 3, rng), 3},        // tall, rank deficient
+		{lowRank(9, 6, 3, rng), 3},         // near-square tall (direct SVD route)
+		{testutil.RandDense(rng, 3, 8), 5}, // wide, full row rank
+		{lowRank(4, 8, 2, rng), 6},         // wide, rank deficient
+		{lowRank(5000, 7, 6, rng), 1},      // TSQR route
 	}
 	for i, tc := range cases {
 		ns, err := NullSpace(tc.a, 1e-10)
@@ -364,7 +351,7 @@ func TestNullSpace(t *testing.T) {
 			t.Errorf("case %d: ‖a·N‖/‖a‖ = %.3g", i, e)
 		}
 	}
-	if ns, err := NullSpace(gauss(10, 4, rng), 0); err != nil || ns != nil {
+	if ns, err := NullSpace(testutil.RandDense(rng, 10, 4), 0); err != nil || ns != nil {
 		t.Errorf("full column rank: got %v, %v; want nil, nil", ns, err)
 	}
 	ns, err := NullSpace(mat.NewDense(2, 3, nil), 0)
@@ -381,7 +368,7 @@ func TestOrth(t *testing.T) {
 	for _, tc := range []struct {
 		a    *mat.Dense
 		rank int
-	}{{lowRank(40, 10, 4, rng), 4}, {gauss(5, 9, rng), 5}, {gauss(3000, 6, rng), 6}} {
+	}{{lowRank(40, 10, 4, rng), 4}, {testutil.RandDense(rng, 5, 9), 5}, {testutil.RandDense(rng, 3000, 6), 6}} {
 		q, err := Orth(tc.a)
 		if err != nil {
 			t.Fatal(err)
@@ -397,7 +384,7 @@ func TestOrth(t *testing.T) {
 		var qta, proj mat.Dense
 		qta.Mul(q.T(), tc.a)
 		proj.Mul(q, &qta)
-		if e := relDiff(&proj, tc.a); e > 1e-13 {
+		if e := testutil.RelDiff(&proj, tc.a); e > 1e-13 {
 			t.Errorf("Q·Qᵀ·a ≠ a (%.3g)", e)
 		}
 	}
@@ -421,7 +408,7 @@ func TestCond(t *testing.T) {
 	}
 	// Tall route: a = Q·diag(σ)·Wᵀ has κ = σ1/σk exactly.
 	rng := rand.New(rand.NewPCG(17, 18))
-	q, _ := Orth(gauss(10000, 4, rng))
+	q, _ := Orth(testutil.RandDense(rng, 10000, 4))
 	w := RandomOrthogonal(4, rng)
 	a := reconstruct(q, []float64{1e3, 10, 2, 1e-3}, w)
 	if c := Cond(a); math.Abs(c/1e6-1) > 1e-9 {
@@ -433,8 +420,8 @@ func TestLstSq(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	for _, sh := range [][2]int{{5, 5}, {50, 7}, {30000, 20}} {
 		r, c := sh[0], sh[1]
-		a := gauss(r, c, rng)
-		x0 := gauss(c, 3, rng)
+		a := testutil.RandDense(rng, r, c)
+		x0 := testutil.RandDense(rng, c, 3)
 		var b mat.Dense
 		b.Mul(a, x0)
 		// Consistent system: the solution is exact to rounding.
@@ -442,12 +429,12 @@ func TestLstSq(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := relDiff(x, x0); e > 1e-12 {
+		if e := testutil.RelDiff(x, x0); e > 1e-12 {
 			t.Errorf("%d×%d consistent: rel error %.3g", r, c, e)
 		}
 		// Inconsistent system: the residual is orthogonal to col(a).
 		noisy := mat.DenseCopyOf(&b)
-		noisy.Add(noisy, gauss(r, 3, rng))
+		noisy.Add(noisy, testutil.RandDense(rng, r, 3))
 		x, err = LstSq(a, noisy)
 		if err != nil {
 			t.Fatal(err)
@@ -462,17 +449,17 @@ func TestLstSq(t *testing.T) {
 	}
 	// Rank deficient: error naming the condition number.
 	a := lowRank(40, 6, 4, rng)
-	_, err := LstSq(a, gauss(40, 1, rng))
+	_, err := LstSq(a, testutil.RandDense(rng, 40, 1))
 	if !errors.Is(err, ErrRankDeficient) || !strings.Contains(err.Error(), "κ") {
 		t.Errorf("rank deficient: err = %v", err)
 	}
-	if _, err := LstSq(gauss(3, 5, rng), gauss(3, 1, rng)); !errors.Is(err, ErrShape) {
+	if _, err := LstSq(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 3, 1)); !errors.Is(err, ErrShape) {
 		t.Errorf("underdetermined: err = %v", err)
 	}
-	if _, err := LstSq(gauss(6, 2, rng), gauss(5, 1, rng)); !errors.Is(err, ErrShape) {
+	if _, err := LstSq(testutil.RandDense(rng, 6, 2), testutil.RandDense(rng, 5, 1)); !errors.Is(err, ErrShape) {
 		t.Errorf("row mismatch: err = %v", err)
 	}
-	if _, err := LstSq(gauss(6, 2, rng), nil); !errors.Is(err, ErrShape) {
+	if _, err := LstSq(testutil.RandDense(rng, 6, 2), nil); !errors.Is(err, ErrShape) {
 		t.Errorf("nil b: err = %v", err)
 	}
 }
@@ -494,7 +481,7 @@ func TestPrincipalAngles(t *testing.T) {
 		}
 		// Mix b's columns: the span, hence the angles, must not change.
 		var bm mat.Dense
-		bm.Mul(b, gauss(3, 3, rng))
+		bm.Mul(b, testutil.RandDense(rng, 3, 3))
 		b = &bm
 		if rotate {
 			var ra, rb mat.Dense
@@ -518,9 +505,9 @@ func TestPrincipalAngles(t *testing.T) {
 		}
 	}
 	// Same subspace → zeros; a 2-dim span vs a 3-dim span containing it.
-	a := gauss(20, 2, rng)
+	a := testutil.RandDense(rng, 20, 2)
 	var b mat.Dense
-	b.Mul(a, gauss(2, 2, rng))
+	b.Mul(a, testutil.RandDense(rng, 2, 2))
 	got, err := PrincipalAngles(a, &b)
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +519,7 @@ func TestPrincipalAngles(t *testing.T) {
 	}
 	wider := mat.NewDense(20, 3, nil)
 	wider.Slice(0, 20, 0, 2).(*mat.Dense).Copy(a)
-	wider.Slice(0, 20, 2, 3).(*mat.Dense).Copy(gauss(20, 1, rng))
+	wider.Slice(0, 20, 2, 3).(*mat.Dense).Copy(testutil.RandDense(rng, 20, 1))
 	for _, pair := range [][2]mat.Matrix{{a, wider}, {wider, a}} {
 		got, err := PrincipalAngles(pair[0], pair[1])
 		if err != nil {
@@ -542,17 +529,17 @@ func TestPrincipalAngles(t *testing.T) {
 			t.Errorf("nested spans: %v", got)
 		}
 	}
-	if _, err := PrincipalAngles(mat.NewDense(4, 2, nil), gauss(4, 1, rng)); !errors.Is(err, ErrRankDeficient) {
+	if _, err := PrincipalAngles(mat.NewDense(4, 2, nil), testutil.RandDense(rng, 4, 1)); !errors.Is(err, ErrRankDeficient) {
 		t.Errorf("zero matrix: err = %v", err)
 	}
-	if _, err := PrincipalAngles(gauss(4, 2, rng), gauss(5, 1, rng)); !errors.Is(err, ErrShape) {
+	if _, err := PrincipalAngles(testutil.RandDense(rng, 4, 2), testutil.RandDense(rng, 5, 1)); !errors.Is(err, ErrShape) {
 		t.Errorf("row mismatch: err = %v", err)
 	}
 }
 
 func TestProcrustes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
-	a := gauss(50, 6, rng)
+	a := testutil.RandDense(rng, 50, 6)
 	q0 := RandomOrthogonal(6, rng)
 	var b mat.Dense
 	b.Mul(a, q0)
@@ -560,11 +547,11 @@ func TestProcrustes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relDiff(q, q0); e > 1e-12 {
+	if e := testutil.RelDiff(q, q0); e > 1e-12 {
 		t.Errorf("exact rotation recovered with error %.3g", e)
 	}
 	// With noise: Q is orthogonal and beats every other orthogonal matrix tried.
-	b.Add(&b, gauss(50, 6, rng))
+	b.Add(&b, testutil.RandDense(rng, 50, 6))
 	q, err = Procrustes(a, &b)
 	if err != nil {
 		t.Fatal(err)
@@ -582,7 +569,7 @@ func TestProcrustes(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		var p mat.Dense
 		// Small perturbations of the optimum: exp of a skew matrix ≈ I + S.
-		s := gauss(6, 6, rng)
+		s := testutil.RandDense(rng, 6, 6)
 		var skew mat.Dense
 		skew.Sub(s, s.T())
 		skew.Scale(1e-3, &skew)
@@ -594,7 +581,7 @@ func TestProcrustes(t *testing.T) {
 			t.Fatalf("perturbed rotation has lower loss %.15g < %.15g", l, best)
 		}
 	}
-	if _, err := Procrustes(gauss(5, 2, rng), gauss(5, 3, rng)); !errors.Is(err, ErrShape) {
+	if _, err := Procrustes(testutil.RandDense(rng, 5, 2), testutil.RandDense(rng, 5, 3)); !errors.Is(err, ErrShape) {
 		t.Errorf("shape mismatch: err = %v", err)
 	}
 }
@@ -700,7 +687,7 @@ func TestRandomOrthogonal(t *testing.T) {
 // 80 MB input is read once and the 80 MB output written once (≈ 0.02 s at
 // 10 GB/s), so the kernel is compute bound.
 func BenchmarkThinSVD200000x50(b *testing.B) {
-	a := gauss(200000, 50, rand.New(rand.NewPCG(1, 2)))
+	a := testutil.RandDense(rand.New(rand.NewPCG(1, 2)), 200000, 50)
 	b.SetBytes(200000 * 50 * 8)
 	for b.Loop() {
 		if _, _, _, err := ThinSVD(a); err != nil {
@@ -712,7 +699,7 @@ func BenchmarkThinSVD200000x50(b *testing.B) {
 // BenchmarkGonumSVD200000x50 is the baseline: mat.SVD (LAPACK Dgesvd, which
 // also reduces by QR first, but with gonum's unblocked Geqrf for c < 128).
 func BenchmarkGonumSVD200000x50(b *testing.B) {
-	a := gauss(200000, 50, rand.New(rand.NewPCG(1, 2)))
+	a := testutil.RandDense(rand.New(rand.NewPCG(1, 2)), 200000, 50)
 	b.SetBytes(200000 * 50 * 8)
 	for b.Loop() {
 		var f mat.SVD
@@ -726,8 +713,8 @@ func BenchmarkGonumSVD200000x50(b *testing.B) {
 // Floor: QR 1.0e9 flops + Qᵀb 0.04e9: ≈ 0.07 s at 16 GFLOP/s.
 func BenchmarkLstSq200000x50(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	a := gauss(200000, 50, rng)
-	y := gauss(200000, 1, rng)
+	a := testutil.RandDense(rng, 200000, 50)
+	y := testutil.RandDense(rng, 200000, 1)
 	for b.Loop() {
 		if _, err := LstSq(a, y); err != nil {
 			b.Fatal(err)

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 func TestQRWhitening(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, sz := range [][2]int{{7, 7}, {50, 6}, {3000, 40}, {70000, 3}} {
-		a := gauss(sz[0], sz[1], rng)
-		b := gauss(sz[0], 5, rng)
+		a := testutil.RandDense(rng, sz[0], sz[1])
+		b := testutil.RandDense(rng, sz[0], 5)
 		q, err := NewQR(a)
 		if err != nil {
 			t.Fatal(err)
@@ -23,7 +25,7 @@ func TestQRWhitening(t *testing.T) {
 		var rtr, ata mat.Dense
 		rtr.Mul(r.T(), r)
 		ata.Mul(a.T(), a)
-		if e := relDiff(&rtr, &ata); e > 1e-12 {
+		if e := testutil.RelDiff(&rtr, &ata); e > 1e-12 {
 			t.Fatalf("%v: ‖RᵀR − aᵀa‖/‖aᵀa‖ = %g", sz, e)
 		}
 		for i := 0; i < sz[1]; i++ {
@@ -41,12 +43,12 @@ func TestQRWhitening(t *testing.T) {
 		var lhs, rhs mat.Dense
 		lhs.Mul(r.T(), qtb)
 		rhs.Mul(a.T(), b)
-		if e := relDiff(&lhs, &rhs); e > 1e-12 {
+		if e := testutil.RelDiff(&lhs, &rhs); e > 1e-12 {
 			t.Fatalf("%v: ‖Rᵀ·Qᵀb − aᵀb‖ relative %g", sz, e)
 		}
 		// ‖Qᵀb‖ ≤ ‖b‖ (orthonormal columns), equality when b ∈ col(a).
 		var ax mat.Dense
-		ax.Mul(a, gauss(sz[1], 2, rng))
+		ax.Mul(a, testutil.RandDense(rng, sz[1], 2))
 		qta, _ := q.ApplyQT(&ax)
 		if d := math.Abs(mat.Norm(qta, 2) - mat.Norm(&ax, 2)); d > 1e-10*mat.Norm(&ax, 2) {
 			t.Fatalf("%v: Qᵀ does not preserve the norm of a vector in col(a): off by %g", sz, d)

@@ -11,17 +11,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
-
-func gauss(r, c int, rng *rand.Rand) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	d := m.RawMatrix().Data
-	for i := range d {
-		d[i] = rng.NormFloat64()
-	}
-	return m
-}
 
 // forward computes ReLU(x·Vᵀ)·Uᵀ for a bias-free two-layer net.
 func forward(net *nn.MLP, x *mat.Dense) *mat.Dense {
@@ -66,7 +58,7 @@ func TestCompareTwoLayerSymmetryInvariance(t *testing.T) {
 			k = 1 + rng.IntN(40)
 		}
 		m := 1 + rng.IntN(12)
-		v, u := gauss(k, d, rng), gauss(m, k, rng)
+		v, u := testutil.RandDense(rng, k, d), testutil.RandDense(rng, m, k)
 		sigma := rng.Perm(k)
 		dscale := make([]float64, k)
 		for i := range dscale {
@@ -76,7 +68,7 @@ func TestCompareTwoLayerSymmetryInvariance(t *testing.T) {
 		truth, est := nn.NewTwoLayer(v, u), nn.NewTwoLayer(v2, u2)
 
 		if seed < 20 { // the construction really is a symmetry
-			x := gauss(200, d, rng)
+			x := testutil.RandDense(rng, 200, d)
 			if r := RelResidual(forward(truth, x), forward(est, x)); r > 1e-13 {
 				t.Fatalf("seed %d: outputs differ by %.3g: the test's symmetry is wrong", seed, r)
 			}
@@ -100,7 +92,7 @@ func TestCompareTwoLayerSymmetryInvariance(t *testing.T) {
 // ReLU; it must not be reported as equal.
 func TestCompareTwoLayerSignFlipIsAnError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	v, u := gauss(4, 6, rng), gauss(5, 4, rng)
+	v, u := testutil.RandDense(rng, 4, 6), testutil.RandDense(rng, 5, 4)
 	v2, u2 := mat.DenseCopyOf(v), mat.DenseCopyOf(u)
 	for c := 0; c < 6; c++ {
 		v2.Set(2, c, -v2.At(2, c))
@@ -116,7 +108,7 @@ func TestCompareTwoLayerSignFlipIsAnError(t *testing.T) {
 		t.Errorf("sign-flipped unit reported as matching: %+v", e)
 	}
 	// And the networks really differ.
-	x := gauss(500, 6, rng)
+	x := testutil.RandDense(rng, 500, 6)
 	if r := RelResidual(forward(nn.NewTwoLayer(v, u), x), forward(nn.NewTwoLayer(v2, u2), x)); r < 1e-2 {
 		t.Errorf("sign flip gives the same function (residual %.3g)?", r)
 	}
@@ -155,7 +147,7 @@ func TestMatchRowsOptimal(t *testing.T) {
 		k := 1 + rng.IntN(6)
 		ke := k + rng.IntN(3)
 		d := 1 + rng.IntN(5) // small d: many near-ties and negative cosines
-		truth, est := gauss(k, d, rng), gauss(ke, d, rng)
+		truth, est := testutil.RandDense(rng, k, d), testutil.RandDense(rng, ke, d)
 		perm, err := MatchRows(truth, est)
 		if err != nil {
 			t.Fatal(err)
@@ -200,23 +192,23 @@ func TestMatchRowsOptimal(t *testing.T) {
 
 func TestMatchRowsErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
-	if _, err := MatchRows(gauss(3, 4, rng), gauss(3, 5, rng)); !errors.Is(err, ErrShape) {
+	if _, err := MatchRows(testutil.RandDense(rng, 3, 4), testutil.RandDense(rng, 3, 5)); !errors.Is(err, ErrShape) {
 		t.Errorf("column mismatch: %v", err)
 	}
-	if _, err := MatchRows(gauss(4, 4, rng), gauss(3, 4, rng)); !errors.Is(err, ErrShape) {
+	if _, err := MatchRows(testutil.RandDense(rng, 4, 4), testutil.RandDense(rng, 3, 4)); !errors.Is(err, ErrShape) {
 		t.Errorf("fewer est rows: %v", err)
 	}
-	if _, err := MatchRows(nil, gauss(3, 4, rng)); !errors.Is(err, ErrShape) {
+	if _, err := MatchRows(nil, testutil.RandDense(rng, 3, 4)); !errors.Is(err, ErrShape) {
 		t.Errorf("nil: %v", err)
 	}
-	z := gauss(3, 4, rng)
+	z := testutil.RandDense(rng, 3, 4)
 	z.SetRow(1, []float64{0, 0, 0, 0})
-	if _, err := MatchRows(z, gauss(3, 4, rng)); !errors.Is(err, ErrZeroRow) {
+	if _, err := MatchRows(z, testutil.RandDense(rng, 3, 4)); !errors.Is(err, ErrZeroRow) {
 		t.Errorf("zero row: %v", err)
 	}
-	nan := gauss(2, 2, rng)
+	nan := testutil.RandDense(rng, 2, 2)
 	nan.Set(0, 0, math.NaN())
-	if _, err := MatchRows(gauss(2, 2, rng), nan); !errors.Is(err, ErrNotFinite) {
+	if _, err := MatchRows(testutil.RandDense(rng, 2, 2), nan); !errors.Is(err, ErrNotFinite) {
 		t.Errorf("NaN: %v", err)
 	}
 }
@@ -262,31 +254,31 @@ func TestCompareTwoLayerKnownErrors(t *testing.T) {
 
 func TestCompareTwoLayerErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	base := nn.NewTwoLayer(gauss(3, 5, rng), gauss(2, 3, rng))
-	withBias := nn.NewTwoLayer(gauss(3, 5, rng), gauss(2, 3, rng))
+	base := nn.NewTwoLayer(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 2, 3))
+	withBias := nn.NewTwoLayer(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 2, 3))
 	withBias.Layers[0].Bias = []float64{0, 0.5, 0}
-	zeroBias := nn.NewTwoLayer(gauss(3, 5, rng), gauss(2, 3, rng))
+	zeroBias := nn.NewTwoLayer(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 2, 3))
 	zeroBias.Layers[0].Bias = []float64{0, 0, 0}
-	wrongAct := nn.NewTwoLayer(gauss(3, 5, rng), gauss(2, 3, rng))
+	wrongAct := nn.NewTwoLayer(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 2, 3))
 	wrongAct.Layers[0].Act = nn.Identity
 	three := &nn.MLP{Layers: []nn.Layer{
-		{Weight: gauss(3, 5, rng), Act: nn.ReLU},
-		{Weight: gauss(3, 3, rng), Act: nn.ReLU},
-		{Weight: gauss(2, 3, rng), Act: nn.Identity},
+		{Weight: testutil.RandDense(rng, 3, 5), Act: nn.ReLU},
+		{Weight: testutil.RandDense(rng, 3, 3), Act: nn.ReLU},
+		{Weight: testutil.RandDense(rng, 2, 3), Act: nn.Identity},
 	}}
-	broken := nn.NewTwoLayer(gauss(3, 5, rng), gauss(2, 4, rng)) // U has 4 columns for 3 units
-	deadV := gauss(3, 5, rng)
+	broken := nn.NewTwoLayer(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 2, 4)) // U has 4 columns for 3 units
+	deadV := testutil.RandDense(rng, 3, 5)
 	deadV.SetRow(0, make([]float64, 5))
-	dead := nn.NewTwoLayer(deadV, gauss(2, 3, rng))
+	dead := nn.NewTwoLayer(deadV, testutil.RandDense(rng, 2, 3))
 	cases := []struct {
 		name string
 		est  *nn.MLP
 		want error
 	}{
 		{"nil", nil, ErrShape},
-		{"different d", nn.NewTwoLayer(gauss(3, 4, rng), gauss(2, 3, rng)), ErrShape},
-		{"different k", nn.NewTwoLayer(gauss(4, 5, rng), gauss(2, 4, rng)), ErrShape},
-		{"different m", nn.NewTwoLayer(gauss(3, 5, rng), gauss(3, 3, rng)), ErrShape},
+		{"different d", nn.NewTwoLayer(testutil.RandDense(rng, 3, 4), testutil.RandDense(rng, 2, 3)), ErrShape},
+		{"different k", nn.NewTwoLayer(testutil.RandDense(rng, 4, 5), testutil.RandDense(rng, 2, 4)), ErrShape},
+		{"different m", nn.NewTwoLayer(testutil.RandDense(rng, 3, 5), testutil.RandDense(rng, 3, 3)), ErrShape},
 		{"bias", withBias, ErrNotTwoLayer},
 		{"activation", wrongAct, ErrNotTwoLayer},
 		{"three layers", three, ErrNotTwoLayer},

@@ -198,12 +198,6 @@ func TestCanonicalRectified(t *testing.T) {
 	}
 }
 
-func maxAbsDiff(a, b *mat.Dense) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, math.Inf(1))
-}
-
 func TestModelFileActivations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	x := randDense(rng, 40, 5)

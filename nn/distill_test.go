@@ -10,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 // SoftCrossEntropy is a divergence: zero when the student's tempered
@@ -17,14 +19,14 @@ import (
 // derivative of the loss (central differences), for several temperatures.
 func TestSoftCrossEntropy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
-	teacher := gaussDense(6, 4, rng)
+	teacher := testutil.RandDense(rng, 6, 4)
 	for _, temp := range []float64{1, 4} {
 		_, c := teacher.Dims()
 		p := softTargetsAndMeans(teacher, temp).Slice(0, 6, 0, c).(*mat.Dense)
 		if l := SoftCrossEntropy(teacher, p, temp, nil); math.Abs(l) > 1e-14 {
 			t.Fatalf("T=%g: divergence of the teacher from itself is %g", temp, l)
 		}
-		z := gaussDense(6, 4, rng)
+		z := testutil.RandDense(rng, 6, 4)
 		g := mat.NewDense(6, 4, nil)
 		l := SoftCrossEntropy(z, p, temp, g)
 		if !(l > 0) {
@@ -57,7 +59,7 @@ func TestDistill(t *testing.T) {
 	for _, l := range teacher.Layers {
 		l.Weight.Scale(3, l.Weight) // confident teacher
 	}
-	x, hx := gaussDense(2000, 8, rng), gaussDense(500, 8, rng)
+	x, hx := testutil.RandDense(rng, 2000, 8), testutil.RandDense(rng, 500, 8)
 	tz, hz := teacher.Forward(x), teacher.Forward(hx)
 	student, _ := NewMLP([]int{8, 16, 3}, 2)
 	opt := DistillOptions{TrainOptions: TrainOptions{Epochs: 20, LearningRate: 1e-2, Seed: 1}, Holdout: hx, HoldoutTeacher: hz}
@@ -100,7 +102,7 @@ func TestDistill(t *testing.T) {
 func TestDistillBadInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	m, _ := NewMLP([]int{4, 5, 3}, 1)
-	x := gaussDense(10, 4, rng)
+	x := testutil.RandDense(rng, 10, 4)
 	good := m.Forward(x)
 	cases := map[string]struct {
 		teacher *mat.Dense
@@ -111,7 +113,7 @@ func TestDistillBadInput(t *testing.T) {
 		"teacher NaN":          {mat.NewDense(10, 3, append([]float64{math.NaN()}, make([]float64, 29)...)), DistillOptions{}},
 		"negative temperature": {good, DistillOptions{Temperature: -1}},
 		"holdout alone":        {good, DistillOptions{Holdout: x}},
-		"holdout width":        {good, DistillOptions{Holdout: gaussDense(3, 5, rng), HoldoutTeacher: mat.NewDense(3, 3, nil)}},
+		"holdout width":        {good, DistillOptions{Holdout: testutil.RandDense(rng, 3, 5), HoldoutTeacher: mat.NewDense(3, 3, nil)}},
 		"holdout teacher":      {good, DistillOptions{Holdout: x, HoldoutTeacher: mat.NewDense(9, 3, nil)}},
 	}
 	for name, c := range cases {
@@ -125,10 +127,10 @@ func TestDistillBadInput(t *testing.T) {
 // norms of the two factors, however unequal they start.
 func TestBalanceFactors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 11))
-	first := Layer{Weight: gaussDense(3, 6, rng), Bias: []float64{1, -2, 3}, Act: Identity}
+	first := Layer{Weight: testutil.RandDense(rng, 3, 6), Bias: []float64{1, -2, 3}, Act: Identity}
 	first.Weight.Scale(1e3, first.Weight)
-	m := &MLP{Layers: []Layer{first, {Weight: gaussDense(4, 3, rng), Bias: make([]float64, 4), Act: ReLU}, {Weight: gaussDense(2, 4, rng), Act: Identity}}}
-	x := gaussDense(20, 6, rng)
+	m := &MLP{Layers: []Layer{first, {Weight: testutil.RandDense(rng, 4, 3), Bias: make([]float64, 4), Act: ReLU}, {Weight: testutil.RandDense(rng, 2, 4), Act: Identity}}}
+	x := testutil.RandDense(rng, 20, 6)
 	before := m.Forward(x)
 	m.BalanceFactors()
 	after := m.Forward(x)
@@ -152,7 +154,7 @@ func TestBalanceFactors(t *testing.T) {
 // teacher's logits.
 func TestDistillObjectives(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
-	teacher := gaussDense(5, 4, rng)
+	teacher := testutil.RandDense(rng, 5, 4)
 	shifted := mat.DenseCopyOf(teacher)
 	for i := 0; i < 5; i++ {
 		floats.AddConst(3, shifted.RawRowView(i))
@@ -169,7 +171,7 @@ func TestDistillObjectives(t *testing.T) {
 		if l := obj.loss(shifted, tg, nil); !(l > 1) {
 			t.Fatalf("%s: a shift of every row by 3 costs %g, want > 1", name, l)
 		}
-		z := gaussDense(5, 4, rng)
+		z := testutil.RandDense(rng, 5, 4)
 		g := mat.NewDense(5, 4, nil)
 		obj.loss(z, tg, g)
 		const h = 1e-6

@@ -7,23 +7,18 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
 )
 
-func randDense(rng *rand.Rand, r, c int) *mat.Dense {
-	d := make([]float64, r*c)
-	for i := range d {
-		d[i] = rng.NormFloat64()
-	}
-	return mat.NewDense(r, c, d)
-}
-
-func randVec(rng *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = rng.NormFloat64()
-	}
-	return v
-}
+// The shared test helpers under the names this package's tests use.
+var (
+	randDense  = testutil.RandDense
+	randVec    = testutil.RandVec
+	maxRelDiff = testutil.MaxRelDiff
+	maxAbs     = testutil.MaxAbs
+	maxAbsDiff = testutil.DiffNormInf
+)
 
 // randMLP builds a network of the given widths; acts[i] is layer i's
 // activation, biases on every other layer.
@@ -63,24 +58,6 @@ func naiveForward(m *MLP, x *mat.Dense, last int) *mat.Dense {
 		out.SetRow(s, h)
 	}
 	return out
-}
-
-// maxRelDiff is max|a−b| / max|b| over all entries.
-func maxRelDiff(a, b *mat.Dense) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return maxAbs(&d) / math.Max(maxAbs(b), 1e-300)
-}
-
-func maxAbs(m *mat.Dense) float64 {
-	r, c := m.Dims()
-	v := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			v = math.Max(v, math.Abs(m.At(i, j)))
-		}
-	}
-	return v
 }
 
 func TestForwardMatchesNaive(t *testing.T) {

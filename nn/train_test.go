@@ -8,17 +8,9 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-)
 
-func gaussDense(r, c int, rng *rand.Rand) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			m.Set(i, j, rng.NormFloat64())
-		}
-	}
-	return m
-}
+	"github.com/relurec/relurec/internal/testutil"
+)
 
 func TestSoftmaxCrossEntropy(t *testing.T) {
 	z := mat.NewDense(2, 3, []float64{1, 2, 3, 1000, -1000, 0})
@@ -48,7 +40,7 @@ func TestSoftmaxCrossEntropy(t *testing.T) {
 func TestGradientFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, _ := NewMLP([]int{5, 7, 6, 4}, 3)
-	x := gaussDense(9, 5, rng)
+	x := testutil.RandDense(rng, 9, 5)
 	labels := []int{0, 1, 2, 3, 0, 1, 2, 3, 3}
 	idx := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
 	ws := newWorkspace(m, 9)
@@ -91,7 +83,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 func TestTrainLearnsAndIsDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	teacher, _ := NewMLP([]int{10, 16, 3}, 99)
-	x := gaussDense(2000, 10, rng)
+	x := testutil.RandDense(rng, 2000, 10)
 	labels := teacher.Predict(x)
 	run := func() (*MLP, *TrainResult) {
 		m, _ := NewMLP([]int{10, 32, 3}, 1)
@@ -154,7 +146,7 @@ func TestTrainBadInput(t *testing.T) {
 
 func TestMergeAndRanks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
-	v, u := gaussDense(2, 5, rng), gaussDense(4, 2, rng)
+	v, u := testutil.RandDense(rng, 2, 5), testutil.RandDense(rng, 4, 2)
 	pair := Factor(v, u, []float64{1, -1}, []float64{0.5, 0, 0, 2}, ReLU)
 	last, _ := NewMLP([]int{4, 3}, 2)
 	m := &MLP{Layers: []Layer{pair[0], pair[1], last.Layers[0]}}
@@ -168,7 +160,7 @@ func TestMergeAndRanks(t *testing.T) {
 	if len(d.Layers) != 2 || d.HasFactored() {
 		t.Fatalf("merged into %d layers", len(d.Layers))
 	}
-	x := gaussDense(10, 5, rng)
+	x := testutil.RandDense(rng, 10, 5)
 	var diff mat.Dense
 	diff.Sub(m.Forward(x), d.Forward(x))
 	if n := mat.Norm(&diff, 2); n > 1e-12 {

@@ -3,6 +3,7 @@ package robust
 import (
 	"math"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -15,7 +16,7 @@ func (s *Solver) bcd(v []float64, tau float64, maxIter int) ([]float64, int, boo
 	linalg.CholeskyInPlace(l, s.p)
 	e := make([]float64, s.d)
 	w := make([]float64, s.d)
-	scale := math.Max(maxAbs(v), 1)
+	scale := math.Max(vec.MaxAbs(v), 1)
 	var c []float64
 	for it := 1; it <= maxIter; it++ {
 		for i := range w {
@@ -55,7 +56,7 @@ func (s *Solver) fista(v []float64, tau float64, maxIter int) ([]float64, int, b
 	y := make([]float64, d)
 	w := make([]float64, d)
 	t := 1.0
-	scale := math.Max(maxAbs(v), 1)
+	scale := math.Max(vec.MaxAbs(v), 1)
 	converged := false
 	it := 1
 	for ; it <= maxIter; it++ {
@@ -210,9 +211,9 @@ func (s *Solver) sparse(v []float64, tau, kappa float64, maxIter int) ([]float64
 		if !ok {
 			break
 		}
-		size := math.Sqrt(dot(rhs, rhs))
+		size := math.Sqrt(vec.Dot(rhs, rhs))
 		copy(c, trial)
-		if size <= 1e-15*math.Max(1, math.Sqrt(dot(c, c))) {
+		if size <= 1e-15*math.Max(1, math.Sqrt(vec.Dot(c, c))) {
 			break
 		}
 	}
@@ -230,9 +231,9 @@ func (s *Solver) gramNorm() float64 {
 	for it := 0; it < 60; it++ {
 		y := make([]float64, p)
 		for i := 0; i < p; i++ {
-			y[i] = dot(s.gram[i*p:(i+1)*p], x)
+			y[i] = vec.Dot(s.gram[i*p:(i+1)*p], x)
 		}
-		lam = math.Sqrt(dot(y, y))
+		lam = math.Sqrt(vec.Dot(y, y))
 		if lam == 0 {
 			return 1
 		}
@@ -241,12 +242,4 @@ func (s *Solver) gramNorm() float64 {
 		}
 	}
 	return lam * 1.01
-}
-
-func maxAbs(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		m = math.Max(m, math.Abs(v))
-	}
-	return m
 }

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -285,7 +286,7 @@ func (p *kbProblem) gaussNewton(c []float64, opt KnownBiasOptions, res *KnownBia
 		for j := range step {
 			size = math.Max(size, math.Abs(t*step[j]))
 		}
-		if size <= opt.Tol*math.Max(1, maxAbs(c)) {
+		if size <= opt.Tol*math.Max(1, vec.MaxAbs(c)) {
 			res.Converged = true
 			break
 		}
@@ -333,7 +334,7 @@ func (p *kbProblem) refit(c, r []float64, opt KnownBiasOptions, res *KnownBiasRe
 			}
 			r = p.residual(c)
 			res.RefitSteps++
-			if size <= opt.Tol*math.Max(1, maxAbs(c)) {
+			if size <= opt.Tol*math.Max(1, vec.MaxAbs(c)) {
 				break
 			}
 		}
@@ -378,7 +379,7 @@ func (p *kbProblem) stationarity(r, e []float64, noRefit bool) float64 {
 	for i := 0; i < p.d; i++ {
 		rowNorm = math.Max(rowNorm, mat.Norm(p.A.RowView(i), 2))
 	}
-	return maxAbs(g) / math.Max(rowNorm*scale, 1e-300)
+	return vec.MaxAbs(g) / math.Max(rowNorm*scale, 1e-300)
 }
 
 // KnownBiasBatch is RecoverKnownBiasAll's answer for n observations.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relurec/relurec/density"
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -91,7 +92,7 @@ func TestLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ols, _ := s.OLS(v)
-	big := 2 * maxAbs(s.residual(v, ols))
+	big := 2 * vec.MaxAbs(s.residual(v, ols))
 	r, _ := Recover(in.A, v, Options{Tau: big})
 	if dd := maxDiff(r.C, ols); dd > 1e-12 || r.Outliers != 0 {
 		t.Errorf("τ = %g: differs from OLS by %.2e, %d outliers", big, dd, r.Outliers)
@@ -180,8 +181,8 @@ func TestRobustToMagnitude(t *testing.T) {
 		o, _ := s.OLS(v)
 		huber = append(huber, errTo(r.C, mu, cstar))
 		ols = append(ols, errTo(o, mu, cstar))
-		if math.Abs(math.Sqrt(dot(r.C, r.C))-mu) > 0.1 || errTo(r.Direction, 1, cstar) > 0.2 {
-			t.Errorf("E=%g: ‖ĉ‖ = %.3f (μ = %.3f), direction error %.3f", mag, math.Sqrt(dot(r.C, r.C)), mu, errTo(r.Direction, 1, cstar))
+		if math.Abs(math.Sqrt(vec.Dot(r.C, r.C))-mu) > 0.1 || errTo(r.Direction, 1, cstar) > 0.2 {
+			t.Errorf("E=%g: ‖ĉ‖ = %.3f (μ = %.3f), direction error %.3f", mag, math.Sqrt(vec.Dot(r.C, r.C)), mu, errTo(r.Direction, 1, cstar))
 		}
 	}
 	if huber[2] > 2*huber[0] || huber[2] > 0.1 {

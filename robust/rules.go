@@ -6,8 +6,16 @@ import (
 	"sort"
 
 	"github.com/relurec/relurec/density"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/vec"
 )
+
+// optionValue is the Options field named field with its value v, as a
+// message about that value names it.
+func optionValue(field string, v float64) errs.Option {
+	return errs.Option{Struct: "Options", Field: field, Value: fmt.Sprint(v)}
+}
 
 func (o Options) maxIter() int {
 	if o.MaxIter > 0 {
@@ -32,33 +40,33 @@ func (o Options) kktTol() float64 {
 // OracleZW is checked against d by Recover.)
 func (o Options) Validate() error {
 	if math.IsNaN(o.Tau) || o.Tau < 0 {
-		return fmt.Errorf("%w: Options.Tau = %v (the threshold τ) must be > 0 (or 0 to use λ or a rule, +Inf for least squares)", ErrInput, o.Tau)
+		return errs.Options(ErrInput, optionValue("Tau", o.Tau), " (the threshold τ) must be > 0 (or 0 to use λ or a rule, +Inf for least squares)")
 	}
 	if math.IsNaN(o.Lambda) || math.IsInf(o.Lambda, 0) || o.Lambda < 0 {
-		return fmt.Errorf("%w: Options.Lambda = %v (λ) must be finite and ≥ 0", ErrInput, o.Lambda)
+		return errs.Options(ErrInput, optionValue("Lambda", o.Lambda), " (λ) must be finite and ≥ 0")
 	}
 	if math.IsNaN(o.SparseC) || math.IsInf(o.SparseC, 0) || o.SparseC < 0 {
-		return fmt.Errorf("%w: Options.SparseC = %v (the sparsity penalty λ_c) must be finite and ≥ 0", ErrInput, o.SparseC)
+		return errs.Options(ErrInput, optionValue("SparseC", o.SparseC), " (the sparsity penalty λ_c) must be finite and ≥ 0")
 	}
 	if math.IsNaN(o.Delta) || math.IsInf(o.Delta, 0) || o.Delta < 0 {
-		return fmt.Errorf("%w: Options.Delta = %v (the noise bound δ) must be finite and ≥ 0", ErrInput, o.Delta)
+		return errs.Options(ErrInput, optionValue("Delta", o.Delta), " (the noise bound δ) must be finite and ≥ 0")
 	}
 	if o.Alpha != 0 && !(o.Alpha > 0 && o.Alpha < 1) {
-		return fmt.Errorf("%w: Options.Alpha = %v (α) must be in (0, 1)", ErrInput, o.Alpha)
+		return errs.Options(ErrInput, optionValue("Alpha", o.Alpha), " (α) must be in (0, 1)")
 	}
 	switch o.Solver {
 	case "", SolverSSN, SolverBCD, SolverFISTA:
 	default:
-		return fmt.Errorf("%w: Options.Solver must be %s, %s or %s, got %q", ErrInput, SolverSSN, SolverBCD, SolverFISTA, o.Solver)
+		return errs.InvalidOption("Options", "Solver", "must be %s, %s or %s, got %q", SolverSSN, SolverBCD, SolverFISTA, o.Solver)
 	}
 	switch o.Rule {
 	case "", RuleMAD, RuleOracle:
 	case RulePlugin:
 		if o.Tau == 0 && o.Lambda == 0 && o.Bias == nil {
-			return fmt.Errorf("%w: Options.Rule = plugin needs Options.Bias, the bias density", ErrInput)
+			return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: "Rule", Value: "plugin"}, " needs ", errs.Option{Struct: "Options", Field: "Bias"}, ", the bias density")
 		}
 	default:
-		return fmt.Errorf("%w: Options.Rule must be %s, %s or %s, got %q", ErrInput, RuleMAD, RulePlugin, RuleOracle, o.Rule)
+		return errs.InvalidOption("Options", "Rule", "must be %s, %s or %s, got %q", RuleMAD, RulePlugin, RuleOracle, o.Rule)
 	}
 	if o.Bias != nil {
 		if err := density.Validate(o.Bias); err != nil {
@@ -103,7 +111,7 @@ func (s *Solver) threshold(v, oracle []float64) (float64, string, []float64, err
 		if len(oracle) != s.d {
 			return 0, "", nil, fmt.Errorf("%w: the oracle threshold needs z + w of length %d, got %d", ErrInput, s.d, len(oracle))
 		}
-		return math.Max(2*maxAbs(oracle), 1e-300), string(RuleOracle), nil, nil
+		return math.Max(2*vec.MaxAbs(oracle), 1e-300), string(RuleOracle), nil, nil
 	case RulePlugin:
 		return PluginTau(o.Bias, s.d, o.Delta, o.Alpha), string(RulePlugin), nil, nil
 	}
@@ -126,7 +134,7 @@ func (s *Solver) madTau(v []float64) (float64, []float64) {
 	tau := 2 * math.Sqrt(2*math.Log(float64(s.d))) * sigma
 	// Exactly fitting data (a linear model without dense noise) has σ̂ = 0:
 	// any small τ then recovers c exactly; keep it positive.
-	return math.Max(tau, 1e-9*math.Max(maxAbs(v), 1)), c
+	return math.Max(tau, 1e-9*math.Max(vec.MaxAbs(v), 1)), c
 }
 
 // mad is the median absolute deviation from the median.

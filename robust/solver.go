@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -285,7 +286,7 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 		}
 		delta := append([]float64(nil), g...)
 		linalg.CholeskySolveInPlace(h, p, delta)
-		slope := dot(g, delta)
+		slope := vec.Dot(g, delta)
 		// u = A·Δ; trial residuals are r − t·u.
 		blas64.Gemv(blas.NoTrans, 1, s.a, blas64.Vector{N: p, Inc: 1, Data: delta}, 0, blas64.Vector{N: d, Inc: 1, Data: u})
 		t := 1.0
@@ -307,7 +308,7 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 		for j := range c {
 			c[j] += t * delta[j]
 		}
-		step := t * math.Sqrt(dot(delta, delta))
+		step := t * math.Sqrt(vec.Dot(delta, delta))
 		if iters%8 == 0 {
 			r = s.residual(v, c) // limit drift of the updated residual
 		} else {
@@ -320,7 +321,7 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 			stable = 0
 		}
 		prevSig = append(prevSig[:0], sig...)
-		if step <= 1e-15*math.Max(1, math.Sqrt(dot(c, c))) || stable >= 2 {
+		if step <= 1e-15*math.Max(1, math.Sqrt(vec.Dot(c, c))) || stable >= 2 {
 			return c, iters, true
 		}
 	}
@@ -450,7 +451,7 @@ func (s *Solver) certify(v, c, e []float64, tau, kappa, tol float64) KKT {
 		r[i] -= e[i]
 	}
 	g := s.atx(r)
-	vn := math.Sqrt(dot(v, v))
+	vn := math.Sqrt(vec.Dot(v, v))
 	var k KKT
 	for j := 0; j < s.p; j++ {
 		viol := math.Abs(g[j])
@@ -469,7 +470,7 @@ func (s *Solver) certify(v, c, e []float64, tau, kappa, tol float64) KKT {
 		}
 	}
 	if !math.IsInf(tau, 1) && tau > 0 {
-		scale := tau + maxAbs(v)
+		scale := tau + vec.MaxAbs(v)
 		for i, x := range e {
 			if x != 0 {
 				want := tau
@@ -487,16 +488,8 @@ func (s *Solver) certify(v, c, e []float64, tau, kappa, tol float64) KKT {
 	return k
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
 func unit(x []float64) []float64 {
-	n := math.Sqrt(dot(x, x))
+	n := math.Sqrt(vec.Dot(x, x))
 	out := make([]float64, len(x))
 	if n == 0 {
 		return out

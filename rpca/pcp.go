@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -252,10 +253,10 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.MaxIter < 0 || o.Rank < 0 {
-		return fmt.Errorf("%w: Options.MaxIter (%d) and Options.Rank (%d) must be ≥ 0 (0 means the default)", ErrInput, o.MaxIter, o.Rank)
+		return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: "MaxIter"}, fmt.Sprintf(" (%d) and ", o.MaxIter), errs.Option{Struct: "Options", Field: "Rank"}, fmt.Sprintf(" (%d) must be ≥ 0 (0 means the default)", o.Rank))
 	}
 	if o.Rho != 0 && o.Rho < 1 {
-		return fmt.Errorf("%w: Options.Rho = %v must be ≥ 1 (μ must not shrink)", ErrInput, o.Rho)
+		return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: "Rho", Value: fmt.Sprint(o.Rho)}, " must be ≥ 1 (μ must not shrink)")
 	}
 	return nil
 }
@@ -266,7 +267,7 @@ func (o *Options) fill(n, m int) error {
 		return err
 	}
 	if o.Rank >= min(n, m) {
-		return fmt.Errorf("%w: Options.Rank = %d must be below min(n, m) = %d for a low-rank part", ErrInput, o.Rank, min(n, m))
+		return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: "Rank", Value: strconv.Itoa(o.Rank)}, fmt.Sprintf(" must be below min(n, m) = %d for a low-rank part", min(n, m)))
 	}
 	if o.Lambda == 0 {
 		o.Lambda = 1 / math.Sqrt(float64(max(n, m)))

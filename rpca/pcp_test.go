@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -33,12 +34,6 @@ func lowRankPlusSparse(t testing.TB, n, m, k int, frac float64, seed uint64) (M,
 	return M, A, mask
 }
 
-func relErr(a, b *mat.Dense) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, 2) / mat.Norm(b, 2)
-}
-
 // [BJW19, §8, Theorem 14] (the PCP step of the sparse-noise route): 5% large
 // corruptions of a rank-3 matrix are separated; PCP alone is accurate to ~its
 // tolerance, and the debias step makes L exact and flags exactly the
@@ -53,7 +48,7 @@ func TestPCPRecoversLowRankPlusSparse(t *testing.T) {
 		if !plain.Converged || plain.Rank != 3 {
 			t.Fatalf("%d×%d: PCP converged %v in %d iterations, rank %d (want 3)", sz.n, sz.m, plain.Converged, plain.Iterations, plain.Rank)
 		}
-		ePlain := relErr(plain.L, M)
+		ePlain := testutil.RelDiff(plain.L, M)
 		if ePlain > 1e-6 {
 			t.Errorf("%d×%d: plain PCP ‖L − M‖/‖M‖ = %.1e, want ≤ 1e-6", sz.n, sz.m, ePlain)
 		}
@@ -61,7 +56,7 @@ func TestPCPRecoversLowRankPlusSparse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := relErr(res.L, M)
+		e := testutil.RelDiff(res.L, M)
 		t.Logf("%d×%d: %d iterations, plain error %.1e, debiased %.1e (%d sweeps, %d rounds), nnz %d", sz.n, sz.m, res.Iterations, ePlain, e, res.Debias.Sweeps, res.Debias.Rounds, res.NNZ)
 		if e > 1e-12 {
 			t.Errorf("%d×%d: debiased ‖L − M‖/‖M‖ = %.1e, want ≤ 1e-12", sz.n, sz.m, e)
@@ -90,7 +85,7 @@ func TestPCPCleanInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relErr(res.L, M); e > 1e-12 || res.NNZ != 0 || res.Rank != 2 {
+	if e := testutil.RelDiff(res.L, M); e > 1e-12 || res.NNZ != 0 || res.Rank != 2 {
 		t.Errorf("clean input: error %.1e, nnz %d, rank %d", e, res.NNZ, res.Rank)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // MaxMomentOrder bounds the order HermiteMoments accepts.
@@ -296,7 +297,7 @@ func DirectionalMoment(Z *mat.Dense, s []float64, u []float64, r int) float64 {
 		hi := min(lo+chunkRows, n)
 		part := 0.0
 		for q := lo; q < hi; q++ {
-			x := dot(Z.RawRowView(q), u)
+			x := vec.Dot(Z.RawRowView(q), u)
 			part += s[q] * hermiteTable(x, r, he)[r]
 		}
 		total += part

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // ErrNoDecomposition is returned when no random pair of slices gave a real,
@@ -248,7 +249,7 @@ func innerSym(x []float64, m blas64.Symmetric) float64 {
 }
 
 func normalize(v []float64) {
-	n := math.Sqrt(dot(v, v))
+	n := math.Sqrt(vec.Dot(v, v))
 	if n == 0 {
 		return
 	}

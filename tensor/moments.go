@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // chunkRows is the number of samples folded into one partial sum. It is a
@@ -87,10 +89,10 @@ func HermiteSlices(ctx context.Context, Z, S *mat.Dense, cs []Contraction, progr
 			vrow := wvb.RawRowView(q)
 			for i, cc := range cs {
 				st := s[cc.Channel]
-				a[i] = dot(z, cc.Alpha)
+				a[i] = vec.Dot(z, cc.Alpha)
 				w := st * a[i]
 				if cc.Beta != nil {
-					bv[i] = dot(z, cc.Beta)
+					bv[i] = vec.Dot(z, cc.Beta)
 					w *= bv[i]
 					vrow[2*i] = st * bv[i]
 					vrow[2*i+1] = st * a[i]
@@ -147,7 +149,7 @@ func HermiteSlices(ctx context.Context, Z, S *mat.Dense, cs []Contraction, progr
 					// He_4(z)(·,·,α,β) = ab·zzᵀ − ab·I − b(αzᵀ+zαᵀ) − a(βzᵀ+zβᵀ)
 					//                    − (α·β)zzᵀ + (α·β)I + αβᵀ + βαᵀ, a = z·α, b = z·β.
 					al, be := cc.Alpha, cc.Beta
-					ab := dot(al, be)
+					ab := vec.Dot(al, be)
 					sbz := func(r int) float64 { return vsum.At(r, 2*i) }
 					saz := func(r int) float64 { return vsum.At(r, 2*i+1) }
 					plain := gram.Slice(0, k, (nc+t)*k, (nc+t+1)*k)
@@ -231,12 +233,4 @@ func HermiteMoment2(ctx context.Context, X, S *mat.Dense, progress func(done, to
 		out[t] = M
 	}
 	return out, nil
-}
-
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/vec"
 )
 
 func randVec(d int, rng *rand.Rand) []float64 {
@@ -177,7 +179,7 @@ func TestSymmetricContractions(t *testing.T) {
 			}
 		}
 	}
-	if got, want := dot(SymEmbed(u, 3), SymEmbed(v, 3)), math.Pow(dot(u, v), 3); math.Abs(got-want) > 1e-12*math.Abs(want) {
+	if got, want := vec.Dot(SymEmbed(u, 3), SymEmbed(v, 3)), math.Pow(vec.Dot(u, v), 3); math.Abs(got-want) > 1e-12*math.Abs(want) {
 		t.Fatalf("embed inner %v vs (u·v)³ %v", got, want)
 	}
 	U := SymUnembed2(e, d)
@@ -246,7 +248,7 @@ func TestHermiteTensorProductForm(t *testing.T) {
 		}
 		u := randVec(3, rng)
 		normalize(u)
-		he := hermiteTable(dot(u, x), k, nil)[k]
+		he := hermiteTable(vec.Dot(u, x), k, nil)[k]
 		if got := H.Apply(u); math.Abs(got-he) > 1e-12*math.Max(1, math.Abs(he)) {
 			t.Fatalf("k=%d: ⟨He_k(x), u^⊗k⟩ = %v, He_k(u·x) = %v", k, got, he)
 		}

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/internal/testutil"
 )
 
 func randUnit(k int, rng *rand.Rand) []float64 {
@@ -18,14 +19,6 @@ func randUnit(k int, rng *rand.Rand) []float64 {
 	}
 	normalize(w)
 	return w
-}
-
-func gaussian(n, k int, rng *rand.Rand) *mat.Dense {
-	Z := mat.NewDense(n, k, nil)
-	for i := range Z.RawMatrix().Data {
-		Z.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	return Z
 }
 
 func kron(a, b int) float64 {
@@ -53,8 +46,8 @@ func he3(z []float64, a, b, c int) float64 {
 func TestSlicesMatchDirect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	n, k := chunkRows+37, 3
-	Z := gaussian(n, k, rng)
-	S := gaussian(n, 2, rng)
+	Z := testutil.RandDense(rng, n, k)
+	S := testutil.RandDense(rng, n, 2)
 	cs := []Contraction{
 		{Channel: 0, Alpha: randUnit(k, rng), Beta: randUnit(k, rng)},
 		{Channel: 1, Alpha: randUnit(k, rng), Beta: randUnit(k, rng)},
@@ -109,7 +102,7 @@ func TestSlicesMatchDirect(t *testing.T) {
 
 // reluTeacher returns samples z ~ N(0, I_k) and weights s = Σ_j u_j ReLU(w_j·z).
 func reluTeacher(n, k int, u []float64, rng *rand.Rand) (Z, S, W *mat.Dense) {
-	Z = gaussian(n, k, rng)
+	Z = testutil.RandDense(rng, n, k)
 	W = mat.NewDense(k, k, nil)
 	for j := 0; j < k; j++ {
 		W.SetCol(j, randUnit(k, rng))
@@ -230,8 +223,8 @@ func BenchmarkSlicesK20(b *testing.B) { benchSlices(b, 200000, 20) }
 // k=20 for n=2e5, i.e. ~0.02 s and ~0.25 s at the ~13 GFLOP/s pure-Go GEMM.
 func benchSlices(b *testing.B, n, k int) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	Z := gaussian(n, k, rng)
-	S := gaussian(n, 3, rng)
+	Z := testutil.RandDense(rng, n, k)
+	S := testutil.RandDense(rng, n, 3)
 	var cs []Contraction
 	for i := 0; i < 2*k; i++ {
 		cs = append(cs, Contraction{Channel: i % 3, Alpha: randUnit(k, rng), Beta: randUnit(k, rng)})

@@ -63,18 +63,18 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 	var res *Result
 	switch opt.Route {
-	case "worstcase":
+	case UseWorstCase:
 		res, _, err = worstCase(ctx, p, opt.worstCase())
-	case "ica":
+	case UseICA:
 		res, err = fitICA(ctx, p, opt.ica())
-	case "fpt":
+	case UseFPT:
 		res, err = fitFPT(ctx, p, opt.fpt())
-	case "sparse":
+	case UseSparse:
 		var sr *SparseResult
 		if sr, err = fitSparse(ctx, p, SparseOptions{Options: opt}); err == nil {
 			res = &sr.Result
 		}
-	case "exact", "noisy":
+	case UseExact, UseNoisy:
 		res, err = fitTensor(ctx, p, opt, nil, nil, false)
 	default:
 		res, err = fitAuto(ctx, p, opt)
@@ -236,7 +236,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		return res, nil
 	}
 
-	tryExact := opt.Route != "noisy"
+	tryExact := opt.Route != UseNoisy
 	why := ""
 	if tryExact && k < m && !st.ExactRank {
 		tryExact = false
@@ -286,10 +286,10 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		att.why = fmt.Sprintf("the parity start did not certify every unit (%s)", why)
 		return nil, nil
 	}
-	if opt.Route == "exact" {
+	if opt.Route == UseExact {
 		return nil, fmt.Errorf("%w: %s", ErrNotExact, why)
 	}
-	if opt.Route == "noisy" {
+	if opt.Route == UseNoisy {
 		why = "the noisy route was requested"
 	} else if coarse {
 		why += fmt.Sprintf("; the data are %s, so the moment estimate is refined by least squares and certified at their precision (%.1e)", certify.PrecisionName(p.roundoff), opt.CertTol)
@@ -550,7 +550,7 @@ func startRows(p *problem, opt Options) int {
 // (Y exactly rank k or k = m at the data's precision, not the noisy
 // route), and k.
 func exactRouteRuns(p *problem, opt Options) (k int, ok bool) {
-	if opt.Route == "noisy" {
+	if opt.Route == UseNoisy {
 		return 0, false
 	}
 	red0, err := reduceOutputs(p, opt.Hidden, "the exact route", exactFloor)

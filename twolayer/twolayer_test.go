@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
@@ -100,13 +101,13 @@ func TestPolishIndependentOfStart(t *testing.T) {
 				t.Fatalf("ε=%g unit %d: %s", eps, i, r.Why)
 			}
 		}
-		if d := maxAbsDiff(V, in.V); d > 1e-10 {
+		if d := testutil.DiffNormInf(V, in.V); d > 1e-10 {
 			t.Errorf("ε=%g: polished rows differ from V* by %.1e", eps, d)
 		}
 		results = append(results, V)
 	}
 	for i := 1; i < len(results); i++ {
-		if d := maxAbsDiff(results[0], results[i]); d > 1e-10 {
+		if d := testutil.DiffNormInf(results[0], results[i]); d > 1e-10 {
 			t.Errorf("polish from different starts disagree by %.1e", d)
 		}
 	}
@@ -399,12 +400,6 @@ func basis(t testing.TB, Y *mat.Dense, k int) *mat.Dense {
 	}
 	n, _ := Y.Dims()
 	return mat.DenseCopyOf(u.Slice(0, n, 0, k))
-}
-
-func maxAbsDiff(a, b *mat.Dense) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, math.Inf(1))
 }
 
 // Without Hidden, k comes from the exact rank (noiseless) or from the noise

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -33,8 +34,8 @@ func smallCNN(seed uint64) *nn.CNN {
 }
 
 // eval takes a CNN (ONNX or safetensors) on labelled data, on a --truth
-// .npz and, when installed, on Fashion-MNIST; the commands that need an MLP
-// refuse it, saying so.
+// .npz and on --data fashion-mnist (a small stand-in of the data set's
+// files); the commands that need an MLP refuse it, saying so.
 func TestEvalCNN(t *testing.T) {
 	dir := t.TempDir()
 	net := smallCNN(3)
@@ -100,15 +101,13 @@ func TestEvalCNN(t *testing.T) {
 	if code, _, stderr := cli(t, "compress", "--model", onnxPath, "--calib", data, "--keep", "0.5", "--out", out); code != 0 {
 		t.Fatalf("compress of a CNN: exit %d: %s", code, stderr)
 	}
-	if err := dataio.FashionMNISTAvailable(""); err != nil {
-		t.Skipf("Fashion-MNIST not installed: %v", err)
-	}
+	testutil.FashionMNIST(t, 100, 200)
 	code, stdout, stderr = cli(t, "eval", "--model", onnxPath, "--truth", stPath, "--data", "fashion-mnist", "--json")
 	if code != 0 {
 		t.Fatalf("eval --data fashion-mnist: exit %d: %s", code, stderr)
 	}
 	v := decodeOne(t, stdout)
-	if v["test"].(map[string]any)["samples"].(float64) != 10000 || v["fidelity"].(map[string]any)["agreement"].(float64) != 1 {
+	if v["test"].(map[string]any)["samples"].(float64) != 200 || v["fidelity"].(map[string]any)["agreement"].(float64) != 1 {
 		t.Fatalf("eval on Fashion-MNIST: %v", v)
 	}
 }

@@ -73,14 +73,8 @@ func (g *depth2Gen) validate() error {
 	if g.AMax < g.AMin {
 		return usageErrorf("--a-max %g is below --a-min %g", g.AMax, g.AMin)
 	}
-	switch g.NoiseKind {
-	case "gaussian", "subgaussian":
-	case "none":
-		if g.Noise > 0 {
-			return usageErrorf("--noise-kind none contradicts --noise %g", g.Noise)
-		}
-	default:
-		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", g.NoiseKind)
+	if err := checkNoiseKind(g.NoiseKind, g.Noise); err != nil {
+		return err
 	}
 	var mem genMemory
 	mem.samples(g.N, g.D, g.M, g.Outputs)

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/relurec/relurec/errs"
 )
 
 func TestKebab(t *testing.T) {
@@ -31,5 +36,36 @@ func TestWithFlagNames(t *testing.T) {
 		if got := withFlagNames(in, c); got != want {
 			t.Errorf("withFlagNames(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An *errs.OptionError names its options apart from its text: each is
+// written as the flag that sets it wherever the error sits in the chain,
+// under any options struct's name, and the rest of the message is kept.
+func TestErrorTextNamesOptionsByFlag(t *testing.T) {
+	c := &cobra.Command{Use: "x"}
+	c.Flags().Int("hidden", 0, "")
+	c.Flags().Float64("gamma-bound", 0, "")
+	if err := c.Flags().SetAnnotation("gamma-bound", optionAnnotation, []string{"Gamma"}); err != nil {
+		t.Fatal(err)
+	}
+	oe := errs.Options(errs.ErrInput, "set ", errs.Option{Struct: "Config", Field: "Hidden", Value: "3"},
+		" or raise ", errs.Option{Struct: "Options", Field: "Gamma"}, " (", errs.Option{Struct: "Options", Field: "Bias"}, " has no flag)")
+	if got, want := oe.Error(), "bad input: set Config.Hidden = 3 or raise Options.Gamma (Options.Bias has no flag)"; got != want {
+		t.Errorf("library message %q, want %q", got, want)
+	}
+	for _, err := range []error{oe, fmt.Errorf("fitting: %w", oe), errors.Join(errors.New("first"), oe)} {
+		want := strings.Replace(err.Error(), "set Config.Hidden = 3 or raise Options.Gamma", "set --hidden 3 or raise --gamma-bound", 1)
+		if got := errorText(err, c); got != want {
+			t.Errorf("errorText(%q) = %q, want %q", err, got, want)
+		}
+	}
+	// A library Validate error turned into a usage error keeps its option.
+	v := optionsUsageError(errs.InvalidOption("Options", "Hidden", "must be ≥ 0, got %d", -1))
+	if got := errorText(v, c); got != "--hidden must be ≥ 0, got -1" {
+		t.Errorf("usage error %q", got)
+	}
+	if !errors.Is(v, errs.ErrInput) || !errBadInput(v) {
+		t.Errorf("usage error %v does not wrap ErrInput", v)
 	}
 }

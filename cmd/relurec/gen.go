@@ -85,14 +85,8 @@ func (g *twoLayerGen) validate() error {
 	if math.IsNaN(g.Noise) || math.IsInf(g.Noise, 0) || g.Noise < 0 {
 		return usageErrorf("--noise must be a finite level ≥ 0, got %g", g.Noise)
 	}
-	switch g.NoiseKind {
-	case "gaussian", "subgaussian":
-	case "none":
-		if g.Noise > 0 {
-			return usageErrorf("--noise-kind none contradicts --noise %g", g.Noise)
-		}
-	default:
-		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", g.NoiseKind)
+	if err := checkNoiseKind(g.NoiseKind, g.Noise); err != nil {
+		return err
 	}
 	if _, err := parseActivationFlag(g.Activation); err != nil {
 		return err
@@ -196,7 +190,7 @@ func (g *twoLayerGen) metadata() map[string]string {
 		return map[string]string{
 			"producer":        "relurec gen twolayer",
 			"relurec_version": relurecVersion(),
-			"generator":       map[string]string{"lemma16": "synth.Lemma16Pair", "sat6": "synth.SATReduction witness"}[g.Special.Instance],
+			"generator":       map[string]string{instanceLemma16: "synth.Lemma16Pair", instanceSAT6: "synth.SATReduction witness"}[g.Special.Instance],
 			"instance":        g.Special.Instance,
 			"seed":            strconv.FormatUint(g.Seed, 10),
 		}
@@ -261,7 +255,7 @@ type genTwoLayerFlags struct {
 
 func newGenTwoLayerCmd(a *app) *cobra.Command {
 	g := twoLayerGen{D: 20, K: 5, M: 8, N: 100_000, CovCond: 1, NoiseKind: "gaussian", Seed: 1,
-		Special: &instanceGen{Instance: "random", A: 0.1, Vars: 8, Clauses: 6}}
+		Special: &instanceGen{Instance: instanceRandom, A: 0.1, Vars: 8, Clauses: 6}}
 	var fl genTwoLayerFlags
 	c := &cobra.Command{
 		Use:     "twolayer",
@@ -501,10 +495,10 @@ func printGenTwoLayer(w io.Writer, g *twoLayerGen, files genFiles, modelOut stri
 	if modelOut != "" {
 		rows = append(rows, [2]string{"teacher", fmt.Sprintf("%s  (V %d×%d, U %d×%d)", modelOut, g.K, g.D, g.M, g.K)})
 	}
-	if g.Special.Instance == "lemma16" {
+	if g.Special.Instance == instanceLemma16 {
 		rows = append(rows, [2]string{"instance", fmt.Sprintf("lemma16, a = %g (κ = %g); %d of %d samples distinguish the pair (expected %.3g)",
 			extra["network_a"], extra["cond_v"], extra["distinguishing_samples"], g.N, float64(g.N)*extra["distinguish_prob"].(float64))})
-	} else if g.Special.Instance == "sat6" {
+	} else if g.Special.Instance == instanceSAT6 {
 		rows = append(rows, [2]string{"instance", fmt.Sprintf("sat6, %d variables, %d clauses (closed under complementation), %d clause rows", g.Special.Vars, 2*g.Special.Clauses, extra["clause_rows"])})
 	}
 	noise := "none"
@@ -566,4 +560,19 @@ func genOutputs(out, xOut, yOut string) (genFiles, error) {
 		return genFiles{}, usageErrorf("--out %s: expected a .npz file or a directory ending in /; for separate .npy files use --x and --y", out)
 	}
 	return genFiles{x: out, y: out}, nil
+}
+
+// checkNoiseKind checks --noise-kind (synth.Noise.Kind) and that it agrees
+// with the --noise level.
+func checkNoiseKind(kind string, level float64) error {
+	switch kind {
+	case synth.NoiseGaussian, synth.NoiseSubGaussian:
+	case synth.NoiseNone:
+		if level > 0 {
+			return usageErrorf("--noise-kind none contradicts --noise %g", level)
+		}
+	default:
+		return usageErrorf("--noise-kind must be gaussian, subgaussian or none, got %q", kind)
+	}
+	return nil
 }

@@ -23,6 +23,13 @@ type instanceGen struct {
 	VariableAlpha bool    `json:"variable_alpha,omitempty"`
 }
 
+// The values of gen twolayer --instance.
+const (
+	instanceRandom  = "random"  // a random teacher (the default)
+	instanceLemma16 = "lemma16" // the κ lower-bound pair of [BJW19, Lemma 16]
+	instanceSAT6    = "sat6"    // the NP-hardness reduction of [BJW19, Thm 2]
+)
+
 func (ig *instanceGen) register(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&ig.Instance, "instance", ig.Instance, "special instance instead of a random teacher: lemma16 (the κ lower-bound pair of Lemma 16) or sat6 (the NP-hardness reduction of Thm 2)")
@@ -35,7 +42,7 @@ func (ig *instanceGen) register(c *cobra.Command) {
 
 // active reports whether a special instance (not the random teacher) was asked for.
 func (ig *instanceGen) active() bool {
-	return ig != nil && (ig.Instance == "lemma16" || ig.Instance == "sat6")
+	return ig != nil && (ig.Instance == instanceLemma16 || ig.Instance == instanceSAT6)
 }
 
 // lemma16Flags, sat6Flags and randomFlags are the flags that only apply to some instance; randomOnly
@@ -57,11 +64,11 @@ func (ig *instanceGen) validate(c *cobra.Command) error {
 		return nil
 	}
 	switch ig.Instance {
-	case "", "random":
+	case "", instanceRandom:
 		if err := reject(append(append([]string{}, lemma16Flags...), sat6Flags...), "without --instance"); err != nil {
 			return err
 		}
-	case "lemma16":
+	case instanceLemma16:
 		if err := reject(append(append([]string{}, randomFlags...), sat6Flags...), "to --instance lemma16 (d = 2, k = 2, m = 1, noiseless)"); err != nil {
 			return err
 		}
@@ -69,7 +76,7 @@ func (ig *instanceGen) validate(c *cobra.Command) error {
 			return usageErrorf("--a must be in (0, 1] with κ = 1/a finite (a ≥ %.3g), got %g", 1/math.MaxFloat64, ig.A)
 		}
 		ig.Vars, ig.Clauses, ig.VariableAlpha = 0, 0, false // not used: keep them out of the manifest
-	case "sat6":
+	case instanceSAT6:
 		if err := reject(append(append([]string{"n"}, randomFlags...), lemma16Flags...), "to --instance sat6 (the formula fixes n, d = vars+2, k = 2, m = 1)"); err != nil {
 			return err
 		}
@@ -97,7 +104,7 @@ const satPairBytes = 2000
 // per variable (synth.SATReductionShape), and the formula.
 func (ig *instanceGen) checkMemory(n int) error {
 	var mem genMemory
-	if ig.Instance == "lemma16" {
+	if ig.Instance == instanceLemma16 {
 		mem.samples(n, 2, 2, 1)
 		return mem.check("use a smaller --n")
 	}
@@ -111,7 +118,7 @@ func (ig *instanceGen) checkMemory(n int) error {
 // actual d, k, m and n. The extra map goes into the manifest and --json.
 func (ig *instanceGen) generate(g *twoLayerGen) (*generated, map[string]any, error) {
 	switch ig.Instance {
-	case "lemma16":
+	case instanceLemma16:
 		p, err := synth.DrawLemma16Problem(ig.A, ig.Second, g.N, g.Seed)
 		if err != nil {
 			return nil, nil, err
@@ -123,7 +130,7 @@ func (ig *instanceGen) generate(g *twoLayerGen) (*generated, map[string]any, err
 			"distinguishing_samples": p.Distinguishing,
 			"distinguish_prob":       synth.Lemma16DistinguishProb(ig.A),
 		}, nil
-	case "sat6":
+	case instanceSAT6:
 		p, err := synth.DrawSAT6Problem(ig.Vars, ig.Clauses, ig.VariableAlpha, g.Seed)
 		if err != nil {
 			return nil, nil, err

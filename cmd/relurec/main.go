@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case errors.Is(err, errs.ErrNotExact):
 		code = exitNotCertified
 	}
-	fmt.Fprintf(stderr, "relurec: %s\n", withFlagNames(err.Error(), cmd))
+	fmt.Fprintf(stderr, "relurec: %s\n", errorText(err, cmd))
 	var be *badInputError
 	if !a.started || (errors.As(err, &be) && be.usage) {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -154,9 +154,12 @@ func reportPanic(stderr io.Writer, code *int) {
 type badInputError struct {
 	msg   string
 	usage bool
+	// err is the library error msg was made from, if any.
+	err error
 }
 
 func (e *badInputError) Error() string { return e.msg }
+func (e *badInputError) Unwrap() error { return e.err }
 
 // usageErrorf reports a wrong flag or argument; it exits 2 with a hint to
 // --help.

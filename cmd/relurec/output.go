@@ -464,7 +464,7 @@ func optionsUsageError(err error) error {
 	if !errors.Is(err, errs.ErrInput) {
 		return err
 	}
-	return usageErrorf("%s", strings.TrimPrefix(err.Error(), errs.ErrInput.Error()+": "))
+	return &badInputError{msg: strings.TrimPrefix(err.Error(), errs.ErrInput.Error()+": "), usage: true, err: err}
 }
 
 // warningRows is the warnings part of a learner's table: "none", or one row

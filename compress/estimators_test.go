@@ -10,22 +10,17 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
 
-// Tests of spec 002 §6's testable claims. Sizes follow the spec's prototype
-// (d1 = 400, d = 30, d2 = 50, r = 4) unless a claim needs otherwise.
-
-func gauss(r, c int, rng *rand.Rand) *mat.Dense {
-	m := mat.NewDense(r, c, nil)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			m.Set(i, j, rng.NormFloat64())
-		}
-	}
-	return m
-}
+// The layer estimators (the methods and routes of FitLayer, Alg 4's
+// projection, Alg 5's maximum likelihood) against what [ZS25] states and
+// what follows from it: optimality and equivalences, the theorems'
+// inequalities, the appendices' lemmas, and the parameter accounting. Sizes
+// are d1 = 400 rows, d = 30 inputs, d2 = 50 outputs and rank r = 4 unless a
+// check needs otherwise.
 
 func mul(a, b mat.Matrix) *mat.Dense {
 	var c mat.Dense
@@ -33,18 +28,12 @@ func mul(a, b mat.Matrix) *mat.Dense {
 	return &c
 }
 
-func relDiff(a, b mat.Matrix) float64 {
-	var d mat.Dense
-	d.Sub(a, b)
-	return mat.Norm(&d, 2) / math.Max(mat.Norm(b, 2), 1e-300)
-}
-
 func frob(a mat.Matrix) float64 { return mat.Norm(a, 2) }
 
 // anisotropic returns an m×d matrix with column scales spread over two
 // decades (so data-driven and data-agnostic methods differ).
 func anisotropic(m, d int, rng *rand.Rand) *mat.Dense {
-	x := gauss(m, d, rng)
+	x := testutil.RandDense(rng, m, d)
 	for j := 0; j < d; j++ {
 		s := math.Pow(10, -2*float64(j)/float64(d))
 		for i := 0; i < m; i++ {
@@ -59,11 +48,11 @@ func anisotropic(m, d int, rng *rand.Rand) *mat.Dense {
 func setup(seed uint64) (x, xc, w *mat.Dense) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	x = anisotropic(400, 30, rng)
-	noise := gauss(400, 30, rng)
+	noise := testutil.RandDense(rng, 400, 30)
 	noise.Scale(0.05, noise)
 	xc = mat.DenseCopyOf(x)
 	xc.Add(xc, noise)
-	w = gauss(30, 50, rng)
+	w = testutil.RandDense(rng, 30, 50)
 	return x, xc, w
 }
 
@@ -83,9 +72,9 @@ func fitRank(t *testing.T, p Problem, method Method, o LayerOptions, r int) Fact
 	return f.Rank(r)
 }
 
-// Claim 1: the data-driven solution is optimal on the layer objective among
+// The data-driven solution is optimal on the layer objective among
 // all rank-r maps; every baseline and random rank-r matrices do worse.
-func TestClaim1LayerOptimality(t *testing.T) {
+func TestLayerOptimality(t *testing.T) {
 	x, xc, w := setup(1)
 	p := Problem{W: w, X: x, Xc: xc}
 	keep := LayerOptions{Bias: BiasKeep}
@@ -99,7 +88,7 @@ func TestClaim1LayerOptimality(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	for i := 0; i < 20; i++ {
-		z := mul(gauss(30, r, rng), gauss(r, 50, rng))
+		z := mul(testutil.RandDense(rng, 30, r), testutil.RandDense(rng, r, 50))
 		if got := objective(x, xc, w, z); got < best {
 			t.Fatalf("random rank-%d matrix beats the optimum: %g < %g", r, got, best)
 		}
@@ -158,40 +147,40 @@ func paperOracle(x, xc, w *mat.Dense, r int) *mat.Dense {
 	return mul(isq, zr)
 }
 
-// Claim 2: every route gives the same M̂; SVD-LLM equals F2 with X̌ = X.
-func TestClaim2RouteEquivalence(t *testing.T) {
+// Every route gives the same M̂; SVD-LLM equals F2 with X̌ = X.
+func TestRouteEquivalence(t *testing.T) {
 	x, xc, w := setup(2)
 	const r = 4
 	p := Problem{W: w, X: x, Xc: xc}
 	ref := fitRank(t, p, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, r).Product()
 	for _, route := range []Route{RouteGram, RouteProjection} {
 		got := fitRank(t, p, MethodData, LayerOptions{Bias: BiasKeep, Route: route}, r).Product()
-		if e := relDiff(got, ref); e > 1e-10 {
+		if e := testutil.RelDiff(got, ref); e > 1e-10 {
 			t.Errorf("route %s differs from qr by %.3g", route, e)
 		}
 	}
-	if e := relDiff(f3Oracle(x, xc, w, r), ref); e > 1e-9 {
+	if e := testutil.RelDiff(f3Oracle(x, xc, w, r), ref); e > 1e-9 {
 		t.Errorf("F3 (Gram eigen) differs by %.3g", e)
 	}
-	if e := relDiff(paperOracle(x, xc, w, r), ref); e > 1e-9 {
+	if e := testutil.RelDiff(paperOracle(x, xc, w, r), ref); e > 1e-9 {
 		t.Errorf("the paper's symmetric square-root form differs by %.3g", e)
 	}
 	// SVD-LLM whitening = Alg 2 (F2) with X̌ = X.
 	pp := Problem{W: w, X: x}
 	llm := fitRank(t, pp, MethodSVDLLM, LayerOptions{}, r).Product()
 	f2 := fitRank(t, pp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, r).Product()
-	if e := relDiff(llm, f2); e > 1e-10 {
+	if e := testutil.RelDiff(llm, f2); e > 1e-10 {
 		t.Errorf("SVD-LLM differs from Alg 2 with X̌ = X by %.3g", e)
 	}
 	// The big-matrix path (eigendecomposition of the Gram matrix of the
 	// whitened target, from 128 columns on) agrees with the SVD path.
 	rng := rand.New(rand.NewPCG(5, 5))
 	bx := anisotropic(600, 140, rng)
-	bw := gauss(140, 150, rng)
+	bw := testutil.RandDense(rng, 140, 150)
 	bp := Problem{W: bw, X: bx}
 	a := fitRank(t, bp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, 10).Product()
 	b := fitRank(t, bp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteProjection}, 10).Product()
-	if e := relDiff(a, b); e > 1e-8 {
+	if e := testutil.RelDiff(a, b); e > 1e-8 {
 		t.Errorf("large problem: qr and projection differ by %.3g", e)
 	}
 }
@@ -206,15 +195,15 @@ func topRightVecs(a *mat.Dense, r int) mat.Matrix {
 	return v.Slice(0, rows, 0, r)
 }
 
-// Claim 3: with X̌ = X of full column rank, M̂ = W·V_r·V_rᵀ (top-r right
+// With X̌ = X of full column rank, M̂ = W·V_r·V_rᵀ (top-r right
 // singular vectors of XW); centred, Alg 2c equals output PCA (AFM).
-func TestClaim3OutputPCA(t *testing.T) {
+func TestOutputPCA(t *testing.T) {
 	x, _, w := setup(3)
 	const r = 5
 	vr := topRightVecs(mul(x, w), r)
 	want := mul(mul(w, vr), vr.T())
 	got := fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep}, r).Product()
-	if e := relDiff(got, want); e > 1e-10 {
+	if e := testutil.RelDiff(got, want); e > 1e-10 {
 		t.Fatalf("Alg 2 with X̌ = X differs from W·V_r·V_rᵀ by %.3g", e)
 	}
 	b := make([]float64, 50)
@@ -224,30 +213,30 @@ func TestClaim3OutputPCA(t *testing.T) {
 	p := Problem{W: w, Bias: b, X: x}
 	a := fitRank(t, p, MethodData, LayerOptions{}, r)
 	o := fitRank(t, p, MethodOutputPCA, LayerOptions{}, r)
-	if e := relDiff(a.Apply(x), o.Apply(x)); e > 1e-10 {
+	if e := testutil.RelDiff(a.Apply(x), o.Apply(x)); e > 1e-10 {
 		t.Fatalf("centred Alg 2c differs from output PCA by %.3g", e)
 	}
 }
 
-// Claim 4: low-rank activations give exact outputs, even for full-rank W,
+// Low-rank activations give exact outputs, even for full-rank W,
 // on the calibration data and on new inputs in their row space; [W]_r does
 // not.
-func TestClaim4LowRankActivations(t *testing.T) {
+func TestLowRankActivations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	const k, r = 3, 4
-	basis := gauss(k, 30, rng)
-	x := mul(gauss(400, k, rng), basis)
-	w := gauss(30, 50, rng)
+	basis := testutil.RandDense(rng, k, 30)
+	x := mul(testutil.RandDense(rng, 400, k), basis)
+	w := testutil.RandDense(rng, 30, 50)
 	f := fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteProjection}, r)
-	if e := relDiff(f.Apply(x), mul(x, w)); e > 1e-10 {
+	if e := testutil.RelDiff(f.Apply(x), mul(x, w)); e > 1e-10 {
 		t.Fatalf("calibration outputs not exact: %.3g", e)
 	}
-	xn := mul(gauss(20, k, rng), basis)
-	if e := relDiff(f.Apply(xn), mul(xn, w)); e > 1e-10 {
+	xn := mul(testutil.RandDense(rng, 20, k), basis)
+	if e := testutil.RelDiff(f.Apply(xn), mul(xn, w)); e > 1e-10 {
 		t.Fatalf("new inputs in the row space not exact: %.3g", e)
 	}
 	s := fitRank(t, Problem{W: w, X: x}, MethodSVD, LayerOptions{}, r)
-	if e := relDiff(s.Apply(x), mul(x, w)); e < 1e-3 {
+	if e := testutil.RelDiff(s.Apply(x), mul(x, w)); e < 1e-3 {
 		t.Fatalf("truncated SVD is exact too (%.3g); the test does not separate the methods", e)
 	}
 	// The QR route gets there too, through a reported ridge.
@@ -258,26 +247,26 @@ func TestClaim4LowRankActivations(t *testing.T) {
 	if fq.Whitening.Ridge == 0 || fq.Whitening.Note == "" {
 		t.Fatalf("rank-deficient inputs whitened without a reported ridge: %+v", fq.Whitening)
 	}
-	if e := relDiff(fq.Rank(r).Apply(x), mul(x, w)); e > 1e-6 {
+	if e := testutil.RelDiff(fq.Rank(r).Apply(x), mul(x, w)); e > 1e-6 {
 		t.Fatalf("QR route with ridge: outputs off by %.3g", e)
 	}
 }
 
-// Claim 5: noiseless low-rank targets are recovered exactly.
-func TestClaim5NoiselessRecovery(t *testing.T) {
+// Noiseless low-rank targets are recovered exactly.
+func TestNoiselessRecovery(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 1))
 	xc := anisotropic(400, 30, rng)
-	m := mul(gauss(30, 4, rng), gauss(4, 50, rng))
+	m := mul(testutil.RandDense(rng, 30, 4), testutil.RandDense(rng, 4, 50))
 	x := mul(xc, mat.NewDiagDense(30, nil)) // placeholder, replaced below
 	_ = x
 	// Ỹ = X̌M: take X = X̌ and W = M.
 	got := fitRank(t, Problem{W: m, X: xc, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 4).Product()
-	if e := relDiff(got, m); e > 1e-9 {
+	if e := testutil.RelDiff(got, m); e > 1e-9 {
 		t.Fatalf("M̂ differs from the rank-4 truth by %.3g", e)
 	}
 	// With X ≠ X̌: W = X⁺X̌M gives XW = P_X X̌M; use X̌ = X·T (same column
 	// space) so that XW = X̌M exactly.
-	tm := gauss(30, 30, rng)
+	tm := testutil.RandDense(rng, 30, 30)
 	x2 := mul(xc, tm)
 	var tinv mat.Dense
 	if err := tinv.Inverse(tm); err != nil {
@@ -285,44 +274,44 @@ func TestClaim5NoiselessRecovery(t *testing.T) {
 	}
 	w2 := mul(&tinv, m) // X2·W2 = X̌·M
 	got = fitRank(t, Problem{W: w2, X: x2, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 4).Product()
-	if e := relDiff(got, m); e > 1e-8 {
+	if e := testutil.RelDiff(got, m); e > 1e-8 {
 		t.Fatalf("X ≠ X̌: M̂ differs from the truth by %.3g", e)
 	}
 }
 
-// Claim 6: at full rank M̂ = X̌⁺XW, and = W when X̌ = X.
-func TestClaim6FullRank(t *testing.T) {
+// At full rank M̂ = X̌⁺XW, and = W when X̌ = X.
+func TestFullRank(t *testing.T) {
 	x, xc, w := setup(6)
 	got := fitRank(t, Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, 30).Product()
 	pinv, _ := linalg.Pinv(xc, 0)
-	if e := relDiff(got, mul(pinv, mul(x, w))); e > 1e-9 {
+	if e := testutil.RelDiff(got, mul(pinv, mul(x, w))); e > 1e-9 {
 		t.Fatalf("full rank differs from X̌⁺XW by %.3g", e)
 	}
 	got = fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep}, 30).Product()
-	if e := relDiff(got, w); e > 1e-9 {
+	if e := testutil.RelDiff(got, w); e > 1e-9 {
 		t.Fatalf("full rank with X̌ = X differs from W by %.3g", e)
 	}
 }
 
-// Claim 7: isotropic data reduce data-driven to data-agnostic.
-func TestClaim7Isotropic(t *testing.T) {
+// Isotropic data reduce data-driven to data-agnostic.
+func TestIsotropic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	q, err := linalg.Orth(gauss(400, 30, rng))
+	q, err := linalg.Orth(testutil.RandDense(rng, 400, 30))
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := mat.DenseCopyOf(q)
 	x.Scale(3, x) // XᵀX = 9I
-	w := gauss(30, 50, rng)
+	w := testutil.RandDense(rng, 30, 50)
 	a := fitRank(t, Problem{W: w, X: x}, MethodData, LayerOptions{Bias: BiasKeep}, 4).Product()
 	b := fitRank(t, Problem{W: w, X: x}, MethodSVD, LayerOptions{}, 4).Product()
-	if e := relDiff(a, b); e > 1e-9 {
+	if e := testutil.RelDiff(a, b); e > 1e-9 {
 		t.Fatalf("isotropic data: data-driven differs from [W]_r by %.3g", e)
 	}
 }
 
-// Claim 8: residual formula, monotonicity, rank, shapes, parameters.
-func TestClaim8ResidualAndShapes(t *testing.T) {
+// Residual formula, monotonicity, rank, shapes, parameters.
+func TestResidualAndShapes(t *testing.T) {
 	x, xc, w := setup(8)
 	fit, err := FitLayer(Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep})
 	if err != nil {
@@ -354,8 +343,8 @@ func TestClaim8ResidualAndShapes(t *testing.T) {
 	}
 }
 
-// Claim 9: invariances.
-func TestClaim9Invariances(t *testing.T) {
+// Invariances.
+func TestInvariances(t *testing.T) {
 	x, xc, w := setup(9)
 	const r = 4
 	ko := LayerOptions{Bias: BiasKeep}
@@ -363,7 +352,7 @@ func TestClaim9Invariances(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 1))
 	q := linalg.RandomOrthogonal(400, rng)
 	got := fitRank(t, Problem{W: w, X: mul(q, x), Xc: mul(q, xc)}, MethodData, ko, r).Product()
-	if e := relDiff(got, ref); e > 1e-10 {
+	if e := testutil.RelDiff(got, ref); e > 1e-10 {
 		t.Errorf("row rotation changed M̂ by %.3g", e)
 	}
 	dup := func(a *mat.Dense) *mat.Dense {
@@ -374,35 +363,35 @@ func TestClaim9Invariances(t *testing.T) {
 		return o
 	}
 	got = fitRank(t, Problem{W: w, X: dup(x), Xc: dup(xc)}, MethodData, ko, r).Product()
-	if e := relDiff(got, ref); e > 1e-10 {
+	if e := testutil.RelDiff(got, ref); e > 1e-10 {
 		t.Errorf("duplicating the samples changed M̂ by %.3g", e)
 	}
 	xs, xcs := mat.DenseCopyOf(x), mat.DenseCopyOf(xc)
 	xs.Scale(-3, xs)
 	xcs.Scale(-3, xcs)
 	got = fitRank(t, Problem{W: w, X: xs, Xc: xcs}, MethodData, ko, r).Product()
-	if e := relDiff(got, ref); e > 1e-10 {
+	if e := testutil.RelDiff(got, ref); e > 1e-10 {
 		t.Errorf("scaling the samples changed M̂ by %.3g", e)
 	}
-	tm := gauss(30, 30, rng)
+	tm := testutil.RandDense(rng, 30, 30)
 	got = fitRank(t, Problem{W: w, X: x, Xc: mul(xc, tm)}, MethodData, ko, r).Product()
-	if e := relDiff(mul(tm, got), ref); e > 1e-9 {
+	if e := testutil.RelDiff(mul(tm, got), ref); e > 1e-9 {
 		t.Errorf("X̌ → X̌T: T·M̂ differs from M̂ by %.3g", e)
 	}
 	o := linalg.RandomOrthogonal(50, rng)
 	got = fitRank(t, Problem{W: mul(w, o), X: x, Xc: xc}, MethodData, ko, r).Product()
-	if e := relDiff(got, mul(ref, o)); e > 1e-10 {
+	if e := testutil.RelDiff(got, mul(ref, o)); e > 1e-10 {
 		t.Errorf("W → WO: M̂ differs from M̂O by %.3g", e)
 	}
 }
 
-// Claim 10: ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌(Ỹ − X̌M)‖_op for any rank-r M.
-func TestClaim10DeterministicInequality(t *testing.T) {
+// ‖X̌(M − M̂)‖_F ≤ 2√(2r)‖P_X̌(Ỹ − X̌M)‖_op for any rank-r M.
+func TestDeterministicInequality(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	for trial := 0; trial < 5; trial++ {
 		xc := anisotropic(400, 30, rng)
-		m := mul(gauss(30, 4, rng), gauss(4, 50, rng))
-		g := gauss(400, 50, rng)
+		m := mul(testutil.RandDense(rng, 30, 4), testutil.RandDense(rng, 4, 50))
+		g := testutil.RandDense(rng, 400, 50)
 		g.Scale(0.5, g)
 		yt := mul(xc, m)
 		yt.Add(yt, g)
@@ -427,9 +416,9 @@ func TestClaim10DeterministicInequality(t *testing.T) {
 	}
 }
 
-// Claim 16: given the same X̌, the sequential solution's layer error is at
+// Given the same X̌, the sequential solution's layer error is at
 // most that of the non-sequential one applied to X̌.
-func TestClaim16SequentialOptimality(t *testing.T) {
+func TestSequentialOptimality(t *testing.T) {
 	x, xc, w := setup(16)
 	for _, r := range []int{2, 4, 8} {
 		seq := fitRank(t, Problem{W: w, X: x, Xc: xc}, MethodData, LayerOptions{Bias: BiasKeep}, r)
@@ -442,9 +431,9 @@ func TestClaim16SequentialOptimality(t *testing.T) {
 	}
 }
 
-// Claim 18: the dense-bias (centred) variant's residual is at most the
+// The dense-bias (centred) variant's residual is at most the
 // bias-inside-rank variant's at the same r.
-func TestClaim18DenseBias(t *testing.T) {
+func TestDenseBias(t *testing.T) {
 	x, xc, w := setup(18)
 	rng := rand.New(rand.NewPCG(18, 1))
 	b := make([]float64, 50)
@@ -463,22 +452,22 @@ func TestClaim18DenseBias(t *testing.T) {
 	for _, r := range []int{1, 3, 6} {
 		c := fitRank(t, p, MethodData, LayerOptions{Bias: BiasCenter}, r)
 		a := fitRank(t, p, MethodData, LayerOptions{Bias: BiasAugment}, r)
-		ec, ea := relDiff(c.Apply(xc), y), relDiff(a.Apply(xc), y)
+		ec, ea := testutil.RelDiff(c.Apply(xc), y), testutil.RelDiff(a.Apply(xc), y)
 		if ec > ea*(1+1e-12) {
 			t.Fatalf("r=%d: centred residual %g > augmented %g", r, ec, ea)
 		}
 	}
 }
 
-// Claim 19: Alg 4's projection is feasible, satisfies the variational
+// Alg 4's projection is feasible, satisfies the variational
 // inequality, is non-expansive and idempotent.
-func TestClaim19ConvexProjection(t *testing.T) {
+func TestConvexProjection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 19))
-	xc := gauss(60, 8, rng)
-	truth := mul(xc, mul(gauss(8, 2, rng), gauss(2, 20, rng)))
+	xc := testutil.RandDense(rng, 60, 8)
+	truth := mul(xc, mul(testutil.RandDense(rng, 8, 2), testutil.RandDense(rng, 2, 20)))
 	truth.Scale(1/maxAbs(truth), truth) // ‖Y‖_∞ = α = 1
 	yt := mat.DenseCopyOf(truth)
-	yt.Add(yt, gauss(60, 20, rng))
+	yt.Add(yt, testutil.RandDense(rng, 60, 20))
 	sub, err := NewSubspace(xc)
 	if err != nil {
 		t.Fatal(err)
@@ -519,7 +508,7 @@ func TestClaim19ConvexProjection(t *testing.T) {
 	}
 	// Non-expansive and idempotent.
 	yt2 := mat.DenseCopyOf(yt)
-	yt2.Add(yt2, gauss(60, 20, rng))
+	yt2.Add(yt2, testutil.RandDense(rng, 60, 20))
 	yh2, _, err := ProjectPsi(yt2, sub, alpha, tau, o)
 	if err != nil {
 		t.Fatal(err)
@@ -534,7 +523,7 @@ func TestClaim19ConvexProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relDiff(yhh, yh); e > 1e-6 {
+	if e := testutil.RelDiff(yhh, yh); e > 1e-6 {
 		t.Fatalf("not idempotent: %g", e)
 	}
 }
@@ -545,12 +534,12 @@ func elemMul(a, b *mat.Dense) *mat.Dense {
 	return &c
 }
 
-// Claim 22: (P′) has a unique solution: different starts converge to the
+// (P′) has a unique solution: different starts converge to the
 // same Ŷ.
-func TestClaim22UniqueMLE(t *testing.T) {
+func TestUniqueMLE(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 22))
-	xc := gauss(300, 10, rng)
-	y := mul(xc, mul(gauss(10, 2, rng), gauss(2, 30, rng)))
+	xc := testutil.RandDense(rng, 300, 10)
+	y := mul(xc, mul(testutil.RandDense(rng, 10, 2), testutil.RandDense(rng, 2, 30)))
 	y.Scale(1/maxAbs(y), y)
 	const sigma = 0.5
 	z := mat.NewDense(300, 30, nil)
@@ -566,26 +555,26 @@ func TestClaim22UniqueMLE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := gauss(300, 30, rng)
+	start := testutil.RandDense(rng, 300, 30)
 	start.Scale(3, start)
 	b, _, err := ReLUMLE(z, sub, sigma, inf, inf, start, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := relDiff(a, b); e > 1e-6 {
+	if e := testutil.RelDiff(a, b); e > 1e-6 {
 		t.Fatalf("two starts differ by %.3g (iterations %d)", e, ia.Iterations)
 	}
 	t.Logf("unique MLE after %d iterations (%d restarts)", ia.Iterations, ia.Restarts)
 }
 
-// Claim 24 (observed behaviour, not a theorem): with a tuned radius (the
+// Observed behaviour, not a theorem: with a tuned radius (the
 // oracle τ = ‖Y‖_*) the ReLU-aware estimator beats least squares on Z; over
 // the subspace alone it need not.
-func TestClaim24ReLUAwareTunedRadius(t *testing.T) {
+func TestReLUAwareTunedRadius(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 24))
 	const d1, d, d2, sigma = 300, 30, 60, 0.5
-	xc := gauss(d1, d, rng)
-	y := mul(xc, mul(gauss(d, 2, rng), gauss(2, d2, rng)))
+	xc := testutil.RandDense(rng, d1, d)
+	y := mul(xc, mul(testutil.RandDense(rng, d, 2), testutil.RandDense(rng, 2, d2)))
 	y.Scale(1/maxAbs(y), y)
 	z := mat.NewDense(d1, d2, nil)
 	for i := 0; i < d1; i++ {
@@ -606,14 +595,14 @@ func TestClaim24ReLUAwareTunedRadius(t *testing.T) {
 	if err != nil && tuned == nil {
 		t.Fatal(err)
 	}
-	t.Logf("MSE: least squares on Z %.4g, ReLU-aware MLE with oracle τ %.4g (spec prototype: 0.0205 vs 0.0048)", mse(ls), mse(tuned))
+	t.Logf("MSE: least squares on Z %.4g, ReLU-aware MLE with oracle τ %.4g (0.0205 vs 0.0048 in an independent prototype)", mse(ls), mse(tuned))
 	if !(mse(tuned) < 0.5*mse(ls)) {
 		t.Fatalf("tuned ReLU-aware MLE %.4g not clearly better than least squares on Z %.4g", mse(tuned), mse(ls))
 	}
 }
 
-// Claim 25: Lemma B.1, (log f)″ ∈ [−1/σ², 0] on a grid.
-func TestClaim25LemmaB1(t *testing.T) {
+// Lemma B.1, (log f)″ ∈ [−1/σ², 0] on a grid.
+func TestLemmaB1(t *testing.T) {
 	for _, sigma := range []float64{0.3, 0.7, 2} {
 		lo, hi := 0.0, -1.0
 		for x := -8.0; x <= 8; x += 0.01 {
@@ -625,16 +614,16 @@ func TestClaim25LemmaB1(t *testing.T) {
 		}
 		if sigma == 0.7 {
 			// The surrogate −σ²log(1 − f)'s second derivative is −σ²(log f)″
-			// at −x: spans [0, 0.993] on [−8, 8] at σ = 0.7 (spec).
+			// at −x: spans [0, 0.993] on [−8, 8] at σ = 0.7.
 			if math.Abs(-lo-0.993) > 0.01 {
-				t.Errorf("σ=0.7: surrogate curvature reaches %.4f, spec says 0.993", -lo)
+				t.Errorf("σ=0.7: surrogate curvature reaches %.4f, want 0.993", -lo)
 			}
 		}
 	}
 }
 
-// Claim 26: Appendix C's bounds.
-func TestClaim26AppendixC(t *testing.T) {
+// Appendix C's bounds.
+func TestAppendixC(t *testing.T) {
 	const sigma = 1.0
 	for x := -10.0; x <= 40; x += 0.05 {
 		if g := SurrogateGap(x, sigma); g < -1e-9 {
@@ -653,13 +642,13 @@ func TestClaim26AppendixC(t *testing.T) {
 	ratio := func(x float64) float64 { return (SurrogateGap(x, sigma) + 0.5*x*x) / (0.5 * x * x) }
 	for _, c := range []struct{ x, want float64 }{{1, 3.68}, {3, 1.47}, {10, 1.065}, {30, 1.0096}} {
 		if got := ratio(c.x); math.Abs(got-c.want) > 0.01*c.want {
-			t.Errorf("Lemma C.1 ratio at x=%g: %.4f, spec %.4f", c.x, got, c.want)
+			t.Errorf("Lemma C.1 ratio at x=%g: %.4f, want %.4f", c.x, got, c.want)
 		}
 	}
 }
 
-// Claim 27: Lemma B.3's constants and bounds (spec table).
-func TestClaim27LemmaB3(t *testing.T) {
+// Lemma B.3's constants and bounds.
+func TestLemmaB3(t *testing.T) {
 	cases := []struct{ alpha, sigma, l, lb, beta, bb float64 }{
 		{1, 0.5, 4.86, 48, 1.91, 5.80},
 		{1, 1, 1.81, 16, 2.28, 5.18},
@@ -678,10 +667,10 @@ func TestClaim27LemmaB3(t *testing.T) {
 	}
 }
 
-// Claim 28: Lemma A.3 by Monte Carlo: the frequency of max G ≥ 2√log(d1d2)σ
+// Lemma A.3 by Monte Carlo: the frequency of max G ≥ 2√log(d1d2)σ
 // stays below the bound (with the bound times the trials far below 1, no
 // exceedance is expected).
-func TestClaim28LemmaA3(t *testing.T) {
+func TestLemmaA3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(28, 28))
 	const d1, d2, trials = 20, 20, 2000
 	thr := 2 * math.Sqrt(math.Log(d1*d2))
@@ -702,8 +691,8 @@ func TestClaim28LemmaA3(t *testing.T) {
 	}
 }
 
-// Claim 29: Lemma A.7, d_H² ≤ D_KL on a grid.
-func TestClaim29LemmaA7(t *testing.T) {
+// Lemma A.7, d_H² ≤ D_KL on a grid.
+func TestLemmaA7(t *testing.T) {
 	for p := 0.01; p < 1; p += 0.01 {
 		for q := 0.01; q < 1; q += 0.01 {
 			if h, k := Hellinger2(p, q), KLBernoulli(p, q); h > k+1e-12 {
@@ -713,11 +702,11 @@ func TestClaim29LemmaA7(t *testing.T) {
 	}
 }
 
-// Claim 30: Definition 4.1 and Remarks 4.2, 4.3.
-func TestClaim30EffRank(t *testing.T) {
+// Definition 4.1 and Remarks 4.2, 4.3.
+func TestEffRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 30))
 	for _, r := range []int{1, 2, 4, 8} {
-		y := mul(gauss(100, r, rng), gauss(r, 60, rng))
+		y := mul(testutil.RandDense(rng, 100, r), testutil.RandDense(rng, r, 60))
 		re := EffRank(y)
 		if re > float64(r)*(1+1e-9) {
 			t.Fatalf("r_eff = %g > rank %d", re, r)
@@ -727,17 +716,17 @@ func TestClaim30EffRank(t *testing.T) {
 			t.Fatalf("rank-%d Y violates Definition 4.1", r)
 		}
 	}
-	xc := gauss(100, 20, rng)
-	m := gauss(20, 60, rng)
+	xc := testutil.RandDense(rng, 100, 20)
+	m := testutil.RandDense(rng, 20, 60)
 	_, s, _, _ := linalg.ThinSVD(m)
 	if NuclearNorm(mul(xc, m)) > s[0]*NuclearNorm(xc)*(1+1e-12) {
 		t.Fatal("‖X̌M‖_* > ‖M‖_op‖X̌‖_*")
 	}
 }
 
-// Claim 31: ∇F against finite differences, including censored entries at
+// ∇F against finite differences, including censored entries at
 // large positive Y (the stable hazard).
-func TestClaim31TobitGradient(t *testing.T) {
+func TestTobitGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 31))
 	const sigma = 0.7
 	y := mat.NewDense(4, 5, nil)
@@ -770,8 +759,8 @@ func TestClaim31TobitGradient(t *testing.T) {
 	}
 }
 
-// Claim 32: parameter accounting and the factored forward pass.
-func TestClaim32Accounting(t *testing.T) {
+// Parameter accounting and the factored forward pass.
+func TestAccounting(t *testing.T) {
 	x, xc, w := setup(32)
 	b := make([]float64, 50)
 	for _, c := range []struct {
@@ -789,13 +778,13 @@ func TestClaim32Accounting(t *testing.T) {
 		var dense mat.Dense
 		dense.Mul(xc, f.Product())
 		addRowVector(&dense, f.EffectiveBias())
-		if e := relDiff(f.Apply(xc), &dense); e > 1e-13 {
+		if e := testutil.RelDiff(f.Apply(xc), &dense); e > 1e-13 {
 			t.Errorf("%s: (X̌A)B differs from X̌(AB) by %.3g", c.bias, e)
 		}
 		// As nn layers.
 		lay := f.Layers(nn.Identity)
 		net := &nn.MLP{Layers: lay[:]}
-		if e := relDiff(net.Forward(xc), f.Apply(xc)); e > 1e-13 {
+		if e := testutil.RelDiff(net.Forward(xc), f.Apply(xc)); e > 1e-13 {
 			t.Errorf("%s: nn layers differ by %.3g", c.bias, e)
 		}
 		if net.NumParams() != f.Params() {
@@ -813,7 +802,7 @@ func TestFitLayerBadInput(t *testing.T) {
 		o    LayerOptions
 	}{
 		{"nil W", Problem{X: x}, MethodData, LayerOptions{}},
-		{"width", Problem{W: gauss(31, 5, rand.New(rand.NewPCG(1, 1))), X: x}, MethodData, LayerOptions{}},
+		{"width", Problem{W: testutil.RandDense(rand.New(rand.NewPCG(1, 1)), 31, 5), X: x}, MethodData, LayerOptions{}},
 		{"bias length", Problem{W: w, Bias: []float64{1}, X: x}, MethodData, LayerOptions{}},
 		{"method", Problem{W: w, X: x}, "nope", LayerOptions{}},
 		{"bias mode", Problem{W: w, X: x}, MethodData, LayerOptions{Bias: "x"}},
