@@ -130,23 +130,34 @@ func (st *Start) searchZeroSets(ctx context.Context, rng *rand.Rand, roundoff fl
 	R, d := zs.X.Dims()
 	it := newZeroSetIter(zs.B)
 	tol := polishTolsFor(roundoff).null
+	misses := 0
 	for try := 0; try < zeroSetMaxTries(k) && len(zs.found) < k; try++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		st.opt.progress("zero-set start", len(zs.found), k)
 		zs.tries++
-		h := zs.freshDirection(rng)
-		g, r, ok := it.converge(it.fromDirection(zs.X, h), tol)
-		if !ok {
-			continue
+		// Every other start after a miss is a random coefficient vector:
+		// an input direction orthogonal to the rows found reaches a unit
+		// nearly in their span (ill-conditioned V) only from far away.
+		var g0 []float64
+		if misses%2 == 1 {
+			g0 = make([]float64, k)
+			for i := range g0 {
+				g0[i] = rng.NormFloat64()
+			}
+		} else {
+			g0 = it.fromDirection(zs.X, zs.freshDirection(rng))
 		}
-		z, ok := activeRow(zs.X, r, tol)
-		if !ok || zs.has(z) {
-			continue
+		g, r, ok := it.converge(g0, tol)
+		if ok {
+			if z, good := activeRow(zs.X, r, tol); good && !zs.has(z) {
+				zs.found = append(zs.found, z)
+				zs.gs = append(zs.gs, g)
+				continue
+			}
 		}
-		zs.found = append(zs.found, z)
-		zs.gs = append(zs.gs, g)
+		misses++
 	}
 	st.opt.progress("zero-set start", len(zs.found), k)
 	V := mat.NewDense(k, d, nil)
