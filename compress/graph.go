@@ -189,7 +189,10 @@ func (s *graphSource) write(j int, step layerOutcome, _ *mat.Dense, _ *LayerRepo
 func (s *graphSource) model() nn.Network { return s.out }
 
 // graphLayers finds the weights to compress: MatMul nodes by a constant
-// 2-D weight used nowhere else, and Gemm nodes with transA 0, a constant
+// 2-D weight used nowhere else whose data input holds the samples on an
+// axis of their own (nn.Graph.SampleAxis; attention's Q, K, V, output and
+// MLP weights on [N, tokens, width] do, a weight on a [tokens·N, width]
+// reshape is kept as it is), and Gemm nodes with transA 0, a constant
 // B used nowhere else and a constant bias of one value or one per output;
 // a MatMul's only consumer that is an Add of a constant vector of its
 // width is folded in as its bias. The activation is ReLU when the layer's
@@ -217,8 +220,8 @@ func graphLayers(g *nn.Graph) []*graphLayer {
 		if (n.Op != "MatMul" && n.Op != "Gemm") || len(n.Inputs) < 2 {
 			continue
 		}
-		if _, isConst := g.Consts[n.Inputs[0]]; isConst {
-			continue
+		if _, isConst := g.Consts[n.Inputs[0]]; isConst || g.SampleAxis(i) < 0 {
+			continue // no rows of one sample each to fit on
 		}
 		wt, ok := g.Consts[n.Inputs[1]]
 		if !ok || wt.Int || len(wt.Shape) != 2 || len(uses[n.Inputs[1]]) != 1 {
@@ -345,7 +348,7 @@ func denseRows(m *mat.Dense) []float64 {
 // buildGraph returns g with the rewritten layers replaced, and the index
 // of each original node kept in the new graph.
 func buildGraph(g *nn.Graph, layers []*graphLayer) (*nn.Graph, map[int]int) {
-	out := &nn.Graph{Input: g.Input, InputShape: slices.Clone(g.InputShape), Output: g.Output, Consts: map[string]*nn.GraphTensor{}}
+	out := &nn.Graph{Input: g.Input, InputShape: slices.Clone(g.InputShape), Output: g.Output, Consts: map[string]*nn.GraphTensor{}, Opset: g.Opset}
 	for k, t := range g.Consts {
 		out.Consts[k] = t
 	}
