@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -559,7 +560,9 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 		return nil, fmt.Errorf("nn: graph inputs have %d columns, the graph takes %d: %w", d, g.In(), ErrInput)
 	}
 	which := map[int]int{}
+	last := -1 // the run stops there: later nodes are not needed
 	for j, i := range nodes {
+		last = max(last, i)
 		if g.SampleAxis(i) < 0 {
 			return nil, fmt.Errorf("nn: graph node %d: its first input does not hold the samples on an axis of their own before the last, so its rows are not one sample's: %w", i, ErrInput)
 		}
@@ -572,10 +575,17 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 	step := g.batchRows()
 	for r0 := 0; r0 < n; r0 += step {
 		r1 := min(r0+step, n)
-		_, err := g.run(g.batch(x.Slice(r0, r1, 0, d).(*mat.Dense)), func(i int, _ *GraphNode, ins []value) error {
+		_, err := g.run(g.batch(x.Slice(r0, r1, 0, d).(*mat.Dense)), func(i int, _ *GraphNode, ins []value) (err error) {
 			j, ok := which[i]
 			if !ok {
 				return nil
+			}
+			if i == last {
+				defer func() {
+					if err == nil {
+						err = errStopRun
+					}
+				}()
 			}
 			a := ins[0]
 			if ax := g.sampleAxis[i]; ax > 0 {
@@ -606,12 +616,15 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && err != errStopRun {
 			return nil, err
 		}
 	}
 	return out, nil
 }
+
+// errStopRun is what a probe returns to end a run early, its values seen.
+var errStopRun = errors.New("nn: run stopped by its probe")
 
 // seq returns 0, 1, …, n-1.
 func seq(n int) []int {
