@@ -81,8 +81,8 @@ func TestCompressGraphExactLowRank(t *testing.T) {
 	}
 }
 
-// Keep fractions respect the budget in both modes, and a wrong width or a
-// measured allocation is refused.
+// Keep fractions respect the budget in both modes and with the measured
+// allocation, and a wrong width is refused.
 func TestCompressGraphKeep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	g := lowRankMixer(rng)
@@ -99,8 +99,14 @@ func TestCompressGraphKeep(t *testing.T) {
 	if _, err := CompressGraph(context.Background(), g, randDense(rng, 5, 7), Options{}); !errors.Is(err, ErrInput) {
 		t.Errorf("wrong width: %v", err)
 	}
-	if _, err := CompressGraph(context.Background(), g, x, Options{Allocation: AllocSensitivity}); !errors.Is(err, ErrInput) {
-		t.Errorf("sensitivity allocation: %v", err)
+	// The measured allocation probes the graph's output with each weight
+	// compressed.
+	res, err := CompressGraph(context.Background(), g, x, Options{Keep: 0.5, Allocation: AllocSensitivity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Params > res.Budget || len(res.Profiles) == 0 {
+		t.Errorf("sensitivity allocation: params %d, budget %d, %d profiles", res.Params, res.Budget, len(res.Profiles))
 	}
 }
 

@@ -635,12 +635,67 @@ func seq(n int) []int {
 	return s
 }
 
+// GraphValues are the values of one run of a graph on a batch of samples,
+// by name: what ForwardFrom resumes from.
+type GraphValues struct {
+	env     map[string]value
+	samples int
+}
+
+// Values runs the graph on the samples x in one batch, which must fit the
+// memory budget, and returns all its values.
+func (g *Graph) Values(x *mat.Dense) (*GraphValues, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	n, d := x.Dims()
+	if d != g.In() {
+		return nil, fmt.Errorf("nn: graph inputs have %d columns, the graph takes %d: %w", d, g.In(), ErrInput)
+	}
+	if err := dataio.CheckMemory(float64(n)*g.sampleBytes, fmt.Sprintf("nn: the values of %d samples of the graph", n), ""); err != nil {
+		return nil, err
+	}
+	env, err := g.run(g.batch(x), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &GraphValues{env: env, samples: n}, nil
+}
+
+// ForwardFrom returns the outputs (one row per sample) of g on the samples
+// of vals, computed by g's nodes from index from on; the values of the
+// earlier nodes are vals', which a graph whose first from nodes are g's
+// computed (a graph rewritten from that node on), so they are not
+// recomputed.
+func (g *Graph) ForwardFrom(vals *GraphValues, from int) (*mat.Dense, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	env := make(map[string]value, len(vals.env))
+	for k, v := range vals.env {
+		env[k] = v
+	}
+	env, err := g.runFrom(env, from, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := env[g.Output]
+	if len(out.data) != vals.samples*g.Out() {
+		return nil, fmt.Errorf("nn: graph output %q has shape %v for %d samples: %w", g.Output, out.shape, vals.samples, ErrInput)
+	}
+	return mat.NewDense(vals.samples, g.Out(), out.data), nil
+}
+
 // run evaluates the graph on x and returns every value it computed by
 // name; probe, if not nil, sees each node's inputs before it runs, and an
 // error it returns stops the run.
 func (g *Graph) run(x value, probe func(i int, n *GraphNode, ins []value) error) (map[string]value, error) {
-	env := map[string]value{g.Input: x}
-	for i := range g.Nodes {
+	return g.runFrom(map[string]value{g.Input: x}, 0, probe)
+}
+
+// runFrom is run from node from on, the values in env known.
+func (g *Graph) runFrom(env map[string]value, from int, probe func(i int, n *GraphNode, ins []value) error) (map[string]value, error) {
+	for i := from; i < len(g.Nodes); i++ {
 		n := &g.Nodes[i]
 		if !slices.Contains(graphOps, n.Op) {
 			return nil, fmt.Errorf("nn: graph node %q: unsupported operator %s; supported: %v: %w", n.Name, n.Op, graphOps, ErrInput)

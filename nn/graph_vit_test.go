@@ -181,3 +181,32 @@ func TestGraphLayoutOps(t *testing.T) {
 		}
 	}
 }
+
+// ForwardFrom resumes a run from a node: the tiny ViT with its last
+// weight's node replaced by an equal one, run from there on the values of
+// the original run, gives the original outputs.
+func TestGraphForwardFrom(t *testing.T) {
+	g, err := LoadGraphONNX("testdata/vit_tiny_opset17.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := dataio.ReadMatrix("testdata/vit_tiny_x.npy", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := g.Values(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(g.Nodes) - 1
+	h := *g
+	h.Nodes = append([]GraphNode(nil), g.Nodes...)
+	h.Nodes[last].Name = "head copy"
+	got, err := h.ForwardFrom(vals, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mat.Equal(got, g.Forward(x)) {
+		t.Fatal("ForwardFrom differs from Forward")
+	}
+}
