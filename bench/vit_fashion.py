@@ -13,8 +13,9 @@
 3. Checks relurec against PyTorch: `relurec eval --model vit.onnx --data fashion-mnist` reports
    PyTorch's float64 test accuracy, and `relurec eval --model vit.onnx --truth truth.npz` (the test
    images X and PyTorch's float64 logits Y) matches to 1e-5; so does the numpy evaluator below.
-4. With --compress 0.5[,0.3,…]: `relurec compress --model vit.onnx --data fashion-mnist --keep F`
-   (every constant weight matrix — Q, K, V, out projection, MLP, embedding, head — factored from the
+4. With --compress 0.5[,0.3,…]: `relurec compress --model vit.onnx --data fashion-mnist --keep F
+   --sequential --allocation sensitivity` (the flags after --keep are --compress-flags; every
+   constant weight matrix — Q, K, V, out projection, MLP, embedding, head — factored from the
    activations that reach it) to small_F.onnx, then
    - onnx.checker.check_model(full_check=True) accepts small_F.onnx;
    - an independent numpy evaluator of the ONNX graph (onnx_forward, no relurec code; the installed
@@ -110,6 +111,12 @@ def export(model, x, path, opset):
     return sorted({n.op_type for n in m.graph.node})
 
 
+try:
+    from scipy.special import erf  # Debian's python3-scipy; math.erf elementwise otherwise
+except ImportError:
+    erf = np.vectorize(math.erf)
+
+
 def onnx_forward(path, x):
     """Evaluates an ONNX graph of the operators the ViT's export uses with numpy in float64 (no relurec
     code): floating-point tensors as float64, integer ones as int64."""
@@ -142,7 +149,7 @@ def onnx_forward(path, x):
         elif op == "Relu":
             o = np.maximum(i[0], 0)
         elif op in ("Sqrt", "Erf"):
-            o = np.sqrt(i[0]) if op == "Sqrt" else np.vectorize(math.erf)(i[0])
+            o = np.sqrt(i[0]) if op == "Sqrt" else erf(i[0])
         elif op == "Softmax":
             e = np.exp(i[0] - i[0].max(axis=a.get("axis", -1), keepdims=True))
             o = e / e.sum(axis=a.get("axis", -1), keepdims=True)
@@ -223,10 +230,10 @@ def write_fixture(out):
         print(f"{p}: {os.path.getsize(p)} bytes, operators {ops}; numpy evaluator vs PyTorch float64 max |diff| {d:.1e}")
 
 
-def check_compressed(exe, out, onnx_path, keep, x64, yte, acc_dense, max_loss):
+def check_compressed(exe, out, onnx_path, keep, flags, x64, yte, acc_dense, max_loss):
     import onnx
     p = os.path.join(out, f"small_{keep:g}.onnx")
-    r = relurec(exe, "compress", "--model", onnx_path, "--data", "fashion-mnist", "--keep", f"{keep:g}", "--out", p)
+    r = relurec(exe, "compress", "--model", onnx_path, "--data", "fashion-mnist", "--keep", f"{keep:g}", *flags, "--out", p)
     onnx.checker.check_model(onnx.load(p), full_check=True)
     y = np.concatenate([onnx_forward(p, x64[k:k + 2000].numpy()) for k in range(0, len(x64), 2000)])
     acc_np = float((y.argmax(1) == yte.numpy()).mean())
@@ -237,7 +244,7 @@ def check_compressed(exe, out, onnx_path, keep, x64, yte, acc_dense, max_loss):
     acc = tr["test"]["accuracy"]
     loss = 100 * (acc_dense - acc)
     ok = d <= 1e-5 and acc == acc_np and loss <= max_loss
-    print(f"keep {keep:g}: params {r['params']}/{r['dense_params']}, accuracy relurec {acc:.4f} numpy-ONNX {acc_np:.4f} "
+    print(f"keep {keep:g} {' '.join(flags)}: params {r['params']}/{r['dense_params']}, accuracy relurec {acc:.4f} numpy-ONNX {acc_np:.4f} "
           f"(dense {acc_dense:.4f}, loss {loss:.2f} points, bound {max_loss:g}), logits max |diff| {d:.2e}, "
           f"onnx.checker OK, compress {r['timings']['compress']:.1f} s (wall {r['_wall']:.1f} s)"
           + ("" if ok else "  MISMATCH"), flush=True)
@@ -255,6 +262,8 @@ def main():
     ap.add_argument("--relurec", default="", help="relurec binary (default: go build ./cmd/relurec)")
     ap.add_argument("--min-accuracy", type=float, default=0.84)
     ap.add_argument("--compress", default="", help="comma-separated --keep fractions to compress with relurec and check")
+    ap.add_argument("--compress-flags", default="--sequential --allocation sensitivity",
+                    help="further flags of relurec compress (default: the recipe of docs/compress.md)")
     ap.add_argument("--max-loss", type=float, default=1.0, help="accuracy points keep ≥ 0.5 may lose")
     ap.add_argument("--max-loss-low", type=float, default=2.5, help="accuracy points keeps below 0.5 may lose")
     ap.add_argument("--train-only", action="store_true", help="train and export, no relurec checks")
@@ -317,7 +326,7 @@ def main():
     ok = acc64 >= args.min_accuracy and ev["test"]["accuracy"] == acc64 and to["max_abs_error"] <= 1e-5
     for k in filter(None, args.compress.split(",")):
         bound = args.max_loss if float(k) >= 0.5 else args.max_loss_low
-        ok = check_compressed(exe, out, onnx_path, float(k), x64, yte, acc64, bound) and ok
+        ok = check_compressed(exe, out, onnx_path, float(k), args.compress_flags.split(), x64, yte, acc64, bound) and ok
     print("OK" if ok else "MISMATCH (or accuracy below --min-accuracy / lost beyond --max-loss)")
     if tmp is not None:
         tmp.cleanup()
