@@ -39,9 +39,7 @@ Exit status 0 means every check passed.
 import argparse
 import math
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -50,8 +48,8 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from compress_torch_roundtrip import DATA, idx  # noqa: E402
-from cnn_fashion import accuracy, logits, relurec, train_or_load  # noqa: E402  (the same training and checks)
+from cnn_fashion import relurec, train_or_load  # noqa: E402  (the same training and checks)
+from mixer_fashion import check_dense, float64_truth, load_fashion, out_dir  # noqa: E402
 
 
 class Attention(nn.Module):
@@ -277,18 +275,8 @@ def main():
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
 
-    xtr = torch.from_numpy(idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")).astype(np.float32) / 255)
-    ytr = torch.from_numpy(idx(os.path.join(DATA, "train-labels-idx1-ubyte.gz")).astype(np.int64))
-    te_u8 = idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz"))
-    xte = torch.from_numpy(te_u8.astype(np.float32) / 255)
-    yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
-
-    tmp = None
-    out = args.out
-    if not out:
-        tmp = tempfile.TemporaryDirectory()
-        out = tmp.name
-    os.makedirs(out, exist_ok=True)
+    xtr, ytr, te_u8, xte, yte = load_fashion()
+    tmp, out = out_dir(args.out)
     model = ViT()
     train_s = train_or_load(model, os.path.join(out, "vit.pt"), args.reuse, args.epochs, xtr, ytr, xte, yte)
 
@@ -296,16 +284,7 @@ def main():
     ops = export(model, xte[:1], onnx_path, args.opset)
     print(f"exported {onnx_path} (opset {args.opset}): operators {ops}")
 
-    # relurec reads the images as x/255 in float64 and computes in float64.
-    x64 = torch.from_numpy(te_u8.astype(np.float64) / 255)
-    m64 = ViT().double()
-    m64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
-    m64.eval()
-    acc32 = accuracy(model, xte, yte)
-    acc64 = accuracy(m64, x64, yte)
-    y64 = logits(m64, x64).numpy()
-    truth = os.path.join(out, "truth.npz")
-    np.savez(truth, X=x64.reshape(len(x64), -1).numpy(), Y=y64)
+    x64, acc32, acc64, y64, truth = float64_truth(model, ViT().double(), te_u8, xte, yte, out)
     np_err = float(np.abs(onnx_forward(onnx_path, x64[:2000].numpy()) - y64[:2000]).max())
     print(f"PyTorch {torch.__version__}, {args.threads} threads; training {args.epochs} epochs in {train_s:.0f} s; "
           f"parameters {sum(p.numel() for p in model.parameters())}")
@@ -314,16 +293,7 @@ def main():
     if args.train_only:
         sys.exit(0 if acc64 >= args.min_accuracy else 1)
 
-    exe = args.relurec
-    if not exe:
-        exe = os.path.join(out, "relurec")
-        subprocess.run(["go", "build", "-o", exe, "./cmd/relurec"], cwd=REPO, check=True)
-    ev = relurec(exe, "eval", "--model", onnx_path, "--data", "fashion-mnist")
-    tr = relurec(exe, "eval", "--model", onnx_path, "--truth", truth)
-    to = tr["truth_outputs"]
-    print(f"relurec eval: accuracy {ev['test']['accuracy']:.4f} ({ev['_wall']:.1f} s); logits vs PyTorch float64 "
-          f"max |diff| {to['max_abs_error']:.2e}, relative {to['rel_error']:.2e}", flush=True)
-    ok = acc64 >= args.min_accuracy and ev["test"]["accuracy"] == acc64 and to["max_abs_error"] <= 1e-5
+    exe, ok = check_dense(args.relurec, out, onnx_path, truth, acc64, args.min_accuracy)
     for k in filter(None, args.compress.split(",")):
         bound = args.max_loss if float(k) >= 0.5 else args.max_loss_low
         ok = check_compressed(exe, out, onnx_path, float(k), args.compress_flags.split(), x64, yte, acc64, bound) and ok

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,35 +78,6 @@ func maxEntryDiff(a, b *mat.Dense) float64 {
 		}
 	}
 	return m
-}
-
-// The ViT graphs WriteGraphONNX writes, in F32 and F64, pass onnx.checker
-// (full_check, so the types of the shape arithmetic are inferred and
-// checked). Skipped without python3 and onnx.
-func TestGraphViTONNXPythonCheck(t *testing.T) {
-	py, tried := onnxPython()
-	if py == "" {
-		t.Skipf("no python3 with the onnx module (tried %s); install python3-onnx or set RELUREC_PYTHON", tried)
-	}
-	dir := t.TempDir()
-	var files []string
-	for path := range vitFixtures {
-		g, err := LoadGraphONNX(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, dtype := range []string{"F64", "F32"} {
-			p := filepath.Join(dir, filepath.Base(path)+"."+dtype+".onnx")
-			if err := SaveGraphONNX(p, g, nil, dtype); err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, p)
-		}
-	}
-	script := "import sys, onnx\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(onnx.load(p), full_check=True)\n"
-	if out, err := exec.Command(py, append([]string{"-c", script}, files...)...).CombinedOutput(); err != nil {
-		t.Fatalf("onnx.checker: %v\n%s", err, out)
-	}
 }
 
 // InputRows gives a node's rows sample by sample when its input holds the
