@@ -232,7 +232,6 @@ func (g *Graph) SampleAxis(i int) int {
 // declares shapes too large for it gives an error wrapping
 // dataio.ErrTooLarge instead of exhausting the machine's memory.
 func (g *Graph) Validate() error {
-	g.outShape = nil
 	if _, ok := sizeOf(g.InputShape); !ok || len(g.InputShape) == 0 {
 		return fmt.Errorf("nn: graph input %q has shape %v; every dimension of a sample must be known and positive: %w", g.Input, g.InputShape, ErrInput)
 	}

@@ -325,23 +325,19 @@ func broadcast(op string, a, b value) (value, error) {
 	}
 	f := binaryOps[op]
 	isInt := a.isInt && b.isInt
+	inline := op // the operator repeated may inline
 	if op == "Div" && isInt {
 		f = func(x, y float64) float64 { return math.Trunc(x / y) }
+		inline = ""
 	}
 	y := value{shape: shape, data: make([]float64, numel(shape)), isInt: isInt || op == "Equal"}
 	// Fast path: b repeats over the leading axes of a (a bias), or a over b's.
 	if slices.Equal(shape, as) && len(b.data) > 0 && suffixOf(bs, as) {
-		m := len(b.data)
-		for i, v := range a.data {
-			y.data[i] = f(v, b.data[i%m])
-		}
+		repeated(inline, f, y.data, a.data, b.data, false)
 		return y, nil
 	}
 	if slices.Equal(shape, bs) && len(a.data) > 0 && suffixOf(as, bs) {
-		m := len(a.data)
-		for i, v := range b.data {
-			y.data[i] = f(a.data[i%m], v)
-		}
+		repeated(inline, f, y.data, b.data, a.data, true)
 		return y, nil
 	}
 	sa, sb := bstrides(as, shape), bstrides(bs, shape)
@@ -356,6 +352,42 @@ func broadcast(op string, a, b value) (value, error) {
 		next(idx, shape)
 	}
 	return y, nil
+}
+
+// repeated sets dst[i] = f(x[i], r[i mod len(r)]) (f(r[…], x[i]) when
+// swapped), in blocks of len(r) with the arithmetic operators inlined:
+// the bias adds and scalings of every layer.
+func repeated(op string, f func(x, y float64) float64, dst, x, r []float64, swapped bool) {
+	m := len(r)
+	for base := 0; base < len(x); base += m {
+		d, xs := dst[base:base+m], x[base:base+m]
+		switch {
+		case op == "Add":
+			for i, v := range xs {
+				d[i] = v + r[i]
+			}
+		case op == "Mul":
+			for i, v := range xs {
+				d[i] = v * r[i]
+			}
+		case op == "Sub" && !swapped:
+			for i, v := range xs {
+				d[i] = v - r[i]
+			}
+		case op == "Div" && !swapped:
+			for i, v := range xs {
+				d[i] = v / r[i]
+			}
+		case swapped:
+			for i, v := range xs {
+				d[i] = f(r[i], v)
+			}
+		default:
+			for i, v := range xs {
+				d[i] = f(v, r[i])
+			}
+		}
+	}
 }
 
 // where picks x where cond is non-zero, else y, all three broadcast.

@@ -179,3 +179,15 @@ func TestGraphForwardFrom(t *testing.T) {
 		t.Fatal("ForwardFrom differs from Forward")
 	}
 }
+
+// Integer Div truncates, as the shape arithmetic of an export needs (a
+// width over the heads), in the repeated fast path and the general one.
+func TestGraphIntegerDiv(t *testing.T) {
+	seven := value{shape: []int{2}, data: []float64{7, -7}, isInt: true}
+	for _, two := range []value{{shape: []int{1}, data: []float64{2}, isInt: true}, {shape: []int{2, 1}, data: []float64{2, 2}, isInt: true}} {
+		y, err := broadcast("Div", seven, two)
+		if err != nil || y.data[0] != 3 || y.data[1] != -3 || !y.isInt {
+			t.Fatalf("7, -7 div %v = %+v, %v; want 3, -3", two.shape, y, err)
+		}
+	}
+}
