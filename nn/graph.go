@@ -40,8 +40,8 @@ type Graph struct {
 	// Constant nodes) by name.
 	Consts map[string]*GraphTensor
 	// Opset is the ONNX operator set the nodes follow (0: 13), which
-	// decides the few operator semantics that changed across opsets and
-	// is written back by WriteGraphONNX.
+	// decides the few operator semantics that changed across opsets
+	// (Softmax's axis) and is written back by WriteGraphONNX.
 	Opset int
 
 	// Filled by Validate: one sample's output shape, the multiply-adds

@@ -125,11 +125,11 @@ func SaveGraphONNX(path string, gr *Graph, meta map[string]string, dtype string)
 	return nil
 }
 
-// WriteGraphONNX writes gr to w as an ONNX ModelProto of the graph's
-// opset (at least 13) and the IR version it needs: its nodes in order, its constants as initializers (sorted by
-// name; floating-point ones as DOUBLE for dtype "" or "F64", FLOAT for
-// "F32"; integer ones as INT64), the input [N, InputShape...] and the
-// output [N, ...]. meta goes into metadata_props, with the operator counts
+// WriteGraphONNX writes gr to w as an ONNX ModelProto in the graph's opset
+// (13 when not given), with the IR version that opset needs: its nodes in
+// order, its constants as initializers (sorted by name; floating-point
+// ones as DOUBLE for dtype "" or "F64", FLOAT for "F32"; integer ones as
+// INT64), the input [N, InputShape...] and the output [N, ...]. meta goes into metadata_props, with the operator counts
 // under MetaGraph. ReadGraphONNX reads it back to the same graph.
 func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string) error {
 	if err := gr.Validate(); err != nil {
@@ -195,8 +195,12 @@ func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string
 	if err != nil {
 		return err
 	}
+	opset := gr.Opset
+	if opset == 0 {
+		opset = onnxOpset
+	}
 	doc := "graph written by relurec (nn.WriteGraphONNX)"
-	return writeONNXModel(w, onnxModelProtoOpset(g, doc, meta, MetaGraph, string(arch), max(gr.Opset, onnxOpset)))
+	return writeONNXModel(w, onnxModelProtoOpset(g, doc, meta, MetaGraph, string(arch), opset))
 }
 
 // graphTensorProto encodes a constant as a TensorProto: INT64 when it is
