@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -115,12 +116,19 @@ func TestCompressGraphKeep(t *testing.T) {
 // on the activations that reach it (one row per token of each image, 5
 // tokens here); at full rank the compressed graph computes the original's
 // outputs, and at keep 0.5 it is smaller, written in the file's opset and
-// read back to the same outputs.
+// read back to the same outputs; in opset 17 (LayerNormalization) and 13
+// (its decomposition).
 func TestCompressGraphViT(t *testing.T) {
-	g, err := nn.LoadGraphONNX("../nn/testdata/vit_tiny_opset17.onnx")
-	if err != nil {
-		t.Fatal(err)
+	for _, opset := range []int{13, 17} {
+		g, err := nn.LoadGraphONNX(fmt.Sprintf("../nn/testdata/vit_tiny_opset%d.onnx", opset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compressViT(t, g, opset)
 	}
+}
+
+func compressViT(t *testing.T, g *nn.Graph, opset int) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	x := mat.NewDense(200, g.In(), nil)
 	for i := range x.RawMatrix().Data {
@@ -155,8 +163,8 @@ func TestCompressGraphViT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Params > res.Budget || res.Model.NumParams() != res.Params || res.Model.Opset != 17 {
-		t.Errorf("keep 0.5: params %d (model %d), budget %d, opset %d", res.Params, res.Model.NumParams(), res.Budget, res.Model.Opset)
+	if res.Params > res.Budget || res.Model.NumParams() != res.Params || res.Model.Opset != opset {
+		t.Errorf("keep 0.5: params %d (model %d), budget %d, opset %d (want %d)", res.Params, res.Model.NumParams(), res.Budget, res.Model.Opset, opset)
 	}
 	var buf bytes.Buffer
 	if err := nn.WriteGraphONNX(&buf, res.Model, nil, "F64"); err != nil {
