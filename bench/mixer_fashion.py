@@ -127,6 +127,56 @@ def check_compressed(exe, out, onnx_path, keep, x64, yte, acc_dense, max_loss):
     return ok
 
 
+def load_fashion():
+    """Fashion-MNIST as torch tensors: training images (float32, /255) and labels, the test images as
+    uint8 (numpy) and float32, and the test labels."""
+    xtr = torch.from_numpy(idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")).astype(np.float32) / 255)
+    ytr = torch.from_numpy(idx(os.path.join(DATA, "train-labels-idx1-ubyte.gz")).astype(np.int64))
+    te_u8 = idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz"))
+    xte = torch.from_numpy(te_u8.astype(np.float32) / 255)
+    yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    return xtr, ytr, te_u8, xte, yte
+
+
+def out_dir(out):
+    """The output directory (created), and the TemporaryDirectory behind it when out is empty."""
+    tmp = None
+    if not out:
+        tmp = tempfile.TemporaryDirectory()
+        out = tmp.name
+    os.makedirs(out, exist_ok=True)
+    return tmp, out
+
+
+def float64_truth(model, m64, te_u8, xte, yte, out):
+    """relurec reads the images as x/255 in float64 and computes in float64: the test images so, the
+    float32 and float64 (model's weights in m64) test accuracies, the float64 logits, and out/truth.npz
+    holding the images X (flattened) and those logits Y for `relurec eval --truth`."""
+    x64 = torch.from_numpy(te_u8.astype(np.float64) / 255)
+    m64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
+    m64.eval()
+    acc32 = accuracy(model, xte, yte)
+    acc64 = accuracy(m64, x64, yte)
+    y64 = logits(m64, x64).numpy()
+    truth = os.path.join(out, "truth.npz")
+    np.savez(truth, X=x64.reshape(len(x64), -1).numpy(), Y=y64)
+    return x64, acc32, acc64, y64, truth
+
+
+def check_dense(exe, out, onnx_path, truth, acc64, min_accuracy):
+    """Builds relurec unless exe is given, then checks that `relurec eval` of the dense ONNX model gives
+    PyTorch's float64 test accuracy and logits (truth) to 1e-5. Returns the binary and whether it held."""
+    if not exe:
+        exe = os.path.join(out, "relurec")
+        subprocess.run(["go", "build", "-o", exe, "./cmd/relurec"], cwd=REPO, check=True)
+    ev = relurec(exe, "eval", "--model", onnx_path, "--data", "fashion-mnist")
+    tr = relurec(exe, "eval", "--model", onnx_path, "--truth", truth)
+    to = tr["truth_outputs"]
+    print(f"relurec eval: accuracy {ev['test']['accuracy']:.4f} ({ev['_wall']:.1f} s); logits vs PyTorch float64 "
+          f"max |diff| {to['max_abs_error']:.2e}, relative {to['rel_error']:.2e}", flush=True)
+    return exe, acc64 >= min_accuracy and ev["test"]["accuracy"] == acc64 and to["max_abs_error"] <= 1e-5
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epochs", type=int, default=None, help="epochs to train (default 6; 0 with --reuse)")
@@ -145,18 +195,8 @@ def main():
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
 
-    xtr = torch.from_numpy(idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")).astype(np.float32) / 255)
-    ytr = torch.from_numpy(idx(os.path.join(DATA, "train-labels-idx1-ubyte.gz")).astype(np.int64))
-    te_u8 = idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz"))
-    xte = torch.from_numpy(te_u8.astype(np.float32) / 255)
-    yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
-
-    tmp = None
-    out = args.out
-    if not out:
-        tmp = tempfile.TemporaryDirectory()
-        out = tmp.name
-    os.makedirs(out, exist_ok=True)
+    xtr, ytr, te_u8, xte, yte = load_fashion()
+    tmp, out = out_dir(args.out)
     model = Mixer()
     train_s = train_or_load(model, os.path.join(out, "mixer.pt"), args.reuse, args.epochs, xtr, ytr, xte, yte)
 
@@ -168,16 +208,7 @@ def main():
     ops = sorted({n.op_type for n in onnx.load(onnx_path).graph.node})
     print(f"exported {onnx_path}: operators {ops}")
 
-    # relurec reads the images as x/255 in float64 and computes in float64.
-    x64 = torch.from_numpy(te_u8.astype(np.float64) / 255)
-    m64 = Mixer().double()
-    m64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
-    m64.eval()
-    acc32 = accuracy(model, xte, yte)
-    acc64 = accuracy(m64, x64, yte)
-    y64 = logits(m64, x64).numpy()
-    truth = os.path.join(out, "truth.npz")
-    np.savez(truth, X=x64.reshape(len(x64), -1).numpy(), Y=y64)
+    x64, acc32, acc64, y64, truth = float64_truth(model, Mixer().double(), te_u8, xte, yte, out)
     np_err = float(np.abs(onnx_forward(onnx_path, x64.numpy()) - y64).max())
     print(f"PyTorch {torch.__version__}, {args.threads} threads; training {args.epochs} epochs in {train_s:.0f} s; "
           f"parameters {sum(p.numel() for p in model.parameters())}")
@@ -185,16 +216,7 @@ def main():
     if args.train_only:
         sys.exit(0 if acc64 >= args.min_accuracy else 1)
 
-    exe = args.relurec
-    if not exe:
-        exe = os.path.join(out, "relurec")
-        subprocess.run(["go", "build", "-o", exe, "./cmd/relurec"], cwd=REPO, check=True)
-    ev = relurec(exe, "eval", "--model", onnx_path, "--data", "fashion-mnist")
-    tr = relurec(exe, "eval", "--model", onnx_path, "--truth", truth)
-    to = tr["truth_outputs"]
-    print(f"relurec eval: accuracy {ev['test']['accuracy']:.4f} ({ev['_wall']:.1f} s); logits vs PyTorch float64 "
-          f"max |diff| {to['max_abs_error']:.2e}, relative {to['rel_error']:.2e}")
-    ok = acc64 >= args.min_accuracy and ev["test"]["accuracy"] == acc64 and to["max_abs_error"] <= 1e-5
+    exe, ok = check_dense(args.relurec, out, onnx_path, truth, acc64, args.min_accuracy)
     for k in filter(None, args.compress.split(",")):
         bound = args.max_loss if float(k) >= 0.5 else float("inf")
         ok = check_compressed(exe, out, onnx_path, float(k), x64, yte, acc64, bound) and ok

@@ -59,14 +59,20 @@ type layerSource interface {
 	model() nn.Network
 }
 
-// wholeNetwork is implemented by a source whose whole network compressLayers
-// can run on any inputs (an MLP): it takes the measured allocations that
-// probe the network's output (AllocSensitivity, AllocASVD), held-out
-// errors (Options.Holdout, computed by its write) and distillation.
-type wholeNetwork interface {
+// prober is implemented by a source that can measure the network's output
+// with one layer compressed (an MLP, a graph): it takes the measured
+// allocations (AllocSensitivity, AllocASVD).
+type prober interface {
 	// probe measures the output error with one layer compressed; refit as
-	// newProbe's.
+	// newProbe's, where the source supports it.
 	probe(costs []layerCost, fits []*Fit, refit bool) *probe
+}
+
+// wholeNetwork is implemented by a source whose whole network compressLayers
+// can run on any inputs (an MLP): it takes held-out errors
+// (Options.Holdout, computed by its write) and distillation.
+type wholeNetwork interface {
+	prober
 	// distill fits the compressed network end to end to the original's
 	// outputs (Options.Distill).
 	distill(ctx context.Context, o DistillOptions, progress func(string, int, int)) (*DistillReport, error)
@@ -120,8 +126,9 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 	if err != nil {
 		return err
 	}
-	if mode == modeKeep && o.Allocation.probes() && whole == nil {
-		return fmt.Errorf("compress: the %s allocation measures an MLP's output and is not available for a %s; use %s, %s or %s: %w",
+	pr, _ := src.(prober)
+	if mode == modeKeep && o.Allocation.probes() && pr == nil {
+		return fmt.Errorf("compress: the %s allocation measures the network's output and is not available for a %s; use %s, %s or %s: %w",
 			o.Allocation, src.kind(), AllocGlobal, AllocUniform, AllocSVDLLM2, ErrInput)
 	}
 	res.DenseParams = src.original().NumParams()
@@ -145,7 +152,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 	var pre []*Fit // fits on the original activations, reusable where X̌ = X
 	if mode == modeKeep {
 		res.Budget = int(math.Floor(o.Keep * float64(res.DenseParams)))
-		if ranks, pre, res.Profiles, err = o.allocateRanks(ctx, whole, probs, costs, res.Budget-other, lo); err != nil {
+		if ranks, pre, res.Profiles, err = o.allocateRanks(ctx, pr, probs, costs, res.Budget-other, lo); err != nil {
 			return err
 		}
 	}
@@ -196,10 +203,10 @@ func originalProblems(ctx context.Context, src layerSource, layers []sourceLayer
 
 // allocateRanks splits budget over the layers for modeKeep: by
 // measured fits for the measured allocations (returned as pre, to reuse,
-// unless the method's fits depend on the rank; a probe of whole, which
+// unless the method's fits depend on the rank; a probe of pr, which
 // reports its profiles, for AllocSensitivity and AllocASVD), else from the
 // spectra.
-func (o *Options) allocateRanks(ctx context.Context, whole wholeNetwork, probs []Problem, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, profiles []RankProfile, err error) {
+func (o *Options) allocateRanks(ctx context.Context, pr prober, probs []Problem, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, profiles []RankProfile, err error) {
 	if !o.Allocation.measured() {
 		spectra, err := allocationSpectra(ctx, probs, o.Method, lo)
 		if err != nil {
@@ -217,7 +224,7 @@ func (o *Options) allocateRanks(ctx context.Context, whole wholeNetwork, probs [
 	} else {
 		// Sequential data-driven compression refits the later layers on
 		// the compressed stream; the measurement does too.
-		p := whole.probe(costs, fits, o.Sequential && o.Method == MethodData)
+		p := pr.probe(costs, fits, o.Sequential && o.Method == MethodData)
 		ranks, err = measuredAllocation(ctx, p, budget, o.Allocation)
 		profiles = p.profiles()
 	}

@@ -73,8 +73,9 @@ type graphLayer struct {
 // are always the original pre-activations. Keep counts every
 // floating-point constant of the graph; constants other than the weights
 // and their biases are kept. Ranks has one entry per weight, in node
-// order. AllocSensitivity and AllocASVD are not available; Holdout is
-// ignored with a warning. Errors caused by the input wrap ErrInput.
+// order. AllocSensitivity and AllocASVD measure the graph's output with
+// each weight compressed on the first GraphProbeSamples samples; Holdout
+// is ignored with a warning. Errors caused by the input wrap ErrInput.
 func CompressGraph(ctx context.Context, g *nn.Graph, x0 *mat.Dense, o Options) (*GraphResult, error) {
 	start := time.Now()
 	if g == nil {
@@ -188,8 +189,42 @@ func (s *graphSource) write(j int, step layerOutcome, _ *mat.Dense, _ *LayerRepo
 
 func (s *graphSource) model() nn.Network { return s.out }
 
+// GraphProbeSamples is how many calibration samples (the first ones) the
+// measured allocations of a graph run through it per measurement: each is
+// a forward pass of the whole graph with one weight compressed, and
+// relative output errors of one network are compared, which a few
+// thousand rows of tokens estimate well.
+const GraphProbeSamples = 256
+
+// probe measures the graph's outputs with one weight replaced by its fit
+// at a rank, on the first GraphProbeSamples calibration samples, running
+// only the nodes from that weight's on (the values before it are the
+// original graph's). The later weights are not refit (refit is ignored).
+func (s *graphSource) probe(costs []layerCost, fits []*Fit, _ bool) *probe {
+	n, d := s.x0.Dims()
+	x := s.x0.Slice(0, min(n, GraphProbeSamples), 0, d).(*mat.Dense)
+	vals, err := s.g.Values(x)
+	output := func(j int, f Factored) (*mat.Dense, error) {
+		if err != nil {
+			return nil, fmt.Errorf("compress: %w", err)
+		}
+		l := *s.ls[j]
+		l.setFactored(f)
+		g, _ := buildGraph(s.g, []*graphLayer{&l})
+		return g.ForwardFrom(vals, l.node)
+	}
+	var ref *mat.Dense
+	if err == nil {
+		ref, err = s.g.ForwardFrom(vals, len(s.g.Nodes))
+	}
+	return newOutputProbe(ref, output, costs, fits)
+}
+
 // graphLayers finds the weights to compress: MatMul nodes by a constant
-// 2-D weight used nowhere else, and Gemm nodes with transA 0, a constant
+// 2-D weight used nowhere else whose data input holds the samples on an
+// axis of their own (nn.Graph.SampleAxis; attention's Q, K, V, output and
+// MLP weights on [N, tokens, width] do, a weight on a [tokens·N, width]
+// reshape is kept as it is), and Gemm nodes with transA 0, a constant
 // B used nowhere else and a constant bias of one value or one per output;
 // a MatMul's only consumer that is an Add of a constant vector of its
 // width is folded in as its bias. The activation is ReLU when the layer's
@@ -217,8 +252,8 @@ func graphLayers(g *nn.Graph) []*graphLayer {
 		if (n.Op != "MatMul" && n.Op != "Gemm") || len(n.Inputs) < 2 {
 			continue
 		}
-		if _, isConst := g.Consts[n.Inputs[0]]; isConst {
-			continue
+		if _, isConst := g.Consts[n.Inputs[0]]; isConst || g.SampleAxis(i) < 0 {
+			continue // no rows of one sample each to fit on
 		}
 		wt, ok := g.Consts[n.Inputs[1]]
 		if !ok || wt.Int || len(wt.Shape) != 2 || len(uses[n.Inputs[1]]) != 1 {
@@ -345,7 +380,7 @@ func denseRows(m *mat.Dense) []float64 {
 // buildGraph returns g with the rewritten layers replaced, and the index
 // of each original node kept in the new graph.
 func buildGraph(g *nn.Graph, layers []*graphLayer) (*nn.Graph, map[int]int) {
-	out := &nn.Graph{Input: g.Input, InputShape: slices.Clone(g.InputShape), Output: g.Output, Consts: map[string]*nn.GraphTensor{}}
+	out := &nn.Graph{Input: g.Input, InputShape: slices.Clone(g.InputShape), Output: g.Output, Consts: map[string]*nn.GraphTensor{}, Opset: g.Opset}
 	for k, t := range g.Consts {
 		out.Consts[k] = t
 	}

@@ -1,10 +1,13 @@
 package compress
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -80,8 +83,8 @@ func TestCompressGraphExactLowRank(t *testing.T) {
 	}
 }
 
-// Keep fractions respect the budget in both modes, and a wrong width or a
-// measured allocation is refused.
+// Keep fractions respect the budget in both modes and with the measured
+// allocation, and a wrong width is refused.
 func TestCompressGraphKeep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	g := lowRankMixer(rng)
@@ -98,7 +101,123 @@ func TestCompressGraphKeep(t *testing.T) {
 	if _, err := CompressGraph(context.Background(), g, testutil.RandDense(rng, 5, 7), Options{}); !errors.Is(err, ErrInput) {
 		t.Errorf("wrong width: %v", err)
 	}
-	if _, err := CompressGraph(context.Background(), g, x, Options{Allocation: AllocSensitivity}); !errors.Is(err, ErrInput) {
-		t.Errorf("sensitivity allocation: %v", err)
+	// The measured allocation probes the graph's output with each weight
+	// compressed.
+	res, err := CompressGraph(context.Background(), g, x, Options{Keep: 0.5, Allocation: AllocSensitivity})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if res.Params > res.Budget || len(res.Profiles) == 0 {
+		t.Errorf("sensitivity allocation: params %d, budget %d, %d profiles", res.Params, res.Budget, len(res.Profiles))
+	}
+}
+
+// Every weight of the exported ViT — patch embedding, attention's Q, K, V
+// and output projections, the MLP's two Linears, the head — is a layer fit
+// on the activations that reach it (one row per token of each image, 5
+// tokens here); at full rank the compressed graph computes the original's
+// outputs, and at keep 0.5 it is smaller, written in the file's opset and
+// read back to the same outputs; in opset 17 (LayerNormalization) and 13
+// (its decomposition).
+func TestCompressGraphViT(t *testing.T) {
+	for _, opset := range []int{13, 17} {
+		g, err := nn.LoadGraphONNX(fmt.Sprintf("../nn/testdata/vit_tiny_opset%d.onnx", opset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compressViT(t, g, opset)
+	}
+}
+
+func compressViT(t *testing.T, g *nn.Graph, opset int) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	x := mat.NewDense(200, g.In(), nil)
+	for i := range x.RawMatrix().Data {
+		x.RawMatrix().Data[i] = rng.Float64()
+	}
+	layers := graphLayers(g)
+	var names []string
+	for _, l := range layers {
+		names = append(names, l.name)
+	}
+	want := []string{"/embed/MatMul", "/blocks.0/attn/q/MatMul", "/blocks.0/attn/k/MatMul", "/blocks.0/attn/v/MatMul",
+		"/blocks.0/attn/proj/MatMul", "/blocks.0/fc1/MatMul", "/blocks.0/fc2/MatMul", "/head/Gemm"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("layers %v, want %v", names, want)
+	}
+	full := make([]int, len(layers))
+	for j, l := range layers {
+		r, c := l.w.Dims()
+		full[j] = min(r, c)
+	}
+	res, err := CompressGraph(context.Background(), g, x, Options{Ranks: full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(g.Forward(x), res.Model.Forward(x)); d > 1e-9 {
+		t.Errorf("full rank: outputs differ by %g", d)
+	}
+	if res.Modules[1].Rows != 200*5 {
+		t.Errorf("Q fit on %d rows, want 1000 (images × tokens)", res.Modules[1].Rows)
+	}
+	res, err = CompressGraph(context.Background(), g, x, Options{Keep: 0.5, Sequential: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Params > res.Budget || res.Model.NumParams() != res.Params || res.Model.Opset != opset {
+		t.Errorf("keep 0.5: params %d (model %d), budget %d, opset %d (want %d)", res.Params, res.Model.NumParams(), res.Budget, res.Model.Opset, opset)
+	}
+	var buf bytes.Buffer
+	if err := nn.WriteGraphONNX(&buf, res.Model, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := nn.ReadGraphONNX(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mat.Equal(back.Forward(x), res.Model.Forward(x)) {
+		t.Error("the compressed ViT read back computes other outputs")
+	}
+}
+
+// A weight whose input holds the samples on a later axis (after a
+// Transpose to [tokens, N, width]) is fit on rows taken sample by sample,
+// and one whose input merges them with the tokens (a Reshape to
+// [N·tokens, width]) is left dense as it is: its rows are not one
+// sample's.
+func TestCompressGraphSampleAxis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	g := &nn.Graph{
+		Input: "x", InputShape: []int{3, 4}, Output: "y",
+		Consts: map[string]*nn.GraphTensor{
+			"W1": graphTensor(randDense(rng, 4, 4)), "W2": graphTensor(randDense(rng, 4, 4)),
+			"flat": {Shape: []int{2}, Data: []float64{-1, 4}, Int: true}, "back": {Shape: []int{3}, Data: []float64{-1, 3, 4}, Int: true},
+		},
+		Nodes: []nn.GraphNode{
+			{Name: "t", Op: "Transpose", Inputs: []string{"x"}, Outputs: []string{"xt"}, Attrs: map[string]nn.GraphAttr{"perm": {Kind: "ints", Ints: []int64{1, 0, 2}}}},
+			{Name: "mm1", Op: "MatMul", Inputs: []string{"xt", "W1"}, Outputs: []string{"a"}},
+			{Name: "tb", Op: "Transpose", Inputs: []string{"a"}, Outputs: []string{"at"}, Attrs: map[string]nn.GraphAttr{"perm": {Kind: "ints", Ints: []int64{1, 0, 2}}}},
+			{Name: "flat", Op: "Reshape", Inputs: []string{"at", "flat"}, Outputs: []string{"f"}},
+			{Name: "mm2", Op: "MatMul", Inputs: []string{"f", "W2"}, Outputs: []string{"b"}},
+			{Name: "back", Op: "Reshape", Inputs: []string{"b", "back"}, Outputs: []string{"y"}},
+		},
+	}
+	x := randDense(rng, 50, g.In())
+	res, err := CompressGraph(context.Background(), g, x, Options{Ranks: []int{4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Modules) != 1 || res.Modules[0].Node != "mm1" || res.Modules[0].Rows != 150 {
+		t.Fatalf("modules %+v, want mm1 alone on 150 rows", res.Modules)
+	}
+	if d := maxDiff(g.Forward(x), res.Model.Forward(x)); d > 1e-9 {
+		t.Errorf("full rank: outputs differ by %g", d)
+	}
+}
+
+// maxDiff bounds the largest |a_ij − b_ij| (by the largest row sum).
+func maxDiff(a, b *mat.Dense) float64 {
+	var d mat.Dense
+	d.Sub(a, b)
+	return mat.Norm(&d, math.Inf(1))
 }

@@ -80,7 +80,7 @@ func (a Allocation) measured() bool {
 }
 
 // probes reports whether an allocation measures the network's output with
-// each layer compressed (a probe), which only a wholeNetwork offers.
+// each layer compressed (a probe), which only a prober offers.
 func (a Allocation) probes() bool {
 	return a == AllocSensitivity || a == AllocASVD
 }

@@ -91,6 +91,10 @@ type probe struct {
 	refNorm2 float64
 	sq       []map[int]float64 // per layer: rank → squared relative error
 	forwards int
+	// output, when set, replaces the MLP's layer chain: the network's
+	// outputs with layer i replaced by f, to compare with ref (a graph's).
+	output func(i int, f Factored) (*mat.Dense, error)
+	ref    *mat.Dense
 }
 
 // probeRows is how many calibration rows (the first ones) a probe uses: the
@@ -119,6 +123,21 @@ func newProbe(net *nn.MLP, ws, xs, ys []*mat.Dense, costs []layerCost, fits []*F
 	return p
 }
 
+// newOutputProbe is a probe of a network whose outputs on the probe
+// inputs are ref, and output(i, f) with layer i replaced by f.
+// (ref is nil when computing it failed; output then returns the error.)
+func newOutputProbe(ref *mat.Dense, output func(i int, f Factored) (*mat.Dense, error), costs []layerCost, fits []*Fit) *probe {
+	n := 1.0
+	if ref != nil {
+		n = math.Max(mat.Norm(ref, 2), 1e-300)
+	}
+	p := &probe{ref: ref, output: output, costs: costs, fits: fits, refNorm2: n * n, sq: make([]map[int]float64, len(fits))}
+	for i := range fits {
+		p.sq[i] = map[int]float64{}
+	}
+	return p
+}
+
 // measure records layer i's error at rank r (once).
 func (p *probe) measure(ctx context.Context, i, r int) error {
 	if _, ok := p.sq[i][r]; ok {
@@ -126,6 +145,16 @@ func (p *probe) measure(ctx context.Context, i, r int) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if p.output != nil {
+		y, err := p.output(i, p.fits[i].Rank(r))
+		if err != nil {
+			return fmt.Errorf("layer %d at rank %d: %w", i, r, err)
+		}
+		e := diffNorm(p.ref, y)
+		p.sq[i][r] = e * e / p.refNorm2
+		p.forwards++
+		return nil
 	}
 	L := len(p.net.Layers)
 	x := activate(p.fits[i].Rank(r).Apply(p.xs[i]), p.net.Layers[i].Act)

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -13,15 +14,21 @@ import (
 )
 
 // Graph is a feed-forward ONNX computation graph evaluated on a batch:
-// residual and mixer-style networks whose values are tensors with the
-// samples on the first axis (an image as 28 tokens × 28 channels is one
-// [28, 28] sample). Nodes run in their order, which must be topological
-// (torch.onnx.export writes them so); weights are constant tensors. The
-// operators are MatMul (by a 2-D right factor), Gemm, Add, Sub, Mul, Div
-// (numpy broadcasting), Relu, Transpose, Reshape, Flatten, ReduceMean,
-// Softmax, Identity and Dropout; no operator may mix samples (move, reduce
-// or reshape the batch axis). Each row of the Forward input is one sample
-// flattened row-major to In() values.
+// residual, mixer and transformer networks as torch.onnx.export writes
+// them, whose input and output hold the samples on the first axis (an
+// image as 28 tokens × 28 channels is one [28, 28] sample). Nodes run in
+// their order, which must be topological (torch.onnx.export writes them
+// so); weights are constant tensors. The operators (graphOps) are the
+// linear algebra of dense and attention layers (MatMul of any two values,
+// Gemm), numpy-broadcast arithmetic, the activations and normalisations of
+// transformers (Relu, Erf and Tanh for GELU, Softmax, LayerNormalization
+// or its decomposition), tensor layout (Transpose, Reshape, Flatten,
+// Gather, Slice, Split, Concat, ...) and the integer shape arithmetic a
+// dynamic batch axis produces (Shape, Cast, Expand, ConstantOfShape,
+// Where, ...). Every value is evaluated in float64; integer tensors are
+// float64 values marked as integers. Validate checks that no node mixes
+// samples. Each row of the Forward input is one sample flattened
+// row-major to In() values.
 type Graph struct {
 	// Input names the data input; InputShape is one sample's shape (the
 	// batch axis left out).
@@ -32,13 +39,20 @@ type Graph struct {
 	// Consts are the weights and other constants (initializers and
 	// Constant nodes) by name.
 	Consts map[string]*GraphTensor
+	// Opset is the ONNX operator set the nodes follow (0: 13), which
+	// decides the few operator semantics that changed across opsets
+	// (Softmax's axis) and is written back by WriteGraphONNX.
+	Opset int
 
 	// Filled by Validate: one sample's output shape, the multiply-adds
-	// of the MatMul and Gemm nodes per sample, and the bytes one sample's
-	// evaluation allocates (its input and every node's output).
+	// of the MatMul and Gemm nodes per sample, the bytes one sample's
+	// evaluation allocates (its input and every node's output), and for
+	// each node the axis of its first input that holds the samples (-1
+	// when no axis holds them alone).
 	outShape    []int
 	madds       int
 	sampleBytes float64
+	sampleAxis  []int
 }
 
 // GraphTensor is a constant tensor, row-major.
@@ -56,24 +70,36 @@ type GraphNode struct {
 	Attrs           map[string]GraphAttr
 }
 
-// GraphAttr is an integer, float or integer-list attribute of a node.
+// GraphAttr is an integer, float, integer-list or tensor attribute of a
+// node.
 type GraphAttr struct {
-	Kind string // "int", "float" or "ints"
+	Kind string // "int", "float", "ints" or "tensor"
 	I    int64
 	F    float64
 	Ints []int64
+	T    *GraphTensor
 }
 
 // graphOps are the supported operators.
-var graphOps = []string{"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Transpose", "Reshape", "Flatten", "ReduceMean", "Softmax", "Identity", "Dropout"}
+var graphOps = []string{
+	"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Where",
+	"Relu", "Sqrt", "Erf", "Tanh", "Softmax", "ReduceMean", "LayerNormalization",
+	"Transpose", "Reshape", "Flatten", "Gather", "Slice", "Split", "Concat", "Unsqueeze", "Squeeze",
+	"Shape", "Cast", "Expand", "ConstantOfShape", "Identity", "Dropout",
+}
 
 // graphArity is the number of inputs each operator takes: at least [0]
 // (required, named), at most [1] (the rest optional: Gemm's bias C,
-// Dropout's ratio and training mode).
+// Dropout's ratio and training mode, the axes of opset 13 and later).
 var graphArity = map[string][2]int{
 	"MatMul": {2, 2}, "Gemm": {2, 3}, "Add": {2, 2}, "Sub": {2, 2}, "Mul": {2, 2}, "Div": {2, 2},
-	"Relu": {1, 1}, "Transpose": {1, 1}, "Reshape": {2, 2}, "Flatten": {1, 1}, "ReduceMean": {1, 1},
-	"Softmax": {1, 1}, "Identity": {1, 1}, "Dropout": {1, 3},
+	"Pow": {2, 2}, "Equal": {2, 2}, "Where": {3, 3},
+	"Relu": {1, 1}, "Sqrt": {1, 1}, "Erf": {1, 1}, "Tanh": {1, 1}, "Softmax": {1, 1},
+	"ReduceMean": {1, 2}, "LayerNormalization": {2, 3},
+	"Transpose": {1, 1}, "Reshape": {2, 2}, "Flatten": {1, 1}, "Gather": {2, 2}, "Slice": {3, 5},
+	"Split": {1, 2}, "Concat": {1, math.MaxInt}, "Unsqueeze": {1, 2}, "Squeeze": {1, 2},
+	"Shape": {1, 1}, "Cast": {1, 1}, "Expand": {2, 2}, "ConstantOfShape": {1, 1},
+	"Identity": {1, 1}, "Dropout": {1, 3},
 }
 
 // checkArity refuses a node with fewer or more inputs than its operator
@@ -87,7 +113,10 @@ func checkArity(n *GraphNode) error {
 	}
 	if given < ar[0] || given > ar[1] {
 		want := fmt.Sprint(ar[0])
-		if ar[1] > ar[0] {
+		switch {
+		case ar[1] == math.MaxInt:
+			want = fmt.Sprintf("at least %d", ar[0])
+		case ar[1] > ar[0]:
 			want = fmt.Sprintf("%d to %d", ar[0], ar[1])
 		}
 		return fmt.Errorf("nn: graph node %q (%s) has %d inputs; %s takes %s: %w", n.Name, n.Op, given, n.Op, want, ErrInput)
@@ -113,10 +142,15 @@ func sizeOf(shape []int) (int, bool) {
 	return n, true
 }
 
-// value is a tensor flowing through the graph; shape[0] is the batch.
+// value is a tensor flowing through the graph. The graph's input and
+// output hold the batch on axis 0; values in between may hold it anywhere
+// or (shape arithmetic) not at all.
 type value struct {
 	shape []int
 	data  []float64
+	// isInt marks an integer (or boolean) tensor: Div truncates, and the
+	// values index and shape other tensors.
+	isInt bool
 }
 
 func numel(shape []int) int {
@@ -176,9 +210,23 @@ func (g *Graph) Ranks() []int {
 	return out
 }
 
-// Validate checks the graph by running one zero sample through it: every
-// operator supported, every input defined before use, the shapes
-// consistent, the batch axis left in place. Errors name the node. The
+// SampleAxis returns the axis of node i's first input that holds the
+// samples, one per position, as Validate observed it: -1 when the value
+// does not depend on the samples, or holds them merged with another axis
+// (a [T·N, ...] reshape) or on its last axis, or i is out of range.
+// InputRows reads the rows of the nodes with a sample axis.
+func (g *Graph) SampleAxis(i int) int {
+	if g.outShape == nil && g.Validate() != nil || i < 0 || i >= len(g.sampleAxis) {
+		return -1
+	}
+	return g.sampleAxis[i]
+}
+
+// Validate checks the graph by running two probe samples through it, alone
+// and together: every operator supported, every input defined before use,
+// the shapes consistent, the samples on the first axis of the output, and
+// no node mixing them (each sample's values the same alone as in a batch;
+// no node reducing over them or picking one). Errors name the node. The
 // sample's input and each node's output are checked against the memory
 // budget (dataio.MemoryBudget) before they are allocated, so a graph that
 // declares shapes too large for it gives an error wrapping
@@ -195,66 +243,233 @@ func (g *Graph) Validate() error {
 			return fmt.Errorf("nn: graph constant %q has shape %v and %d values; every dimension must be positive and their product the number of values: %w", name, t.Shape, len(t.Data), ErrInput)
 		}
 	}
-	used := 8.0 // the input's bytes, in float64: numel may overflow
+	in := 8.0 // the input's bytes, in float64: numel may overflow
 	for _, d := range g.InputShape {
-		used *= float64(d)
+		in *= float64(d)
 	}
-	if err := dataio.CheckMemory(used, fmt.Sprintf("nn: one sample of the graph input %q, shape %v", g.Input, g.InputShape), ""); err != nil {
+	if err := dataio.CheckMemory(2*in, fmt.Sprintf("nn: two samples of the graph input %q, shape %v", g.Input, g.InputShape), ""); err != nil {
 		return err
 	}
-	g.madds = 0
-	out, err := g.run(value{shape: append([]int{1}, g.InputShape...), data: make([]float64, g.In())}, func(i int, n *GraphNode, a, b value) error {
-		if n.Op == "MatMul" || n.Op == "Gemm" {
-			k := a.shape[len(a.shape)-1]
-			if n.Op == "Gemm" && n.attrInt("transA", 0) != 0 {
-				k = a.shape[0]
-			}
-			g.madds += numel(a.shape) / k * numel(b.shape)
+	// Two probe samples, u and v, in [-1, 1): alone, then together. The
+	// values of all three runs are held for checkSamplesApart, and metered.
+	probe := make([]float64, 2*g.In())
+	s := uint64(0x9e3779b97f4a7c15)
+	for i := range probe {
+		s = s*6364136223846793005 + 1442695040888963407
+		probe[i] = float64(s>>11)/(1<<52) - 1
+	}
+	shapes := make([][2][]int, len(g.Nodes))
+	var madds int
+	used, sample := 2*in, in // all runs; the run of one sample
+	runs := make([]map[string]value, 3)
+	for r, k := range []int{1, 2, 0} { // k samples: u, then u and v, then v
+		x := value{shape: append([]int{max(k, 1)}, g.InputShape...), data: probe[:max(k, 1)*g.In()]}
+		if k == 0 {
+			x.data = probe[g.In():]
 		}
-		used += 8 * outElems(n, a, b)
-		return dataio.CheckMemory(used, fmt.Sprintf("nn: one sample's values up to graph node %q (%s)", n.Name, n.Op), "")
-	})
-	if err != nil {
+		env, err := g.run(x, func(i int, n *GraphNode, ins []value) error {
+			b := 8 * outElems(n, ins)
+			used += b
+			if k == 1 {
+				sample += b
+				if n.Op == "MatMul" || n.Op == "Gemm" {
+					madds += matMulAdds(n, ins)
+				}
+			}
+			if k > 0 {
+				shapes[i][k-1] = slices.Clone(ins[0].shape)
+			}
+			return dataio.CheckMemory(used, fmt.Sprintf("nn: the probe samples' values up to graph node %q (%s)", n.Name, n.Op), "")
+		})
+		if err != nil {
+			return err
+		}
+		runs[r] = env
+	}
+	if err := g.checkSamplesApart(runs); err != nil {
 		return err
 	}
+	out, both := runs[0][g.Output], runs[1][g.Output]
+	if len(out.shape) == 0 || out.shape[0] != 1 || len(both.shape) != len(out.shape) || both.shape[0] != 2 || !slices.Equal(both.shape[1:], out.shape[1:]) {
+		return fmt.Errorf("nn: the graph output %q has shape %v for one sample and %v for two; it must hold the samples on its first axis: %w", g.Output, out.shape, both.shape, ErrInput)
+	}
+	g.sampleAxis = make([]int, len(g.Nodes))
+	for i, s := range shapes {
+		if g.sampleAxis[i] = batchAxis(s[0], s[1]); g.sampleAxis[i] == len(s[0])-1 {
+			g.sampleAxis[i] = -1 // the samples are the rows' values
+		}
+	}
+	g.madds = madds
+	g.sampleBytes = sample
 	g.outShape = out.shape[1:]
-	g.sampleBytes = used
 	return nil
 }
 
-// outElems bounds the values node n allocates for its output, from its
-// first two inputs, before it runs: what Validate meters and the batch
-// size of the evaluator rests on.
-func outElems(n *GraphNode, a, b value) float64 {
-	switch n.Op {
-	case "Identity", "Dropout", "Reshape", "Flatten":
-		return 0 // the output shares the input's values
-	case "MatMul", "Gemm":
-		if len(a.shape) == 0 || len(b.shape) != 2 {
-			return 0 // refused before anything is allocated
+// batchAxis returns the one axis on which a value of shape one (for one
+// sample) and two (for two) differ as 1 and 2, or -1.
+func batchAxis(one, two []int) int {
+	if len(one) != len(two) {
+		return -1
+	}
+	axis := -1
+	for k := range one {
+		switch {
+		case one[k] == two[k]:
+		case one[k] == 1 && two[k] == 2 && axis < 0:
+			axis = k
+		default:
+			return -1
 		}
-		rows := float64(numel(a.shape)) / float64(max(a.shape[len(a.shape)-1], 1))
-		y := rows * float64(max(b.shape[0], b.shape[1]))
-		if n.Op == "Gemm" {
-			return 2 * y // the product, then the bias added to it
-		}
-		return y
-	case "Add", "Sub", "Mul", "Div":
-		// The broadcast shape, or more when the shapes do not broadcast.
-		as, bs := a.shape, b.shape
-		if len(as) < len(bs) {
-			as, bs = bs, as
-		}
-		y := 1.0
-		for i, d := range as {
-			if j := i - (len(as) - len(bs)); j >= 0 {
-				d = max(d, bs[j])
+	}
+	return axis
+}
+
+// checkSamplesApart compares the values of the probe runs u, [u v] and v
+// node by node: a floating-point value that holds the samples on one axis
+// must hold u's and v's own values there, and a node that takes such a
+// value must not give a floating-point value that lost the samples (a
+// reduction over them or a pick of one).
+func (g *Graph) checkSamplesApart(runs []map[string]value) error {
+	u, uv, v := runs[0], runs[1], runs[2]
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		batched := false
+		for _, name := range n.Inputs {
+			if a, ok := u[name]; ok && !a.isInt && !slices.Equal(a.shape, uv[name].shape) {
+				batched = true
 			}
+		}
+		for _, name := range n.Outputs {
+			a, ok := u[name]
+			if !ok || a.isInt {
+				continue
+			}
+			b := uv[name]
+			if batched && slices.Equal(a.shape, b.shape) {
+				return fmt.Errorf("nn: graph node %q (%s) gives %q of shape %v for one sample and for two: it reduces over the samples or picks one, and the samples must stay apart: %w", n.Name, n.Op, name, a.shape, ErrInput)
+			}
+			k := batchAxis(a.shape, b.shape)
+			if k < 0 {
+				continue
+			}
+			if !sameValues(a, b, k, 0) || !sameValues(v[name], b, k, 1) {
+				return fmt.Errorf("nn: graph node %q (%s) gives a sample different values in a batch than alone: it mixes the samples, which must stay apart: %w", n.Name, n.Op, ErrInput)
+			}
+		}
+	}
+	return nil
+}
+
+// sameValues reports whether one (a value for one sample) equals position
+// j of axis k of two (the value for two samples), to rounding; NaNs match.
+func sameValues(one, two value, k, j int) bool {
+	inner := numel(two.shape[k+1:])
+	outer := numel(two.shape[:k])
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			x, y := one.data[o*inner+i], two.data[(o*2+j)*inner+i]
+			if x != y && !(math.IsNaN(x) && math.IsNaN(y)) && !(math.Abs(x-y) <= 1e-9*(1+math.Abs(x))) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// matMulAdds is the multiply-adds of a MatMul or Gemm node on inputs ins.
+func matMulAdds(n *GraphNode, ins []value) int {
+	a, b := ins[0], ins[1]
+	if len(a.shape) == 0 || len(b.shape) == 0 {
+		return 0
+	}
+	k := a.shape[len(a.shape)-1]
+	if n.Op == "Gemm" && n.attrInt("transA", 0) != 0 {
+		k = a.shape[0]
+	}
+	if len(b.shape) > 2 {
+		return int(outElems(n, ins)) * k
+	}
+	return numel(a.shape) / max(k, 1) * numel(b.shape)
+}
+
+// outElems bounds the values node n allocates for its output from its
+// inputs, before it runs: what Validate meters and the batch size of the
+// evaluator rests on. Shapes that come from values (Expand,
+// ConstantOfShape) count as requested, so a hostile one is metered, not
+// allocated.
+func outElems(n *GraphNode, ins []value) float64 {
+	size := func(s []int) float64 {
+		y := 1.0
+		for _, d := range s {
 			y *= float64(d)
 		}
 		return y
 	}
-	return float64(numel(a.shape)) // Relu, Transpose, Softmax; ReduceMean gives fewer
+	a := ins[0]
+	switch n.Op {
+	case "Identity", "Dropout", "Reshape", "Flatten", "Unsqueeze", "Squeeze":
+		return 0 // the output shares the input's values
+	case "MatMul", "Gemm":
+		b := ins[1]
+		if len(a.shape) == 0 || len(b.shape) == 0 {
+			return 0 // refused before anything is allocated
+		}
+		rows := size(a.shape) / float64(max(a.shape[len(a.shape)-1], 1))
+		y := rows * float64(b.shape[len(b.shape)-1])
+		if len(b.shape) > 1 {
+			y = rows * float64(max(b.shape[len(b.shape)-2], b.shape[len(b.shape)-1]))
+		}
+		if len(b.shape) > 2 {
+			y *= size(b.shape[:len(b.shape)-2])
+		}
+		if n.Op == "Gemm" {
+			return 2 * y // the product, then the bias added to it
+		}
+		return y
+	case "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Where", "Expand":
+		shapes := make([][]int, 0, len(ins))
+		for k, v := range ins {
+			if n.Op == "Expand" && k == 1 {
+				s := make([]int, len(v.data))
+				for i, d := range v.data {
+					s[i] = int(max(1, min(d, 1<<40)))
+				}
+				v.shape = s
+			}
+			shapes = append(shapes, v.shape)
+		}
+		// The broadcast shape, or more when the shapes do not broadcast.
+		nd := 0
+		for _, s := range shapes {
+			nd = max(nd, len(s))
+		}
+		y := 1.0
+		for i := 0; i < nd; i++ {
+			d := 1
+			for _, s := range shapes {
+				if j := i - (nd - len(s)); j >= 0 {
+					d = max(d, s[j])
+				}
+			}
+			y *= float64(d)
+		}
+		return y
+	case "ConstantOfShape":
+		y := 1.0
+		for _, d := range a.data {
+			y *= max(d, 0)
+		}
+		return y
+	case "Concat":
+		y := 0.0
+		for _, v := range ins {
+			y += size(v.shape)
+		}
+		return y
+	case "Gather":
+		return size(a.shape) * max(size(ins[1].shape), 1)
+	}
+	return size(a.shape) // elementwise, Transpose, Softmax, Slice, Split, Cast; ReduceMean and Shape give fewer
 }
 
 // Forward returns the outputs of the samples x (n × In()), one row each
@@ -294,9 +509,13 @@ func (g *Graph) forwardRows(xs, z *mat.Dense) {
 	step := g.batchRows()
 	for r0 := 0; r0 < n; r0 += step {
 		r1 := min(r0+step, n)
-		out, err := g.run(g.batch(xs.Slice(r0, r1, 0, d).(*mat.Dense)), nil)
+		env, err := g.run(g.batch(xs.Slice(r0, r1, 0, d).(*mat.Dense)), nil)
 		if err != nil {
 			panic(err)
+		}
+		out := env[g.Output]
+		if len(out.data) != (r1-r0)*c {
+			panic(fmt.Sprintf("nn: graph output %q has shape %v for %d samples; Validate saw %v per sample", g.Output, out.shape, r1-r0, g.outShape))
 		}
 		for i := r0; i < r1; i++ {
 			copy(z.RawRowView(i), out.data[(i-r0)*c:(i-r0+1)*c])
@@ -324,9 +543,10 @@ func (g *Graph) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
 }
 
 // InputRows pushes the samples x through the graph and returns, for each
-// index in nodes (nodes with a first input of two or more axes), the rows
-// of that node's first input: every axis but the last flattened, so a
-// MatMul on [N, 28, 64] gives 28·N rows of 64 values, sample by sample.
+// index in nodes (nodes whose first input holds the samples on an axis
+// other than its last, SampleAxis), the rows of that node's first input:
+// the sample axis moved first, then every axis but the last flattened, so
+// a MatMul on [N, 28, 64] gives 28·N rows of 64 values, sample by sample.
 // pick(j, total) chooses which of the total rows of nodes[j] to keep
 // (ascending indices; nil keeps all); it is called once per node. The
 // samples go through in chunks, so only the kept rows are stored.
@@ -339,7 +559,12 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 		return nil, fmt.Errorf("nn: graph inputs have %d columns, the graph takes %d: %w", d, g.In(), ErrInput)
 	}
 	which := map[int]int{}
+	last := -1 // the run stops there: later nodes are not needed
 	for j, i := range nodes {
+		last = max(last, i)
+		if g.SampleAxis(i) < 0 {
+			return nil, fmt.Errorf("nn: graph node %d: its first input does not hold the samples on an axis of their own before the last, so its rows are not one sample's: %w", i, ErrInput)
+		}
 		which[i] = j
 	}
 	out := make([]*mat.Dense, len(nodes))
@@ -349,10 +574,25 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 	step := g.batchRows()
 	for r0 := 0; r0 < n; r0 += step {
 		r1 := min(r0+step, n)
-		_, err := g.run(g.batch(x.Slice(r0, r1, 0, d).(*mat.Dense)), func(i int, _ *GraphNode, a, _ value) error {
+		_, err := g.run(g.batch(x.Slice(r0, r1, 0, d).(*mat.Dense)), func(i int, _ *GraphNode, ins []value) (err error) {
 			j, ok := which[i]
 			if !ok {
 				return nil
+			}
+			if i == last {
+				defer func() {
+					if err == nil {
+						err = errStopRun
+					}
+				}()
+			}
+			a := ins[0]
+			if ax := g.sampleAxis[i]; ax > 0 {
+				perm := append([]int{ax}, slices.Delete(seq(len(a.shape)), ax, ax+1)...)
+				var err error
+				if a, err = transpose(a, perm); err != nil {
+					return err
+				}
 			}
 			k := a.shape[len(a.shape)-1]
 			per := numel(a.shape) / k / (r1 - r0)
@@ -375,71 +615,128 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && err != errStopRun {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// run evaluates the graph on x; probe, if not nil, sees each node's first
-// two inputs before it runs, and an error it returns stops the run.
-func (g *Graph) run(x value, probe func(i int, n *GraphNode, a, b value) error) (value, error) {
-	env := map[string]value{g.Input: x}
-	get := func(n *GraphNode, k int) (value, bool, error) {
-		if k >= len(n.Inputs) || n.Inputs[k] == "" {
-			return value{}, false, nil
-		}
-		if v, ok := env[n.Inputs[k]]; ok {
-			return v, false, nil
-		}
-		if t, ok := g.Consts[n.Inputs[k]]; ok {
-			return value{shape: t.Shape, data: t.Data}, true, nil
-		}
-		return value{}, false, fmt.Errorf("nn: graph node %q (%s): input %q is not computed before it (nodes must be in topological order): %w", n.Name, n.Op, n.Inputs[k], ErrInput)
+// errStopRun is what a probe returns to end a run early, its values seen.
+var errStopRun = errors.New("nn: run stopped by its probe")
+
+// seq returns 0, 1, …, n-1.
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
 	}
-	batch := x.shape[0]
-	for i := range g.Nodes {
+	return s
+}
+
+// GraphValues are the values of one run of a graph on a batch of samples,
+// by name: what ForwardFrom resumes from.
+type GraphValues struct {
+	env     map[string]value
+	samples int
+}
+
+// Values runs the graph on the samples x in one batch, which must fit the
+// memory budget, and returns all its values.
+func (g *Graph) Values(x *mat.Dense) (*GraphValues, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	n, d := x.Dims()
+	if d != g.In() {
+		return nil, fmt.Errorf("nn: graph inputs have %d columns, the graph takes %d: %w", d, g.In(), ErrInput)
+	}
+	if err := dataio.CheckMemory(float64(n)*g.sampleBytes, fmt.Sprintf("nn: the values of %d samples of the graph", n), ""); err != nil {
+		return nil, err
+	}
+	env, err := g.run(g.batch(x), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &GraphValues{env: env, samples: n}, nil
+}
+
+// ForwardFrom returns the outputs (one row per sample) of g on the samples
+// of vals, computed by g's nodes from index from on; the values of the
+// earlier nodes are vals', which a graph whose first from nodes are g's
+// computed (a graph rewritten from that node on), so they are not
+// recomputed.
+func (g *Graph) ForwardFrom(vals *GraphValues, from int) (*mat.Dense, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	env := make(map[string]value, len(vals.env))
+	for k, v := range vals.env {
+		env[k] = v
+	}
+	env, err := g.runFrom(env, from, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := env[g.Output]
+	if len(out.data) != vals.samples*g.Out() {
+		return nil, fmt.Errorf("nn: graph output %q has shape %v for %d samples: %w", g.Output, out.shape, vals.samples, ErrInput)
+	}
+	return mat.NewDense(vals.samples, g.Out(), out.data), nil
+}
+
+// run evaluates the graph on x and returns every value it computed by
+// name; probe, if not nil, sees each node's inputs before it runs, and an
+// error it returns stops the run.
+func (g *Graph) run(x value, probe func(i int, n *GraphNode, ins []value) error) (map[string]value, error) {
+	return g.runFrom(map[string]value{g.Input: x}, 0, probe)
+}
+
+// runFrom is run from node from on, the values in env known.
+func (g *Graph) runFrom(env map[string]value, from int, probe func(i int, n *GraphNode, ins []value) error) (map[string]value, error) {
+	for i := from; i < len(g.Nodes); i++ {
 		n := &g.Nodes[i]
 		if !slices.Contains(graphOps, n.Op) {
-			return value{}, fmt.Errorf("nn: graph node %q: unsupported operator %s; supported: %v: %w", n.Name, n.Op, graphOps, ErrInput)
+			return nil, fmt.Errorf("nn: graph node %q: unsupported operator %s; supported: %v: %w", n.Name, n.Op, graphOps, ErrInput)
 		}
 		if len(n.Outputs) == 0 {
-			return value{}, fmt.Errorf("nn: graph node %q (%s) has no output: %w", n.Name, n.Op, ErrInput)
+			return nil, fmt.Errorf("nn: graph node %q (%s) has no output: %w", n.Name, n.Op, ErrInput)
 		}
 		if err := checkArity(n); err != nil {
-			return value{}, err
+			return nil, err
 		}
-		a, aConst, err := get(n, 0)
-		if err != nil {
-			return value{}, err
-		}
-		b, _, err := get(n, 1)
-		if err != nil {
-			return value{}, err
-		}
-		if aConst && n.Op != "Add" && n.Op != "Mul" && n.Op != "Sub" && n.Op != "Div" {
-			return value{}, fmt.Errorf("nn: graph node %q (%s): its data input %q is a constant: %w", n.Name, n.Op, n.Inputs[0], ErrInput)
-		}
-		if probe != nil {
-			if err := probe(i, n, a, b); err != nil {
-				return value{}, err
+		ins := make([]value, len(n.Inputs))
+		for k, name := range n.Inputs {
+			if name == "" {
+				continue
+			}
+			if v, ok := env[name]; ok {
+				ins[k] = v
+			} else if t, ok := g.Consts[name]; ok {
+				ins[k] = value{shape: t.Shape, data: t.Data, isInt: t.Int}
+			} else {
+				return nil, fmt.Errorf("nn: graph node %q (%s): input %q is not computed before it (nodes must be in topological order): %w", n.Name, n.Op, name, ErrInput)
 			}
 		}
-		y, err := g.apply(n, a, b)
+		if probe != nil {
+			if err := probe(i, n, ins); err != nil {
+				return nil, err
+			}
+		}
+		ys, err := g.apply(n, ins)
 		if err != nil {
-			return value{}, fmt.Errorf("nn: graph node %q (%s): %v: %w", n.Name, n.Op, err, ErrInput)
+			return nil, fmt.Errorf("nn: graph node %q (%s): %v: %w", n.Name, n.Op, err, ErrInput)
 		}
-		if len(y.shape) == 0 || y.shape[0] != batch {
-			return value{}, fmt.Errorf("nn: graph node %q (%s) gives shape %v, which does not keep the %d samples on the first axis: %w", n.Name, n.Op, y.shape, batch, ErrInput)
+		for k, y := range ys {
+			if k < len(n.Outputs) && n.Outputs[k] != "" {
+				env[n.Outputs[k]] = y
+			}
 		}
-		env[n.Outputs[0]] = y
 	}
-	y, ok := env[g.Output]
-	if !ok {
-		return value{}, fmt.Errorf("nn: the graph output %q is computed by no node: %w", g.Output, ErrInput)
+	if _, ok := env[g.Output]; !ok {
+		return nil, fmt.Errorf("nn: the graph output %q is computed by no node: %w", g.Output, ErrInput)
 	}
-	return y, nil
+	return env, nil
 }
 
 func (n *GraphNode) attrInt(name string, def int64) int64 {
@@ -454,353 +751,6 @@ func (n *GraphNode) attrFloat(name string, def float64) float64 {
 		return a.F
 	}
 	return def
-}
-
-// apply computes node n on its first inputs a and b.
-func (g *Graph) apply(n *GraphNode, a, b value) (value, error) {
-	switch n.Op {
-	case "Identity", "Dropout":
-		return a, nil
-	case "Relu":
-		y := value{shape: a.shape, data: make([]float64, len(a.data))}
-		for i, v := range a.data {
-			y.data[i] = math.Max(v, 0)
-		}
-		return y, nil
-	case "MatMul":
-		if len(b.shape) != 2 || len(a.shape) < 2 || a.shape[len(a.shape)-1] != b.shape[0] {
-			return value{}, fmt.Errorf("shapes %v × %v: only a product by a 2-D right factor is supported", a.shape, b.shape)
-		}
-		return matmulRows(a, b.data, b.shape[0], b.shape[1], false, 1), nil
-	case "Gemm":
-		return g.gemm(n, a, b)
-	case "Add", "Sub", "Mul", "Div":
-		return broadcast(n.Op, a, b)
-	case "Transpose":
-		perm := make([]int, len(a.shape))
-		for i := range perm {
-			perm[i] = len(perm) - 1 - i
-		}
-		if at, ok := n.Attrs["perm"]; ok {
-			if len(at.Ints) != len(a.shape) {
-				return value{}, fmt.Errorf("perm %v for a tensor of shape %v", at.Ints, a.shape)
-			}
-			for i, p := range at.Ints {
-				perm[i] = int(p)
-			}
-		}
-		return transpose(a, perm)
-	case "Reshape":
-		t, ok := g.Consts[n.Inputs[1]]
-		if !ok {
-			return value{}, fmt.Errorf("the shape must be a constant")
-		}
-		return reshape(a, t.Data)
-	case "Flatten":
-		ax := n.attrInt("axis", 1)
-		if ax < 0 {
-			ax += int64(len(a.shape))
-		}
-		if ax < 1 || ax > int64(len(a.shape)) {
-			return value{}, fmt.Errorf("axis %d: only axes ≥ 1 keep the samples as rows", n.attrInt("axis", 1))
-		}
-		return value{shape: []int{numel(a.shape[:ax]), numel(a.shape[ax:])}, data: a.data}, nil
-	case "ReduceMean":
-		at, ok := n.Attrs["axes"]
-		if !ok {
-			return value{}, fmt.Errorf("no axes: reducing over all axes would mix the samples")
-		}
-		return reduceMean(a, at.Ints, n.attrInt("keepdims", 1) != 0)
-	case "Softmax":
-		return softmax(a, int(n.attrInt("axis", -1)))
-	}
-	return value{}, fmt.Errorf("unsupported operator")
-}
-
-// gemm is alpha·op(A)·op(B) + beta·C with A 2-D.
-func (g *Graph) gemm(n *GraphNode, a, b value) (value, error) {
-	if len(a.shape) != 2 || len(b.shape) != 2 || n.attrInt("transA", 0) != 0 {
-		return value{}, fmt.Errorf("shapes %v × %v (transA %d): Gemm needs 2-D inputs and transA 0", a.shape, b.shape, n.attrInt("transA", 0))
-	}
-	tb := n.attrInt("transB", 0) != 0
-	k, m := b.shape[0], b.shape[1]
-	if tb {
-		k, m = m, k
-	}
-	if a.shape[1] != k {
-		return value{}, fmt.Errorf("shapes %v × %v (transB %v) do not match", a.shape, b.shape, tb)
-	}
-	y := matmulRows(a, b.data, b.shape[0], b.shape[1], tb, n.attrFloat("alpha", 1))
-	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
-		c, ok := g.Consts[n.Inputs[2]]
-		if !ok {
-			return value{}, fmt.Errorf("the bias C must be a constant")
-		}
-		cv := value{shape: c.Shape, data: c.Data}
-		if beta := n.attrFloat("beta", 1); beta != 1 {
-			cv.data = slices.Clone(c.Data)
-			for i := range cv.data {
-				cv.data[i] *= beta
-			}
-		}
-		return broadcast("Add", y, cv)
-	}
-	return y, nil
-}
-
-// matmulRows multiplies the rows of a (all axes but the last flattened) by
-// the r×c matrix w (its transpose if tw), times alpha.
-func matmulRows(a value, w []float64, r, c int, tw bool, alpha float64) value {
-	k := a.shape[len(a.shape)-1]
-	rows := len(a.data) / max(k, 1)
-	wm := mat.NewDense(r, c, w)
-	outC := c
-	var wt mat.Matrix = wm
-	if tw {
-		outC, wt = r, wm.T()
-	}
-	y := value{shape: append(slices.Clone(a.shape[:len(a.shape)-1]), outC), data: make([]float64, rows*outC)}
-	if rows == 0 || k == 0 {
-		return y
-	}
-	ym := mat.NewDense(rows, outC, y.data)
-	ym.Mul(mat.NewDense(rows, k, a.data), wt)
-	if alpha != 1 {
-		ym.Scale(alpha, ym)
-	}
-	return y
-}
-
-// broadcast applies an elementwise binary operator with numpy
-// broadcasting.
-func broadcast(op string, a, b value) (value, error) {
-	nd := max(len(a.shape), len(b.shape))
-	pad := func(s []int) []int { return append(slices.Repeat([]int{1}, nd-len(s)), s...) }
-	as, bs := pad(a.shape), pad(b.shape)
-	shape := make([]int, nd)
-	for i := range shape {
-		switch {
-		case as[i] == bs[i] || bs[i] == 1:
-			shape[i] = as[i]
-		case as[i] == 1:
-			shape[i] = bs[i]
-		default:
-			return value{}, fmt.Errorf("shapes %v and %v do not broadcast", a.shape, b.shape)
-		}
-	}
-	f := map[string]func(x, y float64) float64{
-		"Add": func(x, y float64) float64 { return x + y },
-		"Sub": func(x, y float64) float64 { return x - y },
-		"Mul": func(x, y float64) float64 { return x * y },
-		"Div": func(x, y float64) float64 { return x / y },
-	}[op]
-	y := value{shape: shape, data: make([]float64, numel(shape))}
-	// Fast path: b repeats over the leading axes of a (a bias), or a over b's.
-	if slices.Equal(shape, as) && len(b.data) > 0 && suffixOf(bs, as) {
-		m := len(b.data)
-		for i, v := range a.data {
-			y.data[i] = f(v, b.data[i%m])
-		}
-		return y, nil
-	}
-	if slices.Equal(shape, bs) && len(a.data) > 0 && suffixOf(as, bs) {
-		m := len(a.data)
-		for i, v := range b.data {
-			y.data[i] = f(a.data[i%m], v)
-		}
-		return y, nil
-	}
-	sa, sb := bstrides(as, shape), bstrides(bs, shape)
-	idx := make([]int, nd)
-	for i := range y.data {
-		ia, ib := 0, 0
-		for k := 0; k < nd; k++ {
-			ia += idx[k] * sa[k]
-			ib += idx[k] * sb[k]
-		}
-		y.data[i] = f(a.data[ia], b.data[ib])
-		for k := nd - 1; k >= 0; k-- {
-			if idx[k]++; idx[k] < shape[k] {
-				break
-			}
-			idx[k] = 0
-		}
-	}
-	return y, nil
-}
-
-// suffixOf reports whether s (padded to full's rank) is ones followed by
-// the trailing axes of full, so its values repeat with period len(s).
-func suffixOf(s, full []int) bool {
-	i := 0
-	for i < len(s) && s[i] == 1 {
-		i++
-	}
-	return slices.Equal(s[i:], full[i:])
-}
-
-// bstrides returns the row-major strides of shape s, 0 on broadcast axes.
-func bstrides(s, out []int) []int {
-	st := make([]int, len(s))
-	acc := 1
-	for k := len(s) - 1; k >= 0; k-- {
-		if s[k] != 1 || out[k] == 1 {
-			st[k] = acc
-		}
-		if s[k] == 1 {
-			st[k] = 0
-		}
-		acc *= s[k]
-	}
-	return st
-}
-
-// transpose permutes the axes of a.
-func transpose(a value, perm []int) (value, error) {
-	nd := len(a.shape)
-	seen := make([]bool, nd)
-	for _, p := range perm {
-		if p < 0 || p >= nd || seen[p] {
-			return value{}, fmt.Errorf("perm %v is not a permutation of %d axes", perm, nd)
-		}
-		seen[p] = true
-	}
-	shape := make([]int, nd)
-	in := bstrides(a.shape, a.shape)
-	st := make([]int, nd)
-	for i, p := range perm {
-		shape[i] = a.shape[p]
-		st[i] = in[p]
-		if a.shape[p] == 1 {
-			st[i] = 0
-		}
-	}
-	y := value{shape: shape, data: make([]float64, len(a.data))}
-	idx := make([]int, nd)
-	off := 0
-	for i := range y.data {
-		y.data[i] = a.data[off]
-		for k := nd - 1; k >= 0; k-- {
-			idx[k]++
-			off += st[k]
-			if idx[k] < shape[k] {
-				break
-			}
-			off -= st[k] * idx[k]
-			idx[k] = 0
-		}
-	}
-	return y, nil
-}
-
-// reshape applies an ONNX Reshape shape (0 copies the input's dimension,
-// -1 is inferred).
-func reshape(a value, spec []float64) (value, error) {
-	shape := make([]int, len(spec))
-	infer := -1
-	known := 1
-	for i, s := range spec {
-		switch d := int(s); {
-		case d == 0 && i < len(a.shape):
-			shape[i] = a.shape[i]
-		case d == -1 && infer < 0:
-			infer = i
-			continue
-		case d > 0:
-			shape[i] = d
-		default:
-			return value{}, fmt.Errorf("shape %v is not supported", spec)
-		}
-		known *= shape[i]
-	}
-	if infer >= 0 {
-		if known <= 0 || len(a.data)%known != 0 {
-			return value{}, fmt.Errorf("cannot reshape %v to %v", a.shape, spec)
-		}
-		shape[infer] = len(a.data) / known
-	}
-	if size, ok := sizeOf(shape); !ok || size != len(a.data) {
-		return value{}, fmt.Errorf("cannot reshape %v to %v", a.shape, spec)
-	}
-	return value{shape: shape, data: a.data}, nil
-}
-
-// reduceMean averages over axes (never the batch axis 0).
-func reduceMean(a value, axes []int64, keep bool) (value, error) {
-	nd := len(a.shape)
-	red := make([]bool, nd)
-	for _, ax := range axes {
-		if ax < 0 {
-			ax += int64(nd)
-		}
-		if ax < 1 || ax >= int64(nd) {
-			return value{}, fmt.Errorf("axes %v on shape %v: only axes ≥ 1 keep the samples apart", axes, a.shape)
-		}
-		red[ax] = true
-	}
-	var shape, full []int
-	count := 1
-	for k, d := range a.shape {
-		if red[k] {
-			count *= d
-			full = append(full, 1)
-			if keep {
-				shape = append(shape, 1)
-			}
-			continue
-		}
-		full = append(full, d)
-		shape = append(shape, d)
-	}
-	y := value{shape: shape, data: make([]float64, numel(shape))}
-	st := bstrides(full, a.shape)
-	idx := make([]int, nd)
-	for _, v := range a.data {
-		o := 0
-		for k := 0; k < nd; k++ {
-			o += idx[k] * st[k]
-		}
-		y.data[o] += v
-		for k := nd - 1; k >= 0; k-- {
-			if idx[k]++; idx[k] < a.shape[k] {
-				break
-			}
-			idx[k] = 0
-		}
-	}
-	for i := range y.data {
-		y.data[i] /= float64(count)
-	}
-	return y, nil
-}
-
-// softmax normalises over the last axis (axis must name it).
-func softmax(a value, axis int) (value, error) {
-	nd := len(a.shape)
-	if axis < 0 {
-		axis += nd
-	}
-	if axis != nd-1 || axis < 1 {
-		return value{}, fmt.Errorf("axis %d: only the last axis (not the batch) is supported", axis)
-	}
-	k := a.shape[nd-1]
-	y := value{shape: a.shape, data: make([]float64, len(a.data))}
-	for r := 0; r+k <= len(a.data); r += k {
-		row, out := a.data[r:r+k], y.data[r:r+k]
-		m := math.Inf(-1)
-		for _, v := range row {
-			m = math.Max(m, v)
-		}
-		var s float64
-		for i, v := range row {
-			out[i] = math.Exp(v - m)
-			s += out[i]
-		}
-		for i := range out {
-			out[i] /= s
-		}
-	}
-	return y, nil
 }
 
 // String summarises the graph: one sample's input shape and the count of

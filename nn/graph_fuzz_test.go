@@ -28,8 +28,10 @@ func FuzzReadONNXGraph(f *testing.F) {
 		f.Add(buf.Bytes())
 		f.Add(buf.Bytes()[:buf.Len()/2])
 	}
-	if mlp, err := os.ReadFile("testdata/torch_mlp.onnx"); err == nil {
-		f.Add(mlp)
+	for _, p := range []string{"testdata/torch_mlp.onnx", "testdata/vit_tiny_opset13.onnx", "testdata/vit_tiny_opset17.onnx"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g, err := readONNXGraph(bytes.NewReader(b))

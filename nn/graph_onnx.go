@@ -49,9 +49,9 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 	if len(dims) < 2 || slices.ContainsFunc(dims[1:], func(d int) bool { return d <= 0 }) {
 		return nil, onnxErrf("graph input %q has shape %v (-1: symbolic or missing); expected [N, ...] with every sample dimension given, as torch.onnx.export writes from a sample input of the real size", in, dims)
 	}
-	gr := &Graph{Input: in, InputShape: slices.Clone(dims[1:]), Output: g.outputs[0], Consts: map[string]*GraphTensor{}}
+	gr := &Graph{Input: in, InputShape: slices.Clone(dims[1:]), Output: g.outputs[0], Consts: map[string]*GraphTensor{}, Opset: g.opset}
 	for name, t := range g.inits {
-		gr.Consts[name] = &GraphTensor{Shape: slices.Clone(t.dims), Data: t.data, Int: t.dtype == onnxInt64 || t.dtype == onnxInt32}
+		gr.Consts[name] = graphTensor(t)
 	}
 	for _, n := range g.nodes {
 		if n.op == "Constant" {
@@ -69,21 +69,9 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 				gn.Attrs[name] = GraphAttr{Kind: "int", I: a.i}
 			case a.ints != nil:
 				gn.Attrs[name] = GraphAttr{Kind: "ints", Ints: a.ints}
+			case a.t != nil:
+				gn.Attrs[name] = GraphAttr{Kind: "tensor", T: graphTensor(a.t)}
 			}
-		}
-		// Opset 18 gives ReduceMean its axes as an input; keep them as the
-		// attribute of opset 13, which WriteGraphONNX writes.
-		if n.op == "ReduceMean" && len(n.inputs) > 1 && n.inputs[1] != "" {
-			t, ok := g.inits[n.inputs[1]]
-			if !ok {
-				return nil, onnxErrf("ReduceMean %q: the axes must be a constant", n.name)
-			}
-			ax := make([]int64, len(t.data))
-			for i, v := range t.data {
-				ax[i] = int64(v)
-			}
-			gn.Attrs["axes"] = GraphAttr{Kind: "ints", Ints: ax}
-			gn.Inputs = gn.Inputs[:1]
 		}
 		gr.Nodes = append(gr.Nodes, gn)
 	}
@@ -94,6 +82,11 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 		return nil, onnxErrf("%v", err)
 	}
 	return gr, nil
+}
+
+// graphTensor is the GraphTensor of an ONNX tensor.
+func graphTensor(t *onnxTensor) *GraphTensor {
+	return &GraphTensor{Shape: slices.Clone(t.dims), Data: t.data, Int: t.dtype == onnxInt64 || t.dtype == onnxInt32}
 }
 
 // isChain reports whether every node of g (Constant nodes aside) takes the
@@ -132,11 +125,11 @@ func SaveGraphONNX(path string, gr *Graph, meta map[string]string, dtype string)
 	return nil
 }
 
-// WriteGraphONNX writes gr to w as an ONNX ModelProto (IR version 7,
-// opset 13): its nodes in order, its constants as initializers (sorted by
-// name; floating-point ones as DOUBLE for dtype "" or "F64", FLOAT for
-// "F32"; integer ones as INT64), the input [N, InputShape...] and the
-// output [N, ...]. meta goes into metadata_props, with the operator counts
+// WriteGraphONNX writes gr to w as an ONNX ModelProto in the graph's opset
+// (13 when not given), with the IR version that opset needs: its nodes in
+// order, its constants as initializers (sorted by name; floating-point
+// ones as DOUBLE for dtype "" or "F64", FLOAT for "F32"; integer ones as
+// INT64), the input [N, InputShape...] and the output [N, ...]. meta goes into metadata_props, with the operator counts
 // under MetaGraph. ReadGraphONNX reads it back to the same graph.
 func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string) error {
 	if err := gr.Validate(); err != nil {
@@ -169,6 +162,12 @@ func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string
 					vs[i] = int(v)
 				}
 				attrs = append(attrs, onnxIntsAttr(k, vs...))
+			case "tensor":
+				t, err := graphTensorProto("", a.T, elem)
+				if err != nil {
+					return err
+				}
+				attrs = append(attrs, onnxTensorAttr(k, t))
 			}
 		}
 		p := onnxNodeProto(n.Name, n.Op, n.Inputs, n.Outputs[0], attrs...)
@@ -184,11 +183,8 @@ func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		t := gr.Consts[k]
-		var tp *pbEnc
-		if t.Int {
-			tp = onnxInt64Tensor(k, t.Shape, t.Data)
-		} else if tp, err = onnxTensorProto(k, t.Shape, t.Data, elem); err != nil {
+		tp, err := graphTensorProto(k, gr.Consts[k], elem)
+		if err != nil {
 			return err
 		}
 		g.msg(graphInitializer, tp)
@@ -199,7 +195,30 @@ func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string
 	if err != nil {
 		return err
 	}
-	return writeONNXModel(w, onnxModelProto(g, "graph written by relurec (nn.WriteGraphONNX)", meta, MetaGraph, string(arch)))
+	opset := gr.Opset
+	if opset == 0 {
+		opset = onnxOpset
+	}
+	doc := "graph written by relurec (nn.WriteGraphONNX)"
+	return writeONNXModel(w, onnxModelProtoOpset(g, doc, meta, MetaGraph, string(arch), opset))
+}
+
+// graphTensorProto encodes a constant as a TensorProto: INT64 when it is
+// an integer tensor, else of the element type elem.
+func graphTensorProto(name string, t *GraphTensor, elem int) (*pbEnc, error) {
+	if t.Int {
+		return onnxInt64Tensor(name, t.Shape, t.Data), nil
+	}
+	return onnxTensorProto(name, t.Shape, t.Data, elem)
+}
+
+// onnxTensorAttr encodes an AttributeProto holding a tensor.
+func onnxTensorAttr(name string, t *pbEnc) *pbEnc {
+	a := &pbEnc{}
+	a.str(attrName, name)
+	a.msg(attrT, t)
+	a.varint(attrType, attrTypeTensor)
+	return a
 }
 
 // onnxFloatAttr encodes an AttributeProto holding one float.

@@ -150,23 +150,32 @@ func TestGraphRefusesUnsupported(t *testing.T) {
 	}
 }
 
-// The files WriteGraphONNX writes pass onnx.checker (full_check). Skipped
-// without python3 and onnx.
+// The files WriteGraphONNX writes pass onnx.checker (full_check, so the
+// types of the ViT fixtures' shape arithmetic are inferred and checked),
+// in F64 and F32. Skipped without python3 and onnx.
 func TestGraphONNXPythonCheck(t *testing.T) {
 	py, tried := onnxPython()
 	if py == "" {
 		t.Skipf("no python3 with the onnx module (tried %s); install python3-onnx or set RELUREC_PYTHON", tried)
 	}
-	rng := rand.New(rand.NewPCG(7, 8))
-	g := residualGraph(rng)
-	dir := t.TempDir()
-	var files []string
-	for _, dtype := range []string{"F64", "F32"} {
-		p := filepath.Join(dir, dtype+".onnx")
-		if err := SaveGraphONNX(p, g, nil, dtype); err != nil {
+	graphs := map[string]*Graph{"residual": residualGraph(rand.New(rand.NewPCG(7, 8)))}
+	for path := range vitFixtures {
+		g, err := LoadGraphONNX(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, p)
+		graphs[filepath.Base(path)] = g
+	}
+	dir := t.TempDir()
+	var files []string
+	for name, g := range graphs {
+		for _, dtype := range []string{"F64", "F32"} {
+			p := filepath.Join(dir, name+"."+dtype+".onnx")
+			if err := SaveGraphONNX(p, g, nil, dtype); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, p)
+		}
 	}
 	script := "import sys, onnx\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(onnx.load(p), full_check=True)\n"
 	if out, err := exec.Command(py, append([]string{"-c", script}, files...)...).CombinedOutput(); err != nil {

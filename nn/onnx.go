@@ -163,9 +163,21 @@ func readONNXGraph(r io.Reader) (*onnxGraph, error) {
 		return nil, onnxErrf("not a protobuf ModelProto (%v)", err)
 	}
 	var graph []byte
+	opset := 0
 	for _, f := range model {
 		if f.num == modelGraph && f.wire == wireBytes {
 			graph = f.b
+		}
+		if f.num == modelOpsetImport && f.wire == wireBytes {
+			domain := ""
+			for _, d := range pbAll(f.b, opsetDomain) {
+				domain, _ = d.str()
+			}
+			for _, v := range pbAll(f.b, opsetVersion) {
+				if n, ok := v.int(); ok && (domain == "" || domain == "ai.onnx") && n > 0 && n < 1000 {
+					opset = int(n)
+				}
+			}
 		}
 	}
 	if graph == nil {
@@ -176,5 +188,6 @@ func readONNXGraph(r io.Reader) (*onnxGraph, error) {
 		return nil, err
 	}
 	g.addConstants()
+	g.opset = opset
 	return g, nil
 }

@@ -18,6 +18,8 @@ type onnxGraph struct {
 	// inputDims is the declared shape of each input; -1 marks a symbolic
 	// or unknown dimension, nil an input without a declared shape.
 	inputDims map[string][]int
+	// opset is the model's default-domain operator set (0: not given).
+	opset int
 }
 
 // mlpFromGraph assembles the MLP the chain of nodes of g computes from its

@@ -36,10 +36,11 @@ const (
 
 	graphName = 2
 
-	attrType      = 20
-	attrTypeFloat = 1 // AttributeProto.FLOAT
-	attrTypeInt   = 2 // AttributeProto.INT
-	attrTypeInts  = 7 // AttributeProto.INTS
+	attrType       = 20
+	attrTypeFloat  = 1 // AttributeProto.FLOAT
+	attrTypeInt    = 2 // AttributeProto.INT
+	attrTypeInts   = 7 // AttributeProto.INTS
+	attrTypeTensor = 4 // AttributeProto.TENSOR
 
 	valueInfoType = 2
 
@@ -164,6 +165,13 @@ func onnxModel(m *MLP, meta map[string]string, elem int) (*pbEnc, error) {
 // together with the architecture arch under archKey, which overrides a
 // caller key of that name.
 func onnxModelProto(g *pbEnc, doc string, meta map[string]string, archKey, arch string) *pbEnc {
+	return onnxModelProtoOpset(g, doc, meta, archKey, arch, onnxOpset)
+}
+
+// onnxModelProtoOpset is onnxModelProto for the default-domain opset
+// given, with the IR version it needs (7 up to opset 13, 8 up to 18, 9 up
+// to 20, else 10).
+func onnxModelProtoOpset(g *pbEnc, doc string, meta map[string]string, archKey, arch string, opsetV int) *pbEnc {
 	all := make(map[string]string, len(meta)+1)
 	for k, v := range meta {
 		all[k] = v
@@ -176,13 +184,22 @@ func onnxModelProto(g *pbEnc, doc string, meta map[string]string, archKey, arch 
 	sort.Strings(keys)
 
 	model := &pbEnc{}
-	model.varint(modelIRVersion, onnxIRVersion)
+	ir := onnxIRVersion
+	switch {
+	case opsetV > 20:
+		ir = 10
+	case opsetV > 18:
+		ir = 9
+	case opsetV > 13:
+		ir = 8
+	}
+	model.varint(modelIRVersion, uint64(ir))
 	model.str(modelProducerName, "relurec")
 	model.str(modelDocString, doc)
 	model.msg(modelGraph, g)
 	opset := &pbEnc{}
 	opset.str(opsetDomain, "")
-	opset.varint(opsetVersion, onnxOpset)
+	opset.varint(opsetVersion, uint64(opsetV))
 	model.msg(modelOpsetImport, opset)
 	for _, k := range keys {
 		e := &pbEnc{}

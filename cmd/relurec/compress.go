@@ -118,12 +118,14 @@ MaxPool2d, Flatten, Linear, as ONNX or relurec's CNN safetensors) is
 compressed the same way: each conv as its Out × In·KH·KW matrix fitted on a
 sample of its unfolded input patches, written back as a KH×KW conv to r
 channels then a 1×1 conv (--allocation global, uniform or svd-llm-v2; 4096
-calibration images by default). An ONNX graph with residual or mixer blocks
-(MatMul, Gemm, Add, Relu, Transpose, Reshape, ReduceMean, ...) is compressed
-weight by weight: every MatMul or Gemm by a constant weight fitted on the
-activations that reach it (every axis but the last as rows, e.g. images ×
-tokens), written back as two MatMul nodes (ONNX out only; 2048 calibration
-samples by default). The compressed model is written atomically to
+calibration images by default). An ONNX graph with residual, mixer or
+transformer blocks (attention, LayerNormalization, GELU, the shape
+arithmetic of a dynamic batch; torch.onnx.export, opset 13-17) is compressed
+weight by weight: every MatMul or Gemm by a constant weight (Q, K, V, output
+projection, MLP) fitted on the activations that reach it (every axis but the
+last as rows, e.g. images × tokens), written back as two MatMul nodes in the
+file's opset (ONNX out only; 2048 calibration samples by default; the
+measured allocations run the graph on 256 of them per measurement). The compressed model is written atomically to
 --out, as safetensors or ONNX by its extension (.safetensors or .onnx), plus
 <out>.manifest.json; on error nothing is written.`
 
@@ -144,7 +146,11 @@ const compressExample = `  # Keep 10% of the parameters, fitting each layer on t
   relurec compress --model cnn.onnx --data fashion-mnist --keep 0.25 --out small.onnx
 
   # A 2-block MLP-mixer on image rows (bench/mixer_fashion.py)
-  relurec compress --model mixer.onnx --data fashion-mnist --keep 0.5 --out small.onnx`
+  relurec compress --model mixer.onnx --data fashion-mnist --keep 0.5 --out small.onnx
+
+  # A small ViT (bench/vit_fashion.py) at 30% of its parameters
+  relurec compress --model vit.onnx --data fashion-mnist --keep 0.3 --sequential \
+      --allocation sensitivity --out small.onnx`
 
 func newCompressCmd(a *app) *cobra.Command {
 	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: compress.MethodData, Allocation: compress.AllocGlobal,
