@@ -2,12 +2,11 @@ package compress
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/linalg"
@@ -833,31 +832,33 @@ func TestFitLayerBadInput(t *testing.T) {
 	}
 }
 
-// A dead input (zero on every calibration row) makes the whitening
-// singular; both routes add the smallest ridge that works, name the cause,
-// and give the dead input's weights ≈ 0 (the data say nothing about them).
-func TestDeadInputRidgeNote(t *testing.T) {
+// A dead input (zero on every calibration row, as a ReLU unit that never
+// fires) is left out of the whitening: no ridge, no warning, weight exactly
+// 0 (the data say nothing about it), and the other weights those of the
+// problem without it, on every route and for SVD-LLM.
+func TestDeadInputDropped(t *testing.T) {
 	x, _, w := setup(7)
-	m, d := x.Dims()
+	m, _ := x.Dims()
 	for i := 0; i < m; i++ {
 		x.Set(i, 3, 0)
 	}
-	for _, route := range []Route{RouteQR, RouteGram} {
-		f, err := FitLayer(Problem{W: w, X: x}, MethodData, LayerOptions{Route: route})
+	for _, c := range []struct {
+		method Method
+		route  Route
+	}{{MethodData, RouteQR}, {MethodData, RouteGram}, {MethodSVDLLM, RouteAuto}} {
+		f, err := FitLayer(Problem{W: w, X: x}, c.method, LayerOptions{Route: c.route})
 		if err != nil {
-			t.Fatal(route, err)
+			t.Fatal(c, err)
 		}
-		wh := f.Whitening
-		if wh.RelRidge != 1e-10 || !strings.Contains(wh.Note, fmt.Sprintf("1 of %d inputs are constant on every calibration row", d)) {
-			t.Fatalf("%s: ridge %g, note %q", route, wh.RelRidge, wh.Note)
+		if wh := f.Whitening; wh.Ridge != 0 || wh.Note != "" || wh.Dropped != 1 || len(f.Warnings) != 0 {
+			t.Fatalf("%v: whitening %+v, warnings %q", c, *wh, f.Warnings)
 		}
 		l := f.Rank(4).Layers(nn.Identity)
-		var dead float64
-		for _, v := range mat.Col(nil, 3, l[0].Weight) {
-			dead = math.Max(dead, math.Abs(v))
+		if dead := mat.Col(nil, 3, l[0].Weight); floats.Norm(dead, math.Inf(1)) != 0 {
+			t.Fatalf("%v: the dead input's weights are %v", c, dead)
 		}
-		if dead > 1e-6 {
-			t.Fatalf("%s: the dead input's weights reach %g", route, dead)
+		if e := relDiff(f.Rank(4).Apply(x), fitRank(t, Problem{W: w, X: x}, c.method, LayerOptions{Route: RouteProjection}, 4).Apply(x)); c.method == MethodData && e > 1e-9 {
+			t.Fatalf("%v: outputs differ from the projection route's by %.3g", c, e)
 		}
 	}
 }

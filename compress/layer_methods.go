@@ -59,7 +59,7 @@ func fitSVDLLM(p Problem, o LayerOptions) (*Fit, error) {
 	h := gram(p.X)
 	var c mat.Dense
 	c.Mul(h, p.W)
-	w, err := whitenGram(h, &c, o.Ridge) // b0 = R⁻ᵀXᵀXW = R·W
+	w, err := whiten(whitenInput{h: h, c: &c}, RouteGram, o.Ridge) // b0 = R⁻ᵀXᵀXW = R·W
 	if err != nil {
 		return nil, err
 	}
