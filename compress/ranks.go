@@ -67,11 +67,16 @@ const (
 	// summed over the calibration rows, so L_i ≤ 1 only for a nearly exact
 	// layer, which the rule then cuts the most).
 	AllocSVDLLM2 Allocation = "svd-llm-v2"
+	// AllocAuto is AllocSensitivity where the network's output can be
+	// measured with one layer compressed (an MLP) and AllocGlobal
+	// elsewhere (a CNN, a graph): the best measured rule available
+	// (DefaultOptions).
+	AllocAuto Allocation = "auto"
 )
 
 // Allocations lists the allocation names, in the order the docs present
 // them.
-var Allocations = []Allocation{AllocGlobal, AllocUniform, AllocSensitivity, AllocASVD, AllocSVDLLM2}
+var Allocations = []Allocation{AllocAuto, AllocGlobal, AllocUniform, AllocSensitivity, AllocASVD, AllocSVDLLM2}
 
 // measured reports whether an allocation needs per-layer fits on the
 // calibration data before the ranks are chosen.

@@ -1,0 +1,110 @@
+package compress
+
+import (
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
+)
+
+// Cost is the work CompressMLP will do, by stage, in multiply-adds, and
+// the time it takes on this machine (EstimateMLP): what a caller shows
+// before a compression that may take a minute starts.
+type Cost struct {
+	// Fit is the original network's forward pass and the layer fits
+	// (whitening and SVD), Sensitivity the probes of a measured allocation,
+	// Distill the distillation epochs (0 when it will not run).
+	Fit, Sensitivity, Distill float64
+	// Seconds is the estimated wall time, from the stages' multiply-adds
+	// and this machine's measured matrix-product speed.
+	Seconds float64
+}
+
+// Stage throughputs relative to the speed probe (matmulSpeed). Measured on
+// the Fashion-MNIST MLP of docs/compress.md (784-512-256-10, 10 000 rows,
+// keep 0.05, the default recipe) on the 2-core machine under a load
+// average of 11–13: the layer fits ran at 1.8×, the probes at 2.4× and the
+// distillation at 1.35× the probe's multiply-adds per second (the probe,
+// one product timed in milliseconds, underrates a loaded machine's
+// sustained share). The constants are 20% below those, so that the
+// estimate errs long.
+const (
+	effFit         = 1.5
+	effSensitivity = 2.0
+	effDistill     = 1.1
+)
+
+// EstimateMLP estimates CompressMLP's cost on net with rows calibration
+// rows under o, assuming the budget Keep is spent (for the distillation's
+// size); it times a matrix product of the network's size (a few
+// milliseconds) to measure this machine's speed under its current load.
+func EstimateMLP(net *nn.MLP, rows int, o Options) Cost {
+	var c Cost
+	n := float64(rows)
+	fits := 1.0
+	if o.Sequential && (o.Allocation.measured() || o.Allocation == AllocAuto) {
+		fits = 2 // fits on the original activations, then on the compressed ones
+	}
+	probing := o.Allocation == AllocAuto || o.Allocation.probes()
+	pr := math.Min(n, probeRows)
+	for i, l := range net.Layers {
+		d2, d := l.Weight.Dims()
+		a, b := float64(d), float64(d2)
+		c.Fit += n*a*b + fits*(n*a*(a+2*b)+5*math.Min(a, b)*b*b)
+		if !probing || i == len(net.Layers)-1 {
+			continue
+		}
+		// One probe pass per grid rank (plus the refinement's few): the
+		// layer at that rank, then every later layer refit.
+		pass := pr * math.Min(a, b) * (a + b)
+		for _, m := range net.Layers[i+1:] {
+			m2, m1 := m.Weight.Dims()
+			pass += pr * float64(m1) * float64(m1+m2)
+		}
+		c.Sensitivity += float64(gridSize(min(d, d2))+4) * pass
+	}
+	keep := o.Keep
+	if keep == 0 {
+		keep = 0.5
+	}
+	dense := net.NumParams()
+	kept := int(keep * float64(dense))
+	if o.Distill.applies(true, kept, dense) {
+		c.Distill = float64(o.Distill.Epochs) * n * 3 * float64(kept)
+	}
+	speed := matmulSpeed(net)
+	c.Seconds = (c.Fit/effFit + c.Sensitivity/effSensitivity + c.Distill/effDistill) / speed
+	return c
+}
+
+// gridSize is the number of ranks of the probes' geometric grid (1, 2, 3,
+// 4, 6, 8, 12, …) up to top.
+func gridSize(top int) int {
+	k := 0
+	for r := 1; r <= top; r = max(r+1, r*3/2) {
+		k++
+	}
+	return k
+}
+
+// matmulSpeed times the product of 1024 rows with net's first layer (the
+// best of five) and returns multiply-adds per second.
+func matmulSpeed(net *nn.MLP) float64 {
+	w := net.Layers[0].Weight
+	out, in := w.Dims()
+	x := mat.NewDense(1024, in, nil)
+	raw := x.RawMatrix().Data
+	for i := range raw {
+		raw[i] = float64(i%7) - 3
+	}
+	var y mat.Dense
+	best := math.Inf(1)
+	for range 5 {
+		start := time.Now()
+		y.Mul(x, w.T())
+		best = math.Min(best, time.Since(start).Seconds())
+	}
+	return 1024 * float64(in) * float64(out) / math.Max(best, 1e-9)
+}
