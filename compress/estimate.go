@@ -16,10 +16,12 @@ type Cost struct {
 	// Fit is the original network's forward pass and the layer fits
 	// (whitening and SVD), Sensitivity the probes of a measured allocation,
 	// Distill the distillation epochs (0 when it will not run).
-	Fit, Sensitivity, Distill float64
+	Fit         float64 `json:"fit_multiply_adds"`
+	Sensitivity float64 `json:"sensitivity_multiply_adds"`
+	Distill     float64 `json:"distill_multiply_adds"`
 	// Seconds is the estimated wall time, from the stages' multiply-adds
 	// and this machine's measured matrix-product speed.
-	Seconds float64
+	Seconds float64 `json:"seconds"`
 }
 
 // Stage throughputs relative to the speed probe (matmulSpeed). Measured on

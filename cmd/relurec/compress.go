@@ -55,13 +55,16 @@ type compressResult struct {
 	Modules any `json:"modules,omitempty"`
 	// Accuracy of the original and compressed models on the test split
 	// (with --data fashion-mnist).
-	Original   *nn.Metrics        `json:"original,omitempty"`
-	Compressed *nn.Metrics        `json:"compressed,omitempty"`
-	Seconds    float64            `json:"seconds"`
-	Timings    map[string]float64 `json:"timings"`
-	Options    compressOptions    `json:"options"`
-	Out        string             `json:"out"`
-	Manifest   string             `json:"manifest"`
+	Original   *nn.Metrics `json:"original,omitempty"`
+	Compressed *nn.Metrics `json:"compressed,omitempty"`
+	// Estimate is what compress expected the compression to cost,
+	// printed before it started (MLPs).
+	Estimate *compress.Cost     `json:"estimate,omitempty"`
+	Seconds  float64            `json:"seconds"`
+	Timings  map[string]float64 `json:"timings"`
+	Options  compressOptions    `json:"options"`
+	Out      string             `json:"out"`
+	Manifest string             `json:"manifest"`
 }
 
 const compressLong = `Replace every Linear layer of a trained ReLU MLP by a low-rank factorization
@@ -318,7 +321,8 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	readTime := time.Since(start)
 
 	copt := opt.library(in.holdout)
-	a.notef("%s\n", compressPlan(t, copt, in.calib, opt.Fast))
+	plan, estimate := compressPlan(t, copt, in.calib, opt.Fast)
+	a.notef("%s\n", plan)
 	progress, clear := a.progress()
 	cstart := time.Now()
 	copt.Progress = progress
@@ -329,7 +333,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	}
 	compressTime := time.Since(cstart)
 	res := &cn.res
-	out := compressResult{Command: "compress", Result: *res, Modules: cn.modules, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
+	out := compressResult{Command: "compress", Result: *res, Modules: cn.modules, Estimate: estimate, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
 	evalStart := time.Now()
 	if err := out.evaluate(in.test, opt.Data, t.net, cn.model); err != nil {
 		return err
@@ -367,9 +371,9 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 }
 
 // compressPlan is the line compress prints before it starts: what it will
-// do and, for an MLP, the time it will take here (compress.EstimateMLP),
-// beside the other preset's (fast: --fast was given).
-func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast bool) string {
+// do and, for an MLP, the time it will take here (compress.EstimateMLP,
+// also returned), beside the other preset's (fast: --fast was given).
+func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast bool) (string, *compress.Cost) {
 	rows, _ := x.Dims()
 	alloc := o.Allocation
 	if alloc == compress.AllocAuto {
@@ -396,15 +400,16 @@ func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast bool
 	}
 	mlp, ok := t.net.(*nn.MLP)
 	if !ok {
-		return plan
+		return plan, nil
 	}
 	other, name := compress.FastOptions(), "--fast"
 	if fast {
 		other, name = compress.DefaultOptions(mlp), "without --fast"
 	}
 	other.Keep, other.Ranks, other.Energy, other.TargetError = o.Keep, o.Ranks, o.Energy, o.TargetError
+	est := compress.EstimateMLP(mlp, rows, o)
 	return fmt.Sprintf("%s; estimated %s on this machine now (%s: %s)", plan,
-		roundDuration(compress.EstimateMLP(mlp, rows, o).Seconds), name, roundDuration(compress.EstimateMLP(mlp, rows, other).Seconds))
+		roundDuration(est.Seconds), name, roundDuration(compress.EstimateMLP(mlp, rows, other).Seconds)), &est
 }
 
 // roundDuration writes s seconds to two significant digits ("35 s", "2.1 min").
