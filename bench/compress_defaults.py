@@ -23,7 +23,6 @@ net with p < 0.05 means the default is significantly less accurate).
 """
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -31,7 +30,6 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -39,7 +37,7 @@ sys.path.insert(0, os.path.join(REPO, "examples"))
 sys.path.insert(0, HERE)
 from load_compressed import load_relurec, write_safetensors  # noqa: E402
 from compress_paired import mcnemar_exact  # noqa: E402
-from compress_torch_roundtrip import DATA, idx  # noqa: E402
+from compress_torch_roundtrip import DATA, idx, train_mlp  # noqa: E402
 
 BASELINES = {
     "fast": ["--fast"],
@@ -59,16 +57,7 @@ def load_split(kind):
 
 def train(seed, epochs, path):
     torch.manual_seed(seed)
-    xtr, ytr = load_split("train")
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    for _ in range(epochs):
-        perm = torch.randperm(len(xtr))
-        for k in range(0, len(xtr), 128):
-            b = perm[k:k + 128]
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
-            opt.step()
+    model = train_mlp([784, 512, 256, 10], epochs, *load_split("train"))
     write_safetensors(path, model.state_dict(), {"format": "pt"})
 
 

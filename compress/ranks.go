@@ -53,7 +53,8 @@ const (
 	// is AllocSensitivity's, so that budgets below 0.1 are reachable.
 	AllocASVD Allocation = "asvd-search"
 	// AllocSVDLLM2 is a baseline: SVD-LLM V2's heterogeneous compression
-	// ratio allocation (Wang et al. 2025, §3.1): each layer's theoretical
+	// ratio allocation (Wang et al. 2025, §3.1; with MethodSVDLLM2 the
+	// paper's whole method, docs/compress.md): each layer's theoretical
 	// truncation loss L_i — the method's own calibration loss (Fit.Residual)
 	// at the rank the uniform rule gives it — sets its removed fraction in
 	// proportion to 1/log L_i, so layers that lose more are cut less. SVD-LLM
