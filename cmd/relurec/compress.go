@@ -122,6 +122,8 @@ Allocation of --keep over layers (--allocation):
 Calibration: --calib X.npy (rows are samples; .npy, .npz, .csv or IDX) or
 --data fashion-mnist (the first --calib-samples training images; the test
 images are then the held-out set and accuracy before/after is reported).
+An MLP is calibrated on 20 000 rows by default (10 000 with --fast): the
+recipe's distillation gains most from the extra rows.
 The report lists per layer the rank, parameters, and the relative error
 ‖Ỹ − Ŷ‖/‖Ỹ‖ of its pre-activations on the calibration and held-out data.
 
@@ -193,7 +195,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Calib, "calib", "", "calibration inputs, rows are samples (.npy, .npz with --calib-name, .csv, IDX)")
 	f.StringVar(&opt.CalibName, "calib-name", opt.CalibName, "name of the array inside an .npz given to --calib or --holdout")
 	f.StringVar(&opt.Data, "data", "", "a named data set instead of --calib: fashion-mnist")
-	f.IntVar(&opt.CalibSamples, "calib-samples", opt.CalibSamples, "use the first N calibration rows (0 = all)")
+	f.IntVar(&opt.CalibSamples, "calib-samples", opt.CalibSamples, "use the first N calibration rows (0 = all); without the flag 20000 for an MLP (10000 with --fast), 4096 for a CNN, 2048 for a graph")
 	f.StringVar(&opt.Holdout, "holdout", "", "held-out inputs on which layer errors are also reported")
 	f.StringVar((*string)(&opt.Method), "method", string(opt.Method), "per-layer method: "+methodList())
 	f.BoolVar(&opt.Fast, "fast", false, "the cheap path: non-sequential, global allocation, no distillation (flags given still apply)")
@@ -269,13 +271,24 @@ func compressTargetFor(model nn.Network, opt compressOptions) (*compressTarget, 
 	return nil, inputErrorf("--model %s: a %T cannot be compressed", opt.Model, model)
 }
 
+// mlpCalibRows is compress's default number of calibration rows for an MLP
+// without --fast: on a PyTorch-trained Fashion-MNIST MLP at keep 0.05 the
+// default recipe lost 1.97 points from 20 000 rows against 2.57 from 10 000
+// (distillation gains most: its held-out agreement 0.9365 against 0.9280),
+// for 1.6× the time (docs/compress.md). --fast keeps the flag's 10 000.
+const mlpCalibRows = 20000
+
 // mlpTarget is compress for an MLP (compress.CompressMLP), written to
 // --out as safetensors or ONNX by its extension.
 func mlpTarget(net *nn.MLP, opt compressOptions) (*compressTarget, error) {
 	if err := compress.CheckNetwork(net); err != nil {
 		return nil, inputErrorf("--model %s: %v", opt.Model, err)
 	}
-	return &compressTarget{net: net, kind: "MLP", whole: true, print: printCompress,
+	calib := mlpCalibRows
+	if opt.Fast {
+		calib = 0 // the flag's default
+	}
+	return &compressTarget{net: net, kind: "MLP", whole: true, print: printCompress, calibDefault: calib,
 		run: func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
 			res, err := compress.CompressMLP(ctx, net, x, copt)
 			if err != nil {
