@@ -65,8 +65,9 @@ type Whitening struct {
 	// matrix R (κ(X̌) for qr, κ(H) for gram) after the ridge, or
 	// s_max/s_min over the kept singular values for projection.
 	Cond float64 `json:"cond"`
-	// Rank is the numerical rank of X̌ used by the projection route (the
-	// number of columns otherwise).
+	// Rank is the numerical rank of X̌ used by the projection route and
+	// SVD-LLM V2 (the number of columns whitened otherwise: all but
+	// Dropped).
 	Rank int `json:"rank"`
 	// Dropped counts the inputs that are numerically zero on every
 	// calibration row (dead ReLU units; constant inputs once centred): they
