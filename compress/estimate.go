@@ -24,25 +24,37 @@ type Cost struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Stage throughputs relative to the speed probe (matmulSpeed). Measured on
-// the Fashion-MNIST MLP of docs/compress.md (784-512-256-10, 10 000 rows,
-// keep 0.05, the default recipe) on the 2-core machine under a load
-// average of 11–13: the layer fits ran at 1.8×, the probes at 2.4× and the
-// distillation at 1.35× the probe's multiply-adds per second (the probe,
-// one product timed in milliseconds, underrates a loaded machine's
-// sustained share). The constants are 20% below those, so that the
-// estimate errs long.
+// Stage throughputs relative to the speed probe (matmulSpeed): the layer
+// fits (Householder QR, eigendecompositions, the held-out errors), the
+// probes' least-squares refits on 4096 rows and the distillation's
+// minibatches of 128 rows all run well below one large matrix product.
+// Measured on the Fashion-MNIST MLP of docs/compress.md (784-512-256-10,
+// keep 0.05, the default recipe and --fast) on the 2-core machine under a
+// load average of 12–15.
 const (
-	effFit         = 1.5
-	effSensitivity = 2.0
-	effDistill     = 1.1
+	effFit         = 0.55
+	effSensitivity = 0.8
+	effDistill     = 0.65
 )
 
 // EstimateMLP estimates CompressMLP's cost on net with rows calibration
-// rows under o, assuming the budget Keep is spent (for the distillation's
-// size); it times a matrix product of the network's size (a few
-// milliseconds) to measure this machine's speed under its current load.
-func EstimateMLP(net *nn.MLP, rows int, o Options) Cost {
+// rows under each of opts, assuming the budget Keep is spent (for the
+// distillation's size); it times matrix products of the network's size
+// for a quarter of a second, once, to measure this machine's speed under
+// its current load.
+func EstimateMLP(net *nn.MLP, rows int, opts ...Options) []Cost {
+	speed := matmulSpeed(net)
+	out := make([]Cost, len(opts))
+	for i, o := range opts {
+		out[i] = mlpCost(net, rows, o)
+		c := &out[i]
+		c.Seconds = (c.Fit/effFit + c.Sensitivity/effSensitivity + c.Distill/effDistill) / speed
+	}
+	return out
+}
+
+// mlpCost counts the multiply-adds of each stage of CompressMLP.
+func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 	var c Cost
 	n := float64(rows)
 	fits := 1.0
@@ -76,8 +88,6 @@ func EstimateMLP(net *nn.MLP, rows int, o Options) Cost {
 	if o.Distill.applies(true, kept, dense) {
 		c.Distill = float64(o.Distill.Epochs) * n * 3 * float64(kept)
 	}
-	speed := matmulSpeed(net)
-	c.Seconds = (c.Fit/effFit + c.Sensitivity/effSensitivity + c.Distill/effDistill) / speed
 	return c
 }
 
@@ -91,8 +101,9 @@ func gridSize(top int) int {
 	return k
 }
 
-// matmulSpeed times the product of 1024 rows with net's first layer (the
-// best of five) and returns multiply-adds per second.
+// matmulSpeed repeats the product of 1024 rows with net's first layer for
+// at least 0.25 s and returns multiply-adds per second: long enough to
+// average over the machine's load, as the compression will.
 func matmulSpeed(net *nn.MLP) float64 {
 	w := net.Layers[0].Weight
 	out, in := w.Dims()
@@ -102,11 +113,11 @@ func matmulSpeed(net *nn.MLP) float64 {
 		raw[i] = float64(i%7) - 3
 	}
 	var y mat.Dense
-	best := math.Inf(1)
-	for range 5 {
-		start := time.Now()
+	start := time.Now()
+	n := 0
+	for n == 0 || time.Since(start) < 250*time.Millisecond {
 		y.Mul(x, w.T())
-		best = math.Min(best, time.Since(start).Seconds())
+		n++
 	}
-	return 1024 * float64(in) * float64(out) / math.Max(best, 1e-9)
+	return float64(n) * 1024 * float64(in) * float64(out) / time.Since(start).Seconds()
 }

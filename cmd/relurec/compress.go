@@ -420,9 +420,9 @@ func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast bool
 		other, name = compress.DefaultOptions(mlp), "without --fast"
 	}
 	other.Keep, other.Ranks, other.Energy, other.TargetError = o.Keep, o.Ranks, o.Energy, o.TargetError
-	est := compress.EstimateMLP(mlp, rows, o)
+	est := compress.EstimateMLP(mlp, rows, o, other)
 	return fmt.Sprintf("%s; estimated %s on this machine now (%s: %s)", plan,
-		roundDuration(est.Seconds), name, roundDuration(compress.EstimateMLP(mlp, rows, other).Seconds)), &est
+		roundDuration(est[0].Seconds), name, roundDuration(est[1].Seconds)), &est[0]
 }
 
 // roundDuration writes s seconds to two significant digits ("35 s", "2.1 min").
