@@ -21,6 +21,7 @@ Needs Fashion-MNIST (scripts/install-datasets.sh), python3-torch and python3-num
 import math
 import os
 import sys
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -38,8 +39,8 @@ def mcnemar_exact(b, c):
     if n == 0:
         return 1.0
     k = min(b, c)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n
-    return min(1.0, 2 * tail)
+    tail = Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2 ** n)  # exact: 2.0 ** n overflows past n = 1023
+    return min(1.0, float(2 * tail))
 
 
 def main():

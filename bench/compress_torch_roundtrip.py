@@ -52,6 +52,26 @@ def accuracy(model, x, y):
         return float((model(x).argmax(1) == y).double().mean())
 
 
+def train_mlp(sizes, epochs, xtr, ytr):
+    """An nn.Sequential of Linear/ReLU with these sizes, trained with Adam (lr 1e-3, minibatches of
+    128) on (xtr, ytr) for epochs epochs from torch's current seed, in eval mode."""
+    mods = []
+    for i in range(len(sizes) - 1):
+        mods.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i + 2 < len(sizes):
+            mods.append(nn.ReLU())
+    model = nn.Sequential(*mods)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(epochs):
+        perm = torch.randperm(len(xtr))
+        for k in range(0, len(xtr), 128):
+            b = perm[k:k + 128]
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
+            opt.step()
+    return model.eval()
+
+
 def relurec(exe, *args):
     r = subprocess.run([exe, *args, "--json"], capture_output=True, text=True)
     if r.returncode != 0:
@@ -74,22 +94,7 @@ def main():
     xte = torch.from_numpy(idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
     yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
 
-    sizes = [784] + [int(h) for h in args.hidden.split(",")] + [10]
-    mods = []
-    for i in range(len(sizes) - 1):
-        mods.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i + 2 < len(sizes):
-            mods.append(nn.ReLU())
-    model = nn.Sequential(*mods)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    for ep in range(args.epochs):
-        perm = torch.randperm(len(xtr))
-        for k in range(0, len(xtr), 128):
-            b = perm[k:k + 128]
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
-            opt.step()
-    model.eval()
+    model = train_mlp([784] + [int(h) for h in args.hidden.split(",")] + [10], args.epochs, xtr, ytr)
 
     with tempfile.TemporaryDirectory() as tmp:
         exe = args.relurec

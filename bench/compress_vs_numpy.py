@@ -134,7 +134,7 @@ def main():
             subprocess.run(["go", "build", "-o", exe, "./cmd/relurec"], cwd=REPO, check=True)
         out = os.path.join(tmp, "small.safetensors")
         cmd = [exe, "compress", "--model", args.model, "--data", "fashion-mnist", "--calib-samples", str(args.calib),
-               "--keep", str(args.keep), "--sequential", "--route", "qr", "--out", out, "--json"]
+               "--keep", str(args.keep), "--fast", "--sequential", "--route", "qr", "--out", out, "--json"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"relurec compress failed ({r.returncode}): {r.stderr}")

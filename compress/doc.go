@@ -23,9 +23,10 @@
 //
 // Deviations from the paper, and why:
 //   - The paper assumes known ranks; CompressMLP chooses them (Options).
-//   - Whitening is made numerically safe: float64, QR (κ not squared) or
-//     Cholesky with a reported ridge when the inputs are numerically
-//     singular (dead ReLU units make them so), or the pseudo-inverse route.
+//   - Whitening is made numerically safe: float64, inputs that are zero on
+//     every calibration row (dead ReLU units) left out with zero weights,
+//     QR (κ not squared) or Cholesky with a reported ridge when the rest
+//     are numerically singular, or the pseudo-inverse route.
 //   - The convex estimators are not exactly rank r; they are followed by
 //     Alg 2c on their output for a real factorization (the paper stops at
 //     the estimate), and their

@@ -113,7 +113,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 		if o.Holdout != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("held-out per-layer errors are not computed for a %s; Options.Holdout was ignored", src.kind()))
 		}
-		if o.Distill.Epochs > 0 {
+		if o.Distill.Epochs > 0 && !o.Distill.Auto {
 			return fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a %s; compress without it: %w", src.kind(), ErrInput)
 		}
 	}
@@ -122,6 +122,12 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 		return err
 	}
 	L := len(layers)
+	if o.Allocation == AllocAuto {
+		o.Allocation = AllocGlobal
+		if whole != nil {
+			o.Allocation = AllocSensitivity
+		}
+	}
 	mode, lo, err := o.prepare(res, L)
 	if err != nil {
 		return err
@@ -176,7 +182,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 			o.Progress("compress", j+1, L)
 		}
 	}
-	if o.Distill.Epochs > 0 {
+	if o.Distill.applies(whole != nil, res.Params, res.DenseParams) {
 		if res.Distill, err = whole.distill(ctx, o.Distill, o.Progress); err != nil {
 			return err
 		}
@@ -245,7 +251,7 @@ func (o *Options) compressLayer(ctx context.Context, src layerSource, l sourceLa
 	}
 	start := time.Now()
 	j, xo, yo := step.index, step.prob.X, step.prob.y
-	fitXc := o.Sequential && o.Method != MethodSVDLLM
+	fitXc := o.Sequential && o.Method.FitsCompressedInputs()
 	xc, err := src.input(j, fitXc)
 	if err != nil {
 		return err
@@ -379,8 +385,8 @@ func (o *Options) prepare(res *Result, L int) (rankMode, LayerOptions, error) {
 			lo.ReLU.Constraint.MaxRows = 2000
 		}
 	}
-	if o.Method == MethodSVDLLM && o.Sequential {
-		res.Warnings = append(res.Warnings, "svd-llm whitens with the original activations (X̌ = X); the sequential flag does not apply")
+	if !o.Method.FitsCompressedInputs() && o.Sequential {
+		res.Warnings = append(res.Warnings, string(o.Method)+" whitens with the original activations (X̌ = X); the sequential flag does not apply")
 	}
 	res.Method = o.Method
 	return mode, lo, nil

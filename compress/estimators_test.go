@@ -2,12 +2,11 @@ package compress
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/testutil"
@@ -80,7 +79,7 @@ func TestLayerOptimality(t *testing.T) {
 	keep := LayerOptions{Bias: BiasKeep}
 	const r = 4
 	best := objective(x, xc, w, fitRank(t, p, MethodData, keep, r).Product())
-	for _, m := range []Method{MethodSVD, MethodASVD, MethodInputPCA, MethodOutputPCA, MethodSVDLLM} {
+	for _, m := range []Method{MethodSVD, MethodASVD, MethodInputPCA, MethodOutputPCA, MethodSVDLLM, MethodSVDLLM2} {
 		got := objective(x, xc, w, fitRank(t, p, m, keep, r).Product())
 		if !(best <= got*(1+1e-12)) {
 			t.Errorf("%s: objective %.6g below the data-driven optimum %.6g", m, got, best)
@@ -171,6 +170,19 @@ func TestRouteEquivalence(t *testing.T) {
 	f2 := fitRank(t, pp, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR}, r).Product()
 	if e := testutil.RelDiff(llm, f2); e > 1e-10 {
 		t.Errorf("SVD-LLM differs from Alg 2 with X̌ = X by %.3g", e)
+	}
+	// SVD-LLM V2's two-round SVD truncation reaches the same minimum, with
+	// the same singular values (its theoretical truncation loss).
+	if e := relDiff(fitRank(t, pp, MethodSVDLLM2, LayerOptions{}, r).Product(), f2); e > 1e-9 {
+		t.Errorf("SVD-LLM V2 differs from Alg 2 with X̌ = X by %.3g", e)
+	}
+	v1, err1 := FitLayer(pp, MethodSVDLLM, LayerOptions{})
+	v2, err2 := FitLayer(pp, MethodSVDLLM2, LayerOptions{})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if e := math.Abs(v2.Residual(r)-v1.Residual(r)) / v1.Residual(r); e > 1e-9 {
+		t.Errorf("SVD-LLM V2's truncation loss differs from SVD-LLM's by %.3g (relative)", e)
 	}
 	// The big-matrix path (eigendecomposition of the Gram matrix of the
 	// whitened target, from 128 columns on) agrees with the SVD path.
@@ -822,31 +834,39 @@ func TestFitLayerBadInput(t *testing.T) {
 	}
 }
 
-// A dead input (zero on every calibration row) makes the whitening
-// singular; both routes add the smallest ridge that works, name the cause,
-// and give the dead input's weights ≈ 0 (the data say nothing about them).
-func TestDeadInputRidgeNote(t *testing.T) {
+// A dead input (zero on every calibration row, as a ReLU unit that never
+// fires) is left out of the whitening: no ridge, no warning, weight exactly
+// 0 (the data say nothing about it), and the other weights those of the
+// problem without it, on every route and for SVD-LLM and SVD-LLM V2.
+func TestDeadInputDropped(t *testing.T) {
 	x, _, w := setup(7)
-	m, d := x.Dims()
+	m, _ := x.Dims()
 	for i := 0; i < m; i++ {
 		x.Set(i, 3, 0)
 	}
-	for _, route := range []Route{RouteQR, RouteGram} {
-		f, err := FitLayer(Problem{W: w, X: x}, MethodData, LayerOptions{Route: route})
+	for _, c := range []struct {
+		method Method
+		route  Route
+	}{{MethodData, RouteQR}, {MethodData, RouteGram}, {MethodSVDLLM, RouteAuto}, {MethodSVDLLM2, RouteAuto}} {
+		f, err := FitLayer(Problem{W: w, X: x}, c.method, LayerOptions{Route: c.route})
 		if err != nil {
-			t.Fatal(route, err)
+			t.Fatal(c, err)
 		}
-		wh := f.Whitening
-		if wh.RelRidge != 1e-10 || !strings.Contains(wh.Note, fmt.Sprintf("1 of %d inputs are constant on every calibration row", d)) {
-			t.Fatalf("%s: ridge %g, note %q", route, wh.RelRidge, wh.Note)
+		if wh := f.Whitening; wh.Ridge != 0 || wh.Note != "" || wh.Dropped != 1 || len(f.Warnings) != 0 {
+			t.Fatalf("%v: whitening %+v, warnings %q", c, *wh, f.Warnings)
+		}
+		// SVD-LLM V2 leaves out an eigen-direction of XᵀX, whose
+		// computed vector is e_3 to rounding.
+		tol := 0.0
+		if c.method == MethodSVDLLM2 {
+			tol = 1e-12 * mat.Norm(w, math.Inf(1))
 		}
 		l := f.Rank(4).Layers(nn.Identity)
-		var dead float64
-		for _, v := range mat.Col(nil, 3, l[0].Weight) {
-			dead = math.Max(dead, math.Abs(v))
+		if dead := mat.Col(nil, 3, l[0].Weight); floats.Norm(dead, math.Inf(1)) > tol {
+			t.Fatalf("%v: the dead input's weights are %v", c, dead)
 		}
-		if dead > 1e-6 {
-			t.Fatalf("%s: the dead input's weights reach %g", route, dead)
+		if e := relDiff(f.Rank(4).Apply(x), fitRank(t, Problem{W: w, X: x}, c.method, LayerOptions{Route: RouteProjection}, 4).Apply(x)); c.method == MethodData && e > 1e-9 {
+			t.Fatalf("%v: outputs differ from the projection route's by %.3g", c, e)
 		}
 	}
 }

@@ -32,6 +32,16 @@ const (
 	// X̌ = X and the bias kept (asserted equal in the tests); it ignores the
 	// sequential flag. Cost O(md² + d³ + d·d2·min(d, d2)).
 	MethodSVDLLM Method = "svd-llm"
+	// MethodSVDLLM2 is SVD-LLM V2's loss-optimized weight truncation (Wang
+	// et al. 2025, §3.2): two rounds of SVD instead of a Cholesky factor —
+	// H = XᵀX = U_s·Λ·U_sᵀ, then [Λ^½·U_sᵀ·W]_r, then U_s·Λ^-½ — which
+	// reaches the same minimum truncation loss ‖XW − XŴ‖_F as SVD-LLM
+	// without a Cholesky factorization that fails on a singular H.
+	// Eigen-directions with λ ≤ d·ε·λ_max (dead inputs, rank-deficient
+	// calibration data) are left out: the data do not see them, and the
+	// paper's Λ^-½ is undefined there (minimum-norm, as RouteProjection).
+	// Bias kept; ignores the sequential flag, like SVD-LLM.
+	MethodSVDLLM2 Method = "svd-llm-v2"
 	// MethodASVD is ASVD's activation-aware SVD (Yuan et al. 2023): input
 	// channels scaled by S_ii = (mean_t |X_ti|)^α (α = 0.5), [S·W]_r, then
 	// S⁻¹; bias kept. A diagonal, heuristic whitening: never better than
@@ -63,7 +73,14 @@ const (
 )
 
 // Methods lists the method names, in the order the docs present them.
-var Methods = []Method{MethodSVD, MethodASVD, MethodSVDLLM, MethodOutputPCA, MethodInputPCA, MethodData, MethodConvex, MethodReLU}
+var Methods = []Method{MethodSVD, MethodASVD, MethodSVDLLM, MethodSVDLLM2, MethodOutputPCA, MethodInputPCA, MethodData, MethodConvex, MethodReLU}
+
+// FitsCompressedInputs reports whether the method fits a layer on the
+// compressed network's inputs under Options.Sequential; SVD-LLM and SVD-LLM
+// V2 whiten with the original activations by definition.
+func (m Method) FitsCompressedInputs() bool {
+	return m != MethodSVDLLM && m != MethodSVDLLM2
+}
 
 // BiasMode is how the data-driven methods treat a layer's bias
 // (LayerOptions.Bias).
@@ -297,6 +314,8 @@ func FitLayer(p Problem, method Method, o LayerOptions) (*Fit, error) {
 		f, err = fitData(p, o)
 	case MethodSVDLLM:
 		f, err = fitSVDLLM(p, o)
+	case MethodSVDLLM2:
+		f, err = fitSVDLLM2(p)
 	case MethodASVD:
 		f, err = fitASVD(p, o)
 	case MethodOutputPCA:

@@ -59,7 +59,7 @@ func fitSVDLLM(p Problem, o LayerOptions) (*Fit, error) {
 	h := gram(p.X)
 	var c mat.Dense
 	c.Mul(h, p.W)
-	w, err := whitenGram(h, &c, o.Ridge) // b0 = R⁻ᵀXᵀXW = R·W
+	w, err := whiten(whitenInput{h: h, c: &c}, RouteGram, o.Ridge) // b0 = R⁻ᵀXᵀXW = R·W
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +75,54 @@ func fitSVDLLM(p Problem, o LayerOptions) (*Fit, error) {
 		f.Warnings = append(f.Warnings, w.Note)
 	}
 	return f, nil
+}
+
+// fitSVDLLM2 is SVD-LLM V2's two-round SVD truncation (MethodSVDLLM2),
+// written as its paper does: an eigendecomposition (the SVD of the
+// symmetric XᵀX) for the whitening, an SVD of the whitened weight.
+func fitSVDLLM2(p Problem) (*Fit, error) {
+	d, d2 := p.W.Dims()
+	var eig mat.EigenSym
+	if !eig.Factorize(gram(p.X), true) {
+		return nil, fmt.Errorf("compress: eigendecomposition of the calibration Gram matrix did not converge")
+	}
+	lam := eig.Values(nil) // ascending
+	var us mat.Dense
+	eig.VectorsTo(&us)
+	// Keep the eigen-directions the data see, largest first.
+	var keep []int
+	for k := len(lam) - 1; k >= 0 && lam[k] > float64(d)*0x1p-52*lam[len(lam)-1]; k-- {
+		keep = append(keep, k)
+	}
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("compress: the calibration inputs of this layer are all zero: %w", ErrInput)
+	}
+	// whiten = U_s·Λ^-½ (d×k) and Λ^½·U_sᵀ·W (k×d2).
+	k := len(keep)
+	unwhiten := mat.NewDense(d, k, nil)
+	dw := mat.NewDense(k, d2, nil)
+	col := make([]float64, d)
+	for j, e := range keep {
+		mat.Col(col, e, &us)
+		sq := math.Sqrt(lam[e])
+		for i, v := range col {
+			unwhiten.Set(i, j, v/sq)
+		}
+		row := dw.RawRowView(j)
+		for i, v := range col {
+			floats.AddScaled(row, v*sq, p.W.RawRowView(i)[:d2])
+		}
+	}
+	u, s, v, err := svdDesc(dw)
+	if err != nil {
+		return nil, err
+	}
+	var a0 mat.Dense
+	a0.Mul(unwhiten, scaleCols(u, s))
+	t := preact(p.X, p.W, nil)
+	tn := mat.Norm(t, 2)
+	return &Fit{S: s, Whitening: &Whitening{Route: RouteProjection, Cond: math.Sqrt(lam[keep[0]] / lam[keep[k-1]]), Rank: k, Dropped: d - k},
+		Target: tn * tn, d: d, d2: d2, a0: &a0, v: v, mode: BiasKeep, keepBias: cloneVec(p.Bias), Converged: true}, nil
 }
 
 // fitASVD is ASVD's diagonal activation scaling.

@@ -11,9 +11,11 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-// Options controls CompressMLP. The zero value works: sequential is off,
-// method "data" (Alg 2c), half of the parameters kept with the global
-// allocation.
+// Options controls CompressMLP, CompressCNN and CompressGraph.
+// DefaultOptions is the best measured recipe, what `relurec compress` runs
+// without flags; the zero value is the cheap path (FastOptions, `relurec
+// compress --fast`): sequential off, method "data" (Alg 2c), half of the
+// parameters kept with the global allocation, no distillation.
 //
 // The rank of each layer comes from exactly one of Ranks, Energy,
 // TargetError and Keep (checked in that order; Keep = 0.5 when none is set).
@@ -31,8 +33,9 @@ type Options struct {
 	// dense.
 	Keep float64
 	// Allocation is how Keep is split over layers: AllocGlobal (default),
-	// AllocUniform, AllocSensitivity (measured end-to-end error), or the
-	// baselines AllocASVD and AllocSVDLLM2 (see Allocations).
+	// AllocUniform, AllocSensitivity (measured end-to-end error), AllocAuto
+	// (sensitivity where it can be measured), or the baselines AllocASVD
+	// and AllocSVDLLM2 (see Allocations).
 	Allocation Allocation
 	// Ranks fixes each layer's rank (one entry per layer of the original
 	// network; 0 keeps that layer dense). A rank that would not save
@@ -53,11 +56,36 @@ type Options struct {
 	// Distill, with Epochs > 0, fits the compressed network end to end to
 	// the original network's output on the calibration inputs after the
 	// layer-by-layer fit (knowledge distillation, no labels; MLPs only).
-	// Off by default: it is not part of Zhang & Saab's algorithm.
+	// Off in the zero value (it is not part of Zhang & Saab's algorithm);
+	// DefaultOptions turns it on where it helps (DistillOptions.Auto).
 	Distill DistillOptions
 	// Progress, if non-nil, is called as layers complete (stage, done,
 	// total).
 	Progress func(stage string, done, total int)
+}
+
+// DefaultOptions returns the best measured recipe for the budget on net,
+// what `relurec compress` runs without flags: the data-driven fit (Alg
+// 2c), the budget Keep = 0.5 split by measured sensitivity where the
+// network's output can be measured (AllocAuto), DefaultDistillEpochs
+// epochs of distillation where it was measured to help
+// (DistillOptions.Auto), and, for an MLP, the sequential fit (Alg 3). A
+// CNN or a graph is fit non-sequentially, as it was measured
+// (docs/compress.md): AllocAuto and Auto then reduce to the global
+// allocation without distillation. On PyTorch-trained Fashion-MNIST MLPs
+// at keep 0.05 the recipe loses a fraction of what FastOptions loses
+// (docs/compress.md, "Defaults"), for a few times its time.
+func DefaultOptions(net nn.Network) Options {
+	_, mlp := net.(*nn.MLP)
+	return Options{Method: MethodData, Sequential: mlp, Keep: 0.5, Allocation: AllocAuto,
+		Distill: DistillOptions{Epochs: DefaultDistillEpochs, Auto: true}}
+}
+
+// FastOptions returns the cheap path (`relurec compress --fast`, and the
+// meaning of the zero Options): every layer fit once on the original
+// network's activations, the global allocation, no distillation.
+func FastOptions() Options {
+	return Options{Method: MethodData, Keep: 0.5, Allocation: AllocGlobal}
 }
 
 // LayerReport is the evidence for one layer of the original network.

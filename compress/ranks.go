@@ -53,7 +53,8 @@ const (
 	// is AllocSensitivity's, so that budgets below 0.1 are reachable.
 	AllocASVD Allocation = "asvd-search"
 	// AllocSVDLLM2 is a baseline: SVD-LLM V2's heterogeneous compression
-	// ratio allocation (Wang et al. 2025, §3.1): each layer's theoretical
+	// ratio allocation (Wang et al. 2025, §3.1; with MethodSVDLLM2 the
+	// paper's whole method, docs/compress.md): each layer's theoretical
 	// truncation loss L_i — the method's own calibration loss (Fit.Residual)
 	// at the rank the uniform rule gives it — sets its removed fraction in
 	// proportion to 1/log L_i, so layers that lose more are cut less. SVD-LLM
@@ -67,11 +68,16 @@ const (
 	// summed over the calibration rows, so L_i ≤ 1 only for a nearly exact
 	// layer, which the rule then cuts the most).
 	AllocSVDLLM2 Allocation = "svd-llm-v2"
+	// AllocAuto is AllocSensitivity where the network's output can be
+	// measured with one layer compressed (an MLP) and AllocGlobal
+	// elsewhere (a CNN, a graph): the best measured rule available
+	// (DefaultOptions).
+	AllocAuto Allocation = "auto"
 )
 
 // Allocations lists the allocation names, in the order the docs present
 // them.
-var Allocations = []Allocation{AllocGlobal, AllocUniform, AllocSensitivity, AllocASVD, AllocSVDLLM2}
+var Allocations = []Allocation{AllocAuto, AllocGlobal, AllocUniform, AllocSensitivity, AllocASVD, AllocSVDLLM2}
 
 // measured reports whether an allocation needs per-layer fits on the
 // calibration data before the ranks are chosen.

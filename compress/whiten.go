@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
@@ -64,9 +65,14 @@ type Whitening struct {
 	// matrix R (κ(X̌) for qr, κ(H) for gram) after the ridge, or
 	// s_max/s_min over the kept singular values for projection.
 	Cond float64 `json:"cond"`
-	// Rank is the numerical rank of X̌ used by the projection route (the
-	// number of columns otherwise).
+	// Rank is the numerical rank of X̌ used by the projection route and
+	// SVD-LLM V2 (the number of columns whitened otherwise: all but
+	// Dropped).
 	Rank int `json:"rank"`
+	// Dropped counts the inputs that are numerically zero on every
+	// calibration row (dead ReLU units; constant inputs once centred): they
+	// were left out of the whitening and their weights are 0.
+	Dropped int `json:"dropped,omitempty"`
 	// Note says why a ridge or a fallback was needed ("" when not).
 	Note string `json:"note,omitempty"`
 }
@@ -91,7 +97,102 @@ type whitenInput struct {
 
 // whiten reduces min_Z ‖t − z·Z‖_F (ridge-regularised if relRidge > 0) to
 // coordinates where the inputs are orthonormal.
+//
+// Input columns that are numerically zero on every calibration row — ReLU
+// units that never fire there, or (centred) constant inputs — are left out
+// first, and their rows of every solution are 0: the data say nothing about
+// them, so 0 is the minimum-norm choice, which a ridge would only
+// approximate, and the whitening of the other inputs stays unregularised.
+// Whitening.Dropped counts them.
 func whiten(in whitenInput, route Route, relRidge float64) (*whitened, error) {
+	live, p := liveColumns(in)
+	if len(live) == p || len(live) == 0 { // nothing to drop, or nothing left (reported by the route)
+		return whitenRoute(in, route, relRidge)
+	}
+	w, err := whitenRoute(in.restrict(live), route, relRidge)
+	if err != nil {
+		return nil, err
+	}
+	w.Dropped = p - len(live)
+	inner := w.unwhiten
+	w.unwhiten = func(x *mat.Dense) *mat.Dense {
+		sub := inner(x)
+		_, c := sub.Dims()
+		out := mat.NewDense(p, c, nil)
+		for i, j := range live {
+			copy(out.RawRowView(j), sub.RawRowView(i))
+		}
+		return out
+	}
+	return w, nil
+}
+
+// liveColumns returns the indices of the columns of the inputs (z, or the
+// diagonal of h) whose norm exceeds 1/maxCondR of the largest one, and the
+// number of columns. A column below that makes every whitening route's
+// condition number exceed its limit on its own: it is numerically zero.
+func liveColumns(in whitenInput) ([]int, int) {
+	var diag []float64
+	if in.z != nil {
+		diag = colSquares(in.z)
+	} else {
+		diag = make([]float64, in.h.SymmetricDim())
+		for i := range diag {
+			diag[i] = in.h.At(i, i)
+		}
+	}
+	tol := floats.Max(diag) / (maxCondR * maxCondR)
+	var live []int
+	for j, v := range diag {
+		if v > tol {
+			live = append(live, j)
+		}
+	}
+	return live, len(diag)
+}
+
+// restrict is the problem on the input columns cols only (whose solution
+// rows are those of cols).
+func (in whitenInput) restrict(cols []int) whitenInput {
+	var out whitenInput
+	out.t = in.t
+	if in.z != nil {
+		m, _ := in.z.Dims()
+		out.z = mat.NewDense(m, len(cols), nil)
+		for i := 0; i < m; i++ {
+			row, dst := in.z.RawRowView(i), out.z.RawRowView(i)
+			for k, j := range cols {
+				dst[k] = row[j]
+			}
+		}
+	}
+	if in.h != nil {
+		out.h = mat.NewSymDense(len(cols), nil)
+		for a, i := range cols {
+			for b := a; b < len(cols); b++ {
+				out.h.SetSym(a, b, in.h.At(i, cols[b]))
+			}
+		}
+	}
+	out.c, out.waug = rowsOf(in.c, cols), rowsOf(in.waug, cols)
+	return out
+}
+
+// rowsOf returns the rows rows of a (nil for nil).
+func rowsOf(a *mat.Dense, rows []int) *mat.Dense {
+	if a == nil {
+		return nil
+	}
+	_, c := a.Dims()
+	out := mat.NewDense(len(rows), c, nil)
+	for k, i := range rows {
+		copy(out.RawRowView(k), a.RawRowView(i))
+	}
+	return out
+}
+
+// whitenRoute is whiten on every column, by route.
+func whitenRoute(in whitenInput, route Route, relRidge float64) (*whitened, error) {
 	switch route {
 	case RouteQR:
 		return whitenQR(in.z, in.t, in.waug, relRidge)
@@ -179,7 +280,7 @@ func whitenQR(z, t, waug *mat.Dense, relRidge float64) (*whitened, error) {
 		w.unwhiten = func(x *mat.Dense) *mat.Dense { return solveUpper(r, x) }
 		return w, nil
 	}
-	return withRidgeLadder(relRidge, maxCondR, m < p, func() string { return zeroColumns(colSquares(z)) }, try)
+	return withRidgeLadder(relRidge, maxCondR, m < p, try)
 }
 
 // colSquares returns the sum of squares of each column of z (the diagonal
@@ -195,29 +296,10 @@ func colSquares(z *mat.Dense) []float64 {
 	return out
 }
 
-// zeroColumns explains the commonest cause of a singular whitening matrix in
-// a hidden layer: inputs that are zero (after centring: constant) on every
-// calibration row, i.e. ReLU units that never fire there. The ridge then
-// sets their weights to ≈ 0, which is the minimum-norm choice: the data say
-// nothing about them. It returns "" when every column carries data.
-func zeroColumns(diag []float64) string {
-	n := 0
-	for _, v := range diag {
-		if v == 0 {
-			n++
-		}
-	}
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d of %d inputs are constant on every calibration row (e.g. dead ReLU units), so the data do not determine their weights; the ridge sets them to ≈ 0", n, len(diag))
-}
-
 // withRidgeLadder runs try with relRidge; if the result is numerically
 // singular (Cond above limit, or forced), it retries with the ladder's
-// ridges above relRidge and notes why. cause, called only when a ridge was
-// needed (so the common case pays nothing), explains it ("" for nothing).
-func withRidgeLadder(relRidge, limit float64, needRidge bool, cause func() string, try func(rel float64) (*whitened, error)) (*whitened, error) {
+// ridges above relRidge and notes why.
+func withRidgeLadder(relRidge, limit float64, needRidge bool, try func(rel float64) (*whitened, error)) (*whitened, error) {
 	var first *whitened
 	if !needRidge || relRidge > 0 {
 		w, err := try(relRidge)
@@ -242,9 +324,6 @@ func withRidgeLadder(relRidge, limit float64, needRidge bool, cause func() strin
 				w.Note = fmt.Sprintf("whitening matrix numerically singular (condition %.3g > %.0e) with relative ridge %g; used %g", first.Cond, limit, relRidge, rel)
 			} else {
 				w.Note = fmt.Sprintf("fewer calibration rows than inputs; used relative ridge %g", rel)
-			}
-			if c := cause(); c != "" {
-				w.Note += ": " + c
 			}
 			return w, nil
 		}
@@ -290,13 +369,7 @@ func whitenGram(h *mat.SymDense, c *mat.Dense, relRidge float64) (*whitened, err
 		w.unwhiten = func(x *mat.Dense) *mat.Dense { return solveUpper(r, x) }
 		return w, nil
 	}
-	return withRidgeLadder(relRidge, maxCondH, false, func() string {
-		diag := make([]float64, p)
-		for i := range diag {
-			diag[i] = h.At(i, i)
-		}
-		return zeroColumns(diag)
-	}, try)
+	return withRidgeLadder(relRidge, maxCondH, false, try)
 }
 
 func whitenProjection(z, t *mat.Dense) (*whitened, error) {

@@ -86,14 +86,46 @@ def write_safetensors(path, tensors, metadata):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(chunks))
 
 
+class RectPow(nn.Module):
+    """max(x, 0)^c, relurec's "relupow<c>" activation."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+
+    def forward(self, x):
+        return torch.relu(x) ** self.c
+
+
+class RectExp(nn.Module):
+    """exp(max(x, 0)) - 1, relurec's "reluexp" activation."""
+
+    def forward(self, x):
+        return torch.expm1(torch.relu(x))
+
+
+def activation(name):
+    """The module of a relurec activation name ("relu", "relupow2", "reluexp"), None for "identity"."""
+    if name == "identity":
+        return None
+    if name == "relu":
+        return nn.ReLU()
+    if name == "reluexp":
+        return RectExp()
+    if name.startswith("relupow"):
+        return RectPow(float(name[len("relupow"):]))
+    raise ValueError(f"unknown relurec activation {name!r}")
+
+
 def build_sequential(tensors, meta):
     """The nn.Sequential whose state_dict has exactly these keys."""
     modules = []
     if "relurec.architecture" in meta:
         for layer in json.loads(meta["relurec.architecture"]):
             modules.append(nn.Linear(layer["in"], layer["out"], bias=layer["bias"]))
-            if layer["act"] == "relu":
-                modules.append(nn.ReLU())
+            act = activation(layer["act"])
+            if act is not None:
+                modules.append(act)
     else:
         idx = sorted({int(k.split(".")[0]) for k in tensors})
         for i, k in enumerate(idx):

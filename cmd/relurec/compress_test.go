@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -268,5 +269,54 @@ func TestFashionCommands(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "eval", "--model", model, "--truth", wp, "--data", "fashion-mnist"); code != 2 || !strings.Contains(stderr, "--truth maps 10 inputs") {
 		t.Fatalf("reference of the wrong width: exit %d: %s", code, stderr)
+	}
+}
+
+// Without flags compress runs compress.DefaultOptions (sequential, the
+// sensitivity allocation, distillation at ≤ 25% kept) and says so with an
+// estimated time before it starts; --fast is compress.FastOptions; a flag
+// given overrides either; a method that whitens with the original inputs
+// (svd-llm-v2) is not made sequential behind the user's back, so it does
+// not warn.
+func TestCompressDefaultsAndFast(t *testing.T) {
+	dir := t.TempDir()
+	model, calib := smallMLP(t, dir)
+	out := filepath.Join(dir, "small.safetensors")
+	run := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := cli(t, append([]string{"compress", "--model", model, "--calib", calib, "--keep", "0.2", "--out", out}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return stdout + stderr
+	}
+	text := run()
+	for _, want := range []string{"compress: sequential data fit on 300 rows, keep 0.2, sensitivity allocation, 30 epochs of distillation; estimated", "(--fast: ", "distillation   30 epochs"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("defaults: output lacks %q:\n%s", want, text)
+		}
+	}
+	opts, err := os.ReadFile(dataio.ManifestPath(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = bytes.ReplaceAll(bytes.ReplaceAll(opts, []byte(" "), nil), []byte("\n"), nil)
+	for _, want := range []string{`"sequential":true`, `"allocation":"auto"`, `"distill":30`, `"distill_auto":true`} {
+		if !strings.Contains(string(opts), want) {
+			t.Fatalf("manifest options %s lack %s", opts, want)
+		}
+	}
+	text = run("--fast")
+	if !strings.Contains(text, "compress: non-sequential data fit on 300 rows, keep 0.2, global allocation; estimated") ||
+		!strings.Contains(text, "(without --fast: ") || strings.Contains(text, "distillation ") {
+		t.Fatalf("--fast:\n%s", text)
+	}
+	text = run("--fast", "--distill", "2")
+	if !strings.Contains(text, "distillation   2 epochs") {
+		t.Fatalf("--fast --distill 2:\n%s", text)
+	}
+	text = run("--method", "svd-llm-v2", "--allocation", "svd-llm-v2")
+	if strings.Contains(text, "warning") || !strings.Contains(text, "non-sequential svd-llm-v2 fit") {
+		t.Fatalf("svd-llm-v2:\n%s", text)
 	}
 }

@@ -321,7 +321,7 @@ const (
 	extSafetensors = ".safetensors"
 	extONNX        = ".onnx"
 	// modelFormatsHelp says which model files --out accepts.
-	modelFormatsHelp = ".safetensors (PyTorch: examples/torch_roundtrip.py or safetensors.torch.load_file) or .onnx"
+	modelFormatsHelp = ".safetensors (PyTorch: load_relurec of examples/load_compressed.py, or safetensors.torch.load_file) or .onnx"
 )
 
 // torchLoadExample is the --help example for loading a model in
@@ -329,8 +329,8 @@ const (
 const torchLoadExample = `  # Load in PyTorch (Debian's python3-torch; no safetensors package needed),
   # into nn.Sequential with load_state_dict(strict=True):
   #   import sys; sys.path.insert(0, "examples")   # relurec's checkout
-  #   from torch_roundtrip import read_safetensors, build_sequential
-  #   net = build_sequential(*read_safetensors("model.safetensors"))`
+  #   from load_compressed import load_relurec
+  #   net = load_relurec("model.safetensors")`
 
 // checkModelExt refuses a model output path whose extension is neither
 // .safetensors nor .onnx, naming the flag.

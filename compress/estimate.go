@@ -1,0 +1,129 @@
+package compress
+
+import (
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
+)
+
+// Cost is the work CompressMLP will do, by stage, in multiply-adds, and
+// the time it takes on this machine (EstimateMLP): what a caller shows
+// before a compression that may take a minute starts.
+type Cost struct {
+	// Fit is the original network's forward pass and the layer fits
+	// (whitening and SVD), Sensitivity the probes of a measured allocation,
+	// Distill the distillation epochs (0 when it will not run).
+	Fit         float64 `json:"fit_multiply_adds"`
+	Sensitivity float64 `json:"sensitivity_multiply_adds"`
+	Distill     float64 `json:"distill_multiply_adds"`
+	// Seconds is the estimated wall time, from the stages' multiply-adds
+	// and this machine's measured matrix-product speed.
+	Seconds float64 `json:"seconds"`
+}
+
+// Stage throughputs relative to the speed probe (matmulSpeed): the layer
+// fits (Householder QR, eigendecompositions, the held-out errors) run
+// below one large matrix product, the probes' refits on 4096 rows and the
+// distillation's minibatches above the probe's quarter-second average on
+// a loaded machine. Measured on the Fashion-MNIST MLP of docs/compress.md
+// (784-512-256-10; the default recipe at keep 0.05 and 0.1, --fast, svd)
+// on the 2-core machine under a load average of 12–15: --fast and svd
+// came within 10% of the estimate, the default recipe ran in 0.7–0.95 of
+// it (it errs long).
+const (
+	effFit         = 0.6
+	effSensitivity = 1.5
+	effDistill     = 1.2
+)
+
+// EstimateMLP estimates CompressMLP's cost on net with rows calibration
+// rows under each of opts, assuming the budget Keep is spent (for the
+// distillation's size); it times matrix products of the network's size
+// for a quarter of a second, once, to measure this machine's speed under
+// its current load.
+func EstimateMLP(net *nn.MLP, rows int, opts ...Options) []Cost {
+	speed := matmulSpeed(net)
+	out := make([]Cost, len(opts))
+	for i, o := range opts {
+		out[i] = mlpCost(net, rows, o)
+		c := &out[i]
+		c.Seconds = (c.Fit/effFit + c.Sensitivity/effSensitivity + c.Distill/effDistill) / speed
+	}
+	return out
+}
+
+// mlpCost counts the multiply-adds of each stage of CompressMLP.
+func mlpCost(net *nn.MLP, rows int, o Options) Cost {
+	var c Cost
+	n := float64(rows)
+	// A measured allocation fits every layer on the original activations;
+	// a sequential fit then fits every layer but the first (whose inputs
+	// are the original ones) again on the compressed ones.
+	refit := o.Sequential && (o.Allocation.measured() || o.Allocation == AllocAuto)
+	probing := o.Allocation == AllocAuto || o.Allocation.probes()
+	pr := math.Min(n, probeRows)
+	for i, l := range net.Layers {
+		d2, d := l.Weight.Dims()
+		a, b := float64(d), float64(d2)
+		fits := 1.0
+		if refit && i > 0 {
+			fits = 2
+		}
+		c.Fit += n*a*b + fits*(n*a*(a+2*b)+5*math.Min(a, b)*b*b)
+		if !probing || i == len(net.Layers)-1 {
+			continue
+		}
+		// One probe pass per grid rank (plus the refinement's few): the
+		// layer at that rank, then every later layer refit.
+		pass := pr * math.Min(a, b) * (a + b)
+		for _, m := range net.Layers[i+1:] {
+			m2, m1 := m.Weight.Dims()
+			pass += pr * float64(m1) * float64(m1+m2)
+		}
+		c.Sensitivity += float64(gridSize(min(d, d2))+4) * pass
+	}
+	keep := o.Keep
+	if keep == 0 {
+		keep = 0.5
+	}
+	dense := net.NumParams()
+	kept := int(keep * float64(dense))
+	if o.Distill.applies(true, kept, dense) {
+		c.Distill = float64(o.Distill.Epochs) * n * 3 * float64(kept)
+	}
+	return c
+}
+
+// gridSize is the number of ranks of the probes' geometric grid (1, 2, 3,
+// 4, 6, 8, 12, …) up to top.
+func gridSize(top int) int {
+	k := 0
+	for r := 1; r <= top; r = max(r+1, r*3/2) {
+		k++
+	}
+	return k
+}
+
+// matmulSpeed repeats the product of 1024 rows with net's first layer for
+// at least 0.25 s and returns multiply-adds per second: long enough to
+// average over the machine's load, as the compression will.
+func matmulSpeed(net *nn.MLP) float64 {
+	w := net.Layers[0].Weight
+	out, in := w.Dims()
+	x := mat.NewDense(1024, in, nil)
+	raw := x.RawMatrix().Data
+	for i := range raw {
+		raw[i] = float64(i%7) - 3
+	}
+	var y mat.Dense
+	start := time.Now()
+	n := 0
+	for n == 0 || time.Since(start) < 250*time.Millisecond {
+		y.Mul(x, w.T())
+		n++
+	}
+	return float64(n) * 1024 * float64(in) * float64(out) / time.Since(start).Seconds()
+}
