@@ -76,6 +76,9 @@ type Result struct {
 	// the literature compares), Calls the number of oracle calls.
 	Queries int `json:"queries"`
 	Calls   int `json:"calls"`
+	// Outputs is the number of outputs the oracle answers with (0 if it
+	// was never asked).
+	Outputs int `json:"outputs"`
 	// Certificate is the relative residual of Model on CertQueries fresh
 	// standard Gaussian queries that played no part in the extraction.
 	Certificate certify.Certificate `json:"certificate"`
@@ -237,7 +240,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	} else {
 		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
 	}
-	res.Queries, res.Calls = e.o.queries, e.o.calls
+	res.Queries, res.Calls, res.Outputs = e.o.queries, e.o.calls, e.o.p
 	e.diag.Noise = e.noiseMed
 	e.diag.QueriesSearch = res.Queries - e.diag.QueriesJacobian - e.diag.QueriesCert
 	res.Diagnostics = e.diag
