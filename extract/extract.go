@@ -232,6 +232,9 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 		}
 	}
 	res := &Result{Lines: len(e.lines), Units: len(e.units)}
+	if net != nil {
+		res.Units = net.Hidden() // refine may drop a copy of a unit
+	}
 	for _, lr := range e.lines {
 		res.Kinks += len(lr.kinks)
 	}
@@ -267,15 +270,15 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	e.diag.Noise = e.noiseMed
 	e.diag.QueriesSearch = res.Queries - e.diag.QueriesJacobian - e.diag.QueriesCert - e.diag.QueriesRefine
 	res.Diagnostics = e.diag
-	if opt.Hidden > 0 && len(e.units) != opt.Hidden {
-		e.warn = append(e.warn, fmt.Sprintf("found %d units, Hidden = %d (units never active along the lines — dead for every input queried — are invisible to queries)", len(e.units), opt.Hidden))
+	if opt.Hidden > 0 && res.Units != opt.Hidden {
+		e.warn = append(e.warn, fmt.Sprintf("found %d units, Hidden = %d (units never active along the lines — dead for every input queried — are invisible to queries)", res.Units, opt.Hidden))
 	}
 	res.Warnings = e.warn
 	res.Elapsed = time.Since(start)
 	if !res.Certificate.Met {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries))
 		if opt.Exact {
-			return res, fmt.Errorf("%w: extracted network's relative residual %.2e > %.0e on %d fresh queries (%d units found)", errs.ErrNotExact, res.Certificate.Residual, tol, opt.CertQueries, len(e.units))
+			return res, fmt.Errorf("%w: extracted network's relative residual %.2e > %.0e on %d fresh queries (%d units found)", errs.ErrNotExact, res.Certificate.Residual, tol, opt.CertQueries, res.Units)
 		}
 	}
 	return res, nil

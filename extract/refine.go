@@ -2,6 +2,8 @@ package extract
 
 import (
 	"context"
+	"math"
+	"sort"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -36,12 +38,22 @@ func (e *extractor) refine(ctx context.Context, net *depth2.Network) (*depth2.Ne
 	e.diag.QueriesRefine += n
 	before := relResidual(Y, net.Forward(X))
 	best, bestRes := net, before
-	for step := 0; step < 4; step++ {
+	for step := 0; step < refineSteps; step++ {
 		if err := ctx.Err(); err != nil {
 			return net, 0, 0, err
 		}
 		cand := gaussNewton(best, X, Y)
 		r := relResidual(Y, cand.Forward(X))
+		// A unit that contributes next to nothing is a copy of another
+		// (two records of one hyperplane make the fit degenerate and slow):
+		// without it, a step must do at least as well.
+		if i, weak := weakest(cand, X); weak && cand.Hidden() > 1 {
+			drop := gaussNewton(withoutUnit(cand, i), X, Y)
+			if rd := relResidual(Y, drop.Forward(X)); rd <= r {
+				cand, r = drop, rd
+				e.diag.Duplicates++
+			}
+		}
 		if !(r < 0.9*bestRes) {
 			if r < bestRes {
 				best, bestRes = cand, r
@@ -51,6 +63,55 @@ func (e *extractor) refine(ctx context.Context, net *depth2.Network) (*depth2.Ne
 		best, bestRes = cand, r
 	}
 	return best, before, bestRes, nil
+}
+
+// refineSteps caps refine's Gauss–Newton steps.
+const refineSteps = 8
+
+// weakest returns the unit with the smallest contribution ‖A_{:,i}‖ ·
+// rms(ReLU(w_i·x + b_i)) over the rows of X, and whether it is below 1% of
+// the median contribution.
+func weakest(net *depth2.Network, X *mat.Dense) (int, bool) {
+	m := net.Hidden()
+	n, _ := X.Dims()
+	Z := mat.NewDense(n, m, nil)
+	Z.Mul(X, net.W.T())
+	c := make([]float64, m)
+	for j := 0; j < m; j++ {
+		hh := 0.0
+		for i := 0; i < n; i++ {
+			if v := Z.At(i, j) + net.B[j]; v > 0 {
+				hh += v * v
+			}
+		}
+		c[j] = mat.Norm(net.A.ColView(j), 2) * math.Sqrt(hh/float64(n))
+	}
+	sorted := append([]float64(nil), c...)
+	sort.Float64s(sorted)
+	low := 0
+	for j := range c {
+		if c[j] < c[low] {
+			low = j
+		}
+	}
+	return low, c[low] < 0.01*sorted[m/2]
+}
+
+// withoutUnit returns net without hidden unit i.
+func withoutUnit(net *depth2.Network, i int) *depth2.Network {
+	m, d, p := net.Hidden(), net.In(), net.Out()
+	out := &depth2.Network{W: mat.NewDense(m-1, d, nil), B: make([]float64, 0, m-1), A: mat.NewDense(p, m-1, nil), C: append([]float64(nil), net.C...)}
+	k := 0
+	for j := 0; j < m; j++ {
+		if j == i {
+			continue
+		}
+		out.W.SetRow(k, net.W.RawRowView(j))
+		out.B = append(out.B, net.B[j])
+		out.A.SetCol(k, mat.Col(nil, j, net.A))
+		k++
+	}
+	return out
 }
 
 // gaussNewton returns net after one Gauss–Newton step on ‖Y − f(X)‖²_F with
@@ -136,16 +197,58 @@ func gaussNewton(net *depth2.Network, X, Y *mat.Dense) *depth2.Network {
 			}
 		}
 	}
-	// CGLS on min ‖J·x − R‖.
+	// Jacobi preconditioning: CGLS on J·P, P the inverse square root of
+	// diag(JᵀJ) (a unit's weights scale with its output column and how
+	// often it is active; without it CGLS stalls on the rarely active
+	// units).
+	xx := 0.0
+	for _, v := range X.RawMatrix().Data {
+		xx += v * v
+	}
+	xx /= float64(n * d)
+	sW, sB, sA := make([]float64, m), make([]float64, m), make([]float64, m)
+	for j := 0; j < m; j++ {
+		act, hh := 0.0, 0.0
+		for i := 0; i < n; i++ {
+			act += D.At(i, j)
+			hh += H.At(i, j) * H.At(i, j)
+		}
+		col := mat.Col(nil, j, net.A)
+		aa := dotf(col, col)
+		sW[j] = 1 / math.Sqrt(aa*act*xx+1e-300)
+		sB[j] = 1 / math.Sqrt(aa*act+1e-300)
+		sA[j] = 1 / math.Sqrt(hh+1e-300)
+	}
+	sC := 1 / math.Sqrt(float64(n))
+	precond := func(v vec) vec {
+		out := newVec()
+		for j := 0; j < m; j++ {
+			src, dst := v.W.RawRowView(j), out.W.RawRowView(j)
+			for k := range src {
+				dst[k] = src[k] * sW[j]
+			}
+			out.b[j] = v.b[j] * sB[j]
+			for o := 0; o < p; o++ {
+				out.A.Set(o, j, v.A.At(o, j)*sA[j])
+			}
+		}
+		for o := range out.c {
+			out.c[o] = v.c[o] * sC
+		}
+		return out
+	}
+	applyP := func(v vec) *mat.Dense { return apply(precond(v)) }
+	adjointP := func(r *mat.Dense) vec { return precond(adjoint(r)) }
+	// CGLS on min ‖J·P·y − R‖, x = P·y.
 	x := newVec()
 	r := mat.DenseCopyOf(R)
-	s := adjoint(r)
+	s := adjointP(r)
 	q := newVec()
 	axpy(q, 1, s)
 	gamma := dot(s, s)
 	g0 := gamma
-	for it := 0; it < 60 && gamma > 1e-24*g0; it++ {
-		Jq := apply(q)
+	for it := 0; it < 40 && gamma > 1e-24*g0; it++ {
+		Jq := applyP(q)
 		qq := mat.Norm(Jq, 2)
 		if qq == 0 {
 			break
@@ -155,7 +258,7 @@ func gaussNewton(net *depth2.Network, X, Y *mat.Dense) *depth2.Network {
 		var T mat.Dense
 		T.Scale(alpha, Jq)
 		r.Sub(r, &T)
-		s = adjoint(r)
+		s = adjointP(r)
 		g := dot(s, s)
 		beta := g / gamma
 		gamma = g
@@ -166,6 +269,7 @@ func gaussNewton(net *depth2.Network, X, Y *mat.Dense) *depth2.Network {
 			}
 		}
 	}
+	x = precond(x)
 	out := net.Clone()
 	out.W.Add(out.W, x.W)
 	out.A.Add(out.A, x.A)
