@@ -55,7 +55,8 @@
 // singular value stands out of the noise bulk (kinks the line search
 // merged) are rejected; copies of a unit are dropped after polish; the
 // search stops at 10× the certificate's tolerance, and a Gauss–Newton
-// least-squares fit of every parameter to 4·P/p fresh queries (refine)
+// least-squares fit of every parameter to 4·P/p fresh queries (refine,
+// which also drops a copy of a unit that contributes next to nothing)
 // brings the network to float32 accuracy. The certificate's tolerance is
 // then 100× the measured rounding, with a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly

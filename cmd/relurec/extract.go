@@ -292,7 +292,7 @@ func (out *extractResult) rows() [][2]string {
 	rows := [][2]string{
 		{"model", fmt.Sprintf("d=%d inputs, %d outputs", out.D, out.Outputs)},
 		{"hidden units", found},
-		{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesCert)},
+		{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, least-squares polish %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesRefine, out.Diagnostics.QueriesCert)},
 		{"certificate", certificateText(out.Certificate) + " on fresh Gaussian queries"},
 	}
 	if w := out.Weights; w != nil {

@@ -86,17 +86,25 @@ func npyHeaderOf(r, c int) []byte {
 	return bytes.Replace(b.Bytes()[:b.Len()-8], []byte("(1, 1), }"+strings.Repeat(" ", len(shape)-len("(1, 1), }"))), []byte(shape), 1)
 }
 
+// genTeacher writes a random depth-2 teacher with output biases (gen
+// depth2 with the given flags) to dir/name and returns its path.
+func genTeacher(t *testing.T, dir, name string, flags ...string) string {
+	t.Helper()
+	teacher := filepath.Join(dir, name)
+	args := append([]string{"gen", "depth2", "--output-bias", "--n", "200", "--out", filepath.Join(dir, "unused.npz"), "--model-out", teacher, "--quiet"}, flags...)
+	if code, _, errs := cli(t, args...); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errs)
+	}
+	return teacher
+}
+
 // A network is extracted from queries alone — in-process
 // from a model file, and from another process through --query-cmd — with
 // its parameters within 1e-9 and the query count reported; a server that
 // answers NaN or the wrong shape exits 2 writing nothing.
 func TestExtractFromTeacherAndQueryCommand(t *testing.T) {
 	dir := t.TempDir()
-	teacher := filepath.Join(dir, "teacher.onnx")
-	data := filepath.Join(dir, "unused.npz")
-	if code, _, errs := cli(t, "gen", "depth2", "--d", "12", "--m", "4", "--outputs", "3", "--output-bias", "--n", "2000", "--seed", "9", "--out", data, "--model-out", teacher, "--quiet"); code != 0 {
-		t.Fatalf("gen: exit %d: %s", code, errs)
-	}
+	teacher := genTeacher(t, dir, "teacher.onnx", "--d", "12", "--m", "4", "--outputs", "3", "--seed", "9")
 	out := filepath.Join(dir, "x.safetensors")
 	code, stdout, errs := cli(t, "extract", "--teacher", teacher, "--out", out, "--json")
 	if code != 0 {
@@ -194,11 +202,7 @@ func TestExtractHelpPythonServer(t *testing.T) {
 // nothing; --approximate writes the partial model and still exits 3.
 func TestExtractNotCertifiedExits3(t *testing.T) {
 	dir := t.TempDir()
-	teacher := filepath.Join(dir, "teacher.safetensors")
-	data := filepath.Join(dir, "unused.npz")
-	if code, _, errs := cli(t, "gen", "depth2", "--d", "10", "--m", "8", "--outputs", "2", "--output-bias", "--n", "200", "--seed", "3", "--out", data, "--model-out", teacher, "--quiet"); code != 0 {
-		t.Fatalf("gen: exit %d: %s", code, errs)
-	}
+	teacher := genTeacher(t, dir, "teacher.safetensors", "--d", "10", "--m", "8", "--outputs", "2", "--seed", "3")
 	out := filepath.Join(dir, "x.safetensors")
 	// 600 queries find 6 of the 8 units on the first line.
 	args := []string{"extract", "--teacher", teacher, "--hidden", "8", "--max-queries", "600", "--out", out}
