@@ -49,10 +49,16 @@
 //
 // Assumptions and limits. The oracle is the exact network evaluated in
 // float64 (float32 weights evaluated in float64 are fine). An oracle
-// computing in float32 rounds at ≈ 1e-7 relative; the line test measures
-// that, every tolerance widens by each unit's expected error, and the
-// network comes back to float32 accuracy (parameters ≈ 1e-6) with a
-// certificate tolerance of 100× the measured rounding and a warning. m ≤ d
+// computing in float32 rounds at ≈ 1e-7 relative, its Jacobian jumps at
+// ≈ 1e-4: the line test measures the rounding; each unit's expected error
+// is measured from its jump's part off rank one; jumps whose second
+// singular value stands out of the noise bulk (kinks the line search
+// merged) are rejected; copies of a unit are dropped after polish; the
+// search stops at 10× the certificate's tolerance, and a Gauss–Newton
+// least-squares fit of every parameter to 4·P/p fresh queries (refine,
+// which also drops a copy of a unit that contributes next to nothing)
+// brings the network to float32 accuracy. The certificate's tolerance is
+// then 100× the measured rounding, with a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly
 // independent). A unit that is inactive, or active, everywhere on the
 // searched lines (|t| ≤ Reach·√d) is invisible; a dead unit (never active)

@@ -76,6 +76,9 @@ type Result struct {
 	// the literature compares), Calls the number of oracle calls.
 	Queries int `json:"queries"`
 	Calls   int `json:"calls"`
+	// Outputs is the number of outputs the oracle answers with (0 if it
+	// was never asked).
+	Outputs int `json:"outputs"`
 	// Certificate is the relative residual of Model on CertQueries fresh
 	// standard Gaussian queries that played no part in the extraction.
 	Certificate certify.Certificate `json:"certificate"`
@@ -97,6 +100,13 @@ type Diagnostics struct {
 	QueriesSearch   int `json:"queries_search"`
 	QueriesJacobian int `json:"queries_jacobian"`
 	QueriesCert     int `json:"queries_cert"`
+	// QueriesRefine counts the fresh queries of the whole-network
+	// least-squares polish (an oracle rounding coarser than float64
+	// only), RefineBefore and RefineAfter the relative residual on them
+	// before and after it.
+	QueriesRefine int     `json:"queries_refine"`
+	RefineBefore  float64 `json:"refine_before,omitempty"`
+	RefineAfter   float64 `json:"refine_after,omitempty"`
 	// Jacobians counts Jacobian measurements (d + 2 queries each),
 	// JacobianRetries those repeated with a smaller step after failing
 	// their check.
@@ -144,7 +154,11 @@ type unit struct {
 	// Jacobians it was read from; polish re-measures units whose est is
 	// large.
 	est, estW float64
-	polished  bool
+	// polished marks a unit re-measured by polish; tries counts the
+	// attempts whose measurement failed (polish gives up after
+	// polishTries).
+	polished bool
+	tries    int
 }
 
 // jpoint is a measured Jacobian and where.
@@ -205,7 +219,22 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	if net != nil && e.coarse() {
+		refined, before, after, err := e.refine(ctx, net)
+		switch {
+		case errors.Is(err, errBudget):
+			e.warn = append(e.warn, fmt.Sprintf("the query budget (MaxQueries = %d) left no room for the least-squares polish", e.opt.MaxQueries))
+		case err != nil:
+			return nil, err
+		default:
+			net = refined
+			e.diag.RefineBefore, e.diag.RefineAfter = before, after
+		}
+	}
 	res := &Result{Lines: len(e.lines), Units: len(e.units)}
+	if net != nil {
+		res.Units = net.Hidden() // refine may drop a copy of a unit
+	}
 	for _, lr := range e.lines {
 		res.Kinks += len(lr.kinks)
 	}
@@ -237,19 +266,19 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	} else {
 		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
 	}
-	res.Queries, res.Calls = e.o.queries, e.o.calls
+	res.Queries, res.Calls, res.Outputs = e.o.queries, e.o.calls, e.o.p
 	e.diag.Noise = e.noiseMed
-	e.diag.QueriesSearch = res.Queries - e.diag.QueriesJacobian - e.diag.QueriesCert
+	e.diag.QueriesSearch = res.Queries - e.diag.QueriesJacobian - e.diag.QueriesCert - e.diag.QueriesRefine
 	res.Diagnostics = e.diag
-	if opt.Hidden > 0 && len(e.units) != opt.Hidden {
-		e.warn = append(e.warn, fmt.Sprintf("found %d units, Hidden = %d (units never active along the lines — dead for every input queried — are invisible to queries)", len(e.units), opt.Hidden))
+	if opt.Hidden > 0 && res.Units != opt.Hidden {
+		e.warn = append(e.warn, fmt.Sprintf("found %d units, Hidden = %d (units never active along the lines — dead for every input queried — are invisible to queries)", res.Units, opt.Hidden))
 	}
 	res.Warnings = e.warn
 	res.Elapsed = time.Since(start)
 	if !res.Certificate.Met {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries))
 		if opt.Exact {
-			return res, fmt.Errorf("%w: extracted network's relative residual %.2e > %.0e on %d fresh queries (%d units found)", errs.ErrNotExact, res.Certificate.Residual, tol, opt.CertQueries, len(e.units))
+			return res, fmt.Errorf("%w: extracted network's relative residual %.2e > %.0e on %d fresh queries (%d units found)", errs.ErrNotExact, res.Certificate.Residual, tol, opt.CertQueries, res.Units)
 		}
 	}
 	return res, nil
@@ -325,7 +354,10 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if len(e.units) == 0 {
 			continue
 		}
-		done := clean
+		// A line with no new unit (its other kinks rejected as merged,
+		// which a coarsely rounding oracle leaves on most lines) is worth
+		// checking whether the units found already reproduce the oracle.
+		done := len(e.units) == before
 		if e.opt.Hidden > 0 {
 			done = len(e.units) >= e.opt.Hidden || quiet >= 3
 		}
@@ -340,7 +372,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if _, err := e.assemble(false); err != nil {
 			return "", err
 		}
-		if e.diag.LineResidual <= e.stopTol() {
+		if e.diag.LineResidual <= e.searchTol() {
 			return "", nil
 		}
 		if quiet >= 3 {
@@ -358,8 +390,23 @@ func (e *extractor) stopMsg(err error) (string, error) {
 	return "", err
 }
 
-// stopTol is the line residual that ends the search: the certificate's
-// tolerance.
+// coarse reports an oracle that rounds coarser than float64 arithmetic
+// (float32): its units come from the search to a few digits, and the
+// whole-network least-squares polish (refine) restores the rest.
+func (e *extractor) coarse() bool { return e.noiseMed > 1e-12 }
+
+// searchTol is the line residual that ends the search: the certificate's
+// tolerance, or 10 times it for a coarse oracle, whose units the
+// least-squares polish then refines (each of them found, to a few digits,
+// leaves a residual well below that; a missing one, well above).
+func (e *extractor) searchTol() float64 {
+	if e.coarse() {
+		return 10 * e.stopTol()
+	}
+	return e.stopTol()
+}
+
+// stopTol is the certificate's tolerance.
 func (e *extractor) stopTol() float64 {
 	if e.opt.CertTol > 0 {
 		return e.opt.CertTol

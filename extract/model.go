@@ -16,6 +16,7 @@ import (
 func (e *extractor) identify(lr *lineResult) {
 	l := lr.l
 	x := make([]float64, e.d)
+	sqd := math.Sqrt(float64(e.d))
 	for _, k := range lr.kinks {
 		l.at(k.t, x)
 		nx := math.Sqrt(dotf(x, x))
@@ -27,7 +28,9 @@ func (e *extractor) identify(lr *lineResult) {
 			wv := dotf(u.w, l.v)
 			// Tolerances: tight for float64-exact units, widened by a
 			// unit's own expected error (a noisy oracle).
-			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx)+10*(u.estW*nx+u.est) {
+			// An error δŵ (in a random direction) moves ŵ·x by about
+			// ‖δŵ‖·‖x‖/√d.
+			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx)+10*(u.estW*nx/sqd+u.est) {
 				continue
 			}
 			dev := 0.0
@@ -119,8 +122,11 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 // unitFromJump reads â and ŵ off a Jacobian jump ΔJ = â·ŵᵀ, with ŵ a unit
 // vector oriented so that ŵ·orient > 0. For p ≥ 2 the jump must be rank
 // one: r2 = σ₂/σ₁ ≤ 1e-4 + 10·errJ/‖ΔJ‖ (errJ the expected error of ΔJ),
-// else ok is false.
-func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64, r2 float64, ok bool) {
+// else ok is false. errEff is the error of ΔJ to use for the unit's
+// expected error: for p ≥ 2 the part of ΔJ off rank one, measured (what
+// rounding actually put there, scaled to all of ΔJ), at most errJ; for one
+// output errJ itself.
+func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64, r2, errEff float64, ok bool) {
 	p, d := dJ.Dims()
 	w = make([]float64, d)
 	if p == 1 {
@@ -130,19 +136,25 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 		G.SymOuterK(1, dJ)
 		var eig mat.EigenSym
 		if !eig.Factorize(&G, true) {
-			return nil, nil, 0, false
+			return nil, nil, 0, 0, false
 		}
 		vals := eig.Values(nil)
 		var V mat.Dense
 		eig.VectorsTo(&V)
 		top := vals[p-1]
 		if top <= 0 {
-			return nil, nil, 0, false
+			return nil, nil, 0, 0, false
 		}
 		r2 = math.Sqrt(math.Max(vals[p-2], 0) / top)
-		if r2 > 1e-4+10*errJ/math.Sqrt(top) {
-			return nil, nil, r2, false
+		if r2 > 1e-4+10*errJ/math.Sqrt(top) || r2 > 1e-6 && offRankOne(vals, d) {
+			return nil, nil, r2, 0, false
 		}
+		// Noise of Frobenius norm ε puts ε²·(p−1)(d−1)/(p·d) off rank one.
+		rest := 0.0
+		for _, v := range vals[:p-1] {
+			rest += math.Max(v, 0)
+		}
+		errEff = math.Min(errJ, 2*math.Sqrt(rest*float64(p*d)/float64((p-1)*max(d-1, 1))))
 		u := mat.Col(nil, p-1, &V)
 		for o := 0; o < p; o++ {
 			row := dJ.RawRowView(o)
@@ -151,9 +163,12 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 			}
 		}
 	}
+	if p == 1 {
+		errEff = errJ
+	}
 	nw := math.Sqrt(dotf(w, w))
 	if nw == 0 {
-		return nil, nil, r2, false
+		return nil, nil, r2, 0, false
 	}
 	if dotf(w, orient) < 0 {
 		nw = -nw
@@ -165,7 +180,28 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 	for o := range a {
 		a[o] = dotf(dJ.RawRowView(o), w)
 	}
-	return w, a, r2, true
+	return w, a, r2, errEff, true
+}
+
+// offRankOne reports that a p×d jump with squared singular values vals
+// (ascending) has a second singular value standing out of the noise: noise
+// spreads σ₂ … σ_p over [s(√d − √p), s(√d + √p)] (Marchenko–Pastur), and
+// the common error of f(x) in every difference of a row adds a rank-one
+// part up to √p times the bulk, so σ₂ > 4·(√d + √p)/(√d − √p)·σ_p is a
+// second unit's jump (kinks the line search merged). unitFromJump asks it
+// only when σ₂/σ₁ > 1e-6: float64 rounding stays below that (≈ 1e-8 at
+// most, where the common part is not noise-like), and a part that small
+// does not matter. It needs p ≥ 3 (a
+// noise floor besides σ₂) and d ≥ 4p (a narrow bulk); otherwise it
+// reports false.
+func offRankOne(vals []float64, d int) bool {
+	p := len(vals)
+	if p < 3 || d < 4*p {
+		return false
+	}
+	sd, sp := math.Sqrt(float64(d)), math.Sqrt(float64(p))
+	kappa := 4 * (sd + sp) / (sd - sp)
+	return math.Sqrt(math.Max(vals[p-2], 0)) > kappa*math.Sqrt(math.Max(vals[0], 0))
 }
 
 // newUnit reads a unit off the Jacobian jump ΔJ = J_R − J_L = â·ŵᵀ across a
@@ -177,7 +213,7 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	var dJ mat.Dense
 	dJ.Sub(JR, JL)
 	errJ := lr.pieces[k.left].errJ + lr.pieces[k.right].errJ
-	w, a, r2, ok := unitFromJump(&dJ, lr.l.v, errJ)
+	w, a, r2, errEff, ok := unitFromJump(&dJ, lr.l.v, errJ)
 	if !ok {
 		e.diag.Rejected++
 		return
@@ -197,11 +233,9 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	x := make([]float64, d)
 	lr.l.at(k.t, x)
 	b := -dotf(w, x)
-	rec := newUnitRec(w, b, a, errJ, x)
+	rec := newUnitRec(w, b, a, errEff, x)
 	for _, u := range e.units {
-		c := dotf(u.w, w)
-		ew := 10 * (u.estW + rec.estW)
-		if math.Abs(c) > 1-math.Max(1e-8, ew*ew/2) && math.Abs(b-math.Copysign(1, c)*u.b) <= 1e-6*(1+math.Abs(b))+10*(u.est+rec.est) {
+		if sameUnit(u, rec) {
 			e.diag.Duplicates++
 			return
 		}
@@ -211,14 +245,15 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 }
 
 // newUnitRec returns the unit record, with the expected errors of ŵ and b̂
-// from the error errJ of the jump it was read from at x* (ŵ: errJ/‖â‖;
-// b̂ = −ŵ·x* adds ‖x*‖/√d times that).
+// from the error errJ (Frobenius) of the p×d jump it was read from at x*:
+// noise E tilts the top singular vector by ‖Eᵀâ‖/‖â‖² ≈ errJ/(√p·‖â‖),
+// and b̂ = −ŵ·x* adds ‖x*‖/√d times that.
 func newUnitRec(w []float64, b float64, a []float64, errJ float64, x []float64) unit {
 	winf := 0.0
 	for _, v := range w {
 		winf = math.Max(winf, math.Abs(v))
 	}
-	estW := errJ / math.Sqrt(dotf(a, a))
+	estW := errJ / math.Sqrt(float64(len(a))*dotf(a, a))
 	est := estW * math.Max(1, math.Sqrt(dotf(x, x)/float64(len(x))))
 	return unit{w: w, b: b, a: a, winf: winf, est: est, estW: estW}
 }

@@ -11,6 +11,12 @@ import (
 // polish compares to find one far from every other hyperplane.
 const polishCandidates = 128
 
+// polishTries is how many times polish re-measures a unit whose
+// measurement failed (a check that did not pass, a jump that was not one
+// unit, or one that disagreed with the unit): each try picks a new point,
+// and the units re-measured in between place the other hyperplanes better.
+const polishTries = 3
+
 // polish re-measures the units whose expected error exceeds tol, once all
 // units are known. A unit's first measurement used steps limited by the
 // kinks that happened to lie near it on its line; now the whole
@@ -25,7 +31,7 @@ const polishCandidates = 128
 func (e *extractor) polish(ctx context.Context, tol float64) error {
 	var idx []int
 	for i, u := range e.units {
-		if u.est > tol && !u.polished {
+		if u.est > tol && !u.polished && u.tries < polishTries {
 			idx = append(idx, i)
 		}
 	}
@@ -111,13 +117,13 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 	}
 	for _, pl := range plans {
 		u := &e.units[pl.i]
-		u.polished = true
+		u.tries++
 		if !pl.jp.ok || !pl.jm.ok {
 			continue
 		}
 		var dJ mat.Dense
 		dJ.Sub(pl.jp.J, pl.jm.J)
-		w, a, r2, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ)
+		w, a, r2, errEff, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ)
 		if !ok {
 			continue
 		}
@@ -140,10 +146,60 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 			continue
 		}
 		e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
-		nu := newUnitRec(w, b, a, pl.jp.errJ+pl.jm.errJ, pl.xs)
+		nu := newUnitRec(w, b, a, errEff, pl.xs)
 		nu.polished = true
 		*u = nu
 		e.diag.Polished++
 	}
+	e.dedupe()
 	return nil
+}
+
+// dedupe drops units found twice. The search's duplicate test compares a
+// new unit with the known ones at its first measurement, where an oracle
+// that rounds coarsely (float32) leaves b̂ off by the error of the kink's
+// position on its line, which the expected error does not cover; after
+// polish b̂ comes from the Jacobians, and two records of one unit agree.
+// A unit whose every polish failed (no single unit's jump where its
+// hyperplane should be) beside a polished unit with the same normal is a
+// misplaced copy of it. Of two records, the one with the smaller expected
+// error stays.
+func (e *extractor) dedupe() {
+	var keep []unit
+	for _, u := range e.units {
+		dup := -1
+		for k, v := range keep {
+			if sameUnit(u, v) || sameNormal(u, v) && (failed(u) && v.polished || failed(v) && u.polished) {
+				dup = k
+				break
+			}
+		}
+		switch {
+		case dup < 0:
+			keep = append(keep, u)
+		case u.est < keep[dup].est:
+			keep[dup] = u
+			e.diag.Duplicates++
+		default:
+			e.diag.Duplicates++
+		}
+	}
+	e.units = keep
+}
+
+// failed reports a unit polish gave up on.
+func failed(u unit) bool { return !u.polished && u.tries >= polishTries }
+
+// sameNormal reports that two unit records have the same normal (either
+// orientation) to within 10 times their expected errors.
+func sameNormal(u, v unit) bool {
+	ew := 10 * (u.estW + v.estW)
+	return math.Abs(dotf(u.w, v.w)) > 1-math.Max(1e-8, ew*ew/2)
+}
+
+// sameUnit reports that two unit records have the same hyperplane: the
+// same normal and offset to within 10 times their expected errors.
+func sameUnit(u, v unit) bool {
+	c := dotf(u.w, v.w)
+	return sameNormal(u, v) && math.Abs(u.b-math.Copysign(1, c)*v.b) <= 1e-6*(1+math.Abs(u.b))+10*(u.est+v.est)
 }

@@ -113,7 +113,7 @@ func (a *app) runDemo(cmd *cobra.Command, g twoLayerGen, refine bool) error {
 		}
 		d := diagnoseResidual(gen.x, gen.y, res.Model, g.K, res.Certificate.Residual, unrefined)
 		out.Diagnosis = &d
-		notCertified = errNotCertified(res.Certificate, &d, "")
+		notCertified = errNotCertified(res.Certificate, d.Text, "")
 	}
 	err = a.emit(out, func(w io.Writer) {
 		noise := "noiseless"

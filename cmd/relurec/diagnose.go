@@ -148,10 +148,11 @@ func leadingDirections(W *mat.Dense, k int) *mat.Dense {
 }
 
 // errNotCertified is the error of an answer whose certificate is not met:
-// the CLI exits with status 3 (exitNotCertified). It says what the residual
-// shows and then outcome (what was written).
-func errNotCertified(cert certify.Certificate, diag *residualDiagnosis, outcome string) error {
-	msg := fmt.Sprintf("answer not certified: relative residual %.3g > %.0e.\n%s", cert.Residual, cert.Tol, diag.Text)
+// the CLI exits with status 3 (exitNotCertified). It says what the answer
+// found or what its residual shows (finding) and then outcome (what was
+// written).
+func errNotCertified(cert certify.Certificate, finding, outcome string) error {
+	msg := fmt.Sprintf("answer not certified: relative residual %.3g > %.0e.\n%s", cert.Residual, cert.Tol, finding)
 	if outcome != "" {
 		msg += "\n" + outcome
 	}
@@ -182,23 +183,35 @@ type Outcome struct {
 	Written bool `json:"written"`
 }
 
-// judge is the outcome of an answer with this certificate and the
-// learner's warnings: a certified answer is written, its warnings notes;
-// one that is not is diagnosed (unrefined as for diagnoseResidual),
-// written only when approximate (--approximate) is set, and returns the
-// error of exit status 3 either way.
+// judge is the outcome of a learner's answer with this certificate and
+// the learner's warnings (see settle); an answer that is not certified is
+// diagnosed (unrefined as for diagnoseResidual).
 func judge(X, Y *mat.Dense, model *nn.MLP, units int, cert certify.Certificate, warnings []string, approximate bool, unrefined string) (Outcome, error) {
+	if cert.Met {
+		return settle(cert, warnings, approximate, "")
+	}
+	d := diagnoseResidual(X, Y, model, units, cert.Residual, unrefined)
+	out, err := settle(cert, warnings, approximate, d.Text)
+	out.Diagnosis = &d
+	return out, err
+}
+
+// settle is the outcome of an answer with this certificate and warnings,
+// for every command that certifies what it writes: a certified answer is
+// written, its warnings notes; one that is not is written only when
+// approximate (--approximate) is set, and returns the error of exit status
+// 3 either way, saying what the answer found (finding). The error marks the
+// outputs as kept (keptOutputs) when they are written.
+func settle(cert certify.Certificate, warnings []string, approximate bool, finding string) (Outcome, error) {
 	out := Outcome{Written: cert.Met || approximate}
 	out.Warnings, out.Notes = splitWarnings(cert.Met, warnings)
 	if cert.Met {
 		return out, nil
 	}
-	d := diagnoseResidual(X, Y, model, units, cert.Residual, unrefined)
-	out.Diagnosis = &d
 	if !approximate {
-		return out, errNotCertified(cert, &d, "Nothing written: --approximate writes the model anyway (the exit status stays 3).")
+		return out, errNotCertified(cert, finding, "Nothing written: --approximate writes the model anyway (the exit status stays 3).")
 	}
-	return out, keptOutputs{errNotCertified(cert, &d, "The approximate model was written (--approximate).")}
+	return out, keptOutputs{errNotCertified(cert, finding, "The approximate model was written (--approximate).")}
 }
 
 // diagnosisRows is a learner's table line for the residual of an answer

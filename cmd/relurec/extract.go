@@ -11,7 +11,6 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/extract"
 	"github.com/relurec/relurec/internal/jsonsafe"
 	"github.com/relurec/relurec/metrics"
@@ -57,7 +56,15 @@ SIGTERM, and its group SIGKILL within another second. An interrupt kills the
 group at once.
 
 The extracted model is written like learn's (safetensors with 0.weight, 0.bias,
-2.weight, 2.bias, or ONNX), with the query count in its metadata.`
+2.weight, 2.bias, or ONNX), with the query count in its metadata. The report
+gives the units found, the queries, the time and the peak memory; progress is
+shown on a terminal.
+
+An extraction whose certificate is not met (units missed, a query budget that
+ran out, an oracle whose rounding defeats the search) exits with status 3 and
+writes nothing; the message says how many units were found (of --hidden, when
+given) and the certificate's residual. --approximate writes the model anyway
+(exit status still 3).`
 
 const extractExample = `  # A model file you hold (the query count is what an attacker would need)
   relurec extract --teacher mlp.onnx --out extracted.safetensors
@@ -69,7 +76,10 @@ const extractExample = `  # A model file you hold (the query count is what an at
   relurec extract --query-cmd 'python3 serve.py' --d 784 --query-timeout 30m --out extracted.safetensors
 
   # Known width, a query budget
-  relurec extract --teacher mlp.safetensors --hidden 64 --max-queries 500000 --out extracted.onnx`
+  relurec extract --teacher mlp.safetensors --hidden 64 --max-queries 500000 --out extracted.onnx
+
+  # Keep what a budget-stopped extraction found (exit status 3 all the same)
+  relurec extract --teacher mlp.onnx --max-queries 50000 --approximate --out partial.safetensors`
 
 // extractOptions are extract's flags, as recorded in the manifest.
 type extractOptions struct {
@@ -80,8 +90,9 @@ type extractOptions struct {
 	// the result, so the manifest leaves it out.
 	queryTimeout time.Duration
 	extract.Options
-	Out   string `json:"out"`
-	DType string `json:"dtype"`
+	Out         string `json:"out"`
+	DType       string `json:"dtype"`
+	Approximate bool   `json:"approximate"`
 }
 
 // extractResult is what extract prints and stores in the manifest.
@@ -91,20 +102,26 @@ type extractResult struct {
 	D       int    `json:"d"`
 	Outputs int    `json:"outputs"`
 	// The extraction's report (extract.Result without the model).
-	Units       int                 `json:"units"`
-	Queries     int                 `json:"queries"`
-	Calls       int                 `json:"calls"`
-	Lines       int                 `json:"lines"`
-	Kinks       int                 `json:"kinks"`
+	Units   int `json:"units"`
+	Queries int `json:"queries"`
+	Calls   int `json:"calls"`
+	Lines   int `json:"lines"`
+	Kinks   int `json:"kinks"`
+	// Hidden is --hidden, the units expected (0: not given).
+	Hidden      int                 `json:"hidden,omitempty"`
 	Certificate certify.Certificate `json:"certificate"`
 	Diagnostics extract.Diagnostics `json:"diagnostics"`
-	Warnings    []string            `json:"warnings"`
+	// Outcome: warnings and notes, and whether the model was written.
+	Outcome
 	// Weights compares the extracted parameters with the teacher's (up to
 	// permutation and positive scaling) when --teacher was given.
-	Weights  *metrics.Depth2Error `json:"weights,omitempty"`
-	Seconds  float64              `json:"seconds"`
-	Options  extractOptions       `json:"options"`
-	Manifest string               `json:"manifest"`
+	Weights *metrics.Depth2Error `json:"weights,omitempty"`
+	Seconds float64              `json:"seconds"`
+	// PeakMemory is the process's peak resident set size in bytes (0:
+	// unknown on this system).
+	PeakMemory int64          `json:"peak_memory_bytes"`
+	Options    extractOptions `json:"options"`
+	Manifest   string         `json:"manifest"`
 }
 
 func newExtractCmd(a *app) *cobra.Command {
@@ -130,6 +147,7 @@ func newExtractCmd(a *app) *cobra.Command {
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the lines and the certificate's queries")
 	f.StringVar(&opt.Out, "out", "", "output model file ("+modelFormatsHelp+"); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
+	f.BoolVar(&opt.Approximate, "approximate", false, approximateHelp)
 	return c
 }
 
@@ -174,39 +192,61 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 	// The model is done with: the command ends before the outputs are
 	// written, so that committing them is the command's last step.
 	q.finish(ctx)
-	if res.Model == nil {
-		return fmt.Errorf("%w: no hidden unit was found after %d queries on %d lines (%s); try --seed, a larger --max-queries, or --hidden", errs.ErrNotExact, res.Queries, res.Lines, strings.Join(res.Warnings, "; "))
-	}
 	out := extractResult{
-		Command: "extract", Out: opt.Out, D: d, Outputs: res.Model.Out(),
+		Command: "extract", Out: opt.Out, D: d, Outputs: res.Outputs, Hidden: opt.Hidden,
 		Units: res.Units, Queries: res.Queries, Calls: res.Calls, Lines: res.Lines, Kinks: res.Kinks,
-		Certificate: res.Certificate, Diagnostics: res.Diagnostics, Warnings: append([]string{}, res.Warnings...),
+		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
 		Options: opt, Manifest: dataio.ManifestPath(opt.Out),
 	}
-	model := res.Model.MLP()
-	if teacher != nil {
+	var notCertified error
+	out.Outcome, notCertified = settle(res.Certificate, res.Warnings, opt.Approximate && res.Model != nil, out.finding(res.Warnings))
+	var model *nn.MLP
+	if res.Model != nil {
+		model = res.Model.MLP()
+	}
+	if teacher != nil && model != nil {
 		w, err := metrics.CompareDepth2(teacher, model, false)
 		if err != nil {
 			return err
 		}
 		out.Weights = &w
 	}
-	timings := map[string]float64{"extract": res.Elapsed.Seconds()}
-	man.Timings = timings
-	man.Results = jsonsafe.Finite(map[string]any{"queries": res.Queries, "units": res.Units, "certificate": res.Certificate, "weights": out.Weights, "diagnostics": res.Diagnostics, "warnings": res.Warnings})
-	meta := map[string]string{
-		"producer": "relurec extract", "relurec_version": relurecVersion(),
-		"queries": strconv.Itoa(res.Queries), "hidden": strconv.Itoa(res.Units),
-		"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
-		"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
-		"certificate_met":      strconv.FormatBool(res.Certificate.Met),
-		"seed":                 strconv.FormatUint(opt.Seed, 10),
-	}
-	if err := a.writeModel(man, opt.Out, model, meta, opt.DType, timings); err != nil {
-		return err
+	if out.Written {
+		timings := map[string]float64{"extract": res.Elapsed.Seconds()}
+		man.Timings = timings
+		man.Results = jsonsafe.Finite(map[string]any{"queries": res.Queries, "units": res.Units, "certificate": res.Certificate, "weights": out.Weights, "diagnostics": res.Diagnostics, "warnings": res.Warnings})
+		meta := map[string]string{
+			"producer": "relurec extract", "relurec_version": relurecVersion(),
+			"queries": strconv.Itoa(res.Queries), "hidden": strconv.Itoa(res.Units),
+			"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
+			"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
+			"certificate_met":      strconv.FormatBool(res.Certificate.Met),
+			"seed":                 strconv.FormatUint(opt.Seed, 10),
+		}
+		if err := a.writeModel(man, opt.Out, model, meta, opt.DType, timings); err != nil {
+			return err
+		}
+	} else {
+		out.Manifest = ""
 	}
 	out.Seconds = time.Since(start).Seconds()
-	return a.emit(out, func(w io.Writer) { table(w, out.rows()) })
+	out.PeakMemory = peakMemory()
+	if err := a.emit(out, func(w io.Writer) { table(w, out.rows()) }); err != nil {
+		return err
+	}
+	return notCertified
+}
+
+// finding says what an extraction found, for the message of one that is
+// not certified: the units (of --hidden, when given), the queries and the
+// extraction's warnings.
+func (out *extractResult) finding(warnings []string) string {
+	of := ""
+	if out.Hidden > 0 {
+		of = fmt.Sprintf(" of the %d given by --hidden", out.Hidden)
+	}
+	return fmt.Sprintf("The extraction found %d hidden units%s on %d lines with %d queries: %s.",
+		out.Units, of, out.Lines, out.Queries, strings.Join(warnings, "; "))
 }
 
 // openOracle is the model's access: the teacher file run in-process (also
@@ -245,18 +285,23 @@ func checkOneHiddenLayer(m *nn.MLP) error {
 
 // rows is extract's human table.
 func (out *extractResult) rows() [][2]string {
+	found := fmt.Sprintf("%d found on %d lines (%d kinks)", out.Units, out.Lines, out.Kinks)
+	if out.Hidden > 0 {
+		found = fmt.Sprintf("%d of %d found on %d lines (%d kinks)", out.Units, out.Hidden, out.Lines, out.Kinks)
+	}
 	rows := [][2]string{
 		{"model", fmt.Sprintf("d=%d inputs, %d outputs", out.D, out.Outputs)},
-		{"hidden units", fmt.Sprintf("%d found on %d lines (%d kinks)", out.Units, out.Lines, out.Kinks)},
-		{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesCert)},
+		{"hidden units", found},
+		{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, least-squares polish %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesRefine, out.Diagnostics.QueriesCert)},
 		{"certificate", certificateText(out.Certificate) + " on fresh Gaussian queries"},
 	}
 	if w := out.Weights; w != nil {
 		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max parameter error %.2e (W %.1e, b %.1e, A %.1e, c %.1e)", w.MaxErr, w.MaxErrW, w.MaxErrB, w.MaxErrA, w.MaxErrC)})
 	}
-	rows = append(rows, warningRows(out.Warnings, nil)...)
-	return append(rows,
-		[2]string{"time", fmt.Sprintf("%.2f s", out.Seconds)},
-		[2]string{"model file", fmt.Sprintf("%s (%s)", out.Out, out.Options.DType)},
-		[2]string{"manifest", out.Manifest})
+	mem := "unknown"
+	if out.PeakMemory > 0 {
+		mem = fmt.Sprintf("%.0f MiB peak resident", float64(out.PeakMemory)/(1<<20))
+	}
+	rows = append(rows, [2]string{"memory", mem})
+	return append(rows, out.Outcome.rows(fmt.Sprintf("%.2f s", out.Seconds), out.Out, out.Options.DType, out.Manifest)...)
 }

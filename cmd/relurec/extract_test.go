@@ -86,17 +86,25 @@ func npyHeaderOf(r, c int) []byte {
 	return bytes.Replace(b.Bytes()[:b.Len()-8], []byte("(1, 1), }"+strings.Repeat(" ", len(shape)-len("(1, 1), }"))), []byte(shape), 1)
 }
 
+// genTeacher writes a random depth-2 teacher with output biases (gen
+// depth2 with the given flags) to dir/name and returns its path.
+func genTeacher(t *testing.T, dir, name string, flags ...string) string {
+	t.Helper()
+	teacher := filepath.Join(dir, name)
+	args := append([]string{"gen", "depth2", "--output-bias", "--n", "200", "--out", filepath.Join(dir, "unused.npz"), "--model-out", teacher, "--quiet"}, flags...)
+	if code, _, errs := cli(t, args...); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errs)
+	}
+	return teacher
+}
+
 // A network is extracted from queries alone — in-process
 // from a model file, and from another process through --query-cmd — with
 // its parameters within 1e-9 and the query count reported; a server that
 // answers NaN or the wrong shape exits 2 writing nothing.
 func TestExtractFromTeacherAndQueryCommand(t *testing.T) {
 	dir := t.TempDir()
-	teacher := filepath.Join(dir, "teacher.onnx")
-	data := filepath.Join(dir, "unused.npz")
-	if code, _, errs := cli(t, "gen", "depth2", "--d", "12", "--m", "4", "--outputs", "3", "--output-bias", "--n", "2000", "--seed", "9", "--out", data, "--model-out", teacher, "--quiet"); code != 0 {
-		t.Fatalf("gen: exit %d: %s", code, errs)
-	}
+	teacher := genTeacher(t, dir, "teacher.onnx", "--d", "12", "--m", "4", "--outputs", "3", "--seed", "9")
 	out := filepath.Join(dir, "x.safetensors")
 	code, stdout, errs := cli(t, "extract", "--teacher", teacher, "--out", out, "--json")
 	if code != 0 {
@@ -186,5 +194,44 @@ func TestExtractHelpPythonServer(t *testing.T) {
 	}
 	if r := decodeOne(t, stdout); r["certificate"].(map[string]any)["met"] != true || r["units"].(float64) != 2 {
 		t.Fatalf("extract with the help's server: %v", r)
+	}
+}
+
+// An extraction whose certificate is not met (here a query budget too
+// small to find every unit) exits 3, says what it found and writes
+// nothing; --approximate writes the partial model and still exits 3.
+func TestExtractNotCertifiedExits3(t *testing.T) {
+	dir := t.TempDir()
+	teacher := genTeacher(t, dir, "teacher.safetensors", "--d", "10", "--m", "8", "--outputs", "2", "--seed", "3")
+	out := filepath.Join(dir, "x.safetensors")
+	// 600 queries find 6 of the 8 units on the first line.
+	args := []string{"extract", "--teacher", teacher, "--hidden", "8", "--max-queries", "600", "--out", out}
+	code, stdout, errs := cli(t, append(args, "--json")...)
+	if code != exitNotCertified || !strings.Contains(errs, "found 6 hidden units of the 8 given by --hidden") || !strings.Contains(errs, "--approximate") {
+		t.Fatalf("budget-stopped extraction: exit %d, want %d; %s", code, exitNotCertified, errs)
+	}
+	res := decodeOne(t, stdout)
+	if res["written"] != false || res["certificate"].(map[string]any)["met"] != false || res["queries"].(float64) > 600 || res["peak_memory_bytes"].(float64) <= 0 {
+		t.Errorf("report: %v", res)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written without --approximate", out)
+	}
+	code, stdout, errs = cli(t, append(args, "--approximate", "--json")...)
+	if code != exitNotCertified || !strings.Contains(errs, "was written") {
+		t.Fatalf("--approximate: exit %d, %s", code, errs)
+	}
+	if res := decodeOne(t, stdout); res["written"] != true {
+		t.Errorf("--approximate report: %v", res)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("--approximate: %v", err)
+	}
+	if _, err := os.Stat(dataio.ManifestPath(out)); err != nil {
+		t.Errorf("--approximate: manifest: %v", err)
+	}
+	// The human table says how many of the units were found.
+	if code, stdout, _ = cli(t, args...); code != exitNotCertified || !strings.Contains(stdout, "6 of 8 found") || !strings.Contains(stdout, "peak resident") {
+		t.Errorf("table: exit %d\n%s", code, stdout)
 	}
 }

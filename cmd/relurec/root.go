@@ -64,7 +64,8 @@ or ONNX (.onnx).
 
 Exit status: 0 success, 2 bad input (usage, unreadable or malformed files,
 wrong shapes, NaN/Inf, sizes beyond --max-memory), 3 answer not certified
-(learn, demo: nothing written unless --approximate), 1 any other failure, 130
+(learn, extract, demo: nothing written unless --approximate), 1 any other
+failure, 130
 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM (128 + the signal's number).`,
 		Example: `  # See it work on a synthetic network in a few seconds
   relurec demo
