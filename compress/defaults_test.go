@@ -2,6 +2,7 @@ package compress
 
 import (
 	"context"
+	"github.com/relurec/relurec/internal/testutil"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 	cnn := tinyCNN(rand.New(rand.NewPCG(4, 5)), 6, 0)
 	o := DefaultOptions(cnn)
 	o.Keep = 0.2
-	res, err := CompressCNN(ctx, cnn, randDense(rand.New(rand.NewPCG(6, 7)), 200, cnn.In()), o)
+	res, err := CompressCNN(ctx, cnn, testutil.RandDense(rand.New(rand.NewPCG(6, 7)), 200, cnn.In()), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func TestRouteEquivalence(t *testing.T) {
 	}
 	// SVD-LLM V2's two-round SVD truncation reaches the same minimum, with
 	// the same singular values (its theoretical truncation loss).
-	if e := relDiff(fitRank(t, pp, MethodSVDLLM2, LayerOptions{}, r).Product(), f2); e > 1e-9 {
+	if e := testutil.RelDiff(fitRank(t, pp, MethodSVDLLM2, LayerOptions{}, r).Product(), f2); e > 1e-9 {
 		t.Errorf("SVD-LLM V2 differs from Alg 2 with X̌ = X by %.3g", e)
 	}
 	v1, err1 := FitLayer(pp, MethodSVDLLM, LayerOptions{})
@@ -865,7 +865,7 @@ func TestDeadInputDropped(t *testing.T) {
 		if dead := mat.Col(nil, 3, l[0].Weight); floats.Norm(dead, math.Inf(1)) > tol {
 			t.Fatalf("%v: the dead input's weights are %v", c, dead)
 		}
-		if e := relDiff(f.Rank(4).Apply(x), fitRank(t, Problem{W: w, X: x}, c.method, LayerOptions{Route: RouteProjection}, 4).Apply(x)); c.method == MethodData && e > 1e-9 {
+		if e := testutil.RelDiff(f.Rank(4).Apply(x), fitRank(t, Problem{W: w, X: x}, c.method, LayerOptions{Route: RouteProjection}, 4).Apply(x)); c.method == MethodData && e > 1e-9 {
 			t.Fatalf("%v: outputs differ from the projection route's by %.3g", c, e)
 		}
 	}

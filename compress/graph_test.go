@@ -190,7 +190,7 @@ func TestCompressGraphSampleAxis(t *testing.T) {
 	g := &nn.Graph{
 		Input: "x", InputShape: []int{3, 4}, Output: "y",
 		Consts: map[string]*nn.GraphTensor{
-			"W1": graphTensor(randDense(rng, 4, 4)), "W2": graphTensor(randDense(rng, 4, 4)),
+			"W1": graphTensor(testutil.RandDense(rng, 4, 4)), "W2": graphTensor(testutil.RandDense(rng, 4, 4)),
 			"flat": {Shape: []int{2}, Data: []float64{-1, 4}, Int: true}, "back": {Shape: []int{3}, Data: []float64{-1, 3, 4}, Int: true},
 		},
 		Nodes: []nn.GraphNode{
@@ -202,7 +202,7 @@ func TestCompressGraphSampleAxis(t *testing.T) {
 			{Name: "back", Op: "Reshape", Inputs: []string{"b", "back"}, Outputs: []string{"y"}},
 		},
 	}
-	x := randDense(rng, 50, g.In())
+	x := testutil.RandDense(rng, 50, g.In())
 	res, err := CompressGraph(context.Background(), g, x, Options{Ranks: []int{4}})
 	if err != nil {
 		t.Fatal(err)
