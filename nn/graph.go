@@ -1,8 +1,8 @@
 package nn
 
 import (
-	"errors"
 	"fmt"
+	"github.com/relurec/relurec/errs"
 	"math"
 	"runtime"
 	"slices"
@@ -623,7 +623,7 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 }
 
 // errStopRun is what a probe returns to end a run early, its values seen.
-var errStopRun = errors.New("nn: run stopped by its probe")
+var errStopRun = errs.New("nn: run stopped by its probe", nil)
 
 // seq returns 0, 1, …, n-1.
 func seq(n int) []int {

@@ -354,7 +354,7 @@ func TestBadInput(t *testing.T) {
 		{"width", in.X, in.Y, Options{Hidden: 5}, "expected k = 5"},
 		{"samples", in.X.Slice(0, 500, 0, 6).(*mat.Dense), in.Y.Slice(0, 500, 0, 4).(*mat.Dense), Options{}, "needs n ≥"},
 		{"route", in.X, in.Y, Options{Route: "fast"}, "Options.Route must be one of"},
-		{"start", in.X, in.Y, Options{Start: "moments"}, "Options.Start must be auto or tensor"},
+		{"start", in.X, in.Y, Options{Start: "moments"}, "Options.Start must be auto, parity or tensor"},
 		{"zero", in.X, mat.NewDense(20000, 4, nil), Options{}, "identically zero"},
 	}
 	for _, c := range cases {

@@ -129,7 +129,7 @@ func (st *Start) searchZeroSets(ctx context.Context, rng *rand.Rand, roundoff fl
 	zs, k := st.zeroSet, st.K
 	R, d := zs.X.Dims()
 	it := newZeroSetIter(zs.B)
-	tol := polishTolsFor(roundoff).null
+	tol, unitTol := polishTolsFor(roundoff).null, polishTolsFor(roundoff).unit
 	misses := 0
 	for try := 0; try < zeroSetMaxTries(k) && len(zs.found) < k; try++ {
 		if err := ctx.Err(); err != nil {
@@ -137,21 +137,21 @@ func (st *Start) searchZeroSets(ctx context.Context, rng *rand.Rand, roundoff fl
 		}
 		st.opt.progress("zero-set start", len(zs.found), k)
 		zs.tries++
-		// Every other start after a miss is a random coefficient vector:
-		// an input direction orthogonal to the rows found reaches a unit
-		// nearly in their span (ill-conditioned V) only from far away.
+		// Every other start after a miss is anchored: an input direction
+		// orthogonal to the rows found reaches a unit nearly in their span
+		// (ill-conditioned V) only from far away, where an anchor outside
+		// the found units' coefficients excludes them (zeroSetIter.anchor).
 		var g0 []float64
+		it.anchor = nil
 		if misses%2 == 1 {
-			g0 = make([]float64, k)
-			for i := range g0 {
-				g0[i] = rng.NormFloat64()
-			}
+			it.anchor = zs.freshAnchor(rng)
+			g0 = slices.Clone(it.anchor)
 		} else {
 			g0 = it.fromDirection(zs.X, zs.freshDirection(rng))
 		}
 		g, r, ok := it.converge(g0, tol)
 		if ok {
-			if z, good := activeRow(zs.X, r, tol); good && !zs.has(z) {
+			if z, good := activeRow(zs.X, r, tol, unitTol); good && !zs.has(z) {
 				zs.found = append(zs.found, z)
 				zs.gs = append(zs.gs, g)
 				continue
@@ -201,6 +201,28 @@ func (zs *zeroSetSearch) freshDirection(rng *rand.Rand) []float64 {
 	return h
 }
 
+// freshAnchor draws a unit coefficient vector orthogonal to the found
+// units' coefficients (a random direction when all k are spanned).
+func (zs *zeroSetSearch) freshAnchor(rng *rand.Rand) []float64 {
+	_, k := zs.B.Dims()
+	e := make([]float64, k)
+	for i := range e {
+		e[i] = rng.NormFloat64()
+	}
+	for _, b := range orthonormalRows(zs.gs) {
+		s := dot(b, e)
+		for j := range e {
+			e[j] -= s * b[j]
+		}
+	}
+	if norm := math.Sqrt(dot(e, e)); norm > 1e-12 {
+		for j := range e {
+			e[j] /= norm
+		}
+	}
+	return e
+}
+
 // has reports whether z is (up to rounding) a row already found.
 func (zs *zeroSetSearch) has(z []float64) bool {
 	for _, f := range zs.found {
@@ -243,6 +265,11 @@ type zeroSetIter struct {
 	rows    []float64 // the selected rows of B, contiguous
 	gram    []float64
 	g, prev []float64
+	// anchor, when set, replaces the null direction by the g minimising
+	// ‖B_S·g‖ subject to g·anchor = 1 (G⁻¹·anchor, one solve): a unit
+	// whose coefficients are orthogonal to the anchor (every unit found,
+	// for an anchor orthogonal to theirs) is then no fixed point.
+	anchor  []float64
 	scratch []float64
 	steps   int
 }
@@ -339,7 +366,13 @@ func (it *zeroSetIter) nullOfSmallest(s int, warm []float64) []float64 {
 			it.gram[i*k+i] += shift
 		}
 	}
-	for step := 0; step < 3; step++ {
+	if it.anchor != nil {
+		// The anchored solve, then two plain steps (below) that take the
+		// shift's trace out of a converged g.
+		copy(g, it.anchor)
+		linalg.CholeskySolveInPlace(it.gram, k, g)
+	}
+	for step := 0; step < 2; step++ {
 		linalg.CholeskySolveInPlace(it.gram, k, g)
 		norm := math.Sqrt(dot(g, g))
 		for i := range g {
@@ -448,8 +481,11 @@ func nthSmallest(scratch, v []float64, i int) float64 {
 
 // activeRow solves X_P·z = r_P on the samples P where r is positive
 // (above tol·max r) by least squares and returns z with unit norm; ok is
-// false when those samples do not determine z.
-func activeRow(X *mat.Dense, r []float64, tol float64) (z []float64, ok bool) {
+// false when those samples do not determine z or when ReLU(X·z) misses r
+// by more than unitTol relative on the block (r is then no single unit's
+// activation: a nonnegative combination of two units also vanishes on a
+// quarter of the samples).
+func activeRow(X *mat.Dense, r []float64, tol, unitTol float64) (z []float64, ok bool) {
 	_, d := X.Dims()
 	top := slices.Max(r)
 	var rows []int
@@ -483,6 +519,15 @@ func activeRow(X *mat.Dense, r []float64, tol float64) (z []float64, ok bool) {
 		return nil, false
 	}
 	linalg.CholeskySolveInPlace(gram, d, z)
+	var miss, size float64
+	for q, v := range r {
+		e := math.Max(0, dot(X.RawRowView(q), z)) - v
+		miss += e * e
+		size += v * v
+	}
+	if !(miss <= unitTol*unitTol*size) {
+		return nil, false
+	}
 	norm := math.Sqrt(dot(z, z))
 	if !(norm > 0) {
 		return nil, false

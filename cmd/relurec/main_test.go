@@ -152,7 +152,7 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{"learn", "twolayer", "--out", filepath.Join(dir, "m.safetensors")}, "no data given"},
 		{[]string{"learn", "twolayer", "--x", filepath.Join(dir, "nope.npy"), "--y", filepath.Join(dir, "nope2.npy"), "--out", filepath.Join(dir, "m.safetensors")}, "no such file"},
 		{[]string{"learn", "twolayer", "--data", "d.npz", "--route", "fast", "--out", filepath.Join(dir, "m.safetensors")}, "--route"},
-		{[]string{"learn", "twolayer", "--data", "d.npz", "--start", "moments", "--out", filepath.Join(dir, "m.safetensors")}, "--start must be auto or tensor"},
+		{[]string{"learn", "twolayer", "--data", "d.npz", "--start", "moments", "--out", filepath.Join(dir, "m.safetensors")}, "--start must be auto, parity or tensor"},
 		{[]string{"learn", "twolayer", "--data", "d.npz"}, "--out is required"},
 		{[]string{"eval", "--model", filepath.Join(dir, "nope.safetensors"), "--truth", filepath.Join(dir, "nope.safetensors")}, "no such file"},
 		{[]string{"eval", "--model", "a.safetensors"}, "nothing to evaluate"},
@@ -452,15 +452,16 @@ func TestGenDirectoryAndFailureLeavesNothing(t *testing.T) {
 	}
 }
 
-// --start tensor runs the paper's start alone; the default starts from the
-// parity start. Both are exact, and the JSON diagnostics say which ran.
+// --start tensor runs the paper's start alone, --start parity the parity
+// start first; the default starts from the zero-set start. All are exact,
+// and the JSON diagnostics say which ran.
 func TestLearnStartFlag(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "d.npz")
 	if code, _, errs := cli(t, "gen", "twolayer", "--d", "8", "--k", "3", "--m", "5", "--n", "20000", "--out", data); code != 0 {
 		t.Fatalf("gen: %s", errs)
 	}
-	for _, c := range []struct{ flag, want string }{{"auto", "parity"}, {"tensor", "tensor"}} {
+	for _, c := range []struct{ flag, want string }{{"auto", "zero-set"}, {"parity", "parity"}, {"tensor", "tensor"}} {
 		code, out, errs := cli(t, "learn", "twolayer", "--data", data, "--start", c.flag, "--json", "--out", filepath.Join(dir, c.flag+".safetensors"))
 		if code != 0 {
 			t.Fatalf("--start %s: exit %d: %s", c.flag, code, errs)
