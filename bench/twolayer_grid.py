@@ -28,8 +28,10 @@ Per cell and thread count it prints one table row:
 Timing follows the pair script (relurec: whole process, start-up and .npz
 read included; Adam: the training loop only, data already in memory).
 
-n must satisfy relurec's tensor route, n >= max(20*d, 200*k^2, 1000)
-(docs/twolayer.md), hence n = 5e5 at k = 50. A cell where relurec fails is
+relurec's exact route needs n >= max(2000, 20*k, 4*d) (its zero-set start);
+its moment starts, tried when the first starts miss units, need
+n >= max(20*d, 200*k^2, 1000) (docs/twolayer.md). --cond-v sets V's condition
+number (gen's --cond-v; default Gaussian rows). A cell where relurec fails is
 reported as such, not dropped.
 
 Cells are "d,k,m,n" or "d,k,m,n@S" (S seeds for that cell instead of
@@ -245,6 +247,8 @@ def main():
                                 epilog="See the module docstring (head of this file) for the full settings.")
     p.add_argument("--cells", nargs="+", default=DEFAULT_CELLS,
                    help="grid cells d,k,m,n[@seeds] (default: %(default)s)")
+    p.add_argument("--cond-v", type=float, default=0,
+                   help="condition number of V after row normalisation (relurec gen --cond-v; default 0 = Gaussian rows)")
     p.add_argument("--seeds", default="3", help="seeds per cell without @: N (1..N), A-B or a list (default 3)")
     p.add_argument("--threads", default="1,2", help="thread counts, run in this order per seed (default 1,2)")
     p.add_argument("--relurec", help="path to a built relurec binary (default: go build into the work dir)")
@@ -302,7 +306,7 @@ def main():
         cell = {k: c[k] for k in ("d", "k", "m", "n")}
         for s in c["seeds"]:
             try:
-                data, teacher = pair.gen_instance(binary, work, s, c["d"], c["k"], c["m"], c["n"])
+                data, teacher = pair.gen_instance(binary, work, s, c["d"], c["k"], c["m"], c["n"], a.cond_v)
             except pair.RelurecError as e:
                 failed = True
                 print(f"{cell_label(c)} seed {s}: {e}", file=sys.stderr)

@@ -246,12 +246,15 @@ def train_torch(X, Y, k, seed, a, bias=False):
                    "unit": "steps" if full else "epochs", "stop": stop}
 
 
-def gen_instance(binary, work, s, d, k, m, n):
-    """`relurec gen twolayer`: a noiseless instance; returns (data .npz path, teacher safetensors path)."""
-    data = os.path.join(work, f"data_d{d}_k{k}_m{m}_n{n}_{s}.npz")
-    teacher = os.path.join(work, f"teacher_d{d}_k{k}_m{m}_n{n}_{s}.safetensors")
+def gen_instance(binary, work, s, d, k, m, n, cond_v=0):
+    """`relurec gen twolayer`: a noiseless instance (V with condition number cond_v after its rows
+    are normalised; 0 = Gaussian rows); returns (data .npz path, teacher safetensors path)."""
+    tag = f"d{d}_k{k}_m{m}_n{n}_c{cond_v:g}_{s}"
+    data = os.path.join(work, f"data_{tag}.npz")
+    teacher = os.path.join(work, f"teacher_{tag}.safetensors")
     run_relurec(binary, ["gen", "twolayer", "--d", str(d), "--k", str(k), "--m", str(m),
-                         "--n", str(n), "--seed", str(s), "--out", data, "--model-out", teacher])
+                         "--n", str(n), "--seed", str(s), "--cond-v", f"{cond_v:g}",
+                         "--out", data, "--model-out", teacher])
     return data, teacher
 
 

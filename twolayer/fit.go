@@ -159,6 +159,11 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 			att.why = "the zero-set and parity starts do not apply (they need data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
 			return nil, nil
 		}
+	} else if len(plan) == 0 && !momentsFit && att.parityTried {
+		// Below the moment starts' floor nothing is left to look for the
+		// units the first starts missed.
+		return nil, fmt.Errorf("%w: %s; the moment starts that look for the rest need n ≥ %s = %d samples for d=%d, k=%d (got %d): give more samples, or --route noisy (Options.Route noisy) for an approximate answer",
+			ErrNotExact, att.why, tensorFloor.rule, minSamples(p.d, exactK), p.d, exactK, p.n)
 	} else if len(plan) == 0 || momentsFit {
 		if rows := startRows(p, opt); rows < p.n {
 			plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
@@ -183,7 +188,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 	st, at, err := next(0)
 	if err != nil {
 		if parityOnly && ctx.Err() == nil {
-			att.why = fmt.Sprintf("the parity start could not be computed (%v)", err)
+			att.why = fmt.Sprintf("the %s could not be computed (%v)", plan[at].name, err)
 			return nil, nil
 		}
 		return nil, err
@@ -253,7 +258,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 			last := at == len(plan)-1
 			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, p.roundoff, st, opt, res, !last || parityOnly, found); err != nil {
 				if parityOnly && ctx.Err() == nil {
-					att.why = fmt.Sprintf("the polish of the parity start failed (%v)", err)
+					att.why = fmt.Sprintf("the polish of the %s failed (%v)", st.name(), err)
 					return nil, nil
 				}
 				// A start whose retries fail to decompose is one more start
@@ -283,7 +288,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		why = reason
 	}
 	if parityOnly {
-		att.why = fmt.Sprintf("the parity start did not certify every unit (%s)", why)
+		att.why = fmt.Sprintf("the %s did not certify every unit (%s)", st.name(), why)
 		return nil, nil
 	}
 	if opt.Route == UseExact {
