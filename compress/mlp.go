@@ -72,9 +72,10 @@ type Options struct {
 // (DistillOptions.Auto), and, for an MLP, the sequential fit (Alg 3). A
 // CNN or a graph is fit non-sequentially, as it was measured
 // (docs/compress.md): AllocAuto and Auto then reduce to the global
-// allocation without distillation. On PyTorch-trained Fashion-MNIST MLPs
-// at keep 0.05 the recipe loses a fraction of what FastOptions loses
-// (docs/compress.md, "Defaults"), for a few times its time.
+// allocation without distillation. On three PyTorch-trained Fashion-MNIST
+// MLPs at keep 0.05 the recipe lost 1.8 points of test accuracy where
+// FastOptions lost 10.6, in about 5× the time (docs/compress.md,
+// "Defaults").
 func DefaultOptions(net nn.Network) Options {
 	_, mlp := net.(*nn.MLP)
 	return Options{Method: MethodData, Sequential: mlp, Keep: 0.5, Allocation: AllocAuto,
