@@ -178,7 +178,7 @@ const compressExample = `  # Keep 5% of the parameters with the best measured re
 
 func newCompressCmd(a *app) *cobra.Command {
 	def := compress.DefaultOptions(&nn.MLP{}) // the flags' defaults; preset applies the model's
-	opt := compressOptions{CalibName: "X", CalibSamples: 10000, Method: def.Method, Sequential: def.Sequential, Allocation: def.Allocation,
+	opt := compressOptions{CalibName: "X", CalibSamples: fastCalibRows, Method: def.Method, Sequential: def.Sequential, Allocation: def.Allocation,
 		Distill: def.Distill.Epochs, Bias: compress.BiasCenter, Route: compress.RouteAuto, DType: "f64"}
 	var ranks string
 	c := &cobra.Command{
@@ -279,6 +279,9 @@ func compressTargetFor(model nn.Network, opt compressOptions) (*compressTarget, 
 // for 1.6× the time (docs/compress.md). --fast keeps the flag's 10 000.
 const mlpCalibRows = 20000
 
+// fastCalibRows is --calib-samples' default: an MLP's with --fast.
+const fastCalibRows = 10000
+
 // mlpTarget is compress for an MLP (compress.CompressMLP), written to
 // --out as safetensors or ONNX by its extension.
 func mlpTarget(net *nn.MLP, opt compressOptions) (*compressTarget, error) {
@@ -335,7 +338,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	readTime := time.Since(start)
 
 	copt := opt.library(in.holdout)
-	plan, estimate := compressPlan(t, copt, in.calib, opt.Fast)
+	plan, estimate := compressPlan(t, copt, in.calib, opt.Fast, cmd.Flags().Changed("calib-samples"))
 	a.notef("%s\n", plan)
 	progress, clear := a.progress()
 	cstart := time.Now()
@@ -386,8 +389,11 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 
 // compressPlan is the line compress prints before it starts: what it will
 // do and, for an MLP, the time it will take here (compress.EstimateMLP,
-// also returned), beside the other preset's (fast: --fast was given).
-func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast bool) (string, *compress.Cost) {
+// also returned), beside the other preset's (fast: --fast was given;
+// calibGiven: --calib-samples was, else the other preset reads its own
+// default number of rows, assumed available when this one read all of
+// its own).
+func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast, calibGiven bool) (string, *compress.Cost) {
 	rows, _ := x.Dims()
 	alloc := o.Allocation
 	if alloc == compress.AllocAuto {
@@ -416,14 +422,21 @@ func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast bool
 	if !ok {
 		return plan, nil
 	}
-	other, name := compress.FastOptions(), "--fast"
+	other, name, otherRows := compress.FastOptions(), "--fast", min(rows, fastCalibRows)
 	if fast {
-		other, name = compress.DefaultOptions(mlp), "without --fast"
+		other, name, otherRows = compress.DefaultOptions(mlp), "without --fast", rows
+		if rows == fastCalibRows {
+			otherRows = mlpCalibRows
+		}
+	}
+	if calibGiven {
+		otherRows = rows
 	}
 	other.Keep, other.Ranks, other.Energy, other.TargetError = o.Keep, o.Ranks, o.Energy, o.TargetError
-	est := compress.EstimateMLP(mlp, rows, o, other)
+	speed := compress.MatmulSpeed(mlp)
+	est := compress.EstimateMLP(mlp, rows, o, speed)
 	return fmt.Sprintf("%s; estimated %s on this machine now (%s: %s)", plan,
-		roundDuration(est[0].Seconds), name, roundDuration(est[1].Seconds)), &est[0]
+		roundDuration(est.Seconds), name, roundDuration(compress.EstimateMLP(mlp, otherRows, other, speed).Seconds)), &est
 }
 
 // roundDuration writes s seconds to two significant digits ("35 s", "2.1 min").
