@@ -52,3 +52,29 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 		t.Fatalf("CNN: sequential %v, selection %q, distillation %+v", res.Sequential, res.Selection, res.Distill)
 	}
 }
+
+// A trained network's dead ReLU units (never active on the calibration
+// rows) make its compression warn about nothing: they are counted in the
+// next layer's whitening record (Dropped) and the result carries no
+// warning, with the default recipe and with --fast alike.
+func TestDeadUnitsCompressWithoutWarnings(t *testing.T) {
+	net, x, _ := teacher(22)
+	for _, u := range []int{3, 17, 40} { // dead: a bias no input overcomes
+		net.Layers[0].Bias[u] = -1e6
+	}
+	for _, o := range []Options{DefaultOptions(net), FastOptions()} {
+		o.Keep = 0.2
+		o.Distill.Epochs = min(o.Distill.Epochs, 1)
+		res, err := CompressMLP(context.Background(), net, x, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warn := res.Warnings
+		for _, l := range res.Layers {
+			warn = append(warn, l.Warnings...)
+		}
+		if len(warn) != 0 || res.Layers[1].Whitening == nil || res.Layers[1].Whitening.Dropped < 3 {
+			t.Fatalf("sequential %v: warnings %q, layer 1 whitening %+v", o.Sequential, warn, res.Layers[1].Whitening)
+		}
+	}
+}
