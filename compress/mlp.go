@@ -32,8 +32,8 @@ type Options struct {
 	// Must lie in (0, 1]. Layers whose share would not save parameters stay
 	// dense.
 	Keep float64
-	// Allocation is how Keep is split over layers: AllocGlobal (default),
-	// AllocUniform, AllocSensitivity (measured end-to-end error), AllocAuto
+	// Allocation is how Keep is split over layers: AllocGlobal (the zero
+	// value's), AllocUniform, AllocSensitivity (measured end-to-end error), AllocAuto
 	// (sensitivity where it can be measured), or the baselines AllocASVD
 	// and AllocSVDLLM2 (see Allocations).
 	Allocation Allocation

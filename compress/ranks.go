@@ -13,8 +13,8 @@ type Allocation string
 
 // The allocations.
 const (
-	// AllocGlobal (default) spends the budget greedily where it buys the
-	// most: the next rank goes to the layer whose next singular direction
+	// AllocGlobal (the zero value's; FastOptions) spends the budget
+	// greedily where it buys the most: the next rank goes to the layer whose next singular direction
 	// removes the largest fraction of that layer's energy per parameter it
 	// costs (in the spirit of Li & Shi's budgeted rank selection, spec §5
 	// [28]). Small layers, such as a classifier's last one, stay accurate.
