@@ -7,16 +7,17 @@ import (
 	"testing"
 )
 
-// DefaultOptions is the recipe on an MLP — sequential, the sensitivity
-// allocation (AllocAuto), distillation only at budgets ≤ DistillMaxKept —
+// DefaultOptions is the recipe on an MLP — sequential, and at budgets up to
+// a quarter the sensitivity allocation (AllocAuto) and distillation, above
+// it the global allocation without —
 // and reduces on a CNN to the global allocation without distillation and
 // without an error; FastOptions is the zero value's behaviour.
 func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 	net, x, _ := teacher(21)
 	ctx := context.Background()
 	for _, c := range []struct {
-		keep    float64
-		distill bool
+		keep     float64
+		measured bool // sensitivity allocation and distillation
 	}{{0.2, true}, {0.5, false}} {
 		o := DefaultOptions(net)
 		o.Keep = c.keep
@@ -25,7 +26,11 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(c.keep, err)
 		}
-		if !res.Sequential || !strings.Contains(res.Selection, string(AllocSensitivity)) || len(res.Profiles) == 0 || (res.Distill != nil) != c.distill {
+		alloc := AllocGlobal
+		if c.measured {
+			alloc = AllocSensitivity
+		}
+		if !res.Sequential || !strings.Contains(res.Selection, "("+string(alloc)+" allocation)") || (len(res.Profiles) > 0) != c.measured || (res.Distill != nil) != c.measured {
 			t.Fatalf("keep %g: sequential %v, selection %q, %d profiles, distillation %+v", c.keep, res.Sequential, res.Selection, len(res.Profiles), res.Distill)
 		}
 	}

@@ -55,8 +55,13 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 	// A measured allocation fits every layer on the original activations;
 	// a sequential fit then fits every layer but the first (whose inputs
 	// are the original ones) again on the compressed ones.
-	refit := o.Sequential && (o.Allocation.measured() || o.Allocation == AllocAuto)
-	probing := o.Allocation == AllocAuto || o.Allocation.probes()
+	keep := o.Keep
+	if keep == 0 {
+		keep = 0.5
+	}
+	alloc := o.Allocation.Resolve(true, keep)
+	refit := o.Sequential && alloc.measured()
+	probing := alloc.probes()
 	pr := math.Min(n, probeRows)
 	for i, l := range net.Layers {
 		d2, d := l.Weight.Dims()
@@ -77,10 +82,6 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 			pass += pr * float64(m1) * float64(m1+m2)
 		}
 		c.Sensitivity += float64(gridSize(min(d, d2))+4) * pass
-	}
-	keep := o.Keep
-	if keep == 0 {
-		keep = 0.5
 	}
 	dense := net.NumParams()
 	kept := int(keep * float64(dense))

@@ -66,10 +66,10 @@ type Options struct {
 
 // DefaultOptions returns the best measured recipe for the budget on net,
 // what `relurec compress` runs without flags: the data-driven fit (Alg
-// 2c), the budget Keep = 0.5 split by measured sensitivity where the
-// network's output can be measured (AllocAuto), DefaultDistillEpochs
-// epochs of distillation where it was measured to help
-// (DistillOptions.Auto), and, for an MLP, the sequential fit (Alg 3). A
+// 2c), the sequential fit (Alg 3) for an MLP, and at budgets Keep ≤ 0.25
+// — where they were measured to help — the split by measured sensitivity
+// (AllocAuto) and DefaultDistillEpochs epochs of distillation
+// (DistillOptions.Auto); above, the global allocation alone. A
 // CNN or a graph is fit non-sequentially, as it was measured
 // (docs/compress.md): AllocAuto and Auto then reduce to the global
 // allocation without distillation. On three PyTorch-trained Fashion-MNIST
