@@ -67,6 +67,11 @@ def right(path, x, y):
         return (model(x.to(next(model.parameters()).dtype)).argmax(1) == y).numpy()
 
 
+def pvalue(p):
+    """"= p", or "< 1e-300" where p underflowed to 0."""
+    return "< 1e-300" if p == 0 else f"= {p:.3g}"
+
+
 def compress(exe, model, keep, out, extra, reuse):
     """Runs relurec compress; with reuse, an earlier run's file and report (OUT.json) are taken."""
     if reuse and os.path.exists(out) and os.path.exists(out + ".json"):
@@ -138,7 +143,7 @@ def main():
                 b = int(np.sum(runs["default"] & ~runs[name]))
                 c = int(np.sum(~runs["default"] & runs[name]))
                 print(f"    default vs {name:11s}: only default right {b}, only {name} right {c}, net {b - c:+d}, "
-                      f"McNemar exact p = {mcnemar_exact(b, c):.3g}", flush=True)
+                      f"McNemar exact p {pvalue(mcnemar_exact(b, c))}", flush=True)
     print("\nmean points lost over seeds:")
     for (keep, name), v in summary.items():
         print(f"  keep {keep} {name:11s}: {np.mean(v):.2f} (seeds: {', '.join(f'{x:.2f}' for x in v)})")

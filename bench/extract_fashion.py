@@ -45,6 +45,9 @@ import numpy as np
 import torch
 from torch import nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compress_torch_roundtrip import train_mlp  # noqa: E402
+
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
@@ -175,16 +178,7 @@ def main():
     print("%4s %8s %13s %9s %9s %9s %10s %8s %10s %6s %8s" % ("seed", "test acc", "access", "queries", "units", "time_s", "param_err", "argmax", "logit_rel", "exit", "peak_MiB"))
     for seed in range(args.seeds):
         torch.manual_seed(seed)
-        model = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        for _ in range(args.epochs):
-            perm = torch.randperm(len(xtr))
-            for k in range(0, len(xtr), 128):
-                b = perm[k:k + 128]
-                opt.zero_grad()
-                nn.functional.cross_entropy(model(xtr[b]), ytr[b]).backward()
-                opt.step()
-        model.eval()
+        model = train_mlp([784, args.hidden, 10], args.epochs, xtr, ytr)
         with torch.no_grad():
             acc = (model(xte).argmax(1) == yte).float().mean().item()
         with tempfile.TemporaryDirectory() as tmp:

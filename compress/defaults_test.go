@@ -8,16 +8,17 @@ import (
 	"testing"
 )
 
-// DefaultOptions is the recipe on an MLP — sequential, the sensitivity
-// allocation (AllocAuto), distillation only at budgets ≤ DistillMaxKept —
+// DefaultOptions is the recipe on an MLP — sequential, and at budgets up to
+// a quarter the sensitivity allocation (AllocAuto) and distillation, above
+// it the global allocation without —
 // and reduces on a CNN to the global allocation without distillation and
 // without an error; FastOptions is the zero value's behaviour.
 func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 	net, x, _ := teacher(21)
 	ctx := context.Background()
 	for _, c := range []struct {
-		keep    float64
-		distill bool
+		keep     float64
+		measured bool // sensitivity allocation and distillation
 	}{{0.2, true}, {0.5, false}} {
 		o := DefaultOptions(net)
 		o.Keep = c.keep
@@ -26,7 +27,11 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(c.keep, err)
 		}
-		if !res.Sequential || !strings.Contains(res.Selection, string(AllocSensitivity)) || len(res.Profiles) == 0 || (res.Distill != nil) != c.distill {
+		alloc := AllocGlobal
+		if c.measured {
+			alloc = AllocSensitivity
+		}
+		if !res.Sequential || !strings.Contains(res.Selection, "("+string(alloc)+" allocation)") || (len(res.Profiles) > 0) != c.measured || (res.Distill != nil) != c.measured {
 			t.Fatalf("keep %g: sequential %v, selection %q, %d profiles, distillation %+v", c.keep, res.Sequential, res.Selection, len(res.Profiles), res.Distill)
 		}
 	}
@@ -51,5 +56,31 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 	}
 	if res.Sequential || !strings.Contains(res.Selection, string(AllocGlobal)) || res.Distill != nil {
 		t.Fatalf("CNN: sequential %v, selection %q, distillation %+v", res.Sequential, res.Selection, res.Distill)
+	}
+}
+
+// A trained network's dead ReLU units (never active on the calibration
+// rows) make its compression warn about nothing: they are counted in the
+// next layer's whitening record (Dropped) and the result carries no
+// warning, with the default recipe and with --fast alike.
+func TestDeadUnitsCompressWithoutWarnings(t *testing.T) {
+	net, x, _ := teacher(22)
+	for _, u := range []int{3, 17, 40} { // dead: a bias no input overcomes
+		net.Layers[0].Bias[u] = -1e6
+	}
+	for _, o := range []Options{DefaultOptions(net), FastOptions()} {
+		o.Keep = 0.2
+		o.Distill.Epochs = min(o.Distill.Epochs, 1)
+		res, err := CompressMLP(context.Background(), net, x, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warn := res.Warnings
+		for _, l := range res.Layers {
+			warn = append(warn, l.Warnings...)
+		}
+		if len(warn) != 0 || res.Layers[1].Whitening == nil || res.Layers[1].Whitening.Dropped < 3 {
+			t.Fatalf("sequential %v: warnings %q, layer 1 whitening %+v", o.Sequential, warn, res.Layers[1].Whitening)
+		}
 	}
 }

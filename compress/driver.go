@@ -123,10 +123,11 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 	}
 	L := len(layers)
 	if o.Allocation == AllocAuto {
-		o.Allocation = AllocGlobal
-		if whole != nil {
-			o.Allocation = AllocSensitivity
+		keep := o.Keep
+		if keep == 0 {
+			keep = 0.5 // prepare's default
 		}
+		o.Allocation = o.Allocation.Resolve(whole != nil, keep)
 	}
 	mode, lo, err := o.prepare(res, L)
 	if err != nil {

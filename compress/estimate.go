@@ -24,15 +24,14 @@ type Cost struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Stage throughputs relative to the speed probe (matmulSpeed): the layer
+// Stage throughputs relative to the speed probe (MatmulSpeed): the layer
 // fits (Householder QR, eigendecompositions, the held-out errors) run
 // below one large matrix product, the probes' refits on 4096 rows and the
 // distillation's minibatches above the probe's quarter-second average on
-// a loaded machine. Measured on the Fashion-MNIST MLP of docs/compress.md
-// (784-512-256-10; the default recipe at keep 0.05 and 0.1, --fast, svd)
-// on the 2-core machine under a load average of 12–15: --fast and svd
-// came within 10% of the estimate, the default recipe ran in 0.7–0.95 of
-// it (it errs long).
+// a loaded machine. Set from the Fashion-MNIST MLP of docs/compress.md
+// (784-512-256-10; the default recipe at keep 0.05 and 0.1, --fast and the
+// baselines) on the 2-core machine under a load average of 11–15, where
+// the compressions then took 0.35–1.1 of the estimate: it errs long.
 const (
 	effFit         = 0.6
 	effSensitivity = 1.5
@@ -40,19 +39,13 @@ const (
 )
 
 // EstimateMLP estimates CompressMLP's cost on net with rows calibration
-// rows under each of opts, assuming the budget Keep is spent (for the
-// distillation's size); it times matrix products of the network's size
-// for a quarter of a second, once, to measure this machine's speed under
-// its current load.
-func EstimateMLP(net *nn.MLP, rows int, opts ...Options) []Cost {
-	speed := matmulSpeed(net)
-	out := make([]Cost, len(opts))
-	for i, o := range opts {
-		out[i] = mlpCost(net, rows, o)
-		c := &out[i]
-		c.Seconds = (c.Fit/effFit + c.Sensitivity/effSensitivity + c.Distill/effDistill) / speed
-	}
-	return out
+// rows under o, assuming the budget Keep is spent (for the distillation's
+// size), on a machine doing speed multiply-adds per second in one large
+// product (MatmulSpeed).
+func EstimateMLP(net *nn.MLP, rows int, o Options, speed float64) Cost {
+	c := mlpCost(net, rows, o)
+	c.Seconds = (c.Fit/effFit + c.Sensitivity/effSensitivity + c.Distill/effDistill) / speed
+	return c
 }
 
 // mlpCost counts the multiply-adds of each stage of CompressMLP.
@@ -62,8 +55,13 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 	// A measured allocation fits every layer on the original activations;
 	// a sequential fit then fits every layer but the first (whose inputs
 	// are the original ones) again on the compressed ones.
-	refit := o.Sequential && (o.Allocation.measured() || o.Allocation == AllocAuto)
-	probing := o.Allocation == AllocAuto || o.Allocation.probes()
+	keep := o.Keep
+	if keep == 0 {
+		keep = 0.5
+	}
+	alloc := o.Allocation.Resolve(true, keep)
+	refit := o.Sequential && alloc.measured()
+	probing := alloc.probes()
 	pr := math.Min(n, probeRows)
 	for i, l := range net.Layers {
 		d2, d := l.Weight.Dims()
@@ -85,10 +83,6 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 		}
 		c.Sensitivity += float64(gridSize(min(d, d2))+4) * pass
 	}
-	keep := o.Keep
-	if keep == 0 {
-		keep = 0.5
-	}
 	dense := net.NumParams()
 	kept := int(keep * float64(dense))
 	if o.Distill.applies(true, kept, dense) {
@@ -107,10 +101,11 @@ func gridSize(top int) int {
 	return k
 }
 
-// matmulSpeed repeats the product of 1024 rows with net's first layer for
-// at least 0.25 s and returns multiply-adds per second: long enough to
-// average over the machine's load, as the compression will.
-func matmulSpeed(net *nn.MLP) float64 {
+// MatmulSpeed repeats the product of 1024 rows with net's first layer for
+// at least 0.25 s and returns multiply-adds per second: this machine's
+// speed under its current load (long enough to average over it, as the
+// compression will), for EstimateMLP.
+func MatmulSpeed(net *nn.MLP) float64 {
 	w := net.Layers[0].Weight
 	out, in := w.Dims()
 	x := mat.NewDense(1024, in, nil)

@@ -13,8 +13,8 @@ type Allocation string
 
 // The allocations.
 const (
-	// AllocGlobal (default) spends the budget greedily where it buys the
-	// most: the next rank goes to the layer whose next singular direction
+	// AllocGlobal (the zero value's; FastOptions) spends the budget
+	// greedily where it buys the most: the next rank goes to the layer whose next singular direction
 	// removes the largest fraction of that layer's energy per parameter it
 	// costs (in the spirit of Li & Shi's budgeted rank selection, [ZS25]'s
 	// reference [28]). Small layers, such as a classifier's last one, stay accurate.
@@ -69,11 +69,31 @@ const (
 	// layer, which the rule then cuts the most).
 	AllocSVDLLM2 Allocation = "svd-llm-v2"
 	// AllocAuto is AllocSensitivity where the network's output can be
-	// measured with one layer compressed (an MLP) and AllocGlobal
-	// elsewhere (a CNN, a graph): the best measured rule available
-	// (DefaultOptions).
+	// measured with one layer compressed (an MLP) and Keep is at most
+	// AutoSensitivityMaxKeep, and AllocGlobal elsewhere (a CNN, a graph,
+	// a larger budget): the best measured rule for the budget
+	// (DefaultOptions; Allocation.Resolve).
 	AllocAuto Allocation = "auto"
 )
+
+// AutoSensitivityMaxKeep is the largest Keep at which AllocAuto measures
+// sensitivities: below it the sensitivity allocation beat global
+// significantly (docs/compress.md), above it the two were within test-set
+// noise on every model measured (keep 0.3–0.9) while the probes cost
+// several times the layer fit.
+const AutoSensitivityMaxKeep = 0.25
+
+// Resolve returns the allocation a names for a network that can (probe)
+// or cannot be probed, at budget keep: AllocAuto's choice, else a.
+func (a Allocation) Resolve(probe bool, keep float64) Allocation {
+	if a != AllocAuto {
+		return a
+	}
+	if probe && keep <= AutoSensitivityMaxKeep {
+		return AllocSensitivity
+	}
+	return AllocGlobal
+}
 
 // Allocations lists the allocation names, in the order the docs present
 // them.
