@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
@@ -622,8 +622,9 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 	return out, nil
 }
 
-// errStopRun is what a probe returns to end a run early, its values seen.
-var errStopRun = errors.New("nn: run stopped by its probe")
+// errStopRun is what a probe returns to end a run early, its values seen;
+// it never leaves the package.
+var errStopRun = errs.New("nn: run stopped by its probe", nil)
 
 // seq returns 0, 1, …, n-1.
 func seq(n int) []int {
