@@ -30,7 +30,8 @@ import (
 // network and the calibration data (checkCalibration) and calls
 // compressLayers. mlp.go is the adapter that also implements wholeNetwork
 // (measured allocations, held-out errors, distillation); graph.go the one
-// whose write-back rewrites a graph.
+// whose write-back rewrites a graph, and which implements prober (the
+// measured allocations).
 
 // layerSource is a network that compressLayers compresses, one weight
 // layer at a time. compressLayers calls layers, then stream, then input

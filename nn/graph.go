@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"github.com/relurec/relurec/errs"
 	"math"
 	"runtime"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
@@ -622,7 +622,8 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 	return out, nil
 }
 
-// errStopRun is what a probe returns to end a run early, its values seen.
+// errStopRun is what a probe returns to end a run early, its values seen;
+// it never leaves the package.
 var errStopRun = errs.New("nn: run stopped by its probe", nil)
 
 // seq returns 0, 1, …, n-1.
