@@ -182,29 +182,14 @@ func (st *Start) searchZeroSets(ctx context.Context, rng *rand.Rand, roundoff fl
 }
 
 // freshDirection draws a unit direction of the span with the found rows
-// projected out (Gram–Schmidt against them, in order).
+// projected out.
 func (zs *zeroSetSearch) freshDirection(rng *rand.Rand) []float64 {
 	d, k := zs.span.Dims()
-	c := make([]float64, k)
-	for i := range c {
-		c[i] = rng.NormFloat64()
-	}
 	h := make([]float64, d)
-	kern.RowTimes(h, c, zs.span.RawMatrix().Data, zs.span.RawMatrix().Stride)
-	basis := orthonormalRows(zs.found)
-	for _, b := range basis {
-		s := dot(b, h)
-		for j := range h {
-			h[j] -= s * b[j]
-		}
-	}
-	norm := math.Sqrt(dot(h, h))
-	if norm == 0 {
+	kern.RowTimes(h, randNormal(k, rng), zs.span.RawMatrix().Data, zs.span.RawMatrix().Stride)
+	if !unitOutside(h, zs.found) {
+		clear(h)
 		h[rng.IntN(d)] = 1
-		return h
-	}
-	for j := range h {
-		h[j] /= norm
 	}
 	return h
 }
@@ -213,22 +198,41 @@ func (zs *zeroSetSearch) freshDirection(rng *rand.Rand) []float64 {
 // units' coefficients (a random direction when all k are spanned).
 func (zs *zeroSetSearch) freshAnchor(rng *rand.Rand) []float64 {
 	_, k := zs.B.Dims()
-	e := make([]float64, k)
-	for i := range e {
-		e[i] = rng.NormFloat64()
-	}
-	for _, b := range orthonormalRows(zs.gs) {
-		s := dot(b, e)
-		for j := range e {
-			e[j] -= s * b[j]
-		}
-	}
-	if norm := math.Sqrt(dot(e, e)); norm > 1e-12 {
-		for j := range e {
-			e[j] /= norm
-		}
+	e := randNormal(k, rng)
+	if !unitOutside(e, zs.gs) {
+		e = randNormal(k, rng)
+		unitOutside(e, nil)
 	}
 	return e
+}
+
+// randNormal returns n independent standard normal draws.
+func randNormal(n int, rng *rand.Rand) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}
+
+// unitOutside projects the span of rows out of v (Gram–Schmidt against an
+// orthonormal basis of them) and scales v to unit length; it reports false,
+// leaving v unscaled, when nothing is left.
+func unitOutside(v []float64, rows [][]float64) bool {
+	for _, b := range orthonormalRows(rows) {
+		s := dot(b, v)
+		for j := range v {
+			v[j] -= s * b[j]
+		}
+	}
+	norm := math.Sqrt(dot(v, v))
+	if !(norm > 1e-12) {
+		return false
+	}
+	for j := range v {
+		v[j] /= norm
+	}
+	return true
 }
 
 // has reports whether z is (up to rounding) a row already found.
