@@ -63,7 +63,9 @@ type Options struct {
 	// Result is returned with Certificate.Met = false and a nil error.
 	Exact bool `json:"exact"`
 	// Progress, if set, is called after each line ("lines", units found,
-	// Hidden or 0) and before the certificate ("certify", 0, CertQueries).
+	// Hidden or 0), before each Gauss–Newton step of the least-squares
+	// polish ("least-squares polish", step, steps at most) and before the
+	// certificate ("certify", 0, CertQueries).
 	Progress func(stage string, done, total int) `json:"-"`
 }
 
