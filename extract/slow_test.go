@@ -59,17 +59,7 @@ func TestSlowTorchSized(t *testing.T) {
 // safetensors export holds), and extracts it from queries evaluated in
 // float64.
 func TestSlowFashionTrained(t *testing.T) {
-	if err := dataio.FashionMNISTAvailable(""); err != nil {
-		t.Skip(err)
-	}
-	train, err := dataio.LoadFashionMNIST("", "train")
-	if err != nil {
-		t.Fatal(err)
-	}
-	test, err := dataio.LoadFashionMNIST("", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	train, test := loadFashion(t)
 	for seed := uint64(1); seed <= 2; seed++ {
 		net := torchInit(784, 64, 10, seed)
 		if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 2, Seed: seed}); err != nil {
@@ -148,17 +138,7 @@ func deadUnits(net *nn.MLP) int {
 // 2 epochs) and extracts it from an oracle computing in float32; it scores
 // argmax agreement and relative logit error on the 10 000 test images.
 func TestSlowFashionFloat32(t *testing.T) {
-	if err := dataio.FashionMNISTAvailable(""); err != nil {
-		t.Skip(err)
-	}
-	train, err := dataio.LoadFashionMNIST("", "train")
-	if err != nil {
-		t.Fatal(err)
-	}
-	test, err := dataio.LoadFashionMNIST("", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	train, test := loadFashion(t)
 	net := torchInit(784, 32, 10, 1)
 	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 2, Seed: 1}); err != nil {
 		t.Fatal(err)
@@ -190,4 +170,22 @@ func TestSlowFashionFloat32(t *testing.T) {
 	if agree < 1 || worst > 1e-4 || !res.Certificate.Met {
 		t.Errorf("argmax agreement %.4f, logits %.1e, certificate %+v", agree, worst, res.Certificate)
 	}
+}
+
+// loadFashion returns Fashion-MNIST's training and test sets, skipping the
+// test when the files are not installed.
+func loadFashion(t *testing.T) (train, test *dataio.Labeled) {
+	t.Helper()
+	if err := dataio.FashionMNISTAvailable(""); err != nil {
+		t.Skip(err)
+	}
+	train, err := dataio.LoadFashionMNIST("", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err = dataio.LoadFashionMNIST("", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return train, test
 }
