@@ -162,6 +162,7 @@ def main():
     ap.add_argument("--serve-dtype", choices=["float64", "float32"], default="float64",
                     help="float32: only --query-cmd, the server computing in float32 (PyTorch's default dtype); "
                          "scored by argmax agreement and logits on the 10 000 test images")
+    ap.add_argument("--max-lines", type=int, default=0, help="relurec extract --max-lines (0: its default)")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -194,7 +195,7 @@ def main():
                 runs = [("onnx", ["--teacher", onnx_path]), ("safetensors", ["--teacher", st_path])] + runs
             for name, flags in runs:
                 out = os.path.join(tmp, "x-%s.safetensors" % name)
-                res, wall, code = relurec(exe, "extract", *flags, "--seed", str(seed), "--approximate", "--out", out)
+                res, wall, code = relurec(exe, "extract", *flags, "--seed", str(seed), "--max-lines", str(args.max_lines), "--approximate", "--out", out)
                 if not os.path.exists(out):
                     ok = False
                     print("%4d %8.4f %13s %9d %9d %9.2f %10s %8s %10s %6d %8.0f  <-- nothing extracted" % (seed, acc, name, res["queries"], res["units"], wall, "-", "-", "-", code, res["peak_memory_bytes"] / 2**20))

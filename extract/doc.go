@@ -36,7 +36,10 @@
 //  3. Stopping. With Options.Hidden = m the search stops when m units
 //     are found; with Hidden = 0 when a whole line brings no new unit;
 //     either way the assembled network must reproduce every searched
-//     line's samples near the origin to the certificate's tolerance.
+//     line's samples near the origin to the certificate's tolerance (10×
+//     it for a float32 oracle, which the least-squares polish follows).
+//     Three lines in a row with no new unit, or MaxLines (64; 160 and no
+//     three-line stop for a float32 oracle), end it otherwise.
 //  4. Orientation and output bias. A unit found with the wrong
 //     orientation contributes â·ReLU(−z) = â·ReLU(z) − â·z, so every
 //     measured Jacobian equals Σ_i â_i ŵ_iᵀ·1[ŵ_i·x + b̂_i > 0] + L with L =

@@ -54,7 +54,9 @@ type Options struct {
 	// every other hyperplane (2·(d + 2) queries per unit). Default 1e-10;
 	// negative: never.
 	PolishTol float64 `json:"polish_tol"`
-	// MaxLines caps the number of lines searched. Default 64.
+	// MaxLines caps the number of lines searched. Default 64, or 160
+	// for an oracle that rounds coarser than float64 (float32), whose
+	// units show up as isolated kinks less often.
 	MaxLines int `json:"max_lines"`
 	// Batch caps the rows of one oracle call. Default 16384.
 	Batch int `json:"batch"`
@@ -63,7 +65,9 @@ type Options struct {
 	// Result is returned with Certificate.Met = false and a nil error.
 	Exact bool `json:"exact"`
 	// Progress, if set, is called after each line ("lines", units found,
-	// Hidden or 0) and before the certificate ("certify", 0, CertQueries).
+	// Hidden or 0), before each Gauss–Newton step of the least-squares
+	// polish ("least-squares polish", step, steps at most) and before the
+	// certificate ("certify", 0, CertQueries).
 	Progress func(stage string, done, total int) `json:"-"`
 }
 
@@ -302,9 +306,6 @@ func (o *Options) defaults() error {
 	if o.Reach == 0 {
 		o.Reach = 40
 	}
-	if o.MaxLines == 0 {
-		o.MaxLines = 64
-	}
 	if o.Batch == 0 {
 		o.Batch = 16384
 	}
@@ -316,7 +317,7 @@ func (o *Options) defaults() error {
 func (e *extractor) search(ctx context.Context) (string, error) {
 	maxKinks := max(e.opt.Hidden, 16)
 	quiet := 0
-	for ln := 0; ln < e.opt.MaxLines; ln++ {
+	for ln := 0; ln < e.maxLines(); ln++ {
 		grid := e.opt.Grid
 		if grid == 0 {
 			grid = 8 * maxKinks
@@ -361,7 +362,12 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if e.opt.Hidden > 0 {
 			done = len(e.units) >= e.opt.Hidden || quiet >= 3
 		}
-		if !done && quiet < 3 {
+		// Three clean lines in a row end the search, except with a coarse
+		// oracle: units it has not found yet can hide for many lines
+		// (a trained 784-32-10 served in float32: 5 of 32 after three
+		// clean lines, all 32 by 160).
+		stalled := quiet >= 3 && !e.coarse()
+		if !done && !stalled {
 			continue
 		}
 		if e.opt.PolishTol > 0 {
@@ -375,11 +381,23 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if e.diag.LineResidual <= e.searchTol() {
 			return "", nil
 		}
-		if quiet >= 3 {
+		if stalled {
 			return fmt.Sprintf("three lines in a row found no new unit, and the %d units found leave a relative residual of %.2e on the lines", len(e.units), e.diag.LineResidual), nil
 		}
 	}
-	return fmt.Sprintf("stopped after MaxLines = %d lines", e.opt.MaxLines), nil
+	return fmt.Sprintf("stopped after MaxLines = %d lines", e.maxLines()), nil
+}
+
+// maxLines is Options.MaxLines or its default (64, 160 for a coarse
+// oracle).
+func (e *extractor) maxLines() int {
+	switch {
+	case e.opt.MaxLines > 0:
+		return e.opt.MaxLines
+	case e.coarse():
+		return 160
+	}
+	return 64
 }
 
 // stopMsg turns a budget stop into a warning and passes other errors on.

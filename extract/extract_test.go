@@ -211,3 +211,15 @@ func TestExtractNoUnits(t *testing.T) {
 		t.Errorf("units %d, warnings %v", res.Units, res.Warnings)
 	}
 }
+
+// A non-finite query never reaches the oracle: it is an internal error,
+// not ErrInput (the oracle's fault).
+func TestCountedRefusesNonFiniteQuery(t *testing.T) {
+	called := false
+	o := &counted{f: func(context.Context, *mat.Dense) (*mat.Dense, error) { called = true; return nil, nil }, d: 2}
+	X := mat.NewDense(2, 2, []float64{0, 1, math.NaN(), 2})
+	_, err := o.query(context.Background(), X)
+	if err == nil || errors.Is(err, errs.ErrInput) || called {
+		t.Errorf("error %v, oracle called %v; want an internal error before the call", err, called)
+	}
+}

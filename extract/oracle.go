@@ -78,6 +78,14 @@ func (o *counted) query(ctx context.Context, X *mat.Dense) (*mat.Dense, error) {
 	if o.limit > 0 && o.queries+n > o.limit {
 		return nil, errBudget
 	}
+	// A non-finite query is a defect of the extraction, not of the
+	// oracle: refuse it here rather than blame the oracle's answer.
+	for i, v := range X.RawMatrix().Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			_, d := X.Dims()
+			return nil, fmt.Errorf("extract: internal error: query %d, input %d is %v", i/d, i%d, v)
+		}
+	}
 	Y, err := o.f(ctx, X)
 	o.queries += n
 	o.calls++

@@ -97,8 +97,8 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 				}
 			}
 		}
-		if best < 0 {
-			continue
+		if best < 0 || math.IsInf(bestDelta, 0) || math.IsNaN(bestDelta) || math.IsInf(bestH, 0) {
+			continue // no other hyperplane bounds the step (or none is finite)
 		}
 		xs := mat.Row(nil, best, C)
 		xp := make([]float64, d)

@@ -42,6 +42,9 @@ func (e *extractor) refine(ctx context.Context, net *depth2.Network) (*depth2.Ne
 		if err := ctx.Err(); err != nil {
 			return net, 0, 0, err
 		}
+		if e.opt.Progress != nil {
+			e.opt.Progress("least-squares polish", step, refineSteps)
+		}
 		cand := gaussNewton(best, X, Y)
 		r := relResidual(Y, cand.Forward(X))
 		// A unit that contributes next to nothing is a copy of another

@@ -143,6 +143,7 @@ func newExtractCmd(a *app) *cobra.Command {
 	f.DurationVar(&opt.queryTimeout, "query-timeout", opt.queryTimeout, "how long --query-cmd may take to read and answer one batch of queries, e.g. 30s or 10m")
 	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units, if known (0 = search until the units found reproduce the model)")
 	f.IntVar(&opt.MaxQueries, "max-queries", 0, "query budget (0 = none)")
+	f.IntVar(&opt.MaxLines, "max-lines", 0, "most random lines to search (0 = 64, or 160 for a model computing in float32)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual on fresh queries that certifies the extraction (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the lines and the certificate's queries")
 	f.StringVar(&opt.Out, "out", "", "output model file ("+modelFormatsHelp+"); required")
