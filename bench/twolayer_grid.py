@@ -28,7 +28,7 @@ Per cell and thread count it prints one table row:
 Timing follows the pair script (relurec: whole process, start-up and .npz
 read included; Adam: the training loop only, data already in memory).
 
-relurec's exact route needs n >= max(2000, 20*k, 4*d) (its zero-set start);
+relurec's exact route needs n >= max(2000, 30*k, 4*d) (its zero-set start);
 its moment starts, tried when the first starts miss units, need
 n >= max(20*d, 200*k^2, 1000) (docs/twolayer.md). --cond-v sets V's condition
 number (gen's --cond-v; default Gaussian rows). A cell where relurec fails is

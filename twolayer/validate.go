@@ -32,7 +32,7 @@ var tensorFloor = sampleFloor{minSamples, "max(20·d, 200·k², 1000)"}
 
 // exactFloor is the floor of the exact route from the zero-set start
 // (zeroset.go), which reads no moments: zeroSetFloor.
-var exactFloor = sampleFloor{zeroSetFloor, "max(2000, 20·k, 4·d)"}
+var exactFloor = sampleFloor{zeroSetFloor, "max(2000, 30·k, 4·d)"}
 
 // errYZero is the error for outputs that are all zero.
 var errYZero = fmt.Errorf("%w: Y is identically zero; there is nothing to learn", ErrInput)
