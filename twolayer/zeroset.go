@@ -286,7 +286,13 @@ type zeroSetIter struct {
 	// for an anchor orthogonal to theirs) is then no fixed point.
 	anchor  []float64
 	scratch []float64
-	steps   int
+	// upper is the unfactored Gram of the selected rows (upper triangle),
+	// member the selected set it belongs to (members rows), for gramOf's
+	// updates; next, tmp and chg are its scratch.
+	upper, tmp, chg []float64
+	member, next    []bool
+	members         int
+	steps           int
 }
 
 func newZeroSetIter(B *mat.Dense) *zeroSetIter {
@@ -294,7 +300,75 @@ func newZeroSetIter(B *mat.Dense) *zeroSetIter {
 	order := make([]int, R)
 	return &zeroSetIter{B: B, r: make([]float64, R), order: order, scratch: make([]float64, R),
 		rows: make([]float64, (R/4)*k), gram: make([]float64, k*k),
+		upper: make([]float64, k*k), tmp: make([]float64, k*k), chg: make([]float64, (R/4)*k),
+		member: make([]bool, R), next: make([]bool, R),
 		g: make([]float64, k), prev: make([]float64, k)}
+}
+
+// gramOf sets it.upper to the upper triangle of the Gram of the selected
+// rows it.order[:s] (copied to it.rows): from the previous set's Gram by
+// adding the rows that entered and subtracting those that left when they
+// are at most a quarter of s (near a fixed point only a few rows change),
+// else from all s rows. Rounding from the updates stays at u·‖B_S‖², which
+// refine takes out of an accepted unit's null vector.
+func (it *zeroSetIter) gramOf(s int) {
+	R, k := it.B.Dims()
+	clear(it.next)
+	for _, q := range it.order[:s] {
+		it.next[q] = true
+	}
+	defer func() {
+		it.member, it.next = it.next, it.member
+		it.members = s
+	}()
+	if it.members == s {
+		var added, removed []int
+		for q := 0; q < R && len(added)+len(removed) <= s/4; q++ {
+			switch {
+			case it.next[q] && !it.member[q]:
+				added = append(added, q)
+			case it.member[q] && !it.next[q]:
+				removed = append(removed, q)
+			}
+		}
+		if len(added)+len(removed) <= s/4 {
+			it.addRows(it.upper, added)
+			clear(it.tmp)
+			it.addRows(it.tmp, removed)
+			for i := 0; i < k; i++ {
+				for j := i; j < k; j++ {
+					it.upper[i*k+j] -= it.tmp[i*k+j]
+				}
+			}
+			return
+		}
+	}
+	clear(it.upper)
+	linalg.AddGram(it.upper, blas64.General{Rows: s, Cols: k, Stride: k, Data: it.rows[:s*k]})
+}
+
+// addRows adds the upper triangle of the Gram of B's rows qs to c.
+func (it *zeroSetIter) addRows(c []float64, qs []int) {
+	_, k := it.B.Dims()
+	for i, q := range qs {
+		copy(it.chg[i*k:(i+1)*k], it.B.RawRowView(q))
+	}
+	if len(qs) > 0 {
+		linalg.AddGram(c, blas64.General{Rows: len(qs), Cols: k, Stride: k, Data: it.chg[:len(qs)*k]})
+	}
+}
+
+// symmetric sets it.gram to the full symmetric matrix of it.upper plus
+// shift on the diagonal (the matrix CholeskyInPlace factors in place).
+func (it *zeroSetIter) symmetric(shift float64) {
+	_, k := it.B.Dims()
+	for i := 0; i < k; i++ {
+		for j := i; j < k; j++ {
+			v := it.upper[i*k+j]
+			it.gram[i*k+j], it.gram[j*k+i] = v, v
+		}
+		it.gram[i*k+i] += shift
+	}
 }
 
 // zeroSetSteps bounds the iteration from one start (measured: 8–14 steps
@@ -337,15 +411,12 @@ func (it *zeroSetIter) nullOfSmallest(s int, warm []float64) []float64 {
 	for i, q := range it.order[:s] {
 		copy(it.rows[i*k:(i+1)*k], it.B.RawRowView(q))
 	}
-	clear(it.gram)
-	linalg.AddGram(it.gram, blas64.General{Rows: s, Cols: k, Stride: k, Data: it.rows[:s*k]})
+	it.gramOf(s)
 	trace := 0.0
 	for i := 0; i < k; i++ {
-		trace += it.gram[i*k+i]
-		for j := 0; j < i; j++ {
-			it.gram[i*k+j] = it.gram[j*k+i]
-		}
+		trace += it.upper[i*k+i]
 	}
+	it.symmetric(0)
 	if !(trace > 0) {
 		// B vanishes on every selected sample: any vector is null.
 		if warm != nil {
@@ -358,9 +429,7 @@ func (it *zeroSetIter) nullOfSmallest(s int, warm []float64) []float64 {
 	// Shifted inverse iteration: the shift keeps the factorisation
 	// positive definite when the null space is exact.
 	shift := 1e-13 * trace / float64(k)
-	for i := 0; i < k; i++ {
-		it.gram[i*k+i] += shift
-	}
+	it.symmetric(shift)
 	g := it.g
 	if warm != nil {
 		copy(g, warm)
@@ -372,14 +441,7 @@ func (it *zeroSetIter) nullOfSmallest(s int, warm []float64) []float64 {
 	for !linalg.CholeskyInPlace(it.gram, k) {
 		// Not positive definite at this shift (rounding): larger shift.
 		shift *= 1e3
-		clear(it.gram)
-		linalg.AddGram(it.gram, blas64.General{Rows: s, Cols: k, Stride: k, Data: it.rows[:s*k]})
-		for i := 0; i < k; i++ {
-			for j := 0; j < i; j++ {
-				it.gram[i*k+j] = it.gram[j*k+i]
-			}
-			it.gram[i*k+i] += shift
-		}
+		it.symmetric(shift)
 	}
 	if it.anchor != nil {
 		// The anchored solve, then two plain steps (below) that take the
