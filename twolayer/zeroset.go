@@ -30,15 +30,15 @@ import (
 //
 // has every unit as a fixed point (the zeros of f_i are its smallest
 // entries, and f_i is the only vector of the span vanishing on all of them)
-// and reaches one from a rough start in about ten steps: a sample set on
+// and reaches one from a rough start in 10–20 steps: a sample set on
 // which most rows are zeros of one unit has that unit as its nearest null
 // direction, and its zeros then fill the next set. The starts are input
 // directions h: the samples most opposed to h (the polish's confident
 // zeros) are zeros of the units near h. Each h is drawn from the span of
 // the units' directions (the least-squares regression of B on X) with the
 // units already found projected out, so that successive starts land on
-// units not yet found (measured: 145 starts for k = 100 units; at k = 200
-// most starts miss: 52 units from the first 620).
+// units not yet found (measured: 145 starts for k = 100 units, 329 for
+// k = 200).
 //
 // A unit is accepted when its activation r is nonnegative and vanishes on
 // at least a fifth of the R samples, and its row, solving X·z = r on the
@@ -52,10 +52,10 @@ import (
 
 // zeroSetRows is how many samples (spread evenly) the zero-set start
 // iterates on: max(2000, 30·k, 4·d) — 30 per unit (measured at k = 200,
-// d = m = 200: 200 units in 329 starts from 30 per unit, 77 units in 620
-// from 20; at k = 100 10 per unit took 6 times the starts of 20), and
-// enough positive samples (about half) to solve each row's d unknowns.
-func zeroSetRows(n, d, k int) int { return min(n, max(2000, 30*k, 4*d)) }
+// d = m = 200: 200 units in 329 starts from 30 per unit, 52 units in 620
+// from 20), and enough positive samples (about half) to solve each row's d
+// unknowns.
+func zeroSetRows(n, d, k int) int { return min(n, zeroSetFloor(d, k)) }
 
 // zeroSetFloor is the exact route's sample floor with the zero-set start:
 // its own rows (zeroSetRows) are the data it cannot do without.
@@ -189,7 +189,7 @@ func (st *Start) searchZeroSets(ctx context.Context, rng *rand.Rand, roundoff fl
 func (zs *zeroSetSearch) freshDirection(rng *rand.Rand) []float64 {
 	d, k := zs.span.Dims()
 	h := make([]float64, d)
-	kern.RowTimes(h, randNormal(k, rng), zs.span.RawMatrix().Data, zs.span.RawMatrix().Stride)
+	kern.RowTimes(h, randUnit(k, rng), zs.span.RawMatrix().Data, zs.span.RawMatrix().Stride)
 	if !unitOutside(h, zs.found) {
 		clear(h)
 		h[rng.IntN(d)] = 1
@@ -201,21 +201,12 @@ func (zs *zeroSetSearch) freshDirection(rng *rand.Rand) []float64 {
 // units' coefficients (a random direction when all k are spanned).
 func (zs *zeroSetSearch) freshAnchor(rng *rand.Rand) []float64 {
 	_, k := zs.B.Dims()
-	e := randNormal(k, rng)
+	e := randUnit(k, rng)
 	if !unitOutside(e, zs.gs) {
-		e = randNormal(k, rng)
+		e = randUnit(k, rng)
 		unitOutside(e, nil)
 	}
 	return e
-}
-
-// randNormal returns n independent standard normal draws.
-func randNormal(n int, rng *rand.Rand) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = rng.NormFloat64()
-	}
-	return v
 }
 
 // unitOutside projects the span of rows out of v (Gram–Schmidt against an
@@ -292,7 +283,6 @@ type zeroSetIter struct {
 	upper, tmp, chg []float64
 	member, next    []bool
 	members         int
-	steps           int
 }
 
 func newZeroSetIter(B *mat.Dense) *zeroSetIter {
@@ -371,8 +361,8 @@ func (it *zeroSetIter) symmetric(shift float64) {
 	}
 }
 
-// zeroSetSteps bounds the iteration from one start (measured: 8–14 steps
-// to a fixed point at k = 100).
+// zeroSetSteps bounds the iteration from one start (measured: 2290 steps
+// for 145 starts at k = 100, about 16 each).
 const zeroSetSteps = 40
 
 // fromDirection returns the null direction of B on the 2·k samples most
@@ -479,7 +469,6 @@ func (it *zeroSetIter) converge(g []float64, tol float64) (gOut, r []float64, ok
 		if step == zeroSetSteps {
 			return nil, nil, false
 		}
-		it.steps++
 		copy(it.prev, g)
 		g = it.nullOfSmallest(s, g)
 		if math.Abs(dot(g, it.prev)) > 1-1e-14 {

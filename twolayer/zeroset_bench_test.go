@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench FitExactWide -benchtime 1x -cpu 1 ./twolayer
 func BenchmarkFitExactWide(b *testing.B) {
-	for _, c := range []struct{ k, n int }{{100, 200000}, {200, 200000}} {
+	for _, c := range []struct{ k, n int }{{100, 200000}, {200, 40000}} {
 		b.Run(fmt.Sprintf("k=%d_n=%d", c.k, c.n), func(b *testing.B) {
 			cfg := synth.TwoLayerConfig{D: c.k, K: c.k, M: c.k, CondV: 3}
 			in := newInstance(b, 1, cfg, c.n, nil, synth.Noise{})
