@@ -112,6 +112,17 @@ func (r *Result) Certificate() certify.Certificate {
 	return r.TwoLayer.Certificate
 }
 
+// SetCertificate replaces the kept learner's certificate, for a caller
+// that certifies the answer on more rows than it was fitted to (package
+// outofcore).
+func (r *Result) SetCertificate(c certify.Certificate) {
+	if r.Depth2 != nil {
+		r.Depth2.Certificate = c
+		return
+	}
+	r.TwoLayer.Certificate = c
+}
+
 // minBiasSamples is the fewest samples the bias screen is run on; below it
 // the data are too few for depth2's order-4 moments anyway.
 const minBiasSamples = 1000

@@ -61,6 +61,11 @@ func zeroSetRows(n, d, k int) int { return min(n, zeroSetFloor(d, k)) }
 // its own rows (zeroSetRows) are the data it cannot do without.
 func zeroSetFloor(d, k int) int { return max(2000, 30*k, 4*d) }
 
+// ExactFloor is the fewest samples the exact route for the ReLU certifies
+// from (its zero-set start's floor, max(2000, 30·k, 4·d)), for callers that
+// fit a sample of larger data (package outofcore).
+func ExactFloor(d, k int) int { return zeroSetFloor(d, k) }
+
 // zeroSetSearch is the zero-set start's state: its sample block and the
 // rows found so far, which Resample extends.
 type zeroSetSearch struct {

@@ -80,6 +80,8 @@ type learnDepth2Result struct {
 	Reason      string             `json:"reason"`
 	Certificate depth2.Certificate `json:"certificate"`
 	Diagnostics depth2.Diagnostics `json:"diagnostics"`
+	// Streamed is set when the data were larger than the memory budget.
+	Streamed *streamReport `json:"streamed,omitempty"`
 	Outcome
 	Seconds  float64            `json:"seconds"`
 	Timings  map[string]float64 `json:"timings"`
@@ -193,10 +195,10 @@ func (opt *learnDepth2Options) validate(df *dataFlags) error {
 // newLearnDepth2Result is learn depth2's result before timings; mlp is the
 // model as saved.
 func newLearnDepth2Result(run learnRun, opt learnDepth2Options, res *depth2.Result, mlp *nn.MLP) learnDepth2Result {
-	n, d := run.x.Dims()
+	_, d := run.x.Dims()
 	_, p := run.y.Dims()
 	return learnDepth2Result{
-		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: n, D: d, Outputs: p,
+		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: run.samples(), D: d, Outputs: p, Streamed: run.stream.report(),
 		Hidden: res.Diagnostics.Hidden, SavedUnits: mlp.Layers[0].Out(), Route: res.Route, Reason: res.Reason,
 		Certificate: res.Certificate, Diagnostics: res.Diagnostics, Options: opt, Manifest: dataio.ManifestPath(opt.Out),
 	}
@@ -234,6 +236,7 @@ func (out *learnDepth2Result) rows(res *depth2.Result, fitTime time.Duration) []
 	rows := [][2]string{
 		{"data", fmt.Sprintf("n=%d, d=%d, outputs=%d", out.Samples, out.D, out.Outputs)},
 	}
+	rows = append(rows, out.Streamed.tableRow()...)
 	rows = append(rows, learnerRows(out.Learner)...)
 	rows = append(rows, [][2]string{
 		{"route", res.Route},

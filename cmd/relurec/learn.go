@@ -44,6 +44,8 @@ type learnResult struct {
 	Reason      string               `json:"reason"`
 	Certificate twolayer.Certificate `json:"certificate"`
 	Diagnostics twolayer.Diagnostics `json:"diagnostics"`
+	// Streamed is set when the data were larger than the memory budget.
+	Streamed *streamReport `json:"streamed,omitempty"`
 	Outcome
 	Seconds  float64              `json:"seconds"`
 	Timings  map[string]float64   `json:"timings"`
@@ -155,20 +157,37 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, command string, df *dataFlags
 		return err
 	}
 	run.man = man
-	if run.x, run.y, err = df.read(a.context()); err != nil {
+	progress, clear := a.progress()
+	defer clear()
+	// .npy data larger than the memory budget are fitted on a sample of
+	// their rows and certified on all of them (learn_stream.go).
+	if run.stream, err = openStreamed(df); err != nil {
+		return err
+	}
+	if run.stream != nil {
+		defer run.stream.close()
+		if run.x, run.y, err = run.stream.sample(a.context(), opt.Hidden, opt.Seed, progress); err != nil {
+			return err
+		}
+		limitHeapToData(run.x, run.y)
+	} else if run.x, run.y, err = df.read(a.context()); err != nil {
 		return err
 	}
 	run.read = time.Since(run.start)
-	progress, clear := a.progress()
 	fitStart := time.Now()
 	res, err := learner.Fit(cmd.Context(), run.x, run.y, learner.Options{
 		Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, TwoLayer: opt.Options, Progress: progress,
 	})
-	clear()
 	if err != nil {
 		return err
 	}
 	run.fit = time.Since(fitStart)
+	if run.stream != nil {
+		if err := run.stream.recertify(a.context(), res, progress); err != nil {
+			return err
+		}
+	}
+	clear()
 	run.choice = &res.Choice
 	if res.Depth2 != nil {
 		return a.finishDepth2(cmd, run, opt.asDepth2(), res.Depth2)
@@ -245,10 +264,10 @@ func (opt *learnTwoLayerOptions) validate(df *dataFlags) error {
 
 // newLearnResult is learn twolayer's result before timings.
 func newLearnResult(run learnRun, opt learnTwoLayerOptions, res *twolayer.Result) learnResult {
-	n, d := run.x.Dims()
+	_, d := run.x.Dims()
 	_, m := run.y.Dims()
 	out := learnResult{
-		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: n, D: d, M: m,
+		Command: run.command, Learner: run.choice, Out: opt.Out, Samples: run.samples(), D: d, M: m, Streamed: run.stream.report(),
 		Hidden: res.Diagnostics.Hidden, Route: res.Route, Reason: res.Reason,
 		Certificate: res.Certificate, Diagnostics: res.Diagnostics, Options: opt,
 		Manifest: dataio.ManifestPath(opt.Out),
@@ -286,6 +305,7 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 	rows := [][2]string{
 		{"data", fmt.Sprintf("n=%d, d=%d, m=%d", out.Samples, out.D, out.M)},
 	}
+	rows = append(rows, out.Streamed.tableRow()...)
 	rows = append(rows, learnerRows(out.Learner)...)
 	route := res.Route
 	if route == twolayer.RouteExact && res.Diagnostics.Start != "" {

@@ -104,10 +104,25 @@ type learnRun struct {
 	man       *dataio.Manifest
 	// choice is the front door's record (nil when one learner was named).
 	choice *learner.Choice
+	// stream is set when x and y are a sample of larger data.
+	stream *streamed
 }
 
 func (r learnRun) timings() map[string]float64 {
-	return map[string]float64{"read": r.read.Seconds(), "fit": r.fit.Seconds()}
+	t := map[string]float64{"read": r.read.Seconds(), "fit": r.fit.Seconds()}
+	if r.stream != nil {
+		t["certify"] = r.stream.certify.Seconds()
+	}
+	return t
+}
+
+// samples is the number of rows the answer is certified on.
+func (r learnRun) samples() int {
+	if r.stream != nil {
+		return r.stream.rows
+	}
+	n, _ := r.x.Dims()
+	return n
 }
 
 // learnerRows are the human table's lines for the front door's choice.
