@@ -50,6 +50,7 @@ python3-numpy, and python3-matplotlib for the plot):
     /usr/bin/python3 bench/twolayer_grid.py --relurec /tmp/relurec-bench \\
         --json-out grid.json --plot twolayer-vs-pytorch-grid.png
     /usr/bin/python3 bench/twolayer_grid.py --cells 20,5,8,2e4 20,10,10,2e4 --seeds 2   # a quick check
+    /usr/bin/python3 bench/twolayer_grid.py --relurec /tmp/relurec-bench --wide --markdown  # k = 100 and 200
     /usr/bin/python3 bench/twolayer_grid.py --from-json grid.json --plot grid.png       # table + plot again
 
 --json-out is rewritten after every seed, so an interrupted run keeps what it
@@ -76,6 +77,10 @@ import twolayer_vs_pytorch as pair  # noqa: E402
 REPO = pair.REPO
 DEFAULT_CELLS = ["20,5,8,1e5", "20,10,10,1e5", "50,10,20,1e5", "50,20,20,2e5", "100,20,50,2e5",
                  "100,50,50,5e5@1", "200,50,50,5e5@1"]
+# --wide: widths 100 and 200 from the rows Adam needs, V of condition
+# number 3 (Gaussian rows are ill-conditioned at d = k = 100), one thread
+# on both sides.
+WIDE_CELLS = ["100,100,100,2e5", "200,200,200,4e5"]
 EXACT, NEAR = 1e-9, 1e-4
 
 
@@ -245,12 +250,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="See the module docstring (head of this file) for the full settings.")
-    p.add_argument("--cells", nargs="+", default=DEFAULT_CELLS,
+    p.add_argument("--wide", action="store_true",
+                   help="the wide cells %s with --cond-v 3 and --threads 1 (flags given override)" % " ".join(WIDE_CELLS))
+    p.add_argument("--cells", nargs="+", default=None,
                    help="grid cells d,k,m,n[@seeds] (default: %(default)s)")
-    p.add_argument("--cond-v", type=float, default=0,
+    p.add_argument("--cond-v", type=float, default=None,
                    help="condition number of V after row normalisation (relurec gen --cond-v; default 0 = Gaussian rows)")
     p.add_argument("--seeds", default="3", help="seeds per cell without @: N (1..N), A-B or a list (default 3)")
-    p.add_argument("--threads", default="1,2", help="thread counts, run in this order per seed (default 1,2)")
+    p.add_argument("--threads", default=None, help="thread counts, run in this order per seed (default 1,2)")
     p.add_argument("--relurec", help="path to a built relurec binary (default: go build into the work dir)")
     p.add_argument("--epochs", type=int, default=100, help="torch budget in epochs with minibatches (default 100)")
     p.add_argument("--steps", type=int, default=3000, help="torch budget in steps with --batch 0 (default 3000)")
@@ -268,6 +275,12 @@ def main():
     p.add_argument("--markdown", action="store_true", help="print the summary table as Markdown too")
     p.add_argument("--from-json", help="do not run: print the table and plot from an earlier --json-out file")
     a = p.parse_args()
+    if a.cells is None:
+        a.cells = WIDE_CELLS if a.wide else DEFAULT_CELLS
+    if a.cond_v is None:
+        a.cond_v = 3.0 if a.wide else 0.0
+    if a.threads is None:
+        a.threads = "1" if a.wide else "1,2"
 
     if a.from_json:
         with open(a.from_json) as f:

@@ -102,8 +102,9 @@ func (m *MLP) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
 		return Metrics{}, fmt.Errorf("%w: %w", err, ErrInput)
 	}
 	last := len(m.Layers) - 1
+	wt := m.transposedWeights(last)
 	return evaluateChunks(x, labels, m.In(), m.Out(), func(xs, z *mat.Dense) {
-		m.forwardRows(xs, z, last)
+		m.forwardRows(xs, z, last, wt)
 	})
 }
 

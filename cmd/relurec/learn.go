@@ -83,6 +83,13 @@ Routes (--route):
   sparse     robust PCA, then exact; a few entries of Y arbitrarily corrupted
              (§8); U by row-wise ℓ1 regression
 
+Data larger than memory: when --x and --y are .npy files whose float64
+values together exceed --max-memory, learn reads them by rows. It fits a
+random sample of the rows (ten times the exact route's floor
+max(2000, 30·k, 4·d), at least 100 000; --seed draws it) and certifies the
+answer on all rows in a second pass over the files, holding the sample and
+one block of rows (docs/scale.md).
+
 The model is written atomically to --out as safetensors with PyTorch
 nn.Sequential keys (0.weight = V, 2.weight = U) and provenance (route,
 certificate, seed, version) in the metadata, or as ONNX (opset 13, the same
@@ -97,6 +104,9 @@ const learnTwoLayerExample = `  # Learn from one .npz holding X and Y; k is infe
   # Separate files, known k, noisy data with refinement, float32 weights;
   # noisy data are not certified: --approximate writes the model (exit status 3)
   relurec learn twolayer --x X.npy --y Y.npy --hidden 5 --route noisy --refine --approximate --dtype f32 --out model.safetensors
+
+  # An X/Y pair larger than 2 GB: fitted on a sample, certified on every row
+  relurec --max-memory 2GB learn twolayer --x X.npy --y Y.npy --out model.safetensors
 
   # Tiny non-Gaussian data: the worst-case route (any X)
   relurec learn twolayer --x X.npy --y Y.npy --route worstcase --out model.safetensors
