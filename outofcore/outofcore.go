@@ -64,7 +64,9 @@ func (p Pair) yName() string { return cmp.Or(p.YName, "Y") }
 // pass reads every row of X and Y once, from the first, a block at a time,
 // checks that the values are finite and calls each with the index of the
 // block's first row and the block. progress (may be nil) sees the rows
-// done.
+// done. The next block is read while each works on the current one (two
+// blocks in memory), so a pass takes about the longer of reading and
+// computing, not their sum.
 func (p Pair) pass(ctx context.Context, progress func(done, total int), each func(first int, x, y *mat.Dense) error) error {
 	n, err := p.Rows()
 	if err != nil {
@@ -79,31 +81,71 @@ func (p Pair) pass(ctx context.Context, progress func(done, total int), each fun
 		return err
 	}
 	block := min(n, cmp.Or(max(p.Block, 0), blockRows))
-	xb, yb := mat.NewDense(block, d, nil), mat.NewDense(block, m, nil)
-	for done := 0; done < n; {
-		rows := min(block, n-done)
-		x, y := xb.Slice(0, rows, 0, d).(*mat.Dense), yb.Slice(0, rows, 0, m).(*mat.Dense)
-		if err := readFull(ctx, p.X, x, done, n); err != nil {
+	// Two pairs of buffers go round: the reader fills one while each reads
+	// the other.
+	type filled struct {
+		first, rows int
+		buf         [2]*mat.Dense
+		err         error
+	}
+	free := make(chan [2]*mat.Dense, 2)
+	for range 2 {
+		free <- [2]*mat.Dense{mat.NewDense(block, d, nil), mat.NewDense(block, m, nil)}
+	}
+	ready := make(chan filled, 1)
+	stop, exited := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-exited }() // the reader is done with the sources
+	go func() {
+		defer close(exited)
+		defer close(ready)
+		for done := 0; done < n; done += block {
+			f := filled{first: done, rows: min(block, n-done)}
+			select {
+			case f.buf = <-free:
+			case <-stop:
+				return
+			}
+			f.err = p.readBlock(ctx, top(f.buf[0], f.rows, d), top(f.buf[1], f.rows, m), done, n)
+			select {
+			case ready <- f:
+			case <-stop:
+				return
+			}
+			if f.err != nil {
+				return
+			}
+		}
+	}()
+	for f := range ready {
+		if f.err != nil {
+			return f.err
+		}
+		if err := each(f.first, top(f.buf[0], f.rows, d), top(f.buf[1], f.rows, m)); err != nil {
 			return err
 		}
-		if err := readFull(ctx, p.Y, y, done, n); err != nil {
-			return err
-		}
-		if err := checkFinite(p.xName(), x, done); err != nil {
-			return err
-		}
-		if err := checkFinite(p.yName(), y, done); err != nil {
-			return err
-		}
-		if err := each(done, x, y); err != nil {
-			return err
-		}
-		done += rows
 		if progress != nil {
-			progress(done, n)
+			progress(f.first+f.rows, n)
 		}
+		free <- f.buf
 	}
 	return nil
+}
+
+// top is the first rows × cols of b.
+func top(b *mat.Dense, rows, cols int) *mat.Dense { return b.Slice(0, rows, 0, cols).(*mat.Dense) }
+
+// readBlock fills x and y with the rows from first on and checks them.
+func (p Pair) readBlock(ctx context.Context, x, y *mat.Dense, first, n int) error {
+	if err := readFull(ctx, p.X, x, first, n); err != nil {
+		return err
+	}
+	if err := readFull(ctx, p.Y, y, first, n); err != nil {
+		return err
+	}
+	if err := checkFinite(p.xName(), x, first); err != nil {
+		return err
+	}
+	return checkFinite(p.yName(), y, first)
 }
 
 // readFull fills dst from s, which must hold that many rows more.
