@@ -168,3 +168,20 @@ func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 		t.Fatalf("noisy bias-free data: choice %+v, route %s", res.Choice, res.TwoLayer.Route)
 	}
 }
+
+// The caller's options reach the two-layer learner unchanged: a named
+// route with a width, a certificate tolerance and a progress callback set
+// once runs with each of them.
+func TestOptionsReachTheTwoLayerLearner(t *testing.T) {
+	x, y := data(4, 2, 3, 30, false, true, 1)
+	stages := 0
+	opt := Options{Options: twolayer.Options{Route: twolayer.UseWorstCase, Hidden: 2, CertTol: 1e-3, Progress: func(string, int, int) { stages++ }}}
+	res, err := Fit(context.Background(), x, y, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := res.TwoLayer
+	if tl == nil || tl.Route != twolayer.RouteWorstCase || tl.Certificate.Tol != 1e-3 || tl.Diagnostics.Hidden != 2 || tl.Diagnostics.HiddenInferred || stages == 0 {
+		t.Fatalf("result %+v, %d progress calls; want the worst-case route with k = 2 given and tolerance 1e-3", tl, stages)
+	}
+}
