@@ -2,6 +2,8 @@ package twolayer
 
 import (
 	"context"
+	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -66,5 +68,28 @@ func TestOptionsReachEachRoute(t *testing.T) {
 				t.Errorf("Fit and the route's entry point differ: certificates %+v and %+v", res.Certificate, want.Certificate)
 			}
 		})
+	}
+}
+
+// The routes' own entry points check the shared options as Fit does, with
+// Fit's messages: a negative width or a NaN CertTol is refused before any
+// data are read (nil X here).
+func TestRouteEntriesValidateAsFit(t *testing.T) {
+	ctx := context.Background()
+	entries := map[string]func(Options) error{
+		"Fit":       func(o Options) error { _, err := Fit(ctx, nil, nil, o); return err },
+		"WorstCase": func(o Options) error { _, err := WorstCase(ctx, nil, nil, WorstCaseOptions{Options: o}); return err },
+		"ICAStart":  func(o Options) error { _, err := ICAStart(ctx, nil, nil, ICAOptions{Options: o}); return err },
+		"FitICA":    func(o Options) error { _, err := FitICA(ctx, nil, nil, ICAOptions{Options: o}); return err },
+		"FitFPT":    func(o Options) error { _, err := FitFPT(ctx, nil, nil, FPTOptions{Options: o}); return err },
+		"FitSparse": func(o Options) error { _, err := FitSparse(ctx, nil, nil, SparseOptions{Options: o}); return err },
+	}
+	for _, bad := range []Options{{Hidden: -1}, {CertTol: math.NaN()}} {
+		_, want := Fit(ctx, nil, nil, bad)
+		for name, run := range entries {
+			if err := run(bad); !errors.Is(err, ErrInput) || err.Error() != want.Error() {
+				t.Errorf("%s(%+v): %v, want %v", name, bad, err, want)
+			}
+		}
 	}
 }
