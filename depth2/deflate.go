@@ -67,7 +67,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 		if loss <= zeroLoss(pr.roundoff)*pr.yy {
 			break
 		}
-		want := pr.hidden - liveUnits(net)
+		want := pr.opt.Hidden - liveUnits(net)
 		R := net.Forward(X)
 		R.Sub(Y, R)
 		// Missing units are looked for in want dimensions; at the width, up
@@ -77,21 +77,21 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 			look = deflateExtra
 		}
 		dim := -1
-		if pr.hidden > 0 {
+		if pr.opt.Hidden > 0 {
 			dim = min(look, d)
 		}
-		mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: pr.progress})
+		mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: pr.opt.Progress})
 		if err != nil {
 			return nil, err
 		}
 		// Beyond the width, the pruning removes whichever of old and new
 		// units fit worst.
-		th := pr.thresholds
+		th := pr.opt.Thresholds
 		th.MaxUnits = 0
-		if pr.hidden > 0 {
+		if pr.opt.Hidden > 0 {
 			th.MaxUnits = min(look, d)
 		}
-		rec, err := RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: pr.seed + uint64(round)})
+		rec, err := RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: pr.opt.Seed + uint64(round)})
 		if errors.Is(err, ErrNoUnits) {
 			break
 		}
@@ -114,7 +114,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 			return nil, err
 		}
 		stage := pr.stage(fmt.Sprintf("refine (deflation %d)", round))
-		probe := min(misfitProbe, pr.maxIter)
+		probe := min(misfitProbe, pr.opt.MaxIter)
 		ref, err := Refine(ctx, X, Y, cand, RefineOptions{MaxIter: probe, Affine: true, SubsampleOnly: true, Progress: stage})
 		if err != nil {
 			return nil, err
@@ -125,20 +125,20 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 			res.Diagnostics.Misfit = fmt.Sprintf("%s the residual's moments showed took %.0f%% of its energy in %d refinement steps (%.1f%% per unit, where a missing unit takes its share; the residual is %.2g of ‖Y‖)", unitsPhrase(len(rec.Units)), 100*(1-share), ref.Iterations, 100*(1-share)/float64(len(rec.Units)), math.Sqrt(2*loss/pr.yy))
 			break
 		}
-		if !ref.Converged && pr.maxIter > probe {
-			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.maxIter - probe, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
+		if !ref.Converged && pr.opt.MaxIter > probe {
+			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter - probe, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
 				return nil, err
 			}
 			cand = ref.Net
 		}
 		pruned := 0
-		if pr.hidden > 0 && cand.Hidden() > pr.hidden {
+		if pr.opt.Hidden > 0 && cand.Hidden() > pr.opt.Hidden {
 			before := cand.Hidden()
 			if cand, err = pr.pruneUnits(ctx, cand); err != nil {
 				return nil, err
 			}
 			pruned = before - cand.Hidden()
-			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.maxIter, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
+			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
 				return nil, err
 			}
 			cand = ref.Net
@@ -171,7 +171,7 @@ func unitsPhrase(k int) string {
 func (pr *problem) pruneUnits(ctx context.Context, net *Network) (*Network, error) {
 	rows := min(pr.n, refineRows(newLayout(net).size))
 	Xs, Ys := pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense)
-	for net.Hidden() > pr.hidden {
+	for net.Hidden() > pr.opt.Hidden {
 		best, bestLoss := -1, math.Inf(1)
 		var bestNet *Network
 		for j := 0; j < net.Hidden(); j++ {
@@ -327,7 +327,7 @@ func (pr *problem) pruneSilent(net *Network) *Network {
 		return net
 	}
 	pruned = dropDead(pruned)
-	if r := pr.residual(pruned); r > max(pr.certTol, pr.residual(net)) {
+	if r := pr.residual(pruned); r > max(pr.opt.CertTol, pr.residual(net)) {
 		return net
 	}
 	return pruned

@@ -71,7 +71,7 @@ func (pr *problem) exactRoute(ctx context.Context) (net *Network, why string, er
 	if k > steinMaxUnits {
 		return nil, fmt.Sprintf("%d units: the Stein start decomposes k slices of k×k (rows·k³ to form, k⁴ per joint-diagonalisation sweep) and is tried up to %d units", k, steinMaxUnits), nil
 	}
-	start, why := steinStart(pr.X, B.Slice(0, n, 0, k).(*mat.Dense), steinRows(n, d), pr.seed)
+	start, why := steinStart(pr.X, B.Slice(0, n, 0, k).(*mat.Dense), steinRows(n, d), pr.opt.Seed)
 	if start == nil {
 		return nil, why, nil
 	}
@@ -99,8 +99,8 @@ func (pr *problem) exactRoute(ctx context.Context) (net *Network, why string, er
 	if err := pr.fitOutputs(net); err != nil {
 		return nil, "the output fit failed: " + err.Error(), nil
 	}
-	if resid := pr.residual(net); !(resid <= pr.certTol) {
-		return nil, fmt.Sprintf("every unit polished exact, but the residual %.1e exceeds %.0e", resid, pr.certTol), nil
+	if resid := pr.residual(net); !(resid <= pr.opt.CertTol) {
+		return nil, fmt.Sprintf("every unit polished exact, but the residual %.1e exceeds %.0e", resid, pr.opt.CertTol), nil
 	}
 	return net, "", nil
 }
@@ -135,7 +135,7 @@ func (pr *problem) outputBasis() (B *mat.Dense, k int, why string) {
 	}
 	tol := certify.RankTol(pr.roundoff)
 	rank := linalg.NumericalRank(s, tol)
-	k = pr.hidden
+	k = pr.opt.Hidden
 	if k == 0 {
 		k = rank
 	}

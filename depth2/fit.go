@@ -47,18 +47,18 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	res := &Result{}
 	res.Diagnostics.Ell = pr.ell
 	res.Diagnostics.Precision = certify.PrecisionName(pr.roundoff)
-	if pr.route == RouteAuto || pr.route == RouteExact || pr.route == RouteSteinOnly {
+	if pr.opt.Route == RouteAuto || pr.opt.Route == RouteExact || pr.opt.Route == RouteSteinOnly {
 		net, why, err := pr.exactRoute(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if net != nil {
-			res.Diagnostics.HiddenInferred = pr.hidden == 0
+			res.Diagnostics.HiddenInferred = pr.opt.Hidden == 0
 			res.Route = RouteSteinPolish
-			res.Reason = fmt.Sprintf("every unit polished to an exact row from the Stein start; relative residual %.1e ≤ %.0e", pr.residual(net), pr.certTol)
+			res.Reason = fmt.Sprintf("every unit polished to an exact row from the Stein start; relative residual %.1e ≤ %.0e", pr.residual(net), pr.opt.CertTol)
 			return pr.finish(res, net, began)
 		}
-		if pr.route == RouteSteinOnly {
+		if pr.opt.Route == RouteSteinOnly {
 			return nil, fmt.Errorf("%w: the exact route: %s", ErrNotExact, why)
 		}
 		res.Diagnostics.Exact = why
@@ -70,7 +70,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	moment := pr.momentEstimate(mo, rec, noUnits)
 	res.Moment = moment.Normalize()
 	res.Diagnostics.MomentResidual = pr.residual(moment)
-	if pr.route == RouteMomentsOnly {
+	if pr.opt.Route == RouteMomentsOnly {
 		res.Route = RouteMoments
 		res.Reason = fmt.Sprintf("the moment estimate was requested (Algorithm %s with RecoverScalars)", map[int]string{1: "6", 2: "4"}[pr.ell])
 		if pr.ell == 2 {
@@ -84,7 +84,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 	res.Diagnostics.ImproperResidual = pr.residual(improper)
 	res.Improper = improper.Normalize()
-	if pr.route == RouteImproperOnly {
+	if pr.opt.Route == RouteImproperOnly {
 		res.Route = RouteImproper
 		res.Reason = fmt.Sprintf("Algorithm 5 was requested: %d moment units plus an affine term by least squares", liveUnits(moment))
 		return pr.finish(res, improper, began)
@@ -102,7 +102,7 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 // estimate survive (with a warning) by starting from an affine fit.
 func (pr *problem) findUnits(ctx context.Context, res *Result) (mo *Moments, rec *Recovery, noUnits bool, err error) {
 	diag := &res.Diagnostics
-	mo, err = EstimateMoments(ctx, pr.X, pr.Y, MomentOptions{MaxOrder: 2*pr.ell + 2, Dim: pr.dim, Progress: pr.progress})
+	mo, err = EstimateMoments(ctx, pr.X, pr.Y, MomentOptions{MaxOrder: 2*pr.ell + 2, Dim: pr.dim, Progress: pr.opt.Progress})
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, nil, false, err
@@ -111,23 +111,23 @@ func (pr *problem) findUnits(ctx context.Context, res *Result) (mo *Moments, rec
 	}
 	diag.ReducedDim = mo.Dim()
 	diag.MomentNoise = mo.Noise
-	if pr.hidden == 0 {
+	if pr.opt.Hidden == 0 {
 		diag.HiddenInferred = true
 		if need := MinSamples(pr.d, mo.Dim(), pr.ell); pr.n < need {
 			return nil, nil, false, fmt.Errorf("%w: T̂_2 shows %d units, and the order-%d moment in %d dimensions needs n ≥ %d samples, got %d", ErrInput, mo.Dim(), 2*pr.ell+2, mo.Dim(), need, pr.n)
 		}
 	}
-	th := pr.thresholds
+	th := pr.opt.Thresholds
 	if th.MaxUnits == 0 {
-		th.MaxUnits = pr.hidden
+		th.MaxUnits = pr.opt.Hidden
 	}
-	ropt := RecoverOptions{Ell: pr.ell, Thresholds: th, Seed: pr.seed}
+	ropt := RecoverOptions{Ell: pr.ell, Thresholds: th, Seed: pr.opt.Seed}
 	if pr.ell == 1 {
 		rec, err = LearnFullRank(mo, ropt)
 	} else {
 		rec, err = RecoverRobust(mo, ropt)
 	}
-	noUnits = errors.Is(err, ErrNoUnits) && rec != nil && pr.route != RouteMomentsOnly
+	noUnits = errors.Is(err, ErrNoUnits) && rec != nil && pr.opt.Route != RouteMomentsOnly
 	if err != nil && !noUnits {
 		return nil, nil, false, err
 	}
@@ -136,8 +136,8 @@ func (pr *problem) findUnits(ctx context.Context, res *Result) (mo *Moments, rec
 	if noUnits {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the moments show no unit above the noise (%v); starting from an affine fit (every |b_i| large, Lemma D.13, or too few samples)", err))
 	}
-	if pr.hidden > 0 && len(rec.Units) < pr.hidden && pr.route != RouteAuto && pr.route != RouteExact {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the moments show %d of the %d units above the noise; the others (large |b_i|, or too few samples) are approximated by the affine term", len(rec.Units), pr.hidden))
+	if pr.opt.Hidden > 0 && len(rec.Units) < pr.opt.Hidden && pr.opt.Route != RouteAuto && pr.opt.Route != RouteExact {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the moments show %d of the %d units above the noise; the others (large |b_i|, or too few samples) are approximated by the affine term", len(rec.Units), pr.opt.Hidden))
 	}
 	return mo, rec, noUnits, nil
 }
@@ -167,7 +167,7 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 	// make: they are the improper residual and the residual deflation
 	// evaluates first, both from pr.eval.
 	rows := min(pr.n, refineRows(newLayout(improper).size))
-	ref, err := Refine(ctx, pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense), improper, RefineOptions{MaxIter: pr.maxIter, Affine: true, Subsample: rows, SubsampleOnly: true, Progress: pr.stage("refine")})
+	ref, err := Refine(ctx, pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense), improper, RefineOptions{MaxIter: pr.opt.MaxIter, Affine: true, Subsample: rows, SubsampleOnly: true, Progress: pr.stage("refine")})
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 		res.Reason = fmt.Sprintf("least-squares refinement and deflation of the moment estimate (relative residual %.2e): not one hidden layer of ReLU units — %s", diag.Refine.After, diag.Misfit)
 		return pr.pruneSilent(net), nil
 	default:
-		full, err := Refine(ctx, pr.X, pr.Y, net, RefineOptions{MaxIter: pr.maxIter, Affine: true, Progress: pr.stage("refine (all samples)")})
+		full, err := Refine(ctx, pr.X, pr.Y, net, RefineOptions{MaxIter: pr.opt.MaxIter, Affine: true, Progress: pr.stage("refine (all samples)")})
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +200,7 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 		diag.Refine.Converged, diag.Refine.Status, diag.Refine.After = full.Converged, full.Status, full.After
 		net = full.Net
 	}
-	if !pr.affine && liveUnits(net) > 0 {
+	if !pr.opt.Affine && liveUnits(net) > 0 {
 		net, err = pr.dropAffine(ctx, net, res)
 		if err != nil {
 			return nil, err
@@ -210,14 +210,14 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 	if !diag.Refine.Converged {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the refinement stopped without converging (%s after %d iterations)", diag.Refine.Status, diag.Refine.Iterations))
 	}
-	if live := liveUnits(net); pr.hidden > 0 && live < pr.hidden {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("found %d of the %d units (first decomposition %d, residual deflation %d more); the others (large |b_i|, or too few samples) are approximated by the affine term", live, pr.hidden, found, diag.AddedUnits))
+	if live := liveUnits(net); pr.opt.Hidden > 0 && live < pr.opt.Hidden {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("found %d of the %d units (first decomposition %d, residual deflation %d more); the others (large |b_i|, or too few samples) are approximated by the affine term", live, pr.opt.Hidden, found, diag.AddedUnits))
 	}
 	res.Route = RouteRefined
 	resid := pr.residual(net)
 	switch {
-	case resid <= pr.certTol:
-		res.Reason = fmt.Sprintf("the refined network reproduces the data: relative residual %.1e ≤ %.0e (moment estimate %.1e)", resid, pr.certTol, diag.MomentResidual)
+	case resid <= pr.opt.CertTol:
+		res.Reason = fmt.Sprintf("the refined network reproduces the data: relative residual %.1e ≤ %.0e (moment estimate %.1e)", resid, pr.opt.CertTol, diag.MomentResidual)
 		if diag.AddedUnits > 0 {
 			res.Reason += fmt.Sprintf("; the residual's moments added %d units (%d replaced by pruning)", diag.AddedUnits, diag.ReplacedUnits)
 		}
@@ -233,9 +233,9 @@ func (pr *problem) finish(res *Result, net *Network, began time.Time) (*Result, 
 	res.Model = net.Normalize()
 	res.Diagnostics.Hidden = liveUnits(net)
 	res.Diagnostics.AffineKept = net.L != nil
-	res.Certificate = certify.New(pr.residual(net), pr.certTol, pr.n)
-	if pr.route == RouteExact && !res.Certificate.Met {
-		return nil, fmt.Errorf("%w: the refined network's relative residual is %.2e > %.0e (noise, too few samples for the moments to start in the right basin, or a network outside the model)", ErrNotExact, res.Certificate.Residual, pr.certTol)
+	res.Certificate = certify.New(pr.residual(net), pr.opt.CertTol, pr.n)
+	if pr.opt.Route == RouteExact && !res.Certificate.Met {
+		return nil, fmt.Errorf("%w: the refined network's relative residual is %.2e > %.0e (noise, too few samples for the moments to start in the right basin, or a network outside the model)", ErrNotExact, res.Certificate.Residual, pr.opt.CertTol)
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil

@@ -21,20 +21,17 @@ type problem struct {
 	n, d, p int
 	// yy is ‖Y‖_F².
 	yy float64
-	// ell is the order ℓ; hidden the known width m (0: inferred from T̂_2).
-	ell, hidden int
+	// opt are the caller's options with their defaults filled in (the
+	// certificate's tolerance from the data's precision); opt.Hidden is the
+	// known width m (0: inferred from T̂_2).
+	opt Options
+	// ell is the order ℓ.
+	ell int
 	// dim is MomentOptions.Dim of the first moments: m for ℓ = 1 with a
 	// known width, −1 (infer) for ℓ = 1 without, 0 (all d) for ℓ = 2.
-	dim     int
-	route   Route
-	affine  bool
-	certTol float64
+	dim int
 	// roundoff is the unit roundoff of the data (certify.Roundoff).
-	roundoff   float64
-	seed       uint64
-	thresholds Thresholds
-	maxIter    int
-	progress   func(stage string, done, total int)
+	roundoff float64
 	// evals are the last networks eval was asked about (see eval).
 	evals []evaluation
 }
@@ -88,18 +85,16 @@ func newProblem(X, Y *mat.Dense, opt Options) (*problem, error) {
 	}
 	return &problem{
 		X: X, Y: Y, n: n, d: d, p: p, yy: yy * yy,
-		ell: ell, hidden: opt.Hidden, dim: dim,
-		route: opt.Route, affine: opt.Affine, certTol: opt.CertTol, seed: opt.Seed, roundoff: u,
-		thresholds: opt.Thresholds, maxIter: opt.MaxIter, progress: opt.Progress,
+		opt: opt, ell: ell, dim: dim, roundoff: u,
 	}, nil
 }
 
 // stage returns the progress callback of one stage (nil without Progress).
 func (pr *problem) stage(name string) func(done, total int) {
-	if pr.progress == nil {
+	if pr.opt.Progress == nil {
 		return nil
 	}
-	return func(done, total int) { pr.progress(name, done, total) }
+	return func(done, total int) { pr.opt.Progress(name, done, total) }
 }
 
 // residual is ‖Y − net(X)‖_F/‖Y‖_F on all samples.

@@ -184,7 +184,7 @@ func (pr *problem) dropAffine(ctx context.Context, net *Network, res *Result) (*
 	}
 	cand := flipped.Clone()
 	cand.L = nil
-	polished, err := Refine(ctx, pr.X, pr.Y, cand, RefineOptions{MaxIter: pr.maxIter, Progress: pr.stage("refine without affine term")})
+	polished, err := Refine(ctx, pr.X, pr.Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter, Progress: pr.stage("refine without affine term")})
 	if err != nil {
 		return nil, err
 	}

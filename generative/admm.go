@@ -203,7 +203,7 @@ func fitADMM(ctx context.Context, Y *mat.Dense, opt Options, began time.Time) (*
 	}
 	iters, converged := 0, false
 	var rPri, rDual float64
-	for it := 1; it <= s.maxIter; it++ {
+	for it := 1; it <= s.opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func fitADMM(ctx context.Context, Y *mat.Dense, opt Options, began time.Time) (*
 		rPri, rDual, epsPri, epsDual = s.dualStep()
 		iters = it
 		if opt.Progress != nil && it%10 == 0 {
-			opt.Progress("maximum likelihood (ADMM)", it, s.maxIter)
+			opt.Progress("maximum likelihood (ADMM)", it, s.opt.MaxIter)
 		}
 		if it > 1 && rPri <= epsPri && rDual <= epsDual {
 			converged = true
@@ -358,16 +358,18 @@ func projectNuclear(W *mat.Dense, tau float64) (*mat.Dense, error) {
 // row i = neuron i), the biases β, the penalty ρ and the warm start q of the
 // rank-k projection.
 type admmRun struct {
-	p                *problem
-	rows             []rowInfo
-	opt              Options
-	n, d, k, maxIter int
-	gamma, tau, rho  float64
-	epsRel           float64
-	X, Z, U, Zp, T   []float64
-	beta             []float64
-	q                *mat.Dense
-	qInit            bool
+	p    *problem
+	rows []rowInfo
+	// opt are the caller's options with ADMM's defaults filled in (Gamma,
+	// MaxIter, Tol as ε_rel, Tau).
+	opt     Options
+	n, d, k int
+	// rho is the current penalty, from opt.Rho, balanced as ADMM runs.
+	rho            float64
+	X, Z, U, Zp, T []float64
+	beta           []float64
+	q              *mat.Dense
+	qInit          bool
 }
 
 // admmEpsAbs is the absolute tolerance of ADMM's residual tests.
@@ -378,24 +380,23 @@ const admmEpsAbs = 1e-7
 func newADMMRun(Y *mat.Dense, opt Options, n, d int) (*admmRun, error) {
 	k := opt.Rank
 	p := newProblem(Y, opt.PosTol)
-	gamma := opt.Gamma
-	if gamma == 0 {
-		gamma = defaultGamma(p, opt.Bias)
+	if opt.Gamma == 0 {
+		opt.Gamma = defaultGamma(p, opt.Bias)
 	}
-	rows, err := rowInfos(p, opt.Bias, gamma, opt.Nu, opt.NuC, opt.OffSupport)
+	rows, err := rowInfos(p, opt.Bias, opt.Gamma, opt.Nu, opt.NuC, opt.OffSupport)
 	if err != nil {
 		return nil, err
 	}
-	s := &admmRun{p: p, rows: rows, opt: opt, n: n, d: d, k: k, maxIter: opt.MaxIter, gamma: gamma, tau: opt.Tau, rho: opt.Rho, epsRel: opt.Tol}
-	if s.maxIter == 0 {
-		s.maxIter = 2000
+	if opt.MaxIter == 0 {
+		opt.MaxIter = 2000
 	}
-	if s.epsRel == 0 {
-		s.epsRel = 1e-5
+	if opt.Tol == 0 {
+		opt.Tol = 1e-5
 	}
-	if s.tau == 0 {
-		s.tau = gamma * math.Sqrt(float64(k*d*n))
+	if opt.Tau == 0 {
+		opt.Tau = opt.Gamma * math.Sqrt(float64(k*d*n))
 	}
+	s := &admmRun{p: p, rows: rows, opt: opt, n: n, d: d, k: k, rho: opt.Rho}
 	N := d * n
 	s.X, s.Z, s.U, s.Zp, s.T = make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N), make([]float64, N)
 	s.beta = make([]float64, d)
@@ -444,7 +445,7 @@ func (s *admmRun) rowStep() {
 		s.T[l] = s.Z[l] - s.U[l]
 	}
 	parallel.For(s.d, func(_, i int) {
-		admmRow(s.p, &s.rows[i], s.opt.Bias, s.gamma, s.rho, s.T[i*n:(i+1)*n], s.X[i*n:(i+1)*n], &s.beta[i], i)
+		admmRow(s.p, &s.rows[i], s.opt.Bias, s.opt.Gamma, s.rho, s.T[i*n:(i+1)*n], s.X[i*n:(i+1)*n], &s.beta[i], i)
 	})
 }
 
@@ -460,7 +461,7 @@ func (s *admmRun) project() error {
 	}
 	wm := mat.NewDense(d, n, W)
 	if s.opt.Constraint == ConstraintNuclear {
-		zm, err := projectNuclear(wm, s.tau)
+		zm, err := projectNuclear(wm, s.opt.Tau)
 		if err != nil {
 			return err
 		}
@@ -509,8 +510,8 @@ func (s *admmRun) dualStep() (rPri, rDual, epsPri, epsDual float64) {
 	}
 	N := len(X)
 	rPri, rDual = math.Sqrt(dd), s.rho*math.Sqrt(dz)
-	epsPri = admmEpsAbs*math.Sqrt(float64(N)) + s.epsRel*math.Max(math.Sqrt(nx), math.Sqrt(nz))
-	epsDual = admmEpsAbs*math.Sqrt(float64(N)) + s.epsRel*s.rho*math.Sqrt(nu2)
+	epsPri = admmEpsAbs*math.Sqrt(float64(N)) + s.opt.Tol*math.Max(math.Sqrt(nx), math.Sqrt(nz))
+	epsDual = admmEpsAbs*math.Sqrt(float64(N)) + s.opt.Tol*s.rho*math.Sqrt(nu2)
 	return rPri, rDual, epsPri, epsDual
 }
 
@@ -551,7 +552,7 @@ func (s *admmRun) result(iters int, converged bool) *Result {
 		offset[i] += beta[i]
 	}
 	res := &Result{MCentred: mc, Offset: offset, M: Mhat, Bias: beta, Route: RouteADMM}
-	res.Diagnostics.Gamma, res.Diagnostics.Rho = s.gamma, s.rho
+	res.Diagnostics.Gamma, res.Diagnostics.Rho = s.opt.Gamma, s.rho
 	res.Diagnostics.Iterations, res.Diagnostics.Converged = iters, converged
 	obj := 0.0
 	for i := 0; i < d; i++ {

@@ -37,30 +37,20 @@ const (
 	Depth2   Name = "depth2"
 )
 
-// Options are the settings both learners share, and each one's own.
+// Options are the front door's options: the two-layer learner's, which
+// Fit passes to twolayer.Fit unchanged but for the Gaussian check and the
+// bias screen it adds (twolayer.Options.Gaussian, Screen). Hidden, CertTol
+// (0 = each learner's default, 1e-10), Seed and Progress are the depth-2
+// learner's too. The front door may only switch learners when Route is
+// auto (or empty) and the activation is ReLU: a named route or another
+// activation is a request for the two-layer learner.
 type Options struct {
-	// Hidden is the number of hidden units (0 infers it from the data).
-	Hidden int `json:"hidden"`
-	// CertTol is the relative residual that certifies exact recovery
-	// (0 = each learner's default, 1e-10).
-	CertTol float64 `json:"cert_tol,omitempty"`
-	// Seed seeds both learners' random choices.
-	Seed uint64 `json:"seed"`
-	// TwoLayer holds the two-layer learner's own options; its Hidden,
-	// CertTol and Seed are replaced by the shared ones. The front door may
-	// only switch learners when TwoLayer.Route is auto (or empty) and the
-	// activation is ReLU: a named route or another activation is a request
-	// for the two-layer learner.
-	TwoLayer twolayer.Options `json:"-"`
-	// Progress, when set, receives each stage's progress.
-	Progress func(stage string, done, total int) `json:"-"`
+	twolayer.Options
 }
 
 // free reports whether the options leave the choice of learner open.
 func (o Options) free() bool {
-	route := o.TwoLayer.Route
-	act := o.TwoLayer.Activation
-	return (route == "" || route == twolayer.UseAuto) && (act == "" || act == nn.ReLU)
+	return (o.Route == "" || o.Route == twolayer.UseAuto) && (o.Activation == "" || o.Activation == nn.ReLU)
 }
 
 // Choice is the front door's route-selection record: the checks it made,
@@ -246,8 +236,8 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 		o := opt
 		screenPending := biasScreen
 		if biasScreen {
-			callers := o.TwoLayer.Screen
-			o.TwoLayer.Screen = func() error {
+			callers := o.Screen
+			o.Screen = func() error {
 				screenPending = false
 				if depth2Exact(opt) && !d2First {
 					ok, err := exactDepth2(ctx, X, Y, opt, &ch, res, "not tested, after the bias-free exact route did not certify")
@@ -325,8 +315,7 @@ const biasGlanceRows = 20000
 // tensor), a request for the two-layer learner's exact route — depth2's
 // would certify bias-free data too, with zero biases.
 func depth2Exact(opt Options) bool {
-	st := opt.TwoLayer.Start
-	return st == "" || st == twolayer.StartAuto
+	return opt.Start == "" || opt.Start == twolayer.StartAuto
 }
 
 // exactDepth2 runs depth2's exact route (depth2.RouteSteinOnly). When it
@@ -350,8 +339,8 @@ func exactDepth2(ctx context.Context, X, Y *mat.Dense, opt Options, ch *Choice, 
 // fitTwoLayer runs the two-layer learner; g is Choose's Gaussian check of
 // X with opt.Seed (nil when it did not run), which twolayer.Fit then reuses.
 func fitTwoLayer(ctx context.Context, X, Y *mat.Dense, opt Options, g *twolayer.GaussianCheck) (*twolayer.Result, error) {
-	o := opt.TwoLayer
-	o.Hidden, o.CertTol, o.Seed, o.Progress, o.Gaussian = opt.Hidden, opt.CertTol, opt.Seed, opt.Progress, g
+	o := opt.Options
+	o.Gaussian = g
 	return twolayer.Fit(ctx, X, Y, o)
 }
 

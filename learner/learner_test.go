@@ -92,7 +92,7 @@ func TestFitChoosesTheLearner(t *testing.T) {
 // A named two-layer route is a request for that learner, whatever the data.
 func TestNamedRouteKeepsTheTwoLayerLearner(t *testing.T) {
 	x, y := data(10, 3, 5, 5000, true, false, 8)
-	ch, err := Choose(x, y, Options{TwoLayer: twolayer.Options{Route: twolayer.UseNoisy}})
+	ch, err := Choose(x, y, Options{Options: twolayer.Options{Route: twolayer.UseNoisy}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestNamedRouteKeepsTheTwoLayerLearner(t *testing.T) {
 // twolayer.CheckGaussian of X with the seed.
 func TestTwoLayerReusesGaussianCheck(t *testing.T) {
 	x, y := data(10, 3, 5, 20000, false, false, 4)
-	res, err := Fit(context.Background(), x, y, Options{Seed: 9})
+	res, err := Fit(context.Background(), x, y, Options{Options: twolayer.Options{Seed: 9}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestTwoLayerReusesGaussianCheck(t *testing.T) {
 // data (no exact route) are screened and stay with twolayer.
 func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 	x, y := data(10, 3, 5, 20000, false, false, 5)
-	res, err := Fit(context.Background(), x, y, Options{Seed: 1})
+	res, err := Fit(context.Background(), x, y, Options{Options: twolayer.Options{Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +141,13 @@ func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 	if last := res.Choice.Considered[len(res.Choice.Considered)-1]; !strings.Contains(last, "biases: not tested") {
 		t.Fatalf("considered %q", res.Choice.Considered)
 	}
-	ch, err := Choose(x, y, Options{Seed: 1})
+	ch, err := Choose(x, y, Options{Options: twolayer.Options{Seed: 1}})
 	if err != nil || ch.Bias == nil || ch.Learner != TwoLayer {
 		t.Fatalf("Choose: %+v, %v", ch, err)
 	}
 
 	xb, yb := data(10, 3, 5, 20000, true, false, 5)
-	res, err = Fit(context.Background(), xb, yb, Options{Seed: 1})
+	res, err = Fit(context.Background(), xb, yb, Options{Options: twolayer.Options{Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +160,28 @@ func TestFitScreensBiasesOnlyWhenNotCertified(t *testing.T) {
 	for i, raw := 0, y.RawMatrix().Data; i < len(raw); i++ {
 		raw[i] += 1e-3 * rng.NormFloat64()
 	}
-	res, err = Fit(context.Background(), x, y, Options{Seed: 1, Hidden: 3})
+	res, err = Fit(context.Background(), x, y, Options{Options: twolayer.Options{Seed: 1, Hidden: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Choice.Learner != TwoLayer || res.Choice.Bias == nil || res.Choice.Bias.Biased || res.TwoLayer.Route != twolayer.RouteNoisy {
 		t.Fatalf("noisy bias-free data: choice %+v, route %s", res.Choice, res.TwoLayer.Route)
+	}
+}
+
+// The caller's options reach the two-layer learner unchanged: a named
+// route with a width, a certificate tolerance and a progress callback set
+// once runs with each of them.
+func TestOptionsReachTheTwoLayerLearner(t *testing.T) {
+	x, y := data(4, 2, 3, 30, false, true, 1)
+	stages := 0
+	opt := Options{Options: twolayer.Options{Route: twolayer.UseWorstCase, Hidden: 2, CertTol: 1e-3, Progress: func(string, int, int) { stages++ }}}
+	res, err := Fit(context.Background(), x, y, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := res.TwoLayer
+	if tl == nil || tl.Route != twolayer.RouteWorstCase || tl.Certificate.Tol != 1e-3 || tl.Diagnostics.Hidden != 2 || tl.Diagnostics.HiddenInferred || stages == 0 {
+		t.Fatalf("result %+v, %d progress calls; want the worst-case route with k = 2 given and tolerance 1e-3", tl, stages)
 	}
 }

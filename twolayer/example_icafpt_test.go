@@ -18,7 +18,7 @@ func ExampleFitICA() {
 	X, _ := synth.GaussianInputs(20000, 8, nil, rng)
 	Y, _, _ := synth.TwoLayerData(teacher, X, synth.Noise{}, rng)
 
-	res, err := twolayer.FitICA(context.Background(), X, Y, twolayer.ICAOptions{Seed: 1})
+	res, err := twolayer.FitICA(context.Background(), X, Y, twolayer.ICAOptions{Options: twolayer.Options{Seed: 1}})
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +42,7 @@ func ExampleFitFPT() {
 	X, _ := synth.GaussianInputs(n, 10, nil, rng)
 	Y, _, _ := synth.TwoLayerData(teacher, X, synth.Noise{}, rng)
 
-	res, err := twolayer.FitFPT(context.Background(), X, Y, twolayer.FPTOptions{Hidden: 4})
+	res, err := twolayer.FitFPT(context.Background(), X, Y, twolayer.FPTOptions{Options: twolayer.Options{Hidden: 4}})
 	if err != nil {
 		panic(err)
 	}

@@ -46,29 +46,25 @@ import (
 // ErrNotExact instead of falling back. Inputs are not modified.
 func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	began := time.Now()
-	defaultTol := opt.CertTol == 0
-	opt = opt.withDefaults()
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	// The data are checked once here; every route below reads the same
-	// resolved problem (and the same SVD of Y).
+	// resolved problem (and the same SVD of Y) and the same resolved
+	// options (the certificate's tolerance follows the data's precision).
 	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
 	}
-	if defaultTol {
-		// The certificate's tolerance follows the data's precision.
-		opt.CertTol = certify.DefaultTol(p.roundoff)
-	}
+	opt = opt.resolve(p)
 	var res *Result
 	switch opt.Route {
 	case UseWorstCase:
-		res, _, err = worstCase(ctx, p, opt.worstCase())
+		res, _, err = worstCase(ctx, p, WorstCaseOptions{Options: opt})
 	case UseICA:
-		res, err = fitICA(ctx, p, opt.ica())
+		res, err = fitICA(ctx, p, ICAOptions{Options: opt})
 	case UseFPT:
-		res, err = fitFPT(ctx, p, opt.fpt())
+		res, err = fitFPT(ctx, p, FPTOptions{Options: opt})
 	case UseSparse:
 		var sr *SparseResult
 		if sr, err = fitSparse(ctx, p, SparseOptions{Options: opt}); err == nil {
@@ -84,19 +80,6 @@ func Fit(ctx context.Context, X, Y *mat.Dense, opt Options) (*Result, error) {
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
-}
-
-// worstCase maps Fit's options onto the worst-case route's.
-func (o Options) worstCase() WorstCaseOptions {
-	return WorstCaseOptions{Hidden: o.Hidden, Force: o.Force, CertTol: o.CertTol, Progress: o.Progress}
-}
-
-func (o Options) ica() ICAOptions {
-	return ICAOptions{Hidden: o.Hidden, Seed: o.Seed, CertTol: o.CertTol, Progress: o.Progress}
-}
-
-func (o Options) fpt() FPTOptions {
-	return FPTOptions{Hidden: o.Hidden, CertTol: o.CertTol, Progress: o.Progress}
 }
 
 // exactAttempt carries the exact route from the automatic route choice's

@@ -11,7 +11,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -24,26 +23,18 @@ const RouteFPT = "fpt"
 
 // FPTOptions controls FitFPT. The zero value works.
 type FPTOptions struct {
-	// Hidden is the number of hidden units k. 0 takes the number of
-	// collinearity classes with at least d members.
-	Hidden int
+	// Options are the learner's options (Fit passes its own); the route
+	// reads Hidden, CertTol and Progress, and FitFPT validates them as Fit
+	// does (Route is ignored). Hidden 0 takes the number of collinearity
+	// classes with at least d members. CertTol is the relative residual
+	// ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which the answer counts as exact
+	// (default as Fit's).
+	Options
 	// CollinearTol is the largest distance ‖ŷ_a − ŷ_b‖ between two
 	// normalised output rows that still counts as the same direction.
 	// Default 1e-9 (practical default, not in [BJW19]); noiseless rows of one class agree to
 	// ~1e-15.
 	CollinearTol float64
-	// CertTol is the relative residual ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which the
-	// answer counts as exact. Default 1e-10.
-	CertTol float64
-	// Progress, if non-nil, is called as stages advance (stage name, done,
-	// total).
-	Progress func(stage string, done, total int)
-}
-
-func (o FPTOptions) progress(stage string, done, total int) {
-	if o.Progress != nil {
-		o.Progress(stage, done, total)
-	}
 }
 
 // FPTMinSamples returns the default sample floor of the FPT route, 4·d·2^k:
@@ -453,6 +444,9 @@ const classFitTol = 1e-8
 // those two units active lie on the same line, 2^{-k} of the samples), so
 // such a pair of classes is solved jointly by fitPair.
 func FitFPT(ctx context.Context, X, Y *mat.Dense, opt FPTOptions) (*Result, error) {
+	if err := opt.validateRoute(); err != nil {
+		return nil, err
+	}
 	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
@@ -467,12 +461,7 @@ func fitFPT(ctx context.Context, p *problem, opt FPTOptions) (*Result, error) {
 	if opt.CollinearTol <= 0 {
 		opt.CollinearTol = 1e-9
 	}
-	if opt.CertTol <= 0 {
-		opt.CertTol = certify.DefaultTol(p.roundoff)
-	}
-	if err := checkHidden(opt.Hidden); err != nil {
-		return nil, err
-	}
+	opt.Options = opt.Options.resolve(p)
 	res := &Result{Route: RouteFPT}
 	if k := opt.Hidden; k > 0 {
 		need := FPTMinSamples(d, k)

@@ -65,7 +65,7 @@ func TestFPTExactRankDeficient(t *testing.T) {
 		for seed := uint64(1); seed <= 5; seed++ {
 			in := fptInstance(t, seed, d, tc.U, n)
 			for _, hidden := range []int{tc.k, 0} {
-				res, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: hidden})
+				res, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Options: Options{Hidden: hidden}})
 				if err != nil {
 					t.Fatalf("%s seed %d hidden %d (n=%d): %v", tc.name, seed, hidden, n, err)
 				}
@@ -85,7 +85,7 @@ func TestFPTPositivelyCollinearColumns(t *testing.T) {
 	U := planar(t, []float64{0.3, 0.3, 1.9, 4.4}, []float64{1, 2, 1, 1})
 	in := fptInstance(t, 3, d, U, 2*FPTMinSamples(d, 4))
 	for _, hidden := range []int{4, 0} {
-		_, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: hidden})
+		_, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Options: Options{Hidden: hidden}})
 		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "positively collinear") {
 			t.Errorf("hidden %d: err = %v, want ErrInput about positively collinear output weights", hidden, err)
 		}
@@ -97,7 +97,7 @@ func TestFPTSampleSize(t *testing.T) {
 	U := planar(t, []float64{0.3, 0.3 + math.Pi, 1.9, 4.4}, nil)
 	// Below d·2^k the route refuses before any work.
 	in := fptInstance(t, 4, d, U, 150)
-	_, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: 4})
+	_, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Options: Options{Hidden: 4}})
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "needs n ≥ 4·d·2^k = 640") || !strings.Contains(err.Error(), "got 150") {
 		t.Errorf("n=150: err = %v", err)
 	}
@@ -135,8 +135,8 @@ func TestFPTBadInput(t *testing.T) {
 	}{
 		{"noisy", noisy, FPTOptions{}, ErrInput},
 		{"NaN", nan, FPTOptions{}, ErrInput},
-		{"negative k", in.Y, FPTOptions{Hidden: -2}, ErrInput},
-		{"too many classes for k", in.Y, FPTOptions{Hidden: 1}, ErrInput},
+		{"negative k", in.Y, FPTOptions{Options: Options{Hidden: -2}}, ErrInput},
+		{"too many classes for k", in.Y, FPTOptions{Options: Options{Hidden: 1}}, ErrInput},
 		{"zero", mat.NewDense(500, 2, nil), FPTOptions{}, ErrInput},
 	} {
 		if _, err := FitFPT(context.Background(), in.X, tc.Y, tc.opt); !errors.Is(err, tc.want) {
@@ -253,7 +253,7 @@ func BenchmarkFPTRoute(b *testing.B) {
 	in := fptInstance(b, 1, 20, U, FPTMinSamples(20, 8))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: 8})
+		res, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Options: Options{Hidden: 8}})
 		if err != nil {
 			b.Fatal(err)
 		}

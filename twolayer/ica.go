@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/ica"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
@@ -24,29 +23,20 @@ const RouteICA = "ica+polish"
 
 // ICAOptions controls FitICA and ICAStart. The zero value works.
 type ICAOptions struct {
-	// Hidden is the number of hidden units k. 0 infers it from the numerical
-	// rank of Y (the route needs U* of full column rank, so k ≤ m).
-	Hidden int
-	// Seed seeds FastICA's random start (and the refinement fallback). The
-	// same seed gives the same result at any GOMAXPROCS.
-	Seed uint64
+	// Options are the learner's options (Fit passes its own); the route
+	// reads Hidden, Seed, CertTol and Progress, and FitICA and ICAStart
+	// validate them as Fit does (Route is ignored). Hidden 0 infers k from
+	// the numerical rank of Y (the route needs U* of full column rank, so
+	// k ≤ m). Seed seeds FastICA's random start (and the refinement
+	// fallback); the same seed gives the same result at any GOMAXPROCS.
+	// CertTol is the relative residual ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which
+	// the answer counts as exact (default as Fit's).
+	Options
 	// Nonlinearity is FastICA's contrast: ica.Kurtosis (g(u) = u³, the
 	// default), ica.Skewness (g(u) = u²) or ica.LogCosh.
 	Nonlinearity ica.Nonlinearity
 	// MaxIter bounds FastICA's iterations. Default 1000 (tolerance 1e-10).
 	MaxIter int
-	// CertTol is the relative residual ‖Y − f(XVᵀ)Uᵀ‖_F/‖Y‖_F below which the
-	// answer counts as exact. Default 1e-10.
-	CertTol float64
-	// Progress, if non-nil, is called as stages advance (stage name, done,
-	// total).
-	Progress func(stage string, done, total int)
-}
-
-func (o ICAOptions) progress(stage string, done, total int) {
-	if o.Progress != nil {
-		o.Progress(stage, done, total)
-	}
 }
 
 // ICAEstimate is the output of ICAStart: the ICA estimate of the mixing
@@ -102,6 +92,9 @@ type ICAEstimate struct {
 // error is ~n^{-1/2}, so here Ẑ only gives a start for the margin-based
 // exact polish (FitICA), which needs only that.
 func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimate, error) {
+	if err := opt.validateRoute(); err != nil {
+		return nil, err
+	}
 	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
@@ -112,9 +105,6 @@ func ICAStart(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*ICAEstimat
 // icaStart is ICAStart on a resolved problem.
 func icaStart(ctx context.Context, p *problem, opt ICAOptions) (*ICAEstimate, error) {
 	X, Y, n, m := p.X, p.Y, p.n, p.m
-	if err := checkHidden(opt.Hidden); err != nil {
-		return nil, err
-	}
 	red0, err := reduceOutputs(p, opt.Hidden, "the ICA route", tensorFloor)
 	if err != nil {
 		return nil, err
@@ -236,6 +226,9 @@ func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEs
 // makes FastICA's sources independent. A certified answer whose V is not
 // orthonormal carries a warning (the route worked outside its assumption).
 func FitICA(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*Result, error) {
+	if err := opt.validateRoute(); err != nil {
+		return nil, err
+	}
 	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, err
@@ -247,9 +240,7 @@ func FitICA(ctx context.Context, X, Y *mat.Dense, opt ICAOptions) (*Result, erro
 func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 	began := time.Now()
 	X, Y := p.X, p.Y
-	if opt.CertTol <= 0 {
-		opt.CertTol = certify.DefaultTol(p.roundoff)
-	}
+	opt.Options = opt.Options.resolve(p)
 	est, err := icaStart(ctx, p, opt)
 	if err != nil {
 		return nil, err

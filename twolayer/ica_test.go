@@ -22,7 +22,7 @@ import (
 func TestICAExactRecovery(t *testing.T) {
 	for seed := uint64(1); seed <= 2; seed++ {
 		in := newInstance(t, seed, synth.TwoLayerConfig{D: 20, K: 6, M: 10, CondV: 1}, 100000, nil, synth.Noise{})
-		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Seed: seed})
+		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: seed}})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -75,7 +75,7 @@ func TestICAMixingRate(t *testing.T) {
 		var errs []float64
 		for seed := uint64(1); seed <= 4; seed++ {
 			in := newInstance(t, 100+seed, cfg, n, nil, synth.Noise{})
-			est, err := ICAStart(context.Background(), in.X, in.Y, ICAOptions{Seed: seed})
+			est, err := ICAStart(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: seed}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestICAContrastsAndSquareU(t *testing.T) {
 		m int
 	}{{ica.Skewness, 8}, {ica.LogCosh, 8}, {ica.Kurtosis, 5}} {
 		in := newInstance(t, 7, synth.TwoLayerConfig{D: 12, K: 5, M: tc.m, CondV: 1}, 30000, nil, synth.Noise{})
-		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Seed: 3, Nonlinearity: tc.g, Hidden: 5})
+		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: 3, Hidden: 5}, Nonlinearity: tc.g})
 		if err != nil {
 			t.Fatalf("%v, m=%d: %v", tc.g, tc.m, err)
 		}
@@ -128,7 +128,7 @@ func TestICAContrastsAndSquareU(t *testing.T) {
 // is not orthonormal) or fails with ErrNotExact — never a wrong answer.
 func TestICANonOrthonormal(t *testing.T) {
 	in := newInstance(t, 8, synth.TwoLayerConfig{D: 12, K: 5, M: 8, CondV: 4}, 30000, nil, synth.Noise{})
-	res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Seed: 1})
+	res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: 1}})
 	if err != nil {
 		if !errors.Is(err, ErrNotExact) {
 			t.Fatalf("err = %v, want ErrNotExact", err)
@@ -162,12 +162,12 @@ func TestICABadInput(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"k > m", in.X, in.Y, ICAOptions{Hidden: 7}, ErrInput, "Options.Route = fpt"},
+		{"k > m", in.X, in.Y, ICAOptions{Options: Options{Hidden: 7}}, ErrInput, "Options.Route = fpt"},
 		{"too few samples", small.X, small.Y, ICAOptions{}, ErrInput, "needs n ≥"},
 		{"NaN", nan, in.Y, ICAOptions{}, ErrInput, "NaN"},
 		{"shapes", in.X, small.Y, ICAOptions{}, ErrInput, "rows"},
-		{"negative k", in.X, in.Y, ICAOptions{Hidden: -1}, ErrInput, "Hidden must be ≥ 0"},
-		{"noisy", noisy.X, noisy.Y, ICAOptions{Hidden: 4}, ErrNotExact, "noise"},
+		{"negative k", in.X, in.Y, ICAOptions{Options: Options{Hidden: -1}}, ErrInput, "Hidden must be ≥ 0"},
+		{"noisy", noisy.X, noisy.Y, ICAOptions{Options: Options{Hidden: 4}}, ErrNotExact, "noise"},
 	} {
 		_, err := FitICA(ctx, tc.X, tc.Y, tc.opt)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
@@ -185,7 +185,7 @@ func TestICADeterministicAcrossProcs(t *testing.T) {
 	in := newInstance(t, 10, synth.TwoLayerConfig{D: 10, K: 4, M: 6, CondV: 1}, 20000, nil, synth.Noise{})
 	run := func(p int) *Result {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
-		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Seed: 4})
+		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: 4}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func BenchmarkICARoute(b *testing.B) {
 	in := newInstance(b, 1, synth.TwoLayerConfig{D: 20, K: 6, M: 10, CondV: 1}, 100000, nil, synth.Noise{})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Seed: 1})
+		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: 1}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,7 +19,7 @@ func TestICAReliability(t *testing.T) {
 	fails := 0
 	for seed := uint64(200); seed < 220; seed++ {
 		in := newInstance(t, seed, synth.TwoLayerConfig{D: 20, K: 6, M: 10, CondV: 1}, 100000, nil, synth.Noise{})
-		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Seed: seed})
+		res, err := FitICA(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: seed}})
 		if err != nil {
 			t.Logf("seed %d: %v", seed, err)
 			fails++
@@ -45,7 +45,7 @@ func TestICAMixingRateLarge(t *testing.T) {
 		var errs []float64
 		for seed := uint64(1); seed <= 6; seed++ {
 			in := newInstance(t, 300+seed, cfg, n, nil, synth.Noise{})
-			est, err := ICAStart(context.Background(), in.X, in.Y, ICAOptions{Seed: seed})
+			est, err := ICAStart(context.Background(), in.X, in.Y, ICAOptions{Options: Options{Seed: seed}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,8 +133,7 @@ func TestICAScreenSettles(t *testing.T) {
 			red := mat.NewDense(rows, k, nil)
 			red.Mul(in.Y.Slice(0, rows, 0, cfg.M), red0.V.Slice(0, cfg.M, 0, k))
 			est := &ICAEstimate{K: k}
-			o := Options{Seed: seed}.withDefaults().ica()
-			o.MaxIter = 1000
+			o := ICAOptions{Options: Options{Seed: seed}.withDefaults(), MaxIter: 1000}
 			if err := icaUnmix(context.Background(), in.X.Slice(0, rows, 0, cfg.D).(*mat.Dense), red, o, est, icaScreenTol); err != nil {
 				t.Fatal(err)
 			}

@@ -95,7 +95,7 @@ func TestFitPicksRoute(t *testing.T) {
 func TestReviewAutoSkipsWorstCaseWhenRankBelowK(t *testing.T) {
 	U := planar(t, []float64{0.3, 2.0, 4.0}, []float64{1, 1.5, 0.8})
 	in := fptInstance(t, 3, 3, U, 96)
-	if _, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Hidden: 3}); err != nil {
+	if _, err := FitFPT(context.Background(), in.X, in.Y, FPTOptions{Options: Options{Hidden: 3}}); err != nil {
 		t.Fatalf("precondition: FitFPT failed: %v", err)
 	}
 	res, err := Fit(context.Background(), in.X, in.Y, Options{Hidden: 3})

@@ -235,7 +235,7 @@ func (s *selector) worstCase() (*Result, error) {
 	case work > defaultMaxWork && !s.opt.Force:
 		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force)", why, work, defaultMaxWork)
 	default:
-		res, _, err := worstCase(s.ctx, s.p, s.opt.worstCase())
+		res, _, err := worstCase(s.ctx, s.p, WorstCaseOptions{Options: s.opt})
 		if err == nil {
 			// The worst-case route makes no assumption on X, so the
 			// non-Gaussian warning does not apply to its answer.
@@ -274,7 +274,7 @@ func (s *selector) fpt() (*Result, error) {
 		why = fmt.Sprintf("k = %d hidden units exceed rank(Y) = %d", s.opt.Hidden, s.sel.Rank)
 	}
 	why += ": U* lacks full column rank, the setting of Alg 7"
-	res, err := fitFPT(s.ctx, s.p, s.opt.fpt())
+	res, err := fitFPT(s.ctx, s.p, FPTOptions{Options: s.opt})
 	if err != nil {
 		// No other route handles this setting: the error is the answer.
 		return nil, fmt.Errorf("%s, and that route failed: %w", why, err)
@@ -305,7 +305,7 @@ func (s *selector) ica() (*Result, error) {
 		return nil, nil
 	}
 	why := fmt.Sprintf("FastICA's sources give nearly orthogonal rows (max |cos| = %.2g < %.2g): V* looks orthonormal, the setting of Alg 3", s.sel.Orthogonality, icaOrthogonality)
-	res, err := fitICA(s.ctx, s.p, s.opt.ica())
+	res, err := fitICA(s.ctx, s.p, ICAOptions{Options: s.opt})
 	if err != nil {
 		if !recoverable(err) {
 			return nil, err
@@ -333,8 +333,7 @@ func (s *selector) icaScreen(rows int) (orth float64, settled bool, err error) {
 	red := mat.NewDense(rows, k, nil)
 	red.Mul(s.Y.Slice(0, rows, 0, s.m), red0.V.Slice(0, s.m, 0, k))
 	est := &ICAEstimate{K: k}
-	o := s.opt.ica()
-	o.MaxIter = icaScreenMaxIter
+	o := ICAOptions{Options: s.opt, MaxIter: icaScreenMaxIter}
 	if err := icaUnmix(s.ctx, X, red, o, est, icaScreenTol); err != nil {
 		return 0, false, err
 	}

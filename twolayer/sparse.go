@@ -98,9 +98,7 @@ type SparseResult struct {
 // final certificate, the uncertified result is returned alongside the error
 // for inspection. Inputs are not modified.
 func FitSparse(ctx context.Context, X, Y *mat.Dense, opt SparseOptions) (*SparseResult, error) {
-	o := opt.Options.withDefaults()
-	o.Route = "auto"
-	if err := o.Validate(); err != nil {
+	if err := opt.validateRoute(); err != nil {
 		return nil, err
 	}
 	p, err := newProblem(X, Y)

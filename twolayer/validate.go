@@ -109,6 +109,26 @@ func (o Options) Validate() error {
 	return checkHidden(o.Hidden)
 }
 
+// validateRoute is the entry check of a function that runs one route
+// (WorstCase, ICAStart, FitICA, FitFPT, FitSparse): Validate, with Route
+// ignored, since the function names the route.
+func (o Options) validateRoute() error {
+	o.Route = UseAuto
+	return o.Validate()
+}
+
+// resolve is o with every default filled in for the data of p: CertTol
+// follows their precision (certify.DefaultTol) unless the caller set one,
+// the rest as withDefaults. Fit resolves its options once and passes them
+// down; the routes resolve what their own entry points were given the same
+// way (on options already resolved it changes nothing).
+func (o Options) resolve(p *problem) Options {
+	if o.CertTol == 0 {
+		o.CertTol = certify.DefaultTol(p.roundoff)
+	}
+	return o.withDefaults()
+}
+
 // routeList is Routes as "auto, exact, …", for messages.
 func routeList() string {
 	names := make([]string, len(Routes))
@@ -118,8 +138,8 @@ func routeList() string {
 	return strings.Join(names, ", ")
 }
 
-// checkHidden is the one check of a hidden width option (Options.Hidden and
-// the route options' Hidden): 0 infers it, a negative width is an error.
+// checkHidden is the check of Options.Hidden: 0 infers the width, a
+// negative width is an error.
 func checkHidden(hidden int) error {
 	if hidden < 0 {
 		return fmt.Errorf("%w: Options.Hidden must be ≥ 0 (0 infers k from the rank of Y), got %d", ErrInput, hidden)

@@ -40,11 +40,17 @@ var ErrWorkLimit = errs.New("work limit exceeded", nil)
 
 // WorstCaseOptions controls WorstCase. The zero value works.
 type WorstCaseOptions struct {
-	// Hidden is the number of hidden units k. 0 infers it as the numerical
-	// rank of Y (σ_{k+1}/σ_1 < RankTol). A given k must equal that rank:
-	// Alg 2 needs rank(Y) = k (Thm 1), and without it the problem is NP-hard
-	// (Thm 2).
-	Hidden int
+	// Options are the learner's options (Fit passes its own); the route
+	// reads Hidden, CertTol, Force and Progress, and WorstCase validates
+	// them as Fit does (Route is ignored). Hidden 0 infers k as the
+	// numerical rank of Y (σ_{k+1}/σ_1 < RankTol); a given k must equal
+	// that rank: Alg 2 needs rank(Y) = k (Thm 1), and without it the problem
+	// is NP-hard (Thm 2). The answer must meet CertTol, the relative
+	// residual ‖Y − ReLU(XVᵀ)Uᵀ‖_F/‖Y‖_F; otherwise WorstCase returns an
+	// error wrapping ErrNotExact. CertTol's default here is 1e-8 (16·u =
+	// 9.5e-7 for float32 data, certify.DefaultTol). Force runs the route
+	// even above MaxWork.
+	Options
 	// RankTol is the relative singular-value threshold of the numerical rank
 	// of Y (and of X). Default 1e-10 (64·u for float32 data).
 	RankTol float64
@@ -57,21 +63,13 @@ type WorstCaseOptions struct {
 	NullTol float64
 	// LPTol is the simplex tolerance. Default 1e-9.
 	LPTol float64
-	// CertTol is the relative residual ‖Y − ReLU(XVᵀ)Uᵀ‖_F/‖Y‖_F the answer
-	// must meet; otherwise WorstCase returns an error wrapping ErrNotExact.
-	// Default 1e-8 (16·u = 9.5e-7 for float32 data, certify.DefaultTol).
-	CertTol float64
 	// MaxWork caps the work estimate C(2n,k)·2k (practical default, not in [BJW19]): above it
 	// WorstCase refuses with an error wrapping ErrWorkLimit that says how long
 	// the run would take. Default 1e7.
 	MaxWork float64
-	// Force runs the route even above MaxWork.
-	Force bool
-	// Progress, if non-nil, is called as stages advance (stage name, done,
-	// total). It must be cheap.
-	Progress func(stage string, done, total int)
 }
 
+// withDefaults fills in the defaults of the route's own tolerances.
 func (o WorstCaseOptions) withDefaults() WorstCaseOptions {
 	if o.RankTol <= 0 {
 		o.RankTol = 1e-10
@@ -85,19 +83,10 @@ func (o WorstCaseOptions) withDefaults() WorstCaseOptions {
 	if o.LPTol <= 0 {
 		o.LPTol = 1e-9
 	}
-	if o.CertTol <= 0 {
-		o.CertTol = 1e-8
-	}
 	if o.MaxWork <= 0 {
 		o.MaxWork = defaultMaxWork
 	}
 	return o
-}
-
-func (o WorstCaseOptions) progress(stage string, done, total int) {
-	if o.Progress != nil {
-		o.Progress(stage, done, total)
-	}
 }
 
 // WorstCaseReport is what the worst-case route did, beyond Result.
@@ -149,6 +138,9 @@ func WorstCase(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOptions) (*Res
 // WorstCaseWithReport is WorstCase, also returning what the route did. The
 // report is non-nil whenever the enumeration started, even on error.
 func WorstCaseWithReport(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOptions) (*Result, *WorstCaseReport, error) {
+	if err := opt.validateRoute(); err != nil {
+		return nil, nil, err
+	}
 	p, err := newProblem(X, Y)
 	if err != nil {
 		return nil, nil, err
@@ -160,18 +152,16 @@ func WorstCaseWithReport(ctx context.Context, X, Y *mat.Dense, opt WorstCaseOpti
 func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, *WorstCaseReport, error) {
 	began := time.Now()
 	// The data's precision sets the rank test and the certificate unless
-	// the caller did (float32 data: 64·u and 16·u).
+	// the caller did (float32 data: 64·u and 16·u); the route's own
+	// certificate default is at least 1e-8.
 	if opt.RankTol <= 0 {
 		opt.RankTol = p.rankTol
 	}
-	if opt.CertTol <= 0 {
+	if opt.CertTol == 0 {
 		opt.CertTol = max(1e-8, certify.DefaultTol(p.roundoff))
 	}
 	opt = opt.withDefaults()
 	X, Y, n, m := p.X, p.Y, p.n, p.m
-	if err := checkHidden(opt.Hidden); err != nil {
-		return nil, nil, err
-	}
 	svd, err := p.svdY()
 	if err != nil {
 		return nil, nil, fmt.Errorf("twolayer: SVD of Y: %w", err)

@@ -312,17 +312,17 @@ func TestWorstCaseGuardRail(t *testing.T) {
 	if _, err := WorstCase(context.Background(), small.X, small.Y, WorstCaseOptions{MaxWork: 100}); !errors.Is(err, ErrWorkLimit) {
 		t.Fatalf("MaxWork 100: err %v", err)
 	}
-	checkExact(t, "forced", small, WorstCaseOptions{MaxWork: 100, Force: true})
+	checkExact(t, "forced", small, WorstCaseOptions{Options: Options{Force: true}, MaxWork: 100})
 }
 
 // Wrong k, noisy outputs and bad data give clear errors, not wrong answers.
 func TestWorstCaseErrors(t *testing.T) {
 	in := cubeInstance(1, 30, 4, 2, 3)
 	ctx := context.Background()
-	if _, err := WorstCase(ctx, in.X, in.Y, WorstCaseOptions{Hidden: 3}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NP-hard") {
+	if _, err := WorstCase(ctx, in.X, in.Y, WorstCaseOptions{Options: Options{Hidden: 3}}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NP-hard") {
 		t.Errorf("k > rank: %v", err)
 	}
-	if _, err := WorstCase(ctx, in.X, in.Y, WorstCaseOptions{Hidden: 1}); !errors.Is(err, ErrInput) {
+	if _, err := WorstCase(ctx, in.X, in.Y, WorstCaseOptions{Options: Options{Hidden: 1}}); !errors.Is(err, ErrInput) {
 		t.Errorf("k < rank: %v", err)
 	}
 	noisy := mat.DenseCopyOf(in.Y)
@@ -427,7 +427,7 @@ func TestWorstCaseRefusesHardnessInstance(t *testing.T) {
 	if r := relResidual(h.X, h.Y, w.Layers[0].Weight, w.Layers[1].Weight); r != 0 {
 		t.Fatalf("witness residual %v", r)
 	}
-	_, err = WorstCase(context.Background(), h.X, h.Y, WorstCaseOptions{Hidden: 2})
+	_, err = WorstCase(context.Background(), h.X, h.Y, WorstCaseOptions{Options: Options{Hidden: 2}})
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NP-hard") {
 		t.Fatalf("err %v", err)
 	}

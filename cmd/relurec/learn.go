@@ -185,9 +185,9 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, command string, df *dataFlags
 	}
 	run.read = time.Since(run.start)
 	fitStart := time.Now()
-	res, err := learner.Fit(cmd.Context(), run.x, run.y, learner.Options{
-		Hidden: opt.Hidden, CertTol: opt.CertTol, Seed: opt.Seed, TwoLayer: opt.Options, Progress: progress,
-	})
+	lo := learner.Options{Options: opt.Options}
+	lo.Progress = progress
+	res, err := learner.Fit(cmd.Context(), run.x, run.y, lo)
 	if err != nil {
 		return err
 	}
