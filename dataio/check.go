@@ -15,6 +15,13 @@ import (
 // finite. Learners assume finite data: one NaN silently poisons every moment
 // estimate, so inputs are checked once at the edge.
 func CheckFinite(name string, m mat.Matrix) error {
+	return CheckFiniteFrom(name, m, 0)
+}
+
+// CheckFiniteFrom is CheckFinite for a block of rows that starts at row
+// first of a larger array (read a block at a time): the error names the
+// row in the whole array.
+func CheckFiniteFrom(name string, m mat.Matrix, first int) error {
 	if m == nil {
 		return nil
 	}
@@ -27,7 +34,7 @@ func CheckFinite(name string, m mat.Matrix) error {
 			}
 			for j, v := range row {
 				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nonFinite(name, i, j, v)
+					return nonFinite(name, first+i, j, v)
 				}
 			}
 		}
@@ -37,7 +44,7 @@ func CheckFinite(name string, m mat.Matrix) error {
 	for i := 0; i < r; i++ {
 		for j := 0; j < c; j++ {
 			if v := m.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
-				return nonFinite(name, i, j, v)
+				return nonFinite(name, first+i, j, v)
 			}
 		}
 	}

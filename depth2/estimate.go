@@ -12,6 +12,7 @@ import (
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
 )
@@ -421,7 +422,7 @@ func (in inputs) row(q int, buf []float64) []float64 {
 	d := xr.Cols
 	buf = buf[:in.k]
 	for j := range buf {
-		buf[j] = dotRow(in.pt[j*d:(j+1)*d], x)
+		buf[j] = vec.Dot4(x, in.pt[j*d:(j+1)*d])
 	}
 	return buf
 }
@@ -539,7 +540,7 @@ func residualize(ctx context.Context, in inputs, S *mat.Dense, degree int, dst *
 			tensor.HermiteFeatures(row, in.row(q, buf), degree, quad)
 			o, s := dst.RawRowView(q), S.RawRowView(q)
 			for t := range o {
-				o[t] = s[t] - dotRow(ct[t*f:(t+1)*f], row)
+				o[t] = s[t] - vec.Dot4(row, ct[t*f:(t+1)*f])
 			}
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -246,32 +247,15 @@ func (r *rowNet) forward(x, h, out []float64) {
 	r.hidden(x, h)
 	m, d := r.m, r.d
 	for t := range out {
-		s := dotRow(r.a[t*m:(t+1)*m], h)
+		s := vec.Dot4(h, r.a[t*m:(t+1)*m])
 		if r.l != nil {
-			s += dotRow(r.l[t*d:(t+1)*d], x)
+			s += vec.Dot4(x, r.l[t*d:(t+1)*d])
 		}
 		if r.c != nil {
 			s += r.c[t]
 		}
 		out[t] = s
 	}
-}
-
-// dotRow is w·x for len(w) == len(x), in four interleaved sums.
-func dotRow(w, x []float64) float64 {
-	w = w[:len(x)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += w[i] * x[i]
-		s1 += w[i+1] * x[i+1]
-		s2 += w[i+2] * x[i+2]
-		s3 += w[i+3] * x[i+3]
-	}
-	for ; i < len(x); i++ {
-		s0 += w[i] * x[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // sameParams reports whether a and b have the same parameters, bit for bit.

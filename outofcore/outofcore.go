@@ -21,7 +21,6 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
-	"github.com/relurec/relurec/internal/kern"
 )
 
 // Source is a matrix read a block of rows at a time, from its first row
@@ -142,10 +141,10 @@ func (p Pair) readBlock(ctx context.Context, x, y *mat.Dense, first, n int) erro
 	if err := readFull(ctx, p.Y, y, first, n); err != nil {
 		return err
 	}
-	if err := checkFinite(p.xName(), x, first); err != nil {
+	if err := dataio.CheckFiniteFrom(p.xName(), x, first); err != nil {
 		return err
 	}
-	return checkFinite(p.yName(), y, first)
+	return dataio.CheckFiniteFrom(p.yName(), y, first)
 }
 
 // readFull fills dst from s, which must hold that many rows more.
@@ -157,24 +156,6 @@ func readFull(ctx context.Context, s Source, dst *mat.Dense, first, n int) error
 	}
 	if got != want {
 		return fmt.Errorf("rows %d to %d of %d could not be read (the source ended early): %w", first, first+want, n, errs.ErrInput)
-	}
-	return nil
-}
-
-// checkFinite names the first non-finite entry of the block that starts at
-// row first.
-func checkFinite(name string, b *mat.Dense, first int) error {
-	raw := b.RawMatrix()
-	for i := 0; i < raw.Rows; i++ {
-		row := raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols]
-		if kern.Finite(row) {
-			continue
-		}
-		for j, v := range row {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return errs.New(fmt.Sprintf("%s has %v at row %d, column %d: learners need finite data; drop or impute that row", name, v, first+i, j), errs.ErrInput)
-			}
-		}
 	}
 	return nil
 }

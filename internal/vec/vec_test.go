@@ -19,3 +19,15 @@ func TestDotAndMaxAbs(t *testing.T) {
 		t.Errorf("MaxAbs with NaN = %g", m)
 	}
 }
+
+// Dot4 sums every product, tails of 1–3 entries included: on small
+// integers (exact in float64) it equals Dot for every length.
+func TestDot4(t *testing.T) {
+	a := []float64{1, -2, 3, 4, 5, -6, 7, 8, 9}
+	b := []float64{2, 3, -1, 5, 7, 1, 1, -2, 3, 99}
+	for n := 0; n <= len(a); n++ {
+		if got, want := Dot4(a[:n], b), Dot(a[:n], b); got != want {
+			t.Fatalf("n=%d: Dot4 = %v, Dot = %v", n, got, want)
+		}
+	}
+}
