@@ -31,6 +31,10 @@ by default: its data go to the depth-2 learner, and the model file's keys
 Every answer carries a residual certificate ‖Y − f(X)‖/‖Y‖ ≤ --cert-tol. The
 subcommands run one learner with all its options.
 
+An --x/--y pair of .npy files larger than --max-memory is read by rows: the
+learner fits a random sample of the rows (--seed draws it) and the answer is
+certified on all of them in a second pass (docs/scale.md).
+
 ` + notCertifiedHelp
 
 const learnExample = `  # Data from a PyTorch MLP, saved by numpy: np.savez("q.npz", X=X, Y=Y)
@@ -38,6 +42,9 @@ const learnExample = `  # Data from a PyTorch MLP, saved by numpy: np.savez("q.n
 
   # Known width, ONNX output
   relurec learn --x X.npy --y Y.npy --hidden 5 --out model.onnx
+
+  # X.npy and Y.npy larger than memory: fitted on a sample, certified on every row
+  relurec --max-memory 2GB learn --x X.npy --y Y.npy --out model.safetensors
 
   # Noisy outputs: write the best fit although it is not certified (exit status 3)
   relurec learn --data noisy.npz --refine --approximate --out model.safetensors
