@@ -32,19 +32,37 @@ func (g *Graph) Gradient(vals *GraphValues, dOut *mat.Dense, wrt []string) ([][]
 	if r, c := dOut.Dims(); r != vals.samples || c != g.Out() {
 		return nil, fmt.Errorf("nn: Graph.Gradient: the output gradient is %d×%d, the run has %d samples of %d outputs: %w", r, c, vals.samples, g.Out(), ErrInput)
 	}
+	if err := g.checkParams("Graph.Gradient", wrt); err != nil {
+		return nil, err
+	}
+	return g.backward(vals.env, denseData(dOut), wrt)
+}
+
+// checkParams checks that the names are floating-point constants of the
+// graph; fn names the caller in the message.
+func (g *Graph) checkParams(fn string, names []string) error {
+	for _, name := range names {
+		t, ok := g.Consts[name]
+		computed := slices.ContainsFunc(g.Nodes, func(n GraphNode) bool { return slices.Contains(n.Outputs, name) })
+		if !ok || t.Int || computed || name == g.Input {
+			return fmt.Errorf("nn: %s: %q is not a floating-point constant of the graph: %w", fn, name, ErrInput)
+		}
+	}
+	return nil
+}
+
+// backward is Gradient on the values env of a run, the output's gradient
+// dOut (row-major) and checked constants wrt.
+func (g *Graph) backward(env map[string]value, dOut []float64, wrt []string) ([][]float64, error) {
 	// live: the values that depend on a constant of wrt.
 	live := map[string]bool{}
 	for _, name := range wrt {
-		t, ok := g.Consts[name]
-		if _, computed := vals.env[name]; !ok || t.Int || computed {
-			return nil, fmt.Errorf("nn: Graph.Gradient: %q is not a floating-point constant of the graph: %w", name, ErrInput)
-		}
 		live[name] = true
 	}
 	for _, n := range g.Nodes {
 		if slices.ContainsFunc(n.Inputs, func(s string) bool { return live[s] }) {
 			for _, o := range n.Outputs {
-				if v, ok := vals.env[o]; ok && !v.isInt {
+				if v, ok := env[o]; ok && !v.isInt {
 					live[o] = true
 				}
 			}
@@ -52,7 +70,7 @@ func (g *Graph) Gradient(vals *GraphValues, dOut *mat.Dense, wrt []string) ([][]
 	}
 	grads := map[string][]float64{}
 	if live[g.Output] {
-		grads[g.Output] = denseData(dOut)
+		grads[g.Output] = dOut
 	}
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
 		n := &g.Nodes[i]
@@ -73,13 +91,13 @@ func (g *Graph) Gradient(vals *GraphValues, dOut *mat.Dense, wrt []string) ([][]
 		if !any || !needAny {
 			continue
 		}
-		ins, err := g.inputs(n, vals.env)
+		ins, err := g.inputs(n, env)
 		if err != nil {
 			return nil, err
 		}
 		outs := make([]value, len(n.Outputs))
 		for k, o := range n.Outputs {
-			outs[k] = vals.env[o]
+			outs[k] = env[o]
 		}
 		gins, err := g.nodeGrad(n, ins, outs, gys, need)
 		if err != nil {
