@@ -482,15 +482,8 @@ func layerNormGrad(n *GraphNode, ins []value, gy []float64, need []bool, gx [][]
 	xh, gh := make([]float64, size), make([]float64, size)
 	for r := 0; r+size <= len(a.data) && size > 0; r += size {
 		row := a.data[r : r+size]
-		var mu, v float64
-		for _, x := range row {
-			mu += x
-		}
-		mu /= float64(size)
-		for _, x := range row {
-			v += (x - mu) * (x - mu)
-		}
-		inv := 1 / math.Sqrt(v/float64(size)+eps)
+		mu, d := meanDev(row, eps)
+		inv := 1 / d
 		var mg, mgx float64
 		for i, x := range row {
 			p := r + i

@@ -682,15 +682,7 @@ func layerNorm(a, scale, bias value, axis int, eps float64) (value, error) {
 	y := value{shape: a.shape, data: make([]float64, len(a.data))}
 	for r := 0; r+size <= len(a.data) && size > 0; r += size {
 		row, out := a.data[r:r+size], y.data[r:r+size]
-		var mu, v float64
-		for _, x := range row {
-			mu += x
-		}
-		mu /= float64(size)
-		for _, x := range row {
-			v += (x - mu) * (x - mu)
-		}
-		d := math.Sqrt(v/float64(size) + eps)
+		mu, d := meanDev(row, eps)
 		for i, x := range row {
 			out[i] = (x - mu) / d
 		}
@@ -702,6 +694,20 @@ func layerNorm(a, scale, bias value, axis int, eps float64) (value, error) {
 		return broadcast("Add", y, bias)
 	}
 	return y, nil
+}
+
+// meanDev returns the mean of row and its deviation √(variance + eps),
+// LayerNormalization's.
+func meanDev(row []float64, eps float64) (mu, d float64) {
+	var v float64
+	for _, x := range row {
+		mu += x
+	}
+	mu /= float64(len(row))
+	for _, x := range row {
+		v += (x - mu) * (x - mu)
+	}
+	return mu, math.Sqrt(v/float64(len(row)) + eps)
 }
 
 // gather takes the entries of a at indices along axis.
