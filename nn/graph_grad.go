@@ -279,6 +279,18 @@ func (g *Graph) movedGrad(n *GraphNode, ins []value, gys [][]float64, need []boo
 // sourceIndex returns, for each value of a tensor of a's shape broadcast to
 // shape, the index of the value of a it repeats.
 func sourceIndex(a value, shape []int) ([]int, error) {
+	n, m := numel(shape), numel(a.shape)
+	if full := padShape(a.shape, max(len(a.shape), len(shape))); len(full) == len(shape) && m > 0 && suffixOf(full, shape) {
+		// a repeats over the leading axes (or is the whole tensor).
+		out := make([]int, n)
+		for i, j := 0, 0; i < n; i++ {
+			out[i] = j
+			if j++; j == m {
+				j = 0
+			}
+		}
+		return out, nil
+	}
 	iv := value{shape: a.shape, data: make([]float64, numel(a.shape))}
 	for j := range iv.data {
 		iv.data[j] = float64(j)
@@ -324,12 +336,24 @@ func binaryGrad(op string, a, b, y value, gy []float64, need []bool, gx [][]floa
 			continue
 		}
 		gx[k] = make([]float64, len([]value{a, b}[k].data))
-		dst := []int(ia)
+		dst, other, oi := ia, b.data, ib
 		if k == 1 {
-			dst = ib
+			dst, other, oi = ib, a.data, ia
 		}
-		for i, g := range gy {
-			gx[k][dst[i]] += g * d(a.data[ia[i]], b.data[ib[i]], y.data[i])
+		g := gx[k]
+		switch { // the common cases inlined
+		case op == "Add" || op == "Sub" && k == 0:
+			for i, v := range gy {
+				g[dst[i]] += v
+			}
+		case op == "Mul":
+			for i, v := range gy {
+				g[dst[i]] += v * other[oi[i]]
+			}
+		default:
+			for i, v := range gy {
+				g[dst[i]] += v * d(a.data[ia[i]], b.data[ib[i]], y.data[i])
+			}
 		}
 	}
 	return nil
