@@ -75,10 +75,10 @@ func (g *Graph) backward(env map[string]value, dOut []float64, wrt []string) ([]
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
 		n := &g.Nodes[i]
 		gys := make([][]float64, len(n.Outputs))
-		any := false
+		has := false
 		for k, o := range n.Outputs {
 			if gys[k] = grads[o]; gys[k] != nil {
-				any = true
+				has = true
 				delete(grads, o)
 			}
 		}
@@ -88,7 +88,7 @@ func (g *Graph) backward(env map[string]value, dOut []float64, wrt []string) ([]
 			need[k] = name != "" && live[name]
 			needAny = needAny || need[k]
 		}
-		if !any || !needAny {
+		if !has || !needAny {
 			continue
 		}
 		ins, err := g.inputs(n, env)
@@ -113,7 +113,7 @@ func (g *Graph) backward(env map[string]value, dOut []float64, wrt []string) ([]
 					acc[j] += v
 				}
 			} else {
-				grads[name] = slices.Clone(gx)
+				grads[name] = gx // each rule returns new slices
 			}
 		}
 	}
