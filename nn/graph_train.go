@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/parallel"
 )
 
@@ -24,6 +25,16 @@ func DistillGraph(ctx context.Context, g *Graph, params []string, x, teacher *ma
 	}
 	if len(params) == 0 {
 		return nil, fmt.Errorf("nn: DistillGraph: no constants to fit: %w", ErrInput)
+	}
+	// A batch's values are held from its forward run to its backward one,
+	// and its gradients as they flow back.
+	bs := opt.TrainOptions.withDefaults().BatchSize
+	if x != nil {
+		n, _ := x.Dims()
+		bs = min(bs, n)
+	}
+	if err := dataio.CheckMemory(2*float64(bs)*g.sampleBytes, fmt.Sprintf("nn: DistillGraph: the values and gradients of a batch of %d samples", bs), "use a smaller DistillOptions.BatchSize"); err != nil {
+		return nil, err
 	}
 	return distill(ctx, "DistillGraph", newGraphTrainer(g, params), x, teacher, opt)
 }

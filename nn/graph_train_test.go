@@ -2,12 +2,16 @@ package nn
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/dataio"
 )
 
 // The trainer's gradient of a batch, run in chunks of gradChunk samples,
@@ -92,5 +96,23 @@ func TestDistillGraph(t *testing.T) {
 	}
 	if _, err := DistillGraph(context.Background(), student, []string{"h"}, xt, zt, DistillOptions{}); err == nil {
 		t.Error("a computed value as a parameter: no error")
+	}
+}
+
+// DistillGraph refuses a batch whose values would not fit the memory
+// budget, naming the option that shrinks it, and runs with that option.
+func TestDistillGraphOverBudget(t *testing.T) {
+	dataio.SetMemoryBudget(16 << 20)
+	defer dataio.SetMemoryBudget(0)
+	g := broadcastGraph(64, 64) // 0.5 MB of values per sample
+	rng := rand.New(rand.NewPCG(13, 14))
+	x := mat.NewDense(40, g.In(), randValue(rng, 0, 40*g.In()).data)
+	z := g.Forward(x)
+	_, err := DistillGraph(context.Background(), g, []string{"c1"}, x, z, DistillOptions{TrainOptions: TrainOptions{Epochs: 1}, Objective: "logits"})
+	if !errors.Is(err, dataio.ErrTooLarge) || !strings.Contains(err.Error(), "BatchSize") {
+		t.Fatalf("a 40-sample batch of 0.5 MB samples in 16 MB: error %v, want dataio.ErrTooLarge naming BatchSize", err)
+	}
+	if _, err := DistillGraph(context.Background(), g, []string{"c1"}, x, z, DistillOptions{TrainOptions: TrainOptions{Epochs: 1, BatchSize: 4}, Objective: "logits"}); err != nil {
+		t.Fatalf("batches of 4: %v", err)
 	}
 }
