@@ -25,19 +25,20 @@ type DistillOptions struct {
 	// Epochs of minibatch Adam over the calibration rows; 0 = no
 	// distillation.
 	Epochs int
-	// Auto distils only where it was measured to help: an MLP (a network
-	// whose whole output can be fit) whose layer fit keeps at most
-	// DistillMaxKept of its parameters. Elsewhere the step is skipped
-	// without error; without Auto, Epochs > 0 on a CNN or graph is an
-	// error.
+	// Auto distils only where it was measured to help: an MLP whose
+	// layer fit keeps at most DistillMaxKept of its parameters. Elsewhere
+	// the step is skipped without error; without Auto, Epochs > 0 distils
+	// an MLP or a graph (its factors and their biases) and is an error on
+	// a CNN.
 	Auto bool
 	// LearningRate is Adam's step size on a cosine schedule; default
 	// DefaultDistillLR.
 	LearningRate float64
 	// Temperature of both softmaxes (nn.DistillOptions); default 4.
 	Temperature float64
-	// Objective is nn.DistillOptions.Objective: "softmax" (default) or
-	// "logits".
+	// Objective is nn.DistillOptions.Objective: "softmax" or "logits"
+	// (the squared error of the outputs). Default "softmax" for an MLP and
+	// "logits" for a graph, whose outputs need not be class logits.
 	Objective string
 	// BatchSize; default 128.
 	BatchSize int
@@ -163,7 +164,7 @@ func Distill(ctx context.Context, net *nn.MLP, res *Result, x0 *mat.Dense, o Dis
 		return fmt.Errorf("compress: Distill: the network (%d→%d), its compression (%d→%d) and the calibration data (%d columns) do not match: %w",
 			net.In(), net.Out(), res.Model.In(), res.Model.Out(), d, ErrInput)
 	}
-	rep, err := distill(ctx, net, res.Model, x0, o, nil)
+	rep, err := distill(ctx, net, mlpStudent(res.Model), x0, o, nil)
 	if err != nil {
 		return err
 	}
@@ -171,10 +172,26 @@ func Distill(ctx context.Context, net *nn.MLP, res *Result, x0 *mat.Dense, o Dis
 	return nil
 }
 
+// student is a compressed network distill fits: its outputs, and the fit
+// (nn.Distill or nn.DistillGraph on its trained parameters).
+type student struct {
+	net nn.Network
+	fit func(ctx context.Context, x, teacher *mat.Dense, o nn.DistillOptions) (*nn.TrainResult, error)
+}
+
+// mlpStudent is a compressed MLP as a student: every weight and bias,
+// the factors balanced first.
+func mlpStudent(c *nn.MLP) student {
+	return student{net: c, fit: func(ctx context.Context, x, teacher *mat.Dense, o nn.DistillOptions) (*nn.TrainResult, error) {
+		c.BalanceFactors()
+		return nn.Distill(ctx, c, x, teacher, o)
+	}}
+}
+
 // distill fits the compressed network c in place to the original net's
-// logits on the calibration rows x0 (Options.Distill), keeping the epoch
+// outputs on the calibration rows x0 (Options.Distill), keeping the epoch
 // with the lowest divergence on the last HoldoutFraction of the rows.
-func distill(ctx context.Context, net, c *nn.MLP, x0 *mat.Dense, o DistillOptions, progress func(string, int, int)) (*DistillReport, error) {
+func distill(ctx context.Context, net nn.Network, c student, x0 *mat.Dense, o DistillOptions, progress func(string, int, int)) (*DistillReport, error) {
 	start := time.Now()
 	o = o.withDefaults()
 	n, d := x0.Dims()
@@ -185,12 +202,11 @@ func distill(ctx context.Context, net, c *nn.MLP, x0 *mat.Dense, o DistillOption
 	xt := x0.Slice(0, n-hold, 0, d).(*mat.Dense)
 	xh := x0.Slice(n-hold, n, 0, d).(*mat.Dense)
 	zt, zh := net.Forward(xt), net.Forward(xh)
-	before, err := metrics.CompareLogits(c.Forward(xh), zh, nil)
+	before, err := metrics.CompareLogits(c.net.Forward(xh), zh, nil)
 	if err != nil {
 		return nil, err
 	}
-	c.BalanceFactors()
-	tr, err := nn.Distill(ctx, c, xt, zt, nn.DistillOptions{
+	tr, err := c.fit(ctx, xt, zt, nn.DistillOptions{
 		TrainOptions: nn.TrainOptions{Epochs: o.Epochs, BatchSize: o.BatchSize, LearningRate: o.LearningRate, Seed: o.Seed,
 			Progress: func(_ string, done, total int) {
 				if progress != nil {
@@ -202,7 +218,7 @@ func distill(ctx context.Context, net, c *nn.MLP, x0 *mat.Dense, o DistillOption
 	if err != nil {
 		return nil, err
 	}
-	after, err := metrics.CompareLogits(c.Forward(xh), zh, nil)
+	after, err := metrics.CompareLogits(c.net.Forward(xh), zh, nil)
 	if err != nil {
 		return nil, err
 	}

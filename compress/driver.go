@@ -71,9 +71,16 @@ type prober interface {
 
 // wholeNetwork is implemented by a source whose whole network compressLayers
 // can run on any inputs (an MLP): it takes held-out errors
-// (Options.Holdout, computed by its write) and distillation.
+// (Options.Holdout, computed by its write) and the distillation
+// DistillOptions.Auto chooses.
 type wholeNetwork interface {
 	prober
+	distiller
+}
+
+// distiller is implemented by a source whose compressed network can be
+// fit end to end (an MLP, a graph).
+type distiller interface {
 	// distill fits the compressed network end to end to the original's
 	// outputs (Options.Distill).
 	distill(ctx context.Context, o DistillOptions, progress func(string, int, int)) (*DistillReport, error)
@@ -110,13 +117,12 @@ func checkCalibration(x0 *mat.Dense, in int, takes string) error {
 func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Options, res *Result, start time.Time) error {
 	res.Sequential = o.Sequential
 	whole, _ := src.(wholeNetwork)
-	if whole == nil {
-		if o.Holdout != nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("held-out per-layer errors are not computed for a %s; Options.Holdout was ignored", src.kind()))
-		}
-		if o.Distill.Epochs > 0 && !o.Distill.Auto {
-			return fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs only, not for a %s; compress without it: %w", src.kind(), ErrInput)
-		}
+	if whole == nil && o.Holdout != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("held-out per-layer errors are not computed for a %s; Options.Holdout was ignored", src.kind()))
+	}
+	dist, _ := src.(distiller)
+	if dist == nil && o.Distill.Epochs > 0 && !o.Distill.Auto {
+		return fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs and graphs, not for a %s; compress without it: %w", src.kind(), ErrInput)
 	}
 	layers, err := src.layers()
 	if err != nil {
@@ -184,8 +190,8 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 			o.Progress("compress", j+1, L)
 		}
 	}
-	if o.Distill.applies(whole != nil, res.Params, res.DenseParams) {
-		if res.Distill, err = whole.distill(ctx, o.Distill, o.Progress); err != nil {
+	if dist != nil && o.Distill.applies(whole != nil, res.Params, res.DenseParams) {
+		if res.Distill, err = dist.distill(ctx, o.Distill, o.Progress); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package compress
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -75,7 +76,9 @@ type graphLayer struct {
 // and their biases are kept. Ranks has one entry per weight, in node
 // order. AllocSensitivity and AllocASVD measure the graph's output with
 // each weight compressed on the first GraphProbeSamples samples; Holdout
-// is ignored with a warning. Errors caused by the input wrap ErrInput.
+// is ignored with a warning. Distill fits the factors and their biases to
+// the graph's outputs (graphSource.distill). Errors caused by the input
+// wrap ErrInput.
 func CompressGraph(ctx context.Context, g *nn.Graph, x0 *mat.Dense, o Options) (*GraphResult, error) {
 	start := time.Now()
 	if g == nil {
@@ -188,6 +191,32 @@ func (s *graphSource) write(j int, step layerOutcome, _ *mat.Dense, _ *LayerRepo
 }
 
 func (s *graphSource) model() nn.Network { return s.out }
+
+// distill fits the constants of the rewritten weights (the factors and
+// their biases) to the original graph's outputs; the other constants stay.
+// The objective defaults to "logits", the outputs' squared error: a
+// graph's outputs need not be class logits.
+func (s *graphSource) distill(ctx context.Context, o DistillOptions, progress func(string, int, int)) (*DistillReport, error) {
+	var names []string
+	for _, l := range s.ls {
+		if l.repl != nil {
+			names = append(names, slices.Sorted(maps.Keys(l.consts))...)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil // every weight kept as it was
+	}
+	if o.Objective == "" {
+		o.Objective = "logits"
+	}
+	for _, l := range s.ls {
+		l.balance()
+	}
+	g := s.out
+	return distill(ctx, s.g, student{net: g, fit: func(ctx context.Context, x, teacher *mat.Dense, no nn.DistillOptions) (*nn.TrainResult, error) {
+		return nn.DistillGraph(ctx, g, names, x, teacher, no)
+	}}, s.x0, o, progress)
+}
 
 // GraphProbeSamples is how many calibration samples (the first ones) the
 // measured allocations of a graph run through it per measurement: each is
@@ -352,6 +381,31 @@ func (l *graphLayer) setFactored(f Factored) {
 	mid := p + ".A_output"
 	l.emit(l.input, p+".A", f.InBias, p+".A.bias", mid)
 	l.emit(mid, p+".B", f.Bias, p+".B.bias", l.out)
+}
+
+// balance gives the two factors of a factored layer equal norms per inner
+// unit (nn.BalanceUnit, as nn.MLP.BalanceFactors before distillation): a
+// fit leaves the whole scale in one factor, and Adam's steps of a fixed
+// size would then move the two very unequally.
+func (l *graphLayer) balance() {
+	p := l.prefix()
+	a, b := l.consts[p+".A"], l.consts[p+".B"]
+	if a == nil || b == nil {
+		return // a dense layer
+	}
+	am := mat.NewDense(a.Shape[0], a.Shape[1], a.Data)
+	bm := mat.NewDense(b.Shape[0], b.Shape[1], b.Data)
+	var inBias []float64
+	if t := l.consts[p+".A.bias"]; t != nil {
+		inBias = t.Data
+	}
+	for k := 0; k < a.Shape[1]; k++ {
+		var bk *float64
+		if inBias != nil {
+			bk = &inBias[k]
+		}
+		nn.BalanceUnit(am.ColView(k).(*mat.VecDense), bm.RowView(k).(*mat.VecDense), bk)
+	}
 }
 
 // emit appends MatMul(in, w) and, with a bias, an Add, ending at out.

@@ -221,3 +221,46 @@ func maxDiff(a, b *mat.Dense) float64 {
 	d.Sub(a, b)
 	return mat.Norm(&d, math.Inf(1))
 }
+
+// Distillation of a graph (a residual block whose rank-2 weight is cut to
+// rank 1, so the layer fit errs) lowers the output error on samples it
+// never saw, keeps the parameter count, the layout and the opset, and
+// leaves the original graph as it was.
+func TestCompressGraphDistill(t *testing.T) {
+	g := lowRankMixer(rand.New(rand.NewPCG(1, 2)))
+	g.Opset = 17
+	rng := rand.New(rand.NewPCG(19, 20))
+	x := testutil.RandDense(rng, 400, g.In())
+	test := testutil.RandDense(rng, 200, g.In())
+	want := g.Forward(test)
+	relErr := func(m *nn.Graph) float64 {
+		var d mat.Dense
+		d.Sub(m.Forward(test), want)
+		return mat.Norm(&d, 2) / mat.Norm(want, 2)
+	}
+	o := Options{Ranks: []int{1, 4, 3}, Sequential: true}
+	plain, err := CompressGraph(context.Background(), g, x, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Distill = DistillOptions{Epochs: 20, Seed: 1}
+	dist, err := CompressGraph(context.Background(), g, x, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dist.Distill
+	if r == nil || r.BestEpoch == 0 || r.Objective != "logits" || !(r.Divergence < r.StartDivergence) {
+		t.Fatalf("distillation report %+v", r)
+	}
+	before, after := relErr(plain.Model), relErr(dist.Model)
+	t.Logf("test output error %.4f → %.4f; held-out squared error %.4g → %.4g (epoch %d)", before, after, r.StartDivergence, r.Divergence, r.BestEpoch)
+	if !(after < before) {
+		t.Errorf("distillation did not lower the test output error: %.4f → %.4f", before, after)
+	}
+	if dist.Model.NumParams() != plain.Model.NumParams() || dist.Model.String() != plain.Model.String() || dist.Model.Opset != 17 {
+		t.Errorf("distilled %s (%d params, opset %d), layer fit %s (%d params)", dist.Model, dist.Model.NumParams(), dist.Model.Opset, plain.Model, plain.Model.NumParams())
+	}
+	if !mat.Equal(g.Forward(test), want) {
+		t.Error("distillation changed the original graph")
+	}
+}

@@ -55,7 +55,7 @@ type Options struct {
 	Holdout *mat.Dense
 	// Distill, with Epochs > 0, fits the compressed network end to end to
 	// the original network's output on the calibration inputs after the
-	// layer-by-layer fit (knowledge distillation, no labels; MLPs only).
+	// layer-by-layer fit (knowledge distillation, no labels; MLPs and graphs).
 	// Off in the zero value (it is not part of Zhang & Saab's algorithm);
 	// DefaultOptions turns it on where it helps (DistillOptions.Auto).
 	Distill DistillOptions
@@ -296,7 +296,7 @@ func (s *mlpSource) probe(costs []layerCost, fits []*Fit, refit bool) *probe {
 }
 
 func (s *mlpSource) distill(ctx context.Context, o DistillOptions, progress func(string, int, int)) (*DistillReport, error) {
-	return distill(ctx, s.net, s.out, s.x0, o, progress)
+	return distill(ctx, s.net, mlpStudent(s.out), s.x0, o, progress)
 }
 
 // methodUsesBiasMode reports whether the method honours LayerOptions.Bias.

@@ -94,6 +94,26 @@ func (m *MLP) Ranks() []int {
 	return out
 }
 
+// BalanceUnit rescales one inner unit of a factored pair, a product by u
+// (plus the bias *b, if b is not nil) then by v: u and *b times
+// s = √(‖v‖/‖u‖), v divided by s, so that both have the norm √(‖u‖·‖v‖)
+// and the product is unchanged up to rounding. A dead unit (a zero
+// vector) is left as it is. u and v are views of the factors.
+func BalanceUnit(u, v *mat.VecDense, b *float64) {
+	a, c := mat.Norm(u, 2), mat.Norm(v, 2)
+	if !(a > 0 && c > 0) {
+		return
+	}
+	s := math.Sqrt(c / a)
+	u.ScaleVec(s, u)
+	if b != nil {
+		*b *= s
+	}
+	for i := 0; i < v.Len(); i++ {
+		v.SetVec(i, v.AtVec(i)/s)
+	}
+}
+
 // BalanceFactors rescales every factored pair (a layer with the Identity
 // activation followed by another layer) so that, for each inner unit k, row
 // k of the first factor and column k of the second have the same norm: row
@@ -109,21 +129,11 @@ func (m *MLP) BalanceFactors() {
 			continue
 		}
 		for k := 0; k < first.Out(); k++ {
-			row := first.Weight.RawRowView(k)
-			a := floats.Norm(row, 2)
-			b := mat.Norm(second.Weight.ColView(k), 2)
-			if !(a > 0 && b > 0) {
-				continue // a dead unit: nothing to balance
-			}
-			s := math.Sqrt(b / a)
-			floats.Scale(s, row)
+			var b *float64
 			if first.Bias != nil {
-				first.Bias[k] *= s
+				b = &first.Bias[k]
 			}
-			out := second.Out()
-			for j := 0; j < out; j++ {
-				second.Weight.Set(j, k, second.Weight.At(j, k)/s)
-			}
+			BalanceUnit(first.Weight.RowView(k).(*mat.VecDense), second.Weight.ColView(k).(*mat.VecDense), b)
 		}
 		i++ // the second layer of the pair is not the first of another
 	}

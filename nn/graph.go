@@ -706,18 +706,9 @@ func (g *Graph) runFrom(env map[string]value, from int, probe func(i int, n *Gra
 		if err := checkArity(n); err != nil {
 			return nil, err
 		}
-		ins := make([]value, len(n.Inputs))
-		for k, name := range n.Inputs {
-			if name == "" {
-				continue
-			}
-			if v, ok := env[name]; ok {
-				ins[k] = v
-			} else if t, ok := g.Consts[name]; ok {
-				ins[k] = value{shape: t.Shape, data: t.Data, isInt: t.Int}
-			} else {
-				return nil, fmt.Errorf("nn: graph node %q (%s): input %q is not computed before it (nodes must be in topological order): %w", n.Name, n.Op, name, ErrInput)
-			}
+		ins, err := g.inputs(n, env)
+		if err != nil {
+			return nil, err
 		}
 		if probe != nil {
 			if err := probe(i, n, ins); err != nil {
@@ -738,6 +729,25 @@ func (g *Graph) runFrom(env map[string]value, from int, probe func(i int, n *Gra
 		return nil, fmt.Errorf("nn: the graph output %q is computed by no node: %w", g.Output, ErrInput)
 	}
 	return env, nil
+}
+
+// inputs returns the values of node n's inputs: computed ones from env,
+// constants from g.Consts, an absent optional input as the zero value.
+func (g *Graph) inputs(n *GraphNode, env map[string]value) ([]value, error) {
+	ins := make([]value, len(n.Inputs))
+	for k, name := range n.Inputs {
+		if name == "" {
+			continue
+		}
+		if v, ok := env[name]; ok {
+			ins[k] = v
+		} else if t, ok := g.Consts[name]; ok {
+			ins[k] = value{shape: t.Shape, data: t.Data, isInt: t.Int}
+		} else {
+			return nil, fmt.Errorf("nn: graph node %q (%s): input %q is not computed before it (nodes must be in topological order): %w", n.Name, n.Op, name, ErrInput)
+		}
+	}
+	return ins, nil
 }
 
 func (n *GraphNode) attrInt(name string, def int64) int64 {

@@ -69,13 +69,14 @@ func (g *Graph) apply(n *GraphNode, ins []value) ([]value, error) {
 			y, err = reduceMean(a, axes, n.attrInt("keepdims", 1) != 0)
 		}
 	case "Softmax":
-		def := int64(-1)
-		if g.Opset != 0 && g.Opset < 13 {
-			def = 1
-		}
-		y, err = softmax(a, int(n.attrInt("axis", def)), g.Opset != 0 && g.Opset < 13)
+		axis, flat := g.softmaxAxis(n)
+		y, err = softmax(a, axis, flat)
 	case "LayerNormalization":
-		y, err = layerNorm(a, ins[1], ins[2], int(n.attrInt("axis", -1)), n.attrFloat("epsilon", 1e-5))
+		var bias value // optional
+		if len(ins) > 2 {
+			bias = ins[2]
+		}
+		y, err = layerNorm(a, ins[1], bias, int(n.attrInt("axis", -1)), n.attrFloat("epsilon", 1e-5))
 	case "Shape":
 		r := len(a.shape)
 		lo, hi := clampAxis(int(n.attrInt("start", 0)), r), clampAxis(int(n.attrInt("end", int64(r))), r)
@@ -112,6 +113,17 @@ func (g *Graph) apply(n *GraphNode, ins []value) ([]value, error) {
 		return nil, err
 	}
 	return []value{y}, nil
+}
+
+// softmaxAxis returns the axis of a Softmax node and whether it normalises
+// over every axis from it on (opsets before 13, whose default axis is 1).
+func (g *Graph) softmaxAxis(n *GraphNode) (axis int, flat bool) {
+	flat = g.Opset != 0 && g.Opset < 13
+	def := int64(-1)
+	if flat {
+		def = 1
+	}
+	return int(n.attrInt("axis", def)), flat
 }
 
 // intsOf reads an integer tensor (a shape, indices, axes); values beyond
@@ -670,15 +682,7 @@ func layerNorm(a, scale, bias value, axis int, eps float64) (value, error) {
 	y := value{shape: a.shape, data: make([]float64, len(a.data))}
 	for r := 0; r+size <= len(a.data) && size > 0; r += size {
 		row, out := a.data[r:r+size], y.data[r:r+size]
-		var mu, v float64
-		for _, x := range row {
-			mu += x
-		}
-		mu /= float64(size)
-		for _, x := range row {
-			v += (x - mu) * (x - mu)
-		}
-		d := math.Sqrt(v/float64(size) + eps)
+		mu, d := meanDev(row, eps)
 		for i, x := range row {
 			out[i] = (x - mu) / d
 		}
@@ -690,6 +694,20 @@ func layerNorm(a, scale, bias value, axis int, eps float64) (value, error) {
 		return broadcast("Add", y, bias)
 	}
 	return y, nil
+}
+
+// meanDev returns the mean of row and its deviation √(variance + eps),
+// LayerNormalization's.
+func meanDev(row []float64, eps float64) (mu, d float64) {
+	var v float64
+	for _, x := range row {
+		mu += x
+	}
+	mu /= float64(len(row))
+	for _, x := range row {
+		v += (x - mu) * (x - mu)
+	}
+	return mu, math.Sqrt(v/float64(len(row)) + eps)
 }
 
 // gather takes the entries of a at indices along axis.

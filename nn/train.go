@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -175,6 +176,9 @@ type TrainResult struct {
 // caused by the data or options wrap ErrInput.
 func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOptions) (*TrainResult, error) {
 	opt = opt.withDefaults()
+	if err := checkMLP("Train", m); err != nil {
+		return nil, err
+	}
 	if err := checkTraining("Train", m, x, opt); err != nil {
 		return nil, err
 	}
@@ -186,7 +190,7 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 		return nil, err
 	}
 	batchLabels := make([]int, min(opt.BatchSize, n))
-	return adamLoop(ctx, m, x, opt, func(logits, grad *mat.Dense, idx []int) (float64, int) {
+	return adamLoop(ctx, newMLPTrainer(m, min(opt.BatchSize, n)), x, opt, func(logits, grad *mat.Dense, idx []int) (float64, int) {
 		lab := batchLabels[:len(idx)]
 		for r, i := range idx {
 			lab[r] = labels[i]
@@ -195,10 +199,10 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 	}, nil)
 }
 
-// checkTraining checks what Train and Distill share: a valid network of
-// ReLU and Identity layers, inputs of its width, usable options and
-// validation data. fn names the caller in messages; errors wrap ErrInput.
-func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
+// checkMLP checks that m is a valid network of ReLU and Identity layers,
+// the ones Train and Distill differentiate. fn names the caller in
+// messages; errors wrap ErrInput.
+func checkMLP(fn string, m *MLP) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInput)
 	}
@@ -207,6 +211,16 @@ func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
 			return fmt.Errorf("nn: %s: layer %d has activation %s; training supports relu and identity layers only: %w", fn, i, l.Act, ErrInput)
 		}
 	}
+	return nil
+}
+
+// checkTraining checks what training any network m shares: inputs of its
+// width, usable options and validation data. fn names the caller in
+// messages; errors wrap ErrInput.
+func checkTraining(fn string, m interface {
+	In() int
+	Out() int
+}, x *mat.Dense, opt TrainOptions) error {
 	if x == nil || x.IsEmpty() {
 		return fmt.Errorf("nn: %s: the inputs x are nil or empty; expected n×%d (the network's input width): %w", fn, m.In(), ErrInput)
 	}
@@ -246,18 +260,41 @@ func checkTraining(fn string, m *MLP, x *mat.Dense, opt TrainOptions) error {
 // loss's gradient with respect to the logits into grad (same shape).
 type batchLoss func(logits, grad *mat.Dense, idx []int) (loss float64, correct int)
 
+// trainable is a network adamLoop trains: an MLP (mlpTrainer) or chosen
+// constants of a Graph (graphTrainer).
+type trainable interface {
+	In() int
+	Out() int
+	Forward(x *mat.Dense) *mat.Dense
+	Evaluate(x *mat.Dense, labels []int) (Metrics, error)
+	// params lists the parameters, each with the slice gradient writes
+	// its gradient into; they stay the same slices while it trains.
+	params() []param
+	// gradient computes the loss of the samples idx of x and its gradient
+	// with respect to every parameter, and returns the mean loss and the
+	// number of samples the loss counts as correct.
+	gradient(x *mat.Dense, idx []int, loss batchLoss) (float64, int, error)
+}
+
+// param is one parameter slice of a trainable and its gradient.
+type param struct {
+	value, grad []float64
+	// decay: TrainOptions.WeightDecay applies (weights, not biases).
+	decay bool
+}
+
 // adamLoop is the minibatch Adam loop of Train and Distill with the
 // checked, defaulted options opt and the loss of a batch.
 // afterEpoch, if non-nil, is called with each epoch's statistics before
 // they are recorded.
-func adamLoop(ctx context.Context, m *MLP, x *mat.Dense, opt TrainOptions, loss batchLoss, afterEpoch func(*EpochStats)) (*TrainResult, error) {
+func adamLoop(ctx context.Context, m trainable, x *mat.Dense, opt TrainOptions, loss batchLoss, afterEpoch func(*EpochStats)) (*TrainResult, error) {
 	start := time.Now()
 	n, _ := x.Dims()
 	bs := min(opt.BatchSize, n)
 	perEpoch := (n + bs - 1) / bs
 	total := perEpoch * opt.Epochs
-	ad := newAdam(m)
-	ws := newWorkspace(m, bs)
+	ps := m.params()
+	ad := newAdam(ps)
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x747261696e)) // "train"
 	perm := make([]int, n)
 	res := &TrainResult{}
@@ -278,7 +315,10 @@ func adamLoop(ctx context.Context, m *MLP, x *mat.Dense, opt TrainOptions, loss 
 				return res, err
 			}
 			idx := perm[b*bs : min((b+1)*bs, n)]
-			l, ok := ws.gradient(m, x, idx, loss)
+			l, ok, err := m.gradient(x, idx, loss)
+			if err != nil {
+				return nil, err
+			}
 			lossSum += l * float64(len(idx))
 			correct += ok
 			lr = opt.LearningRate
@@ -286,7 +326,7 @@ func adamLoop(ctx context.Context, m *MLP, x *mat.Dense, opt TrainOptions, loss 
 				lr *= 0.5 * (1 + math.Cos(math.Pi*float64(step)/float64(total)))
 			}
 			step++
-			ad.step(m, ws, lr, opt)
+			ad.step(ps, lr, opt)
 			if opt.Progress != nil {
 				opt.Progress("train", step, total)
 			}
@@ -313,6 +353,38 @@ func adamLoop(ctx context.Context, m *MLP, x *mat.Dense, opt TrainOptions, loss 
 	res.Steps = step
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// mlpTrainer is an MLP as a trainable: its weights and biases, and the
+// workspace of a minibatch.
+type mlpTrainer struct {
+	*MLP
+	ws *workspace
+}
+
+func newMLPTrainer(m *MLP, bs int) *mlpTrainer {
+	return &mlpTrainer{MLP: m, ws: newWorkspace(m, bs)}
+}
+
+// params lists each weight row and each bias.
+func (t *mlpTrainer) params() []param {
+	var ps []param
+	for i, l := range t.Layers {
+		r, c := l.Weight.Dims()
+		raw, gw := l.Weight.RawMatrix(), t.ws.dw[i].RawMatrix()
+		for row := 0; row < r; row++ {
+			ps = append(ps, param{value: raw.Data[row*raw.Stride : row*raw.Stride+c], grad: gw.Data[row*gw.Stride : row*gw.Stride+c], decay: true})
+		}
+		if l.Bias != nil {
+			ps = append(ps, param{value: l.Bias, grad: t.ws.db[i]})
+		}
+	}
+	return ps
+}
+
+func (t *mlpTrainer) gradient(x *mat.Dense, idx []int, loss batchLoss) (float64, int, error) {
+	l, ok := t.ws.gradient(t.MLP, x, idx, loss)
+	return l, ok, nil
 }
 
 // workspace holds one minibatch's activations and the gradients.
@@ -423,48 +495,37 @@ func maskReLU(g, h *mat.Dense) {
 	}
 }
 
-// adam holds the first and second moment estimates.
+// adam holds the first and second moment estimates of each parameter.
 type adam struct {
-	t      int
-	mw, vw [][]float64
-	mb, vb [][]float64
+	t    int
+	m, v [][]float64
 }
 
-func newAdam(m *MLP) *adam {
+func newAdam(ps []param) *adam {
 	a := &adam{}
-	for _, l := range m.Layers {
-		r, c := l.Weight.Dims()
-		a.mw = append(a.mw, make([]float64, r*c))
-		a.vw = append(a.vw, make([]float64, r*c))
-		a.mb = append(a.mb, make([]float64, len(l.Bias)))
-		a.vb = append(a.vb, make([]float64, len(l.Bias)))
+	for _, p := range ps {
+		a.m = append(a.m, make([]float64, len(p.value)))
+		a.v = append(a.v, make([]float64, len(p.value)))
 	}
 	return a
 }
 
-// step applies one Adam update with learning rate lr.
-func (a *adam) step(m *MLP, ws *workspace, lr float64, o TrainOptions) {
+// step applies one Adam update with learning rate lr to the parameters
+// ps, from their gradients.
+func (a *adam) step(ps []param, lr float64, o TrainOptions) {
 	a.t++
 	c1 := 1 - math.Pow(o.Beta1, float64(a.t))
 	c2 := 1 - math.Pow(o.Beta2, float64(a.t))
-	upd := func(p, g, mm, vv []float64, decay float64) {
-		for k, gk := range g {
+	for i, p := range ps {
+		decay := 1.0
+		if p.decay {
+			decay = 1 - lr*o.WeightDecay
+		}
+		mm, vv := a.m[i], a.v[i]
+		for k, gk := range p.grad {
 			mm[k] = o.Beta1*mm[k] + (1-o.Beta1)*gk
 			vv[k] = o.Beta2*vv[k] + (1-o.Beta2)*gk*gk
-			p[k] = p[k]*decay - lr*(mm[k]/c1)/(math.Sqrt(vv[k]/c2)+o.Epsilon)
-		}
-	}
-	for i, l := range m.Layers {
-		r, c := l.Weight.Dims()
-		raw := l.Weight.RawMatrix()
-		gw := ws.dw[i].RawMatrix()
-		decay := 1 - lr*o.WeightDecay
-		for row := 0; row < r; row++ {
-			upd(raw.Data[row*raw.Stride:row*raw.Stride+c], gw.Data[row*gw.Stride:row*gw.Stride+c],
-				a.mw[i][row*c:(row+1)*c], a.vw[i][row*c:(row+1)*c], decay)
-		}
-		if l.Bias != nil {
-			upd(l.Bias, ws.db[i], a.mb[i], a.vb[i], 1)
+			p.value[k] = p.value[k]*decay - lr*(mm[k]/c1)/(math.Sqrt(vv[k]/c2)+o.Epsilon)
 		}
 	}
 }
@@ -508,15 +569,27 @@ type DistillOptions struct {
 // finished one, ends on the best held-out epoch's weights; errors wrap
 // ErrInput.
 func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
+	if err := checkMLP("Distill", m); err != nil {
+		return nil, err
+	}
+	n := 0
+	if x != nil {
+		n, _ = x.Dims()
+	}
+	return distill(ctx, "Distill", newMLPTrainer(m, max(1, min(opt.TrainOptions.withDefaults().BatchSize, n))), x, teacher, opt)
+}
+
+// distill is Distill on any trainable; fn names the caller in messages.
+func distill(ctx context.Context, fn string, m trainable, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
 	opt.TrainOptions = opt.TrainOptions.withDefaults()
 	if opt.Temperature == 0 {
 		opt.Temperature = 1
 	}
-	if err := checkTraining("Distill", m, x, opt.TrainOptions); err != nil {
+	if err := checkTraining(fn, m, x, opt.TrainOptions); err != nil {
 		return nil, err
 	}
 	if !(opt.Temperature > 0) || math.IsInf(opt.Temperature, 0) {
-		return nil, fmt.Errorf("nn: Distill: Temperature must be positive and finite, got %g: %w", opt.Temperature, ErrInput)
+		return nil, fmt.Errorf("nn: %s: Temperature must be positive and finite, got %g: %w", fn, opt.Temperature, ErrInput)
 	}
 	obj, err := opt.objective()
 	if err != nil {
@@ -524,10 +597,10 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 	}
 	n, _ := x.Dims()
 	want := fmt.Sprintf("%d×%d, one row of logits per input and one column per output", n, m.Out())
-	if _, _, err := certify.CheckMatrix("nn.Distill", "teacher", teacher, n, m.Out(), want); err != nil {
+	if _, _, err := certify.CheckMatrix("nn."+fn, "teacher", teacher, n, m.Out(), want); err != nil {
 		return nil, err
 	}
-	keep, err := newBestWeights(m, opt, obj)
+	keep, err := newBestWeights(fn, m, opt, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +619,7 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 		return loss, countCorrect(logits, lab[:b])
 	}, keep.epochEnd)
 	if keep != nil && res != nil {
-		keep.restore(m)
+		keep.restore()
 		res.StartHoldoutLoss, res.BestEpoch = &keep.start, keep.epoch
 	}
 	return res, err
@@ -638,37 +711,41 @@ func LogitSquaredError(z, t, grad *mat.Dense) float64 {
 }
 
 // bestWeights is Distill's early stopping: the lowest held-out divergence
-// seen so far, the epoch it was seen after, and a copy of those weights.
+// seen so far, the epoch it was seen after, and a copy of those
+// parameters.
 type bestWeights struct {
-	m        *MLP
+	m        trainable
+	ps       []param
 	x, p     *mat.Dense // held-out inputs and targets
 	obj      distillObjective
 	start    float64
 	loss     float64
 	epoch    int
-	snapshot *MLP
+	snapshot [][]float64
 }
 
 // newBestWeights checks the holdout of opt and records m as the best so far
 // (epoch 0); it returns nil when opt has no holdout.
-func newBestWeights(m *MLP, opt DistillOptions, obj distillObjective) (*bestWeights, error) {
+func newBestWeights(fn string, m trainable, opt DistillOptions, obj distillObjective) (*bestWeights, error) {
 	if opt.Holdout == nil && opt.HoldoutTeacher == nil {
 		return nil, nil
 	}
 	if opt.Holdout == nil || opt.HoldoutTeacher == nil {
-		return nil, fmt.Errorf("nn: Distill: Holdout and HoldoutTeacher go together; one of them is missing: %w", ErrInput)
+		return nil, fmt.Errorf("nn: %s: Holdout and HoldoutTeacher go together; one of them is missing: %w", fn, ErrInput)
 	}
-	hn, _, err := certify.CheckMatrix("nn.Distill", "Holdout", opt.Holdout, -1, m.In(), fmt.Sprintf("n×%d (the network's input width)", m.In()))
+	hn, _, err := certify.CheckMatrix("nn."+fn, "Holdout", opt.Holdout, -1, m.In(), fmt.Sprintf("n×%d (the network's input width)", m.In()))
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := certify.CheckMatrix("nn.Distill", "HoldoutTeacher", opt.HoldoutTeacher, hn, m.Out(), fmt.Sprintf("%d×%d, the teacher's logits of Holdout", hn, m.Out())); err != nil {
+	if _, _, err := certify.CheckMatrix("nn."+fn, "HoldoutTeacher", opt.HoldoutTeacher, hn, m.Out(), fmt.Sprintf("%d×%d, the teacher's logits of Holdout", hn, m.Out())); err != nil {
 		return nil, err
 	}
-	b := &bestWeights{m: m, x: opt.Holdout, p: obj.targets(opt.HoldoutTeacher), obj: obj}
+	b := &bestWeights{m: m, ps: m.params(), x: opt.Holdout, p: obj.targets(opt.HoldoutTeacher), obj: obj}
 	b.start = b.divergence()
 	b.loss = b.start
-	b.snapshot = m.Clone()
+	for _, p := range b.ps {
+		b.snapshot = append(b.snapshot, slices.Clone(p.value))
+	}
 	return b, nil
 }
 
@@ -677,7 +754,7 @@ func (b *bestWeights) divergence() float64 {
 }
 
 // epochEnd measures the held-out divergence after an epoch and keeps the
-// weights if it is the lowest yet.
+// parameters if it is the lowest yet.
 func (b *bestWeights) epochEnd(st *EpochStats) {
 	if b == nil {
 		return
@@ -686,15 +763,16 @@ func (b *bestWeights) epochEnd(st *EpochStats) {
 	st.HoldoutLoss = &l
 	if l < b.loss {
 		b.loss, b.epoch = l, st.Epoch
-		b.snapshot = b.m.Clone()
+		for i, p := range b.ps {
+			copy(b.snapshot[i], p.value)
+		}
 	}
 }
 
-// restore puts the best weights back into m.
-func (b *bestWeights) restore(m *MLP) {
-	for i, l := range b.snapshot.Layers {
-		m.Layers[i].Weight.Copy(l.Weight)
-		copy(m.Layers[i].Bias, l.Bias)
+// restore puts the best parameters back.
+func (b *bestWeights) restore() {
+	for i, p := range b.ps {
+		copy(p.value, b.snapshot[i])
 	}
 }
 

@@ -129,15 +129,19 @@ recipe's distillation gains most from the extra rows.
 The report lists per layer the rank, parameters, and the relative error
 ‖Ỹ − Ŷ‖/‖Ỹ‖ of its pre-activations on the calibration and held-out data.
 
---distill N (MLPs) adds a step the paper does not have: after the layer fit,
-N epochs of Adam fit the whole compressed network to the original network's
-output on the same calibration inputs (knowledge distillation, still no
-labels), keeping the epoch that best matches the original on the last 10% of
-the calibration rows — the layer fit itself if none does. At small budgets it
-recovers much of what the layers lose together (docs/compress.md); 30 epochs
-add about 10 s at keep 0.05 on the Fashion-MNIST MLP. Without --distill,
-30 epochs run when the MLP keeps at most 25% of its parameters (above that
-they were measured to change nothing); --distill N runs N epochs whatever
+--distill N (MLPs and ONNX graphs) adds a step the paper does not have: after
+the layer fit, N epochs of Adam fit the whole compressed network to the
+original network's output on the same calibration inputs (knowledge
+distillation, still no labels), keeping the epoch that best matches the
+original on the last 10% of the calibration rows — the layer fit itself if
+none does. An MLP's weights and biases are fit to the original's tempered
+softmax; a graph's factors and their biases (its other constants stay) to
+its outputs by squared error, with gradients back-propagated through every
+node (attention, LayerNorm, GELU). At small budgets it recovers much of what
+the layers lose together (docs/compress.md); 30 epochs add about 10 s at
+keep 0.05 on the Fashion-MNIST MLP. Without --distill, 30 epochs run when
+an MLP keeps at most 25% of its parameters (above that they were measured
+to change nothing) and none on a graph; --distill N runs N epochs whatever
 the budget, --distill 0 none.
 
 --model is safetensors (nn.Sequential keys) or ONNX (torch.onnx.export of an
@@ -179,9 +183,10 @@ const compressExample = `  # Keep 5% of the parameters with the best measured re
   # A 2-block MLP-mixer on image rows (bench/mixer_fashion.py)
   relurec compress --model mixer.onnx --data fashion-mnist --keep 0.5 --out small.onnx
 
-  # A small ViT (bench/vit_fashion.py) at 30% of its parameters
+  # A small ViT (bench/vit_fashion.py) at 30% of its parameters, its factors
+  # then distilled to the ViT's outputs for 10 epochs
   relurec compress --model vit.onnx --data fashion-mnist --keep 0.3 --sequential \
-      --allocation sensitivity --out small.onnx`
+      --allocation sensitivity --distill 10 --out small.onnx`
 
 func newCompressCmd(a *app) *cobra.Command {
 	def := compress.DefaultOptions(&nn.MLP{}) // the flags' defaults; preset applies the model's
@@ -216,7 +221,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar((*string)(&opt.Bias), "bias", string(opt.Bias), "bias handling of data/convex/relu: center (dense re-fitted), augment (inside the rank) or keep")
 	f.StringVar((*string)(&opt.Route), "route", string(opt.Route), "whitening route of Alg 2: auto, qr, gram or projection")
 	f.Float64Var(&opt.Ridge, "ridge", 0, "relative ridge added to the whitening Gram matrix (0 = only if singular; reported)")
-	f.IntVar(&opt.Distill, "distill", opt.Distill, "epochs of distillation to the original's outputs after the layer fit (MLPs; 0 = none); without the flag, only when ≤ 25% is kept")
+	f.IntVar(&opt.Distill, "distill", opt.Distill, "epochs of distillation to the original's outputs after the layer fit (MLPs and graphs; 0 = none); without the flag, an MLP only when ≤ 25% is kept")
 	f.Float64Var(&opt.DistillLR, "distill-lr", compress.DefaultDistillLR, "Adam's learning rate for --distill")
 	// Library messages name DistillOptions.Epochs and .LearningRate.
 	_ = f.SetAnnotation("distill", optionAnnotation, []string{"Epochs"})
@@ -244,8 +249,10 @@ type compressTarget struct {
 	// describes one sample of its inputs ("1×28×28 images").
 	kind, shape string
 	// whole reports an MLP, which takes --holdout (per-layer held-out
-	// errors) and --distill; the manifest then reports the distillation.
-	whole bool
+	// errors) and the distillation the default preset chooses; distills
+	// a network --distill fits (an MLP, a graph), whose manifest then
+	// reports the distillation.
+	whole, distills bool
 	// calibDefault, if not 0, replaces --calib-samples when not given.
 	calibDefault int
 	// run compresses the network; print writes the human report.
@@ -299,7 +306,7 @@ func mlpTarget(net *nn.MLP, opt compressOptions) (*compressTarget, error) {
 	if opt.Fast {
 		calib = 0 // the flag's default
 	}
-	return &compressTarget{net: net, kind: "MLP", whole: true, print: printCompress, calibDefault: calib,
+	return &compressTarget{net: net, kind: "MLP", whole: true, distills: true, print: printCompress, calibDefault: calib,
 		run: func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
 			res, err := compress.CompressMLP(ctx, net, x, copt)
 			if err != nil {
@@ -375,7 +382,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	if cn.modules != nil {
 		results["modules"] = cn.modules
 	}
-	if t.whole {
+	if t.distills {
 		results["distill"] = res.Distill
 	}
 	man.Results = jsonsafe.Finite(results)
@@ -413,7 +420,7 @@ func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast, cal
 		plan += fmt.Sprintf(", keep %g, %s allocation", o.Keep, alloc)
 	}
 	switch {
-	case o.Distill.Epochs == 0 || !t.whole || keep && o.Distill.Auto && o.Keep > compress.DistillMaxKept:
+	case o.Distill.Epochs == 0 || !t.distills || o.Distill.Auto && (!t.whole || keep && o.Keep > compress.DistillMaxKept):
 	case o.Distill.Auto && !keep:
 		plan += fmt.Sprintf(", %d epochs of distillation if ≤ %g of the parameters are kept", o.Distill.Epochs, compress.DistillMaxKept)
 	default:

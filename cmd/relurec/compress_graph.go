@@ -22,14 +22,15 @@ const graphCalibImages = 2048
 
 // graphTarget is compress for an ONNX graph (compress.CompressGraph):
 // every MatMul or Gemm by a constant weight compressed to low rank from
-// the activations that reach it, written back as two MatMul nodes. The
-// output is ONNX, --holdout is not taken, and without --calib-samples
+// the activations that reach it, written back as two MatMul nodes, then
+// with --distill the factors fit to the graph's outputs. The output is
+// ONNX, --holdout is not taken, and without --calib-samples
 // graphCalibImages samples calibrate.
 func graphTarget(net *nn.Graph, opt compressOptions) (*compressTarget, error) {
 	if !strings.EqualFold(filepath.Ext(opt.Out), extONNX) {
 		return nil, usageErrorf("--out %s: a graph (residual or mixer blocks) is written as ONNX only; give a .onnx file", opt.Out)
 	}
-	return &compressTarget{net: net, kind: "graph", shape: fmt.Sprintf("samples of shape %v", net.InputShape), calibDefault: graphCalibImages, print: printCompressGraph,
+	return &compressTarget{net: net, kind: "graph", distills: true, shape: fmt.Sprintf("samples of shape %v", net.InputShape), calibDefault: graphCalibImages, print: printCompressGraph,
 		run: func(ctx context.Context, x *mat.Dense, copt compress.Options) (*compressedNetwork, error) {
 			res, err := compress.CompressGraph(ctx, net, x, copt)
 			if err != nil {

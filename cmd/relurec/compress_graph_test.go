@@ -3,6 +3,7 @@ package main
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -42,26 +43,33 @@ func tinyMixer(seed uint64) *nn.Graph {
 	}
 }
 
+// mixerFiles writes tinyMixer(seed) to dir as ONNX and n random images
+// with its outputs as an .npz (X, Y), and returns the graph and both
+// paths.
+func mixerFiles(t *testing.T, dir string, seed uint64, n int) (g *nn.Graph, model, data string) {
+	g = tinyMixer(seed)
+	model = filepath.Join(dir, "mixer.onnx")
+	if err := nn.SaveGraphONNX(model, g, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 9))
+	x := mat.NewDense(n, 784, nil)
+	for i := range x.RawMatrix().Data {
+		x.RawMatrix().Data[i] = rng.Float64()
+	}
+	data = filepath.Join(dir, "calib.npz")
+	if err := dataio.WriteNPZ(data, map[string]*mat.Dense{"X": x, "Y": g.Forward(x)}); err != nil {
+		t.Fatal(err)
+	}
+	return g, model, data
+}
+
 // compress takes an ONNX graph with a residual block and writes a graph
 // that reads back with the reported parameters; eval scores it; a
 // .safetensors output is refused.
 func TestCompressGraphCommand(t *testing.T) {
 	dir := t.TempDir()
-	g := tinyMixer(3)
-	model := filepath.Join(dir, "mixer.onnx")
-	if err := nn.SaveGraphONNX(model, g, nil, ""); err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(8, 9))
-	x := mat.NewDense(60, 784, nil)
-	for i := range x.RawMatrix().Data {
-		x.RawMatrix().Data[i] = rng.Float64()
-	}
-	y := g.Forward(x)
-	data := filepath.Join(dir, "calib.npz")
-	if err := dataio.WriteNPZ(data, map[string]*mat.Dense{"X": x, "Y": y}); err != nil {
-		t.Fatal(err)
-	}
+	g, model, data := mixerFiles(t, dir, 3, 60)
 	out := filepath.Join(dir, "small.onnx")
 	code, stdout, stderr := cli(t, "compress", "--model", model, "--calib", data, "--keep", "0.5", "--out", out, "--json")
 	if code != 0 {
@@ -89,5 +97,41 @@ func TestCompressGraphCommand(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "compress", "--model", model, "--calib", data, "--out", filepath.Join(dir, "s.safetensors")); code != 2 {
 		t.Fatalf(".safetensors out for a graph: exit %d: %s", code, stderr)
+	}
+}
+
+// compress --distill on a graph reports the distillation (JSON and table)
+// and writes a model of the same parameter count that eval loads and
+// scores against the original's outputs.
+func TestCompressGraphDistillCommand(t *testing.T) {
+	dir := t.TempDir()
+	_, model, data := mixerFiles(t, dir, 4, 80)
+	out := filepath.Join(dir, "small.onnx")
+	code, stdout, stderr := cli(t, "compress", "--model", model, "--calib", data, "--keep", "0.3", "--distill", "2", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	v := decodeOne(t, stdout)
+	d, ok := v["distill"].(map[string]any)
+	if !ok || d["epochs"].(float64) != 2 || d["objective"] != "logits" {
+		t.Fatalf("--distill on a graph: report %v", v["distill"])
+	}
+	got, _, err := loadAnyNetwork(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := got.(*nn.Graph); !ok || c.NumParams() != int(v["params"].(float64)) {
+		t.Fatalf("read back %T with %d parameters, want a graph with %v", got, got.NumParams(), v["params"])
+	}
+	code, stdout, stderr = cli(t, "eval", "--model", out, "--truth", data, "--json")
+	if code != 0 {
+		t.Fatalf("eval of the distilled graph: exit %d: %s", code, stderr)
+	}
+	if _, ok := decodeOne(t, stdout)["truth_outputs"].(map[string]any)["max_abs_error"].(float64); !ok {
+		t.Fatalf("eval --truth of the distilled graph: %s", stdout)
+	}
+	code, stdout, stderr = cli(t, "compress", "--model", model, "--calib", data, "--keep", "0.3", "--distill", "2", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "distillation   2 epochs") || !strings.Contains(stderr+stdout, "2 epochs of distillation") {
+		t.Fatalf("--distill table: exit %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
 	}
 }
