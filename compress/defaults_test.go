@@ -3,6 +3,7 @@ package compress
 import (
 	"context"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/nn"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -11,8 +12,8 @@ import (
 // DefaultOptions is the recipe on an MLP — sequential, and at budgets up to
 // a quarter the sensitivity allocation (AllocAuto) and distillation, above
 // it the global allocation without —
-// and reduces on a CNN to the global allocation without distillation and
-// without an error; FastOptions is the zero value's behaviour.
+// the same on a graph, and reduces on a CNN to the global allocation
+// without distillation and without an error; FastOptions is the zero value's behaviour.
 func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 	net, x, _ := teacher(21)
 	ctx := context.Background()
@@ -45,6 +46,28 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 	}
 	if fast.Sequential || fast.Selection != zero.Selection || fast.Params != zero.Params || fast.Distill != nil {
 		t.Fatalf("FastOptions: sequential %v, %q (%d parameters) against the zero value's %q (%d)", fast.Sequential, fast.Selection, fast.Params, zero.Selection, zero.Params)
+	}
+
+	// A graph gets the MLP's recipe: sequential, and at keep 0.2 the
+	// sensitivity allocation and distillation.
+	grng := rand.New(rand.NewPCG(1, 2))
+	g := &nn.Graph{
+		Input: "x", InputShape: []int{30}, Output: "y", Opset: 17,
+		Consts: map[string]*nn.GraphTensor{"W": graphTensor(testutil.RandDense(grng, 30, 30)), "W2": graphTensor(testutil.RandDense(grng, 30, 10))},
+		Nodes: []nn.GraphNode{
+			{Name: "mm", Op: "MatMul", Inputs: []string{"x", "W"}, Outputs: []string{"a"}},
+			{Name: "relu", Op: "Relu", Inputs: []string{"a"}, Outputs: []string{"r"}},
+			{Name: "mm2", Op: "MatMul", Inputs: []string{"r", "W2"}, Outputs: []string{"y"}},
+		},
+	}
+	og := DefaultOptions(g)
+	og.Keep, og.Distill.Epochs = 0.2, 2
+	gres, err := CompressGraph(ctx, g, testutil.RandDense(rand.New(rand.NewPCG(8, 9)), 300, g.In()), og)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gres.Sequential || !strings.Contains(gres.Selection, "("+string(AllocSensitivity)+" allocation)") || gres.Distill == nil {
+		t.Fatalf("graph: sequential %v, selection %q, distillation %+v", gres.Sequential, gres.Selection, gres.Distill)
 	}
 
 	cnn := tinyCNN(rand.New(rand.NewPCG(4, 5)), 6, 0)

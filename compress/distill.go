@@ -25,11 +25,11 @@ type DistillOptions struct {
 	// Epochs of minibatch Adam over the calibration rows; 0 = no
 	// distillation.
 	Epochs int
-	// Auto distils only where it was measured to help: an MLP whose
-	// layer fit keeps at most DistillMaxKept of its parameters. Elsewhere
-	// the step is skipped without error; without Auto, Epochs > 0 distils
-	// an MLP or a graph (its factors and their biases) and is an error on
-	// a CNN.
+	// Auto distils only where it was measured to help: an MLP or a graph
+	// whose layer fit keeps at most DistillMaxKept of its parameters.
+	// Elsewhere (and on a CNN) the step is skipped without error; without
+	// Auto, Epochs > 0 distils an MLP or a graph (its factors and their
+	// biases) and is an error on a CNN.
 	Auto bool
 	// LearningRate is Adam's step size on a cosine schedule; default
 	// DefaultDistillLR.
@@ -65,13 +65,13 @@ const DefaultDistillEpochs = 30
 const DistillMaxKept = 0.25
 
 // applies reports whether the distillation runs on a compressed network
-// keeping params of dense parameters; whole reports a network it can fit
-// (an MLP).
-func (o DistillOptions) applies(whole bool, params, dense int) bool {
+// that can be distilled (an MLP, a graph) keeping params of dense
+// parameters.
+func (o DistillOptions) applies(params, dense int) bool {
 	if o.Epochs <= 0 {
 		return false
 	}
-	return !o.Auto || whole && float64(params) <= DistillMaxKept*float64(dense)
+	return !o.Auto || float64(params) <= DistillMaxKept*float64(dense)
 }
 
 func (o DistillOptions) withDefaults() DistillOptions {

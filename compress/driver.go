@@ -134,7 +134,8 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 		if keep == 0 {
 			keep = 0.5 // prepare's default
 		}
-		o.Allocation = o.Allocation.Resolve(whole != nil, keep)
+		_, canProbe := src.(prober)
+		o.Allocation = o.Allocation.Resolve(canProbe, keep)
 	}
 	mode, lo, err := o.prepare(res, L)
 	if err != nil {
@@ -190,7 +191,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 			o.Progress("compress", j+1, L)
 		}
 	}
-	if dist != nil && o.Distill.applies(whole != nil, res.Params, res.DenseParams) {
+	if dist != nil && o.Distill.applies(res.Params, res.DenseParams) {
 		if res.Distill, err = dist.distill(ctx, o.Distill, o.Progress); err != nil {
 			return err
 		}

@@ -85,7 +85,7 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 	}
 	dense := net.NumParams()
 	kept := int(keep * float64(dense))
-	if o.Distill.applies(true, kept, dense) {
+	if o.Distill.applies(kept, dense) {
 		c.Distill = float64(o.Distill.Epochs) * n * 3 * float64(kept)
 	}
 	return c

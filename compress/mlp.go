@@ -66,19 +66,21 @@ type Options struct {
 
 // DefaultOptions returns the best measured recipe for the budget on net,
 // what `relurec compress` runs without flags: the data-driven fit (Alg
-// 2c), the sequential fit (Alg 3) for an MLP, and at budgets Keep ≤ 0.25
-// — where they were measured to help — the split by measured sensitivity
-// (AllocAuto) and DefaultDistillEpochs epochs of distillation
-// (DistillOptions.Auto); above, the global allocation alone. A
-// CNN or a graph is fit non-sequentially, as it was measured
-// (docs/compress.md): AllocAuto and Auto then reduce to the global
-// allocation without distillation. On three PyTorch-trained Fashion-MNIST
-// MLPs at keep 0.05 the recipe lost 1.8 points of test accuracy where
-// FastOptions lost 10.6, in about 5× the time (docs/compress.md,
-// "Defaults").
+// 2c), the sequential fit (Alg 3) for an MLP or a graph, and at budgets
+// Keep ≤ 0.25 — where they were measured to help — the split by measured
+// sensitivity (AllocAuto) and DefaultDistillEpochs epochs of distillation
+// (DistillOptions.Auto); above, the global allocation alone. A CNN is fit
+// non-sequentially, as it was measured (docs/compress.md), and AllocAuto
+// and Auto reduce to the global allocation without distillation there. On
+// three PyTorch-trained Fashion-MNIST MLPs at keep 0.05 the recipe lost 1.8
+// points of test accuracy where FastOptions lost 10.6, in about 5× the
+// time; on a ViT the sequential fit lost 0.45 points at keep 0.5 and 4.5 at
+// keep 0.3 where the fit on the original activations lost 0.96 and 18.8
+// (docs/compress.md, "Defaults" and "Transformer encoders").
 func DefaultOptions(net nn.Network) Options {
 	_, mlp := net.(*nn.MLP)
-	return Options{Method: MethodData, Sequential: mlp, Keep: 0.5, Allocation: AllocAuto,
+	_, graph := net.(*nn.Graph)
+	return Options{Method: MethodData, Sequential: mlp || graph, Keep: 0.5, Allocation: AllocAuto,
 		Distill: DistillOptions{Epochs: DefaultDistillEpochs, Auto: true}}
 }
 

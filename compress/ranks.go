@@ -69,9 +69,9 @@ const (
 	// layer, which the rule then cuts the most).
 	AllocSVDLLM2 Allocation = "svd-llm-v2"
 	// AllocAuto is AllocSensitivity where the network's output can be
-	// measured with one layer compressed (an MLP) and Keep is at most
-	// AutoSensitivityMaxKeep, and AllocGlobal elsewhere (a CNN, a graph,
-	// a larger budget): the best measured rule for the budget
+	// measured with one layer compressed (an MLP, a graph) and Keep is at
+	// most AutoSensitivityMaxKeep, and AllocGlobal elsewhere (a CNN, a
+	// larger budget): the best measured rule for the budget
 	// (DefaultOptions; Allocation.Resolve).
 	AllocAuto Allocation = "auto"
 )
