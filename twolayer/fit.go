@@ -398,29 +398,8 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 	if st.Basis == nil {
 		work = basis.RawMatrix().Data
 	}
-	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		po := PolishOptions{Activation: opt.Activation, Roundoff: roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }}
-		if st.zeroSet != nil && start == st.V {
-			// The zero-set start's rows carry their signs, and its null
-			// vectors are the polish's when the basis is Y·V_k·Σ_k⁻¹, the
-			// coordinates the start searched in.
-			po.Oriented = true
-			// On float32 data the polish's own null vectors, from ten times
-			// the rows (polishTols.rows), are the ones good to their
-			// precision.
-			if st.productBasis && roundoff <= certify.Float64Roundoff {
-				po.Nulls = st.zeroSet.nulls(k)
-			}
-		}
-		Vp, reps, err := ExactPolish(ctx, X, basis, start, po)
-		if err != nil {
-			return nil, err
-		}
-		found.add(Vp, reps)
-		res.Diagnostics.Units = reps
-		return reps, nil
-	}
-	reps, err := polish(st.V, "exact polish")
+	ep := &exactPolisher{ctx: ctx, X: X, Y: Y, basis: basis, st: st, opt: opt, roundoff: roundoff, res: res, found: found}
+	reps, err := ep.polish(st.V, "exact polish")
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
@@ -436,45 +415,15 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 	if carried > 0 {
 		how = fmt.Sprintf("every unit was polished to an exact row (%d from earlier starts, the rest from the %s)", carried, st.name())
 	}
-	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
-		before := len(found.rows)
-		o := opt
-		o.Progress = func(stage string, done, total int) {
-			opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total)
-		}
-		V2, err := st.Resample(ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
-		if err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		if _, err := polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
-		how = fmt.Sprintf("every unit was polished to an exact row (%d decompositions of the %s)", retry+1, st.name())
+	if how, err = ep.retryStarts(how); err != nil {
+		return nil, nil, nil, 0, "", false, err
 	}
 	if len(found.rows) < k && !quick {
-		// Last resort: a least-squares refinement moves a rough start into
-		// the polish's margin.
-		before := len(found.rows)
-		Vs, _, err := RecoverSigns(ctx, X, Y, st.V, opt.Activation)
-		if err != nil {
+		if how, err = ep.refinedStart(); err != nil {
 			return nil, nil, nil, 0, "", false, err
 		}
-		Us, _, err := SolveU(X, Y, Vs, opt.Activation)
-		if err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		ref, err := Refine(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
-		if err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		if _, err := polish(ref.V, "exact polish (refined start)"); err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
-		how = "every unit was polished to an exact row after refining the start"
 	}
-	basis = nil
+	ep.basis = nil
 	res.Diagnostics.PolishedUnits = len(found.rows)
 	if len(found.rows) < k {
 		return nil, nil, nil, 0, fmt.Sprintf("only %d of %d units could be certified exact (too few samples, a nearly degenerate network, or noise)", len(found.rows), k), false, nil
@@ -495,6 +444,95 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 	// returned (a rejected V's would otherwise reach the noisy route's).
 	res.Diagnostics.CondF = cond
 	return V, U, F, resid, fmt.Sprintf("Y is exactly rank %d and %s; residual %.1e ≤ %.0e", k, how, resid, opt.CertTol), true, nil
+}
+
+// exactPolisher holds what exactRoute's polishes share: the data, the
+// basis of col(Y) they read, the start, and the rows certified so far.
+type exactPolisher struct {
+	ctx      context.Context
+	X, Y     *mat.Dense
+	basis    *mat.Dense
+	st       *Start
+	opt      Options
+	roundoff float64
+	res      *Result
+	found    *certifiedRows
+}
+
+// polish runs ExactPolish from the rows start (stage names it in
+// progress) and adds the rows it certifies to found.
+func (ep *exactPolisher) polish(start *mat.Dense, stage string) ([]UnitPolish, error) {
+	st, opt := ep.st, ep.opt
+	po := PolishOptions{Activation: opt.Activation, Roundoff: ep.roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }}
+	if st.zeroSet != nil && start == st.V {
+		// The zero-set start's rows carry their signs, and its null
+		// vectors are the polish's when the basis is Y·V_k·Σ_k⁻¹, the
+		// coordinates the start searched in.
+		po.Oriented = true
+		// On float32 data the polish's own null vectors, from ten times
+		// the rows (polishTols.rows), are the ones good to their
+		// precision.
+		if st.productBasis && ep.roundoff <= certify.Float64Roundoff {
+			po.Nulls = st.zeroSet.nulls(st.K)
+		}
+	}
+	Vp, reps, err := ExactPolish(ep.ctx, ep.X, ep.basis, start, po)
+	if err != nil {
+		return nil, err
+	}
+	ep.found.add(Vp, reps)
+	ep.res.Diagnostics.Units = reps
+	return reps, nil
+}
+
+// retryStarts looks for the units still missing in up to startRetries
+// fresh decompositions of the start (fresh random contractions). It
+// returns how the units were found (how, unless a retry ran).
+func (ep *exactPolisher) retryStarts(how string) (string, error) {
+	st, opt, found, k := ep.st, ep.opt, ep.found, ep.st.K
+	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
+		before := len(found.rows)
+		o := opt
+		o.Progress = func(stage string, done, total int) {
+			opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total)
+		}
+		V2, err := st.Resample(ep.ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
+		if err != nil {
+			return "", err
+		}
+		if _, err := ep.polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
+			return "", err
+		}
+		ep.res.Warnings = append(ep.res.Warnings, fmt.Sprintf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
+		how = fmt.Sprintf("every unit was polished to an exact row (%d decompositions of the %s)", retry+1, st.name())
+	}
+	return how, nil
+}
+
+// refinedStart is exactRoute's last resort: a least-squares refinement
+// (RecoverSigns, SolveU, Refine) moves a rough start into the polish's
+// margin, and the refined rows are polished again. It returns how the
+// units were found.
+func (ep *exactPolisher) refinedStart() (string, error) {
+	ctx, X, Y, st, opt, found, k := ep.ctx, ep.X, ep.Y, ep.st, ep.opt, ep.found, ep.st.K
+	before := len(found.rows)
+	Vs, _, err := RecoverSigns(ctx, X, Y, st.V, opt.Activation)
+	if err != nil {
+		return "", err
+	}
+	Us, _, err := SolveU(X, Y, Vs, opt.Activation)
+	if err != nil {
+		return "", err
+	}
+	ref, err := Refine(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
+	if err != nil {
+		return "", err
+	}
+	if _, err := ep.polish(ref.V, "exact polish (refined start)"); err != nil {
+		return "", err
+	}
+	ep.res.Warnings = append(ep.res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+	return "every unit was polished to an exact row after refining the start", nil
 }
 
 // certifiedRows accumulates distinct rows that passed the polish's per-unit
