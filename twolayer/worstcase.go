@@ -185,18 +185,7 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 		}
 	}
 
-	set, err := EnumerateSignPatterns(ctx, B, PatternOptions{SignTol: opt.SignTol, Progress: func(done, total int) {
-		opt.progress("sign patterns", done, total)
-	}})
-	if err != nil {
-		return nil, rep, err
-	}
-	rep.Patterns, rep.Subsets, rep.Singular = set.Len(), set.Subsets, set.Singular
-	nulls, err := patternNulls(ctx, prob, set, opt, rep)
-	if err != nil {
-		return nil, rep, err
-	}
-	W, err := worstCaseUnits(ctx, prob, set, nulls, k, opt, rep)
+	set, W, err := worstCaseSearch(ctx, prob, B, k, opt, rep)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -229,6 +218,29 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	}
 	res.Elapsed = time.Since(began)
 	return res, rep, nil
+}
+
+// worstCaseSearch is Alg 2's search for the k rows of W: the candidate
+// sign patterns of the basis B (EnumerateSignPatterns), their null spaces
+// (patternNulls) and the LPs that pick one pattern per unit
+// (worstCaseUnits). It returns the patterns and W, and fills rep.
+func worstCaseSearch(ctx context.Context, prob *wcProblem, B *mat.Dense, k int, opt WorstCaseOptions, rep *WorstCaseReport) (*PatternSet, *mat.Dense, error) {
+	set, err := EnumerateSignPatterns(ctx, B, PatternOptions{SignTol: opt.SignTol, Progress: func(done, total int) {
+		opt.progress("sign patterns", done, total)
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.Patterns, rep.Subsets, rep.Singular = set.Len(), set.Subsets, set.Singular
+	nulls, err := patternNulls(ctx, prob, set, opt, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	W, err := worstCaseUnits(ctx, prob, set, nulls, k, opt, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, W, nil
 }
 
 // worstCaseHidden is the worst-case route's hidden width: the numerical
