@@ -105,12 +105,7 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 	floor := 1e-12 * rms
 	for round := 1; round <= opt.MaxRounds; round++ {
 		rep.Rounds = round
-		cnt := 0
-		for _, f := range flag {
-			if f {
-				cnt++
-			}
-		}
+		cnt := countFlags(flag)
 		rep.Count = cnt
 		if float64(cnt) > opt.MaxFlagFrac*float64(nm) {
 			rep.Why = fmt.Sprintf("%d of %d entries (%.0f%%) look corrupted, more than MaxFlagFrac = %.0f%%: the data are not low rank plus sparse", cnt, nm, 100*float64(cnt)/float64(nm), 100*opt.MaxFlagFrac)
@@ -128,12 +123,7 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 			rep.Warning = fmt.Sprintf("the corrupted-entry flags were still changing after %d rounds; the refit uses the last flags", opt.MaxRounds)
 		}
 	}
-	rep.Count = 0
-	for _, f := range flag {
-		if f {
-			rep.Count++
-		}
-	}
+	rep.Count = countFlags(flag)
 	rep.Residual = maskedResidual(a, r.L, flag)
 	if float64(rep.Count) > opt.MaxFlagFrac*float64(nm) {
 		rep.Why = fmt.Sprintf("after re-flagging, %d of %d entries (%.0f%%) look corrupted, more than MaxFlagFrac = %.0f%%", rep.Count, nm, 100*float64(rep.Count)/float64(nm), 100*opt.MaxFlagFrac)
@@ -141,6 +131,17 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 	}
 	rep.Accepted = true
 	return mat.NewDense(n, m, r.L), rep, nil
+}
+
+// countFlags returns the number of entries flagged as corrupted.
+func countFlags(flag []bool) int {
+	cnt := 0
+	for _, f := range flag {
+		if f {
+			cnt++
+		}
+	}
+	return cnt
 }
 
 // withDefaults checks Debias's options (all ≥ 0, MaxFlagFrac ≤ 1) and
