@@ -266,30 +266,11 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 					run.Error = err.Error()
 				} else {
 					fits[fmt.Sprint(m.label, keep)] = r
-					if r.Distill != nil {
-						run.DistillEpoch = &r.Distill.BestEpoch
-					}
-					// One forward pass serves accuracy, loss, fidelity and
-					// the paired counts.
-					z := r.Model.Forward(test.X)
-					ok := classifiedRight(z, test.Labels)
-					fid, err := metrics.CompareLogits(z, denseLogits, nil)
+					ok, err := scoreFashionRun(&run, r, test, denseLogits)
 					if err != nil {
 						return nil, err
 					}
 					right[fmt.Sprint(m.label, keep)] = ok
-					run.Params, run.Kept = r.Params, r.Kept
-					run.Accuracy = float64(countTrue(ok)) / float64(len(ok))
-					run.Loss = nn.SoftmaxCrossEntropy(z, test.Labels, nil)
-					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
-					for _, l := range r.Layers {
-						run.Ranks = append(run.Ranks, l.Rank)
-						// A distilled run's layer reports are its layer
-						// fit's; its per-layer errors are not measured.
-						if l.HeldoutError != nil && r.Distill == nil {
-							run.LayerErrors = append(run.LayerErrors, *l.HeldoutError)
-						}
-					}
 				}
 				res.Runs = append(res.Runs, run)
 				done++
@@ -299,6 +280,35 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 		res.addPaired(right, keeps)
 	}
 	return fashionReport(res, methods), nil
+}
+
+// scoreFashionRun fills run's scores of the compression r on the test
+// set: one forward pass serves accuracy, loss, fidelity to the dense
+// model's logits and the paired counts; it returns which test images r
+// classifies right.
+func scoreFashionRun(run *FashionRun, r *compress.Result, test *dataio.Labeled, denseLogits *mat.Dense) ([]bool, error) {
+	if r.Distill != nil {
+		run.DistillEpoch = &r.Distill.BestEpoch
+	}
+	z := r.Model.Forward(test.X)
+	ok := classifiedRight(z, test.Labels)
+	fid, err := metrics.CompareLogits(z, denseLogits, nil)
+	if err != nil {
+		return nil, err
+	}
+	run.Params, run.Kept = r.Params, r.Kept
+	run.Accuracy = float64(countTrue(ok)) / float64(len(ok))
+	run.Loss = nn.SoftmaxCrossEntropy(z, test.Labels, nil)
+	run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
+	for _, l := range r.Layers {
+		run.Ranks = append(run.Ranks, l.Rank)
+		// A distilled run's layer reports are its layer
+		// fit's; its per-layer errors are not measured.
+		if l.HeldoutError != nil && r.Distill == nil {
+			run.LayerErrors = append(run.LayerErrors, *l.HeldoutError)
+		}
+	}
+	return ok, nil
 }
 
 // compressOrDistill is one run of method m at budget keep: CompressMLP, or

@@ -37,8 +37,17 @@ type RateResults struct {
 	RatioToDoF []float64 `json:"ratio_to_dof"` // median MSE / (r(d+d2−r)σ²/(d1d2)) per d1
 }
 
+// The compress-rate setting: inputs of d columns, a rank-r map to d2
+// outputs, Gaussian noise σ.
+const (
+	rateD, rateD2, rateRank = 30, 50, 4
+	rateSigma               = 0.5
+)
+
+// runCompressRate measures Theorem 3.1's rate: the error of the rank-r
+// least-squares fit (Alg 2) against the number of calibration rows d1.
 func runCompressRate(ctx context.Context, cfg Config) (*Report, error) {
-	const d, d2, r, sigma = 30, 50, 4, 0.5
+	const d, d2, r, sigma = rateD, rateD2, rateRank, rateSigma
 	grid := []int{100, 200, 400, 800, 1600, 3200, 6400}
 	if cfg.Quick {
 		grid = []int{100, 400, 1600}
@@ -50,55 +59,8 @@ func runCompressRate(ctx context.Context, cfg Config) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			seed := cfg.Seed + uint64(s)
-			rng := rand.New(rand.NewPCG(deriveSeed(seed, uint64(d1), 21), 1))
-			xc := rateGauss(d1, d, rng)
-			// Anisotropic compressed inputs and a perturbed original stream.
-			for j := 0; j < d; j++ {
-				sc := math.Pow(10, -float64(j)/float64(d))
-				for i := 0; i < d1; i++ {
-					xc.Set(i, j, xc.At(i, j)*sc)
-				}
-			}
-			// The original stream X = X̌·T spans the same columns as X̌ but
-			// differs from it (as a compressed network's inputs differ from
-			// the original's), so that X·W can equal the projection of Ỹ on
-			// col(X̌), all Alg 2 ever sees of Ỹ: ε = 0 in Theorem 3.1.
-			tm := rateGauss(d, d, rng)
-			tm.Scale(0.1, tm)
-			for j := 0; j < d; j++ {
-				tm.Set(j, j, tm.At(j, j)+1)
-			}
-			x := rateMul(xc, tm)
-			m := rateMul(rateGauss(d, r, rng), rateGauss(r, d2, rng))
-			g := rateGauss(d1, d2, rng)
-			g.Scale(sigma, g)
-			yt := rateMul(xc, m)
-			yt.Add(yt, g)
-			// W = X⁺Ỹ: X·W = P_X̌·Ỹ.
-			w, err := linalg.LstSq(x, yt)
+			run, err := rateTrial(d1, cfg.Seed+uint64(s))
 			if err != nil {
-				return nil, err
-			}
-			prob := compress.Problem{W: w, X: x, Xc: xc}
-			mse := func(method compress.Method, rank int) (float64, error) {
-				f, err := compress.FitLayer(prob, method, compress.LayerOptions{Bias: compress.BiasKeep})
-				if err != nil {
-					return 0, err
-				}
-				var dm mat.Dense
-				dm.Sub(m, f.Rank(rank).Product())
-				e := mat.Norm(rateMul(xc, &dm), 2)
-				return e * e / float64(d1*d2), nil
-			}
-			run := RateRun{D1: d1, Seed: seed}
-			if run.MSE, err = mse(compress.MethodData, r); err != nil {
-				return nil, err
-			}
-			if run.MSELS, err = mse(compress.MethodData, d); err != nil {
-				return nil, err
-			}
-			if run.MSESVD, err = mse(compress.MethodSVD, r); err != nil {
 				return nil, err
 			}
 			res.Runs = append(res.Runs, run)
@@ -141,6 +103,66 @@ func runCompressRate(ctx context.Context, cfg Config) (*Report, error) {
 		"ratio = median MSE / r(d+d2−r)σ²/(d1d2), the degrees-of-freedom level (expected within a factor ≈ 1.5)",
 		"truncated SVD of W does not decay: it ignores the data, so its error is the misfit between W and a rank-r map (the paper's critique of Alg 1)")
 	return rep, nil
+}
+
+// rateTrial is one compress-rate trial with d1 calibration rows: an
+// anisotropic X̌, the original stream X = X̌·T, Ỹ = X̌·M + noise and
+// W = X⁺Ỹ (so that X·W is the projection of Ỹ on col(X̌): ε = 0 in
+// Theorem 3.1), and the errors of the rank-r fit, unconstrained least
+// squares and the truncated SVD of W.
+func rateTrial(d1 int, seed uint64) (RateRun, error) {
+	const d, d2, r, sigma = rateD, rateD2, rateRank, rateSigma
+	rng := rand.New(rand.NewPCG(deriveSeed(seed, uint64(d1), 21), 1))
+	xc := rateGauss(d1, d, rng)
+	// Anisotropic compressed inputs and a perturbed original stream.
+	for j := 0; j < d; j++ {
+		sc := math.Pow(10, -float64(j)/float64(d))
+		for i := 0; i < d1; i++ {
+			xc.Set(i, j, xc.At(i, j)*sc)
+		}
+	}
+	// The original stream X = X̌·T spans the same columns as X̌ but
+	// differs from it (as a compressed network's inputs differ from
+	// the original's), so that X·W can equal the projection of Ỹ on
+	// col(X̌), all Alg 2 ever sees of Ỹ: ε = 0 in Theorem 3.1.
+	tm := rateGauss(d, d, rng)
+	tm.Scale(0.1, tm)
+	for j := 0; j < d; j++ {
+		tm.Set(j, j, tm.At(j, j)+1)
+	}
+	x := rateMul(xc, tm)
+	m := rateMul(rateGauss(d, r, rng), rateGauss(r, d2, rng))
+	g := rateGauss(d1, d2, rng)
+	g.Scale(sigma, g)
+	yt := rateMul(xc, m)
+	yt.Add(yt, g)
+	// W = X⁺Ỹ: X·W = P_X̌·Ỹ.
+	w, err := linalg.LstSq(x, yt)
+	if err != nil {
+		return RateRun{}, err
+	}
+	prob := compress.Problem{W: w, X: x, Xc: xc}
+	mse := func(method compress.Method, rank int) (float64, error) {
+		f, err := compress.FitLayer(prob, method, compress.LayerOptions{Bias: compress.BiasKeep})
+		if err != nil {
+			return 0, err
+		}
+		var dm mat.Dense
+		dm.Sub(m, f.Rank(rank).Product())
+		e := mat.Norm(rateMul(xc, &dm), 2)
+		return e * e / float64(d1*d2), nil
+	}
+	run := RateRun{D1: d1, Seed: seed}
+	if run.MSE, err = mse(compress.MethodData, r); err != nil {
+		return RateRun{}, err
+	}
+	if run.MSELS, err = mse(compress.MethodData, d); err != nil {
+		return RateRun{}, err
+	}
+	if run.MSESVD, err = mse(compress.MethodSVD, r); err != nil {
+		return RateRun{}, err
+	}
+	return run, nil
 }
 
 func rateGauss(r, c int, rng *rand.Rand) *mat.Dense {
