@@ -65,40 +65,15 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 	}
 	// Both sums run over chunks of rows as products of the chunk with
 	// small matrices (internal/outer, internal/kern), summed in row order.
-	const chunk = 512
+	const chunk = biasChunk
 	xr, yr := X.RawMatrix(), Y.RawMatrix()
-	rowsX := func(lo, hi int) blas64.General {
-		return blas64.General{Rows: hi - lo, Cols: d, Stride: xr.Stride, Data: xr.Data[lo*xr.Stride:]}
-	}
 	rowsY := func(lo, hi int) blas64.General {
 		return blas64.General{Rows: hi - lo, Cols: m, Stride: yr.Stride, Data: yr.Data[lo*yr.Stride:]}
 	}
-	// The directions of the odd-moment test: the first moments Σ y_j·x of
-	// the first biasDirRows rows (their direction is all the test uses; at
-	// 2·10⁴ rows it is within ~√(d/2·10⁴) of the population one).
-	G := make([]float64, m*d) // row j: Σ_r y_rj·x_r
-	for lo, end := 0, min(n, biasDirRows); lo < end; lo += chunk {
-		hi := min(end, lo+chunk)
-		outer.Add(G, rowsY(lo, hi), rowsX(lo, hi))
-	}
-	dirs := 0
-	for j := 0; j < m; j++ {
-		g := G[j*d : (j+1)*d]
-		if nrm := floats.Norm(g, 2); nrm > 0 {
-			floats.Scale(1/nrm, g)
-			copy(G[dirs*d:(dirs+1)*d], g)
-			dirs++
-		}
-	}
+	Gt, dirs := biasDirections(X, Y)
 	// The odd-moment sums Σ y_j·He₃(g_l·x) and Σ (y_j·He₃(g_l·x))², for
 	// every output j and direction l: with H = He₃(X·Gᵀ) per chunk, Hᵀ·Y and
 	// (H∘H)ᵀ·(Y∘Y).
-	Gt := make([]float64, d*dirs)
-	for l := 0; l < dirs; l++ {
-		for c := 0; c < d; c++ {
-			Gt[c*dirs+l] = G[l*d+c]
-		}
-	}
 	// One pass over all rows: Σ s·y and Σ s²y² with s = 1 − (‖x‖² − d),
 	// and the odd-moment sums.
 	sy, s2y2 := make([]float64, m), make([]float64, m)
@@ -136,6 +111,41 @@ func TestBiases(X, Y *mat.Dense) (BiasTest, error) {
 	res.Biased = max(res.OutputZ, res.OddZ) > BiasZTol
 	return res, nil
 }
+
+// biasDirections returns the directions of TestBiases's odd-moment test,
+// as the columns of Gt (d×dirs, row-major): the first moments Σ y_j·x of
+// the first biasDirRows rows, normalised, the zero ones left out (their
+// direction is all the test uses; at 2·10⁴ rows it is within ~√(d/2·10⁴)
+// of the population one).
+func biasDirections(X, Y *mat.Dense) (Gt []float64, dirs int) {
+	n, d := X.Dims()
+	_, m := Y.Dims()
+	const chunk = biasChunk
+	xr, yr := X.RawMatrix(), Y.RawMatrix()
+	G := make([]float64, m*d) // row j: Σ_r y_rj·x_r
+	for lo, end := 0, min(n, biasDirRows); lo < end; lo += chunk {
+		hi := min(end, lo+chunk)
+		outer.Add(G, blas64.General{Rows: hi - lo, Cols: m, Stride: yr.Stride, Data: yr.Data[lo*yr.Stride:]}, blas64.General{Rows: hi - lo, Cols: d, Stride: xr.Stride, Data: xr.Data[lo*xr.Stride:]})
+	}
+	for j := 0; j < m; j++ {
+		g := G[j*d : (j+1)*d]
+		if nrm := floats.Norm(g, 2); nrm > 0 {
+			floats.Scale(1/nrm, g)
+			copy(G[dirs*d:(dirs+1)*d], g)
+			dirs++
+		}
+	}
+	Gt = make([]float64, d*dirs)
+	for l := 0; l < dirs; l++ {
+		for c := 0; c < d; c++ {
+			Gt[c*dirs+l] = G[l*d+c]
+		}
+	}
+	return Gt, dirs
+}
+
+// biasChunk is the number of rows per block of TestBiases's sums.
+const biasChunk = 512
 
 // addOutputSums adds one sample's terms of the output statistic: s·y and
 // s²·y², s = 1 − (‖x‖² − d), per output.

@@ -67,31 +67,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 		if loss <= zeroLoss(pr.roundoff)*pr.yy {
 			break
 		}
-		want := pr.opt.Hidden - liveUnits(net)
-		R := net.Forward(X)
-		R.Sub(Y, R)
-		// Missing units are looked for in want dimensions; at the width, up
-		// to deflateExtra replacements.
-		look := want
-		if want <= 0 {
-			look = deflateExtra
-		}
-		dim := -1
-		if pr.opt.Hidden > 0 {
-			dim = min(look, d)
-		}
-		mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: pr.opt.Progress})
-		if err != nil {
-			return nil, err
-		}
-		// Beyond the width, the pruning removes whichever of old and new
-		// units fit worst.
-		th := pr.opt.Thresholds
-		th.MaxUnits = 0
-		if pr.opt.Hidden > 0 {
-			th.MaxUnits = min(look, d)
-		}
-		rec, err := RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: pr.opt.Seed + uint64(round)})
+		rec, err := pr.residualUnits(ctx, net, round)
 		if errors.Is(err, ErrNoUnits) {
 			break
 		}
@@ -125,23 +101,9 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 			res.Diagnostics.Misfit = fmt.Sprintf("%s the residual's moments showed took %.0f%% of its energy in %d refinement steps (%.1f%% per unit, where a missing unit takes its share; the residual is %.2g of ‖Y‖)", unitsPhrase(len(rec.Units)), 100*(1-share), ref.Iterations, 100*(1-share)/float64(len(rec.Units)), math.Sqrt(2*loss/pr.yy))
 			break
 		}
-		if !ref.Converged && pr.opt.MaxIter > probe {
-			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter - probe, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
-				return nil, err
-			}
-			cand = ref.Net
-		}
-		pruned := 0
-		if pr.opt.Hidden > 0 && cand.Hidden() > pr.opt.Hidden {
-			before := cand.Hidden()
-			if cand, err = pr.pruneUnits(ctx, cand); err != nil {
-				return nil, err
-			}
-			pruned = before - cand.Hidden()
-			if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
-				return nil, err
-			}
-			cand = ref.Net
+		cand, pruned, err := pr.finishRound(ctx, ref, probe, stage)
+		if err != nil {
+			return nil, err
 		}
 		after := pr.loss(cand)
 		if after > (1-1e-3)*loss {
@@ -154,6 +116,70 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 		net = cand
 	}
 	return net, nil
+}
+
+// residualUnits looks for the units the residual Y − net(X) shows: its
+// moments (EstimateMoments) in as many dimensions as units are missing
+// (up to deflateExtra replacements at the width), and the units they give
+// (RecoverRobust, ℓ = 1, with the round's seed). The error wraps
+// ErrNoUnits when there are none.
+func (pr *problem) residualUnits(ctx context.Context, net *Network, round int) (*Recovery, error) {
+	X, Y, d := pr.X, pr.Y, pr.d
+	want := pr.opt.Hidden - liveUnits(net)
+	R := net.Forward(X)
+	R.Sub(Y, R)
+	// Missing units are looked for in want dimensions; at the width, up
+	// to deflateExtra replacements.
+	look := want
+	if want <= 0 {
+		look = deflateExtra
+	}
+	dim := -1
+	if pr.opt.Hidden > 0 {
+		dim = min(look, d)
+	}
+	mo, err := EstimateMoments(ctx, X, R, MomentOptions{MaxOrder: 4, Dim: dim, Progress: pr.opt.Progress})
+	if err != nil {
+		return nil, err
+	}
+	// Beyond the width, the pruning removes whichever of old and new
+	// units fit worst.
+	th := pr.opt.Thresholds
+	th.MaxUnits = 0
+	if pr.opt.Hidden > 0 {
+		th.MaxUnits = min(look, d)
+	}
+	return RecoverRobust(mo, RecoverOptions{Ell: 1, Thresholds: th, Seed: pr.opt.Seed + uint64(round)})
+}
+
+// finishRound completes a deflation round's refinement from the probe's
+// result ref: the rest of Options.MaxIter steps when the probe did not
+// converge, then, above the width, the pruning of the units that fit
+// worst and a refinement of what is left. It returns the network and the
+// number of units pruned.
+func (pr *problem) finishRound(ctx context.Context, ref *RefineResult, probe int, stage func(done, total int)) (*Network, int, error) {
+	X, Y := pr.X, pr.Y
+	cand := ref.Net
+	var err error
+	if !ref.Converged && pr.opt.MaxIter > probe {
+		if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter - probe, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
+			return nil, 0, err
+		}
+		cand = ref.Net
+	}
+	pruned := 0
+	if pr.opt.Hidden > 0 && cand.Hidden() > pr.opt.Hidden {
+		before := cand.Hidden()
+		if cand, err = pr.pruneUnits(ctx, cand); err != nil {
+			return nil, 0, err
+		}
+		pruned = before - cand.Hidden()
+		if ref, err = Refine(ctx, X, Y, cand, RefineOptions{MaxIter: pr.opt.MaxIter, Affine: true, SubsampleOnly: true, Progress: stage}); err != nil {
+			return nil, 0, err
+		}
+		cand = ref.Net
+	}
+	return cand, pruned, nil
 }
 
 // unitsPhrase is "1 unit" or "k units".

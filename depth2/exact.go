@@ -205,35 +205,7 @@ func steinStart(X, B0 *mat.Dense, rows int, seed uint64) (start *mat.Dense, why 
 	var E mat.Dense
 	E.Mul(Z.T(), Br)
 	E.Scale(inv, &E)
-	slices := make([]*mat.SymDense, k)
-	zr := Z.RawMatrix()
-	for j := range slices {
-		M := mat.NewSymDense(k, nil)
-		mr := M.RawSymmetric()
-		mean := 0.0
-		for i := 0; i < rows; i++ {
-			r := Br.At(i, j)
-			mean += r
-			z := zr.Data[i*zr.Stride : i*zr.Stride+k]
-			for a := 0; a < k; a++ {
-				ra := r * z[a]
-				row := mr.Data[a*mr.Stride:]
-				for c := a; c < k; c++ {
-					row[c] += ra * z[c]
-				}
-			}
-		}
-		for a := 0; a < k; a++ {
-			for c := a; c < k; c++ {
-				v := M.At(a, c) * inv
-				if a == c {
-					v -= mean * inv
-				}
-				M.SetSym(a, c, v)
-			}
-		}
-		slices[j] = M
-	}
+	slices := steinSlices(&Z, Br, inv)
 	var g *mat.Dense // k×k, unit columns g_i
 	var D [][]float64
 	if k == 1 {
@@ -276,6 +248,43 @@ func steinStart(X, B0 *mat.Dense, rows int, seed uint64) (start *mat.Dense, why 
 		row[d] = beta / norm
 	}
 	return start, ""
+}
+
+// steinSlices is step 2 of steinStart's moments: the slices
+// M_j = E[red_j·(zzᵀ − I)] (k×k, one per column j of Br) over the rows of
+// Z (rows×k), each sum scaled by inv = 1/rows.
+func steinSlices(Z *mat.Dense, Br *mat.Dense, inv float64) []*mat.SymDense {
+	rows, k := Z.Dims()
+	slices := make([]*mat.SymDense, k)
+	zr := Z.RawMatrix()
+	for j := range slices {
+		M := mat.NewSymDense(k, nil)
+		mr := M.RawSymmetric()
+		mean := 0.0
+		for i := 0; i < rows; i++ {
+			r := Br.At(i, j)
+			mean += r
+			z := zr.Data[i*zr.Stride : i*zr.Stride+k]
+			for a := 0; a < k; a++ {
+				ra := r * z[a]
+				row := mr.Data[a*mr.Stride:]
+				for c := a; c < k; c++ {
+					row[c] += ra * z[c]
+				}
+			}
+		}
+		for a := 0; a < k; a++ {
+			for c := a; c < k; c++ {
+				v := M.At(a, c) * inv
+				if a == c {
+					v -= mean * inv
+				}
+				M.SetSym(a, c, v)
+			}
+		}
+		slices[j] = M
+	}
+	return slices
 }
 
 // millsInverse returns β with Φ(β)/φ(β) = r (r > 0), the bias of a unit

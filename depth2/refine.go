@@ -469,32 +469,15 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 		if loss <= zero {
 			return iters, true, "zero residual", nil
 		}
-		// (JᵀJ + λ·(diag JᵀJ + ε))·δ = −Jᵀr.
-		maxDiag := 0.0
-		for i := 0; i < P; i++ {
-			maxDiag = math.Max(maxDiag, eq.jtj[i*P+i])
-		}
-		A := mat.NewSymDense(P, nil)
-		for i := 0; i < P; i++ {
-			for j := i; j < P; j++ {
-				A.SetSym(i, j, eq.jtj[i*P+j])
-			}
-			A.SetSym(i, i, eq.jtj[i*P+i]+lambda*(eq.jtj[i*P+i]+1e-9*maxDiag))
-		}
-		var chol mat.Cholesky
-		if !chol.Factorize(A) {
+		delta, factored := eq.dampedStep(P, lambda)
+		if !factored {
 			lambda *= 10
 			if lambda > 1e12 {
 				return iters, false, "damped system not positive definite", nil
 			}
 			continue
 		}
-		rhs := mat.NewVecDense(P, nil)
-		for i := 0; i < P; i++ {
-			rhs.SetVec(i, -eq.jtr[i])
-		}
-		var delta mat.VecDense
-		if err := chol.SolveVecTo(&delta, rhs); err != nil {
+		if delta == nil {
 			lambda *= 10
 			continue
 		}
@@ -510,13 +493,7 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 			rejected = 0
 			decrease := (loss - tloss) / loss
 			renormalize(trial)
-			net.W.Copy(trial.W)
-			copy(net.B, trial.B)
-			net.A.Copy(trial.A)
-			copy(net.C, trial.C)
-			if l.affine {
-				net.L.Copy(trial.L)
-			}
+			l.copyInto(net, trial)
 			loss = tloss
 			lambda = math.Max(lambda/5, 1e-15)
 			if decrease < 1e-9 || loss <= zero {
@@ -532,6 +509,49 @@ func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter in
 		}
 	}
 	return iters, false, "iteration limit", nil
+}
+
+// dampedStep solves the Levenberg–Marquardt system
+// (JᵀJ + λ·(diag JᵀJ + ε))·δ = −Jᵀr for the P parameters, ε = 1e-9 of the
+// largest diagonal entry. factored is false when the damped system is not
+// positive definite; delta is nil when its solve fails.
+func (eq *normalEq) dampedStep(P int, lambda float64) (delta *mat.VecDense, factored bool) {
+	maxDiag := 0.0
+	for i := 0; i < P; i++ {
+		maxDiag = math.Max(maxDiag, eq.jtj[i*P+i])
+	}
+	A := mat.NewSymDense(P, nil)
+	for i := 0; i < P; i++ {
+		for j := i; j < P; j++ {
+			A.SetSym(i, j, eq.jtj[i*P+j])
+		}
+		A.SetSym(i, i, eq.jtj[i*P+i]+lambda*(eq.jtj[i*P+i]+1e-9*maxDiag))
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(A) {
+		return nil, false
+	}
+	rhs := mat.NewVecDense(P, nil)
+	for i := 0; i < P; i++ {
+		rhs.SetVec(i, -eq.jtr[i])
+	}
+	delta = new(mat.VecDense)
+	if err := chol.SolveVecTo(delta, rhs); err != nil {
+		return nil, true
+	}
+	return delta, true
+}
+
+// copyInto copies the parameters of src that the layout fits (the affine
+// term too when it has one) into dst.
+func (l layout) copyInto(dst, src *Network) {
+	dst.W.Copy(src.W)
+	copy(dst.B, src.B)
+	dst.A.Copy(src.A)
+	copy(dst.C, src.C)
+	if l.affine {
+		dst.L.Copy(src.L)
+	}
 }
 
 // refineRows is how many leading samples the refinement's first stage,

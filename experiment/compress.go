@@ -266,30 +266,11 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 					run.Error = err.Error()
 				} else {
 					fits[fmt.Sprint(m.label, keep)] = r
-					if r.Distill != nil {
-						run.DistillEpoch = &r.Distill.BestEpoch
-					}
-					// One forward pass serves accuracy, loss, fidelity and
-					// the paired counts.
-					z := r.Model.Forward(test.X)
-					ok := classifiedRight(z, test.Labels)
-					fid, err := metrics.CompareLogits(z, denseLogits, nil)
+					ok, err := scoreFashionRun(&run, r, test, denseLogits)
 					if err != nil {
 						return nil, err
 					}
 					right[fmt.Sprint(m.label, keep)] = ok
-					run.Params, run.Kept = r.Params, r.Kept
-					run.Accuracy = float64(countTrue(ok)) / float64(len(ok))
-					run.Loss = nn.SoftmaxCrossEntropy(z, test.Labels, nil)
-					run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
-					for _, l := range r.Layers {
-						run.Ranks = append(run.Ranks, l.Rank)
-						// A distilled run's layer reports are its layer
-						// fit's; its per-layer errors are not measured.
-						if l.HeldoutError != nil && r.Distill == nil {
-							run.LayerErrors = append(run.LayerErrors, *l.HeldoutError)
-						}
-					}
 				}
 				res.Runs = append(res.Runs, run)
 				done++
@@ -299,6 +280,35 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 		res.addPaired(right, keeps)
 	}
 	return fashionReport(res, methods), nil
+}
+
+// scoreFashionRun fills run's scores of the compression r on the test
+// set: one forward pass serves accuracy, loss, fidelity to the dense
+// model's logits and the paired counts; it returns which test images r
+// classifies right.
+func scoreFashionRun(run *FashionRun, r *compress.Result, test *dataio.Labeled, denseLogits *mat.Dense) ([]bool, error) {
+	if r.Distill != nil {
+		run.DistillEpoch = &r.Distill.BestEpoch
+	}
+	z := r.Model.Forward(test.X)
+	ok := classifiedRight(z, test.Labels)
+	fid, err := metrics.CompareLogits(z, denseLogits, nil)
+	if err != nil {
+		return nil, err
+	}
+	run.Params, run.Kept = r.Params, r.Kept
+	run.Accuracy = float64(countTrue(ok)) / float64(len(ok))
+	run.Loss = nn.SoftmaxCrossEntropy(z, test.Labels, nil)
+	run.Agreement, run.LogitError = fid.Agreement, fid.LogitError
+	for _, l := range r.Layers {
+		run.Ranks = append(run.Ranks, l.Rank)
+		// A distilled run's layer reports are its layer
+		// fit's; its per-layer errors are not measured.
+		if l.HeldoutError != nil && r.Distill == nil {
+			run.LayerErrors = append(run.LayerErrors, *l.HeldoutError)
+		}
+	}
+	return ok, nil
 }
 
 // compressOrDistill is one run of method m at budget keep: CompressMLP, or
@@ -419,6 +429,10 @@ func fashionCells(res *FashionResults) map[string]map[float64]*fashionCell {
 	return cells
 }
 
+// fashionReport turns the Fashion-MNIST runs into the report: accuracy per
+// method and budget (table and plot), fidelity to the dense model
+// (agreement, logit error, per-layer error), the paired comparisons and
+// the verdicts.
 func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	var denseAcc float64
 	for _, m := range res.Models {
@@ -441,92 +455,137 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 	}
 	cells := fashionCells(res)
 	seq, refName, baselines := res.ref()
-	agree := Table{Title: "Agreement with the dense model: fraction of test images given the dense model's class" + of, Columns: rep.Columns}
-	logits := Table{Title: "Relative error of the test logits, ‖Z − Z_dense‖_F / ‖Z_dense‖_F" + of, Columns: rep.Columns}
-	// Fidelity to the dense model, end to end (agreement, logit error: two
-	// further figures) and per layer (a table), without fine-tuning.
-	kept := PlotSpec{XLabel: "fraction of parameters kept (weights and biases)"}
-	figA := Figure{File: "agreement.png", Title: "Agreement with the dense model's predictions (test images" + of + ")", Plot: kept}
-	figA.Plot.YLabel = "agreement"
-	figL := Figure{File: "logit-error.png", Title: "Relative error of the test logits" + of, Plot: kept}
-	figL.Plot.YLabel, figL.Plot.LogY = "‖Z − Z_dense‖ / ‖Z_dense‖", true
-	perLayer := Table{Title: "Per-layer relative error of the pre-activations on the test images, ‖Ỹ − Ŷ‖/‖Ỹ‖ (Ŷ on the compressed network's own inputs)" + of, Columns: rep.Columns}
+	ft := newFashionTables(rep, of)
 	for _, m := range methods {
-		row, rowA, rowL := []string{m.label}, []string{m.label}, []string{m.label}
-		s := Series{Name: m.label}
-		sA, sL := Series{Name: m.label}, Series{Name: m.label}
-		var rowsLayer [][]string
-		for _, k := range res.Keeps {
-			c := cells[m.label][k]
-			if c == nil {
-				row, rowA, rowL = append(row, "failed"), append(rowA, "failed"), append(rowL, "failed")
-				continue
-			}
-			row = append(row, fmt.Sprintf("%.4f", c.acc))
-			rowA = append(rowA, fmt.Sprintf("%.4f", c.agree))
-			rowL = append(rowL, fmt.Sprintf("%.4f", c.logits))
-			sA.X, sA.Y = append(sA.X, c.kept), append(sA.Y, c.agree)
-			sL.X, sL.Y = append(sL.X, c.kept), append(sL.Y, c.logits)
-			for i, e := range c.layers {
-				for len(rowsLayer) <= i {
-					rowsLayer = append(rowsLayer, []string{fmt.Sprintf("%s, layer %d", m.label, len(rowsLayer))})
-				}
-				// Budgets before this one that failed left no cell.
-				for len(rowsLayer[i]) < len(row)-1 {
-					rowsLayer[i] = append(rowsLayer[i], "–")
-				}
-				rowsLayer[i] = append(rowsLayer[i], fmt.Sprintf("%.4f", e))
-			}
-			s.X = append(s.X, c.kept)
-			s.Y = append(s.Y, c.acc)
-			if seeds > 1 {
-				s.Lo, s.Hi = append(s.Lo, c.lo), append(s.Hi, c.hi)
-			}
-		}
-		rep.Rows = append(rep.Rows, row)
-		agree.Rows = append(agree.Rows, rowA)
-		logits.Rows = append(logits.Rows, rowL)
-		rep.Series = append(rep.Series, s)
-		figA.Series, figL.Series = append(figA.Series, sA), append(figL.Series, sL)
-		for _, r := range rowsLayer {
-			for len(r) < len(rep.Columns) {
-				r = append(r, "–")
-			}
-			perLayer.Rows = append(perLayer.Rows, r)
-		}
+		ft.addMethod(m, res.Keeps, cells[m.label], seeds)
 	}
-	rep.Tables = []Table{agree, logits}
-	if len(perLayer.Rows) > 0 {
-		rep.Tables = append(rep.Tables, perLayer)
+	rep.Tables = []Table{ft.agree, ft.logits}
+	if len(ft.perLayer.Rows) > 0 {
+		rep.Tables = append(rep.Tables, ft.perLayer)
 	}
-	rep.Figures = []Figure{figA, figL}
+	rep.Figures = []Figure{ft.figA, ft.figL}
 	if len(res.Paired) > 0 {
-		pooled := ""
-		if seeds > 1 {
-			pooled = fmt.Sprintf(", summed over %d models", seeds)
-		}
-		paired := Table{Title: "Paired comparison on the test images" + pooled + ": images only " + refName + " gets right / only the baseline gets right, McNemar's exact p", Columns: rep.Columns}
-		for _, other := range baselines {
-			row := []string{"vs " + other}
-			for _, k := range res.Keeps {
-				cell := "–"
-				if p := res.paired(k, other); p != nil {
-					cell = fmt.Sprintf("%d / %d, p %s", p.OnlySequential, p.OnlyOther, formatP(p.McNemarP))
-				}
-				row = append(row, cell)
-			}
-			paired.Rows = append(paired.Rows, row)
-		}
-		rep.Tables = append(rep.Tables, paired)
+		rep.Tables = append(rep.Tables, res.pairedTable(rep.Columns, refName, baselines, seeds))
 	}
 	rep.Series = append(rep.Series, Series{Name: "dense", X: []float64{res.Keeps[0], 1}, Y: []float64{denseAcc, denseAcc}, Dashed: true})
-	// The verdicts, on the means over the models.
+	rep.Notes = append(rep.Notes, res.verdicts(cells, seq, refName, baselines, denseAcc)...)
+	var train float64
+	for _, m := range res.Models {
+		train += m.TrainSeconds
+	}
+	rep.Notes = append(rep.Notes, fmt.Sprintf("%d model(s) trained by relurec for %d epochs each (%.0f s in all; seeds %s); %d calibration images (the first of the training set); accuracy on the 10 000 test images",
+		seeds, res.Epochs, train, fashionSeeds(res.Models), res.Calibration))
+	return rep
+}
+
+// fashionTables collects fashionReport's rows and series per method: the
+// accuracy (the report's own table and plot), and the fidelity to the
+// dense model, end to end (agreement, logit error: two further figures)
+// and per layer (a table), without fine-tuning.
+type fashionTables struct {
+	rep                     *Report
+	agree, logits, perLayer Table
+	figA, figL              Figure
+}
+
+// newFashionTables starts the fidelity tables and figures with the
+// report's columns; of names the averaging in their titles.
+func newFashionTables(rep *Report, of string) *fashionTables {
+	ft := &fashionTables{rep: rep}
+	ft.agree = Table{Title: "Agreement with the dense model: fraction of test images given the dense model's class" + of, Columns: rep.Columns}
+	ft.logits = Table{Title: "Relative error of the test logits, ‖Z − Z_dense‖_F / ‖Z_dense‖_F" + of, Columns: rep.Columns}
+	kept := PlotSpec{XLabel: "fraction of parameters kept (weights and biases)"}
+	ft.figA = Figure{File: "agreement.png", Title: "Agreement with the dense model's predictions (test images" + of + ")", Plot: kept}
+	ft.figA.Plot.YLabel = "agreement"
+	ft.figL = Figure{File: "logit-error.png", Title: "Relative error of the test logits" + of, Plot: kept}
+	ft.figL.Plot.YLabel, ft.figL.Plot.LogY = "‖Z − Z_dense‖ / ‖Z_dense‖", true
+	ft.perLayer = Table{Title: "Per-layer relative error of the pre-activations on the test images, ‖Ỹ − Ŷ‖/‖Ỹ‖ (Ŷ on the compressed network's own inputs)" + of, Columns: rep.Columns}
+	return ft
+}
+
+// addMethod adds method m's rows and series from its cells per budget
+// (nil where the run failed); with several models the accuracy series
+// carries their range.
+func (ft *fashionTables) addMethod(m fashionMethod, keeps []float64, byKeep map[float64]*fashionCell, seeds int) {
+	rep := ft.rep
+	row, rowA, rowL := []string{m.label}, []string{m.label}, []string{m.label}
+	s := Series{Name: m.label}
+	sA, sL := Series{Name: m.label}, Series{Name: m.label}
+	var rowsLayer [][]string
+	for _, k := range keeps {
+		c := byKeep[k]
+		if c == nil {
+			row, rowA, rowL = append(row, "failed"), append(rowA, "failed"), append(rowL, "failed")
+			continue
+		}
+		row = append(row, fmt.Sprintf("%.4f", c.acc))
+		rowA = append(rowA, fmt.Sprintf("%.4f", c.agree))
+		rowL = append(rowL, fmt.Sprintf("%.4f", c.logits))
+		sA.X, sA.Y = append(sA.X, c.kept), append(sA.Y, c.agree)
+		sL.X, sL.Y = append(sL.X, c.kept), append(sL.Y, c.logits)
+		for i, e := range c.layers {
+			for len(rowsLayer) <= i {
+				rowsLayer = append(rowsLayer, []string{fmt.Sprintf("%s, layer %d", m.label, len(rowsLayer))})
+			}
+			// Budgets before this one that failed left no cell.
+			for len(rowsLayer[i]) < len(row)-1 {
+				rowsLayer[i] = append(rowsLayer[i], "–")
+			}
+			rowsLayer[i] = append(rowsLayer[i], fmt.Sprintf("%.4f", e))
+		}
+		s.X = append(s.X, c.kept)
+		s.Y = append(s.Y, c.acc)
+		if seeds > 1 {
+			s.Lo, s.Hi = append(s.Lo, c.lo), append(s.Hi, c.hi)
+		}
+	}
+	rep.Rows = append(rep.Rows, row)
+	ft.agree.Rows = append(ft.agree.Rows, rowA)
+	ft.logits.Rows = append(ft.logits.Rows, rowL)
+	rep.Series = append(rep.Series, s)
+	ft.figA.Series, ft.figL.Series = append(ft.figA.Series, sA), append(ft.figL.Series, sL)
+	for _, r := range rowsLayer {
+		for len(r) < len(rep.Columns) {
+			r = append(r, "–")
+		}
+		ft.perLayer.Rows = append(ft.perLayer.Rows, r)
+	}
+}
+
+// pairedTable is the paired comparison of the reference method with each
+// baseline per budget: the test images only one of them gets right, and
+// McNemar's exact p.
+func (res *FashionResults) pairedTable(columns []string, refName string, baselines []string, seeds int) Table {
+	pooled := ""
+	if seeds > 1 {
+		pooled = fmt.Sprintf(", summed over %d models", seeds)
+	}
+	paired := Table{Title: "Paired comparison on the test images" + pooled + ": images only " + refName + " gets right / only the baseline gets right, McNemar's exact p", Columns: columns}
+	for _, other := range baselines {
+		row := []string{"vs " + other}
+		for _, k := range res.Keeps {
+			cell := "–"
+			if p := res.paired(k, other); p != nil {
+				cell = fmt.Sprintf("%d / %d, p %s", p.OnlySequential, p.OnlyOther, formatP(p.McNemarP))
+			}
+			row = append(row, cell)
+		}
+		paired.Rows = append(paired.Rows, row)
+	}
+	return paired
+}
+
+// verdicts are the report's notes on the means over the models: the
+// accuracy lost at keep 0.05, 0.1 and 0.5, and every budget where a
+// baseline beats the reference method (seq, named refName).
+func (res *FashionResults) verdicts(cells map[string]map[float64]*fashionCell, seq, refName string, baselines []string, denseAcc float64) []string {
+	var notes []string
 	for _, k := range []float64{0.05, 0.1, 0.5} {
 		if c := cells[seq][k]; c != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: %s %+.2f points (dense %.4f → %.4f)", k, refName, 100*(c.acc-denseAcc), denseAcc, c.acc))
+			notes = append(notes, fmt.Sprintf("keep %g: %s %+.2f points (dense %.4f → %.4f)", k, refName, 100*(c.acc-denseAcc), denseAcc, c.acc))
 		}
 		if c := cells["svd"][k]; c != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("keep %g: truncated SVD %+.2f points", k, 100*(c.acc-denseAcc)))
+			notes = append(notes, fmt.Sprintf("keep %g: truncated SVD %+.2f points", k, 100*(c.acc-denseAcc)))
 		}
 	}
 	worse := 0
@@ -542,24 +601,18 @@ func fashionReport(res *FashionResults, methods []fashionMethod) *Report {
 				if p := res.paired(k, b); p != nil {
 					note += fmt.Sprintf(": %d test images only it gets right against %d, McNemar's exact p %s", p.OnlyOther, p.OnlySequential, formatP(p.McNemarP))
 				}
-				rep.Notes = append(rep.Notes, note)
+				notes = append(notes, note)
 			}
 		}
 	}
 	if worse == 0 {
 		if res.Reference == "" {
-			rep.Notes = append(rep.Notes, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget")
+			notes = append(notes, "sequential data-driven is at least as accurate as truncated SVD and ASVD at every budget")
 		} else {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s is at least as accurate as %s at every budget", refName, strings.Join(baselines, ", ")))
+			notes = append(notes, fmt.Sprintf("%s is at least as accurate as %s at every budget", refName, strings.Join(baselines, ", ")))
 		}
 	}
-	var train float64
-	for _, m := range res.Models {
-		train += m.TrainSeconds
-	}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("%d model(s) trained by relurec for %d epochs each (%.0f s in all; seeds %s); %d calibration images (the first of the training set); accuracy on the 10 000 test images",
-		seeds, res.Epochs, train, fashionSeeds(res.Models), res.Calibration))
-	return rep
+	return notes
 }
 
 func (res *FashionResults) paired(keep float64, other string) *FashionPaired {

@@ -151,6 +151,8 @@ func colspaceOne(ctx context.Context, d, k, n int, m float64, seed uint64, withA
 	return run, nil
 }
 
+// colspaceReport is the colspace experiment's report: the error of every
+// estimator per bias and n (table), the plot and the notes.
 func colspaceReport(res *ColspaceResults) *Report {
 	rep := &Report{
 		Title: fmt.Sprintf("Generative model: col(A) error vs n (d=%d, k=%d, %d seeds, medians)", res.D, res.K, len(res.Seeds)),
@@ -199,6 +201,28 @@ func colspaceReport(res *ColspaceResults) *Report {
 			})
 		}
 	}
+	rep.Series = append(rep.Series, colspaceSeries(res)...)
+	certified := 0
+	for _, r := range res.Runs {
+		if r.Certified {
+			certified++
+		}
+	}
+	rep.Notes = append(rep.Notes,
+		"Entries are ‖sinΘ(col A, col Â)‖_F (0 = exact, √3 ≈ 1.73 = orthogonal), medians over seeds; \"restricted\" uses only the units "+
+			"(rows of A) with at least k+2 positive observations; \"rarely active units\" is the mean number with at most k.",
+		fmt.Sprintf("The ALS data-consistency certificate (equality residual and censoring violation ≤ 1e-6) was met in %d of %d runs.", certified, len(res.Runs)),
+		"ADMM (Solver A, rank-k constraint, the paper's likelihood with the true bias density) runs only at the smallest n of the full grid; "+
+			"\"ADMM vs ALS\" is ‖sinΘ‖ between the two estimates.",
+		"The overall error of the censored methods tracks the number of rarely active units: a unit that never fires carries no information "+
+			"about its row of A.")
+	return rep
+}
+
+// colspaceSeries is the plot of the colspace report: each estimator's
+// error against n for a bias N(0, 1), median and range over seeds.
+func colspaceSeries(res *ColspaceResults) []Series {
+	var series []Series
 	for _, s := range []struct {
 		name string
 		get  func(ColspaceRun) float64
@@ -222,23 +246,9 @@ func colspaceReport(res *ColspaceResults) *Report {
 			lo, md, hi := minMedMax(xs)
 			ser.X, ser.Y, ser.Lo, ser.Hi = append(ser.X, float64(n)), append(ser.Y, md), append(ser.Lo, lo), append(ser.Hi, hi)
 		}
-		rep.Series = append(rep.Series, ser)
+		series = append(series, ser)
 	}
-	certified := 0
-	for _, r := range res.Runs {
-		if r.Certified {
-			certified++
-		}
-	}
-	rep.Notes = append(rep.Notes,
-		"Entries are ‖sinΘ(col A, col Â)‖_F (0 = exact, √3 ≈ 1.73 = orthogonal), medians over seeds; \"restricted\" uses only the units "+
-			"(rows of A) with at least k+2 positive observations; \"rarely active units\" is the mean number with at most k.",
-		fmt.Sprintf("The ALS data-consistency certificate (equality residual and censoring violation ≤ 1e-6) was met in %d of %d runs.", certified, len(res.Runs)),
-		"ADMM (Solver A, rank-k constraint, the paper's likelihood with the true bias density) runs only at the smallest n of the full grid; "+
-			"\"ADMM vs ALS\" is ‖sinΘ‖ between the two estimates.",
-		"The overall error of the censored methods tracks the number of rarely active units: a unit that never fires carries no information "+
-			"about its row of A.")
-	return rep
+	return series
 }
 
 func mean(runs []ColspaceRun, m float64, n int, get func(ColspaceRun) float64) float64 {

@@ -69,6 +69,8 @@ type RobustResults struct {
 
 var robustBias = density.Gaussian{Mean: 0, Std: 0.5}
 
+// robustTrial draws one instance of st and measures robust.Recover's error
+// with the oracle and the MAD threshold, and the baselines'.
 func robustTrial(st robustSetting, seed uint64) (RobustTrial, error) {
 	tr := RobustTrial{D: st.D, S: st.S, E: st.E, Seed: seed}
 	in, err := synth.RobustData(synth.RobustConfig{D: st.D, K: st.K, N: 1, S: st.S, Magnitude: st.E, Delta: 0.1, Bias: robustBias},
@@ -110,27 +112,39 @@ func robustTrial(st robustSetting, seed uint64) (RobustTrial, error) {
 		ee += (e - in.E.At(0, i)) * (e - in.E.At(0, i))
 	}
 	tr.EErr = math.Sqrt(ee / float64(st.D))
+	if err := tr.baselines(in, st, mu, errOf); err != nil {
+		return tr, err
+	}
+	return tr, nil
+}
+
+// baselines scores the comparison estimators on the trial's instance:
+// OLS, LAD, TORRENT (told twice the true outlier fraction), the known-bias
+// estimator (scaled by μ like the others) and least squares off the known
+// outlier support; errOf measures an estimate's error.
+func (tr *RobustTrial) baselines(in *synth.RobustInstance, st robustSetting, mu float64, errOf func([]float64) float64) error {
+	v := in.V.RawRowView(0)
 	s, err := robust.NewSolver(in.A, robust.Options{})
 	if err != nil {
-		return tr, err
+		return err
 	}
 	ols, _ := s.OLS(v)
 	tr.OLS = errOf(ols)
 	lad, err := s.LAD(v, 0)
 	if err != nil {
-		return tr, err
+		return err
 	}
 	tr.LAD = errOf(lad)
 	// TORRENT must be told an upper bound on the outlier fraction: give it
 	// twice the truth (at least 1%).
 	tc, _, _, err := s.Torrent(v, math.Min(0.5, math.Max(2*float64(st.S)/float64(st.D), 0.01)), 0)
 	if err != nil {
-		return tr, err
+		return err
 	}
 	tr.Torrent = errOf(tc)
 	kb, err := robust.RecoverKnownBias(in.A, v, in.B, robust.KnownBiasOptions{})
 	if err != nil {
-		return tr, err
+		return err
 	}
 	for j := range kb.C {
 		kb.C[j] *= mu // compare on the same scale as the others
@@ -145,13 +159,13 @@ func robustTrial(st robustSetting, seed uint64) (RobustTrial, error) {
 	if len(supp) > 0 {
 		rk, err := robust.Recover(in.A, v, robust.Options{KnownSupport: supp})
 		if err != nil {
-			return tr, err
+			return err
 		}
 		tr.KnownSupp = errOf(rk.C)
 	} else {
 		tr.KnownSupp = tr.OLS
 	}
-	return tr, nil
+	return nil
 }
 
 func runRobustSweep(ctx context.Context, cfg Config, sweep string, grid []robustSetting, trials int) (*RobustResults, error) {

@@ -290,70 +290,13 @@ func PlotPNG(rep *Report) (io.WriterTo, error) {
 	legend := plot.NewLegend()
 	legend.Top = true
 	legend.Left = true
-	fix := func(v float64, logAxis bool) (float64, bool) {
-		if math.IsNaN(v) || math.IsInf(v, 1) {
-			return 0, false
-		}
-		if logAxis && v <= 0 {
-			return logFloor, true
-		}
-		return v, !math.IsInf(v, 0)
-	}
 	for i, s := range rep.Series {
-		var pts plotter.XYs
-		var errs plotter.YErrors
-		hasBand := len(s.Lo) == len(s.Y) && len(s.Hi) == len(s.Y)
-		for j := range s.X {
-			x, okx := fix(s.X[j], rep.Plot.LogX)
-			y, oky := fix(s.Y[j], rep.Plot.LogY)
-			if !okx || !oky {
-				continue
-			}
-			pts = append(pts, plotter.XY{X: x, Y: y})
-			if hasBand {
-				lo, okl := fix(s.Lo[j], rep.Plot.LogY)
-				hi, okh := fix(s.Hi[j], rep.Plot.LogY)
-				if !okl {
-					lo = y
-				}
-				if !okh {
-					hi = y
-				}
-				errs = append(errs, struct{ Low, High float64 }{math.Max(0, y-lo), math.Max(0, hi-y)})
-			}
-		}
+		pts, errs, hasBand := seriesPoints(s, rep.Plot)
 		if len(pts) == 0 {
 			continue
 		}
-		c := plotColor(i)
-		line, scatter, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := addSeries(p, &legend, i, s, pts, errs, hasBand); err != nil {
 			return nil, err
-		}
-		line.Color = c
-		line.Width = vg.Points(1.5)
-		scatter.Color = c
-		scatter.Shape = plotShape(i)
-		scatter.Radius = vg.Points(3)
-		if s.Dashed {
-			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-			p.Add(line)
-			legend.Add(s.Name, line)
-			continue
-		}
-		p.Add(line, scatter)
-		legend.Add(s.Name, line, scatter)
-		if hasBand {
-			eb, err := plotter.NewYErrorBars(struct {
-				plotter.XYs
-				plotter.YErrors
-			}{pts, errs})
-			if err != nil {
-				return nil, err
-			}
-			eb.LineStyle.Color = c
-			eb.LineStyle.Width = vg.Points(1)
-			p.Add(eb)
 		}
 	}
 	const width, height, legendWidth = 9 * vg.Inch, 5 * vg.Inch, 2.6 * vg.Inch
@@ -374,6 +317,83 @@ func PlotPNG(rep *Report) (io.WriterTo, error) {
 	legendArea := draw.Crop(dc, width-legendWidth+vg.Points(10), 0, 0, -vg.Points(30))
 	legend.Draw(legendArea)
 	return cw, nil
+}
+
+// plotValue is v as PlotPNG draws it on an axis: ok is false for a
+// missing value (NaN, ±Inf), and a non-positive one is clamped to
+// logFloor on a log axis.
+func plotValue(v float64, logAxis bool) (float64, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 1) {
+		return 0, false
+	}
+	if logAxis && v <= 0 {
+		return logFloor, true
+	}
+	return v, !math.IsInf(v, 0)
+}
+
+// seriesPoints returns the points of s that the plot can show and, when s
+// has a band (Lo and Hi for every point), their error bars.
+func seriesPoints(s Series, spec PlotSpec) (pts plotter.XYs, errs plotter.YErrors, hasBand bool) {
+	fix := plotValue
+	hasBand = len(s.Lo) == len(s.Y) && len(s.Hi) == len(s.Y)
+	for j := range s.X {
+		x, okx := fix(s.X[j], spec.LogX)
+		y, oky := fix(s.Y[j], spec.LogY)
+		if !okx || !oky {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: x, Y: y})
+		if hasBand {
+			lo, okl := fix(s.Lo[j], spec.LogY)
+			hi, okh := fix(s.Hi[j], spec.LogY)
+			if !okl {
+				lo = y
+			}
+			if !okh {
+				hi = y
+			}
+			errs = append(errs, struct{ Low, High float64 }{math.Max(0, y-lo), math.Max(0, hi-y)})
+		}
+	}
+	return pts, errs, hasBand
+}
+
+// addSeries draws series i (its points pts) on p in its colour and marker
+// shape, dashed without markers when s.Dashed, with its error bars when it
+// has a band, and adds it to the legend.
+func addSeries(p *plot.Plot, legend *plot.Legend, i int, s Series, pts plotter.XYs, errs plotter.YErrors, hasBand bool) error {
+	c := plotColor(i)
+	line, scatter, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	line.Color = c
+	line.Width = vg.Points(1.5)
+	scatter.Color = c
+	scatter.Shape = plotShape(i)
+	scatter.Radius = vg.Points(3)
+	if s.Dashed {
+		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(line)
+		legend.Add(s.Name, line)
+		return nil
+	}
+	p.Add(line, scatter)
+	legend.Add(s.Name, line, scatter)
+	if hasBand {
+		eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{pts, errs})
+		if err != nil {
+			return err
+		}
+		eb.LineStyle.Color = c
+		eb.LineStyle.Width = vg.Points(1)
+		p.Add(eb)
+	}
+	return nil
 }
 
 // decadeTicks labels powers of ten ("1e-14", "100", "1e5"), thinning labels

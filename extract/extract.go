@@ -224,15 +224,8 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 		return nil, err
 	}
 	if net != nil && e.coarse() {
-		refined, before, after, err := e.refine(ctx, net)
-		switch {
-		case errors.Is(err, errBudget):
-			e.warn = append(e.warn, fmt.Sprintf("the query budget (MaxQueries = %d) left no room for the least-squares polish", e.opt.MaxQueries))
-		case err != nil:
+		if net, err = e.refineIfRoom(ctx, net); err != nil {
 			return nil, err
-		default:
-			net = refined
-			e.diag.RefineBefore, e.diag.RefineAfter = before, after
 		}
 	}
 	res := &Result{Lines: len(e.lines), Units: len(e.units)}
@@ -242,33 +235,9 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	for _, lr := range e.lines {
 		res.Kinks += len(lr.kinks)
 	}
-	// The certificate: fresh Gaussian queries, not part of the budget of
-	// the search.
-	if opt.Progress != nil {
-		opt.Progress("certify", 0, opt.CertQueries)
-	}
-	e.o.limit = 0
-	X := mat.NewDense(opt.CertQueries, d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = e.rng.NormFloat64()
-	}
-	Y, err := e.o.query(ctx, X)
+	tol, err := e.certifyNet(ctx, net, res)
 	if err != nil {
 		return nil, err
-	}
-	e.diag.QueriesCert = opt.CertQueries
-	tol := opt.CertTol
-	if tol == 0 {
-		tol = e.stopTol()
-		if e.noiseMed > 1e-12 {
-			e.warn = append(e.warn, fmt.Sprintf("the oracle's rounding (%.1e relative) looks like float32 arithmetic: certificate tolerance %.1e", e.noiseMed, tol))
-		}
-	}
-	if net != nil {
-		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
-		res.Model = net.Normalize()
-	} else {
-		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
 	}
 	res.Queries, res.Calls, res.Outputs = e.o.queries, e.o.calls, e.o.p
 	e.diag.Noise = e.noiseMed
@@ -286,6 +255,59 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 		}
 	}
 	return res, nil
+}
+
+// refineIfRoom polishes net by least squares (refine) on a coarse oracle;
+// when the query budget leaves no room for it, net is kept, with a warning.
+func (e *extractor) refineIfRoom(ctx context.Context, net *depth2.Network) (*depth2.Network, error) {
+	refined, before, after, err := e.refine(ctx, net)
+	switch {
+	case errors.Is(err, errBudget):
+		e.warn = append(e.warn, fmt.Sprintf("the query budget (MaxQueries = %d) left no room for the least-squares polish", e.opt.MaxQueries))
+	case err != nil:
+		return nil, err
+	default:
+		net = refined
+		e.diag.RefineBefore, e.diag.RefineAfter = before, after
+	}
+	return net, nil
+}
+
+// certifyNet sets res's certificate: net's relative residual on
+// Options.CertQueries fresh Gaussian queries, outside the search's budget,
+// against Options.CertTol or the tolerance the oracle's rounding allows
+// (stopTol). It returns that tolerance.
+func (e *extractor) certifyNet(ctx context.Context, net *depth2.Network, res *Result) (float64, error) {
+	opt, d := e.opt, e.d
+	// The certificate: fresh Gaussian queries, not part of the budget of
+	// the search.
+	if opt.Progress != nil {
+		opt.Progress("certify", 0, opt.CertQueries)
+	}
+	e.o.limit = 0
+	X := mat.NewDense(opt.CertQueries, d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = e.rng.NormFloat64()
+	}
+	Y, err := e.o.query(ctx, X)
+	if err != nil {
+		return 0, err
+	}
+	e.diag.QueriesCert = opt.CertQueries
+	tol := opt.CertTol
+	if tol == 0 {
+		tol = e.stopTol()
+		if e.noiseMed > 1e-12 {
+			e.warn = append(e.warn, fmt.Sprintf("the oracle's rounding (%.1e relative) looks like float32 arithmetic: certificate tolerance %.1e", e.noiseMed, tol))
+		}
+	}
+	if net != nil {
+		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
+		res.Model = net.Normalize()
+	} else {
+		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
+	}
+	return tol, nil
 }
 
 func (o *Options) defaults() error {

@@ -78,6 +78,10 @@ func (e *extractor) measure(ctx context.Context, jobs []*jacJob) error {
 	return nil
 }
 
+// measureOnce queries the Jacobian of every job by forward differences, in
+// batches of about Options.Batch rows: per job its point, d coordinate
+// steps and one random check step (jacobianRows), then the Jacobian read
+// back and checked (readJacobian).
 func (e *extractor) measureOnce(ctx context.Context, jobs []*jacJob) error {
 	d := e.d
 	rowsPer := d + 2
@@ -88,90 +92,101 @@ func (e *extractor) measureOnce(ctx context.Context, jobs []*jacJob) error {
 		steps := make([][]float64, len(batch))
 		checks := make([][]float64, len(batch))
 		for b, j := range batch {
-			x := j.x
-			// The step must stay well above the rounding of x itself.
-			h := math.Max(j.h, 1e-8*(1+maxAbs(x)))
-			j.h = h
-			if j.p != nil {
-				j.p.h = h
-			}
-			r0 := b * rowsPer
-			X.SetRow(r0, x)
-			st := make([]float64, d)
-			for c := 0; c < d; c++ {
-				row := X.RawRowView(r0 + 1 + c)
-				copy(row, x)
-				row[c] = x[c] + h
-				st[c] = row[c] - x[c]
-			}
-			steps[b] = st
-			ck := X.RawRowView(r0 + d + 1)
-			chk := make([]float64, d)
-			inv := h / math.Sqrt(float64(d))
-			for c := 0; c < d; c++ {
-				s := inv
-				if e.rng.Uint64()&1 == 1 {
-					s = -inv
-				}
-				ck[c] = x[c] + s
-				chk[c] = ck[c] - x[c]
-			}
-			checks[b] = chk
+			steps[b], checks[b] = e.jacobianRows(X, b*rowsPer, j)
 		}
 		Y, err := e.o.query(ctx, X)
 		if err != nil {
 			return err
 		}
 		e.diag.QueriesJacobian += len(batch) * rowsPer
-		p := e.o.p
 		for b, j := range batch {
-			r0 := b * rowsPer
-			f0 := Y.RawRowView(r0)
-			J := mat.NewDense(p, d, nil)
-			for c := 0; c < d; c++ {
-				fc := Y.RawRowView(r0 + 1 + c)
-				for o := 0; o < p; o++ {
-					J.Set(o, c, (fc[o]-f0[o])/steps[b][c])
-				}
-			}
-			fk := Y.RawRowView(r0 + d + 1)
-			j.ok = true
-			for o := 0; o < p; o++ {
-				pred := f0[o] + dotf(J.RawRowView(o), checks[b])
-				sc := math.Abs(f0[o])
-				if j.scale != nil {
-					sc = j.scale[o]
-				}
-				tol := 10 * e.eta * (math.Abs(f0[o]) + math.Abs(fk[o]) + sc)
-				if math.Abs(fk[o]-pred) > tol {
-					j.ok = false
-				}
-			}
-			e.diag.Jacobians++
-			// Each entry carries the rounding of two values of f over the
-			// step: ‖δJ‖_F ≈ ν·F·√(p·d)/h.
-			F := 0.0
-			for o := 0; o < p; o++ {
-				sc := 0.0
-				if j.scale != nil {
-					sc = j.scale[o]
-				}
-				F = math.Max(F, 2*math.Abs(f0[o])+sc)
-			}
-			j.errJ = e.nu() * F * math.Sqrt(float64(p*d)) / j.h
-			if j.ok {
-				j.J = J
-				j.f0 = append([]float64(nil), f0...)
-				e.jpoints = append(e.jpoints, jpoint{x: j.x, J: J})
-				if j.p != nil {
-					j.p.errJ = j.errJ
-					j.p.J = J
-					j.p.measured = true
-				}
-			}
+			e.readJacobian(j, Y, b*rowsPer, steps[b], checks[b])
 		}
 	}
 	return nil
+}
+
+// jacobianRows writes job j's d+2 query rows into X from row r0: its point
+// x, x plus a step h along each coordinate, and x plus a random ±h/√d
+// check step. The step must stay well above the rounding of x itself. It
+// returns the coordinate steps and the check step as represented.
+func (e *extractor) jacobianRows(X *mat.Dense, r0 int, j *jacJob) (steps, check []float64) {
+	d := e.d
+	x := j.x
+	h := math.Max(j.h, 1e-8*(1+maxAbs(x)))
+	j.h = h
+	if j.p != nil {
+		j.p.h = h
+	}
+	X.SetRow(r0, x)
+	st := make([]float64, d)
+	for c := 0; c < d; c++ {
+		row := X.RawRowView(r0 + 1 + c)
+		copy(row, x)
+		row[c] = x[c] + h
+		st[c] = row[c] - x[c]
+	}
+	ck := X.RawRowView(r0 + d + 1)
+	chk := make([]float64, d)
+	inv := h / math.Sqrt(float64(d))
+	for c := 0; c < d; c++ {
+		s := inv
+		if e.rng.Uint64()&1 == 1 {
+			s = -inv
+		}
+		ck[c] = x[c] + s
+		chk[c] = ck[c] - x[c]
+	}
+	return st, chk
+}
+
+// readJacobian reads job j's Jacobian from the answers Y (its rows from
+// r0), checks it against the check step to 10·η, and sets its expected
+// error: each entry carries the rounding of two values of f over the
+// step, ‖δJ‖_F ≈ ν·F·√(p·d)/h. A Jacobian that passes is kept (jpoints).
+func (e *extractor) readJacobian(j *jacJob, Y *mat.Dense, r0 int, steps, checks []float64) {
+	d, p := e.d, e.o.p
+	f0 := Y.RawRowView(r0)
+	J := mat.NewDense(p, d, nil)
+	for c := 0; c < d; c++ {
+		fc := Y.RawRowView(r0 + 1 + c)
+		for o := 0; o < p; o++ {
+			J.Set(o, c, (fc[o]-f0[o])/steps[c])
+		}
+	}
+	fk := Y.RawRowView(r0 + d + 1)
+	j.ok = true
+	for o := 0; o < p; o++ {
+		pred := f0[o] + dotf(J.RawRowView(o), checks)
+		sc := math.Abs(f0[o])
+		if j.scale != nil {
+			sc = j.scale[o]
+		}
+		tol := 10 * e.eta * (math.Abs(f0[o]) + math.Abs(fk[o]) + sc)
+		if math.Abs(fk[o]-pred) > tol {
+			j.ok = false
+		}
+	}
+	e.diag.Jacobians++
+	F := 0.0
+	for o := 0; o < p; o++ {
+		sc := 0.0
+		if j.scale != nil {
+			sc = j.scale[o]
+		}
+		F = math.Max(F, 2*math.Abs(f0[o])+sc)
+	}
+	j.errJ = e.nu() * F * math.Sqrt(float64(p*d)) / j.h
+	if j.ok {
+		j.J = J
+		j.f0 = append([]float64(nil), f0...)
+		e.jpoints = append(e.jpoints, jpoint{x: j.x, J: J})
+		if j.p != nil {
+			j.p.errJ = j.errJ
+			j.p.J = J
+			j.p.measured = true
+		}
+	}
 }
 
 // knownMargin is the largest coordinate step from x that crosses no known

@@ -417,70 +417,11 @@ func (l *line) result(eta float64, scale []float64) *lineResult {
 	st := l.state(eta, scale)
 	n := len(l.t)
 	res := &lineResult{l: l, eta: eta, scale: scale}
-	// Breaks, in order: a verified kink in cell [i, i+1], a kink at a
-	// bent sample k between two certified cells (i = j = k), or an
-	// unresolved run [i, j].
-	type brk struct {
-		i, j int
-		kink bool
-	}
-	var brks []brk
-	point := make([]bool, n)
-	for c := 0; c < n-1; {
-		switch {
-		case st.expl[c]:
-			brks = append(brks, brk{c, c + 1, true})
-			c++
-		case st.lin[c]:
-			if k := c + 1; k <= n-2 && st.bent[k] && st.lin[k] {
-				brks = append(brks, brk{k, k, true})
-				point[k] = true
-			}
-			c++
-		default:
-			s := c
-			for c < n-1 && !st.lin[c] && !st.expl[c] {
-				c++
-			}
-			brks = append(brks, brk{s, c, false})
-			res.unresolved++
-		}
-	}
-	// Pieces between breaks; two breaks with no piece between them merge
-	// into one unresolved gap.
-	var gaps []brk
-	pending := brk{}
-	start := 0
-	for _, b := range brks {
-		if b.i > start {
-			if len(res.pieces) > 0 {
-				gaps = append(gaps, pending)
-			}
-			res.pieces = append(res.pieces, &piece{a: start, b: b.i})
-			pending = b
-		} else {
-			pending = brk{}
-		}
-		start = b.j
-	}
-	if n-1 > start {
-		if len(res.pieces) > 0 {
-			gaps = append(gaps, pending)
-		}
-		res.pieces = append(res.pieces, &piece{a: start, b: n - 1})
-	}
+	brks, point := res.breaks(st, n)
+	gaps := res.piecesBetween(brks, n)
 	// Chords: the farthest samples of each piece that are not kink points
 	// (when the piece has them), else its end samples.
-	ends := func(p *piece) (int, int) {
-		a, b := p.a, p.b
-		if point[a] && b-a >= 2 {
-			a++
-		}
-		if point[b] && b-a >= 2 {
-			b--
-		}
-		return a, b
-	}
+	ends := func(p *piece) (int, int) { return p.chordEnds(point) }
 	for _, p := range res.pieces {
 		a, b := ends(p)
 		p.slope = l.chord(a, b)
@@ -515,4 +456,82 @@ func (l *line) result(eta float64, scale []float64) *lineResult {
 		res.kinks = append(res.kinks, &kink{t: t, ds: ds, left: g, right: g + 1, unit: -1})
 	}
 	return res
+}
+
+// lineBreak is a break of a line between pieces: a verified kink in cell
+// [i, i+1], a kink at a bent sample k between two certified cells
+// (i = j = k), or an unresolved run [i, j].
+type lineBreak struct {
+	i, j int
+	kink bool
+}
+
+// breaks lists the line's breaks in order from its n samples' state,
+// counting the unresolved runs, and marks the samples that are kink
+// points.
+func (res *lineResult) breaks(st lineState, n int) (brks []lineBreak, point []bool) {
+	point = make([]bool, n)
+	for c := 0; c < n-1; {
+		switch {
+		case st.expl[c]:
+			brks = append(brks, lineBreak{c, c + 1, true})
+			c++
+		case st.lin[c]:
+			if k := c + 1; k <= n-2 && st.bent[k] && st.lin[k] {
+				brks = append(brks, lineBreak{k, k, true})
+				point[k] = true
+			}
+			c++
+		default:
+			s := c
+			for c < n-1 && !st.lin[c] && !st.expl[c] {
+				c++
+			}
+			brks = append(brks, lineBreak{s, c, false})
+			res.unresolved++
+		}
+	}
+	return brks, point
+}
+
+// piecesBetween sets the pieces between the breaks and returns the gaps
+// between consecutive pieces; two breaks with no piece between them merge
+// into one unresolved gap.
+func (res *lineResult) piecesBetween(brks []lineBreak, n int) []lineBreak {
+	var gaps []lineBreak
+	pending := lineBreak{}
+	start := 0
+	for _, b := range brks {
+		if b.i > start {
+			if len(res.pieces) > 0 {
+				gaps = append(gaps, pending)
+			}
+			res.pieces = append(res.pieces, &piece{a: start, b: b.i})
+			pending = b
+		} else {
+			pending = lineBreak{}
+		}
+		start = b.j
+	}
+	if n-1 > start {
+		if len(res.pieces) > 0 {
+			gaps = append(gaps, pending)
+		}
+		res.pieces = append(res.pieces, &piece{a: start, b: n - 1})
+	}
+	return gaps
+}
+
+// chordEnds returns the samples the piece's chord runs between: its
+// farthest samples that are not kink points (when it has them), else its
+// end samples.
+func (p *piece) chordEnds(point []bool) (int, int) {
+	a, b := p.a, p.b
+	if point[a] && b-a >= 2 {
+		a++
+	}
+	if point[b] && b-a >= 2 {
+		b--
+	}
+	return a, b
 }

@@ -278,6 +278,41 @@ func (e *extractor) assemble(final bool) (*depth2.Network, error) {
 		return nil, nil
 	}
 	p, d := e.o.p, e.d
+	flip := e.orientations(final)
+	W := mat.NewDense(m, d, nil)
+	A := mat.NewDense(p, m, nil)
+	B := make([]float64, m)
+	for i, u := range e.units {
+		s := 1.0
+		if flip[i] {
+			s = -1
+		}
+		row := W.RawRowView(i)
+		for j := range row {
+			row[j] = s * u.w[j]
+		}
+		B[i] = s * u.b
+		A.SetCol(i, u.a)
+	}
+	net := &depth2.Network{W: W, B: B, A: A, C: make([]float64, p)}
+	if !e.fitOutputBias(net) {
+		return net, nil
+	}
+	if final && e.diag.SignResidual > 1e-6 {
+		e.warn = append(e.warn, fmt.Sprintf("the Jacobians leave an affine part that no choice of unit orientations explains (relative %.1e): units are missing", e.diag.SignResidual))
+	}
+	return net, nil
+}
+
+// orientations decides which units were found with the opposite
+// orientation to the true one (see assemble): L, the affine part of the
+// measured Jacobians, is read off every one of them, β solved by least
+// squares and rounded to {0, −1}. It records the residual of L after the
+// rounding (Diagnostics.SignResidual) and, when final, warns when the
+// normals are linearly dependent.
+func (e *extractor) orientations(final bool) []bool {
+	m := len(e.units)
+	p, d := e.o.p, e.d
 	L := mat.NewDense(p, d, nil)
 	for _, jp := range e.jpoints {
 		L.Add(L, jp.J)
@@ -332,27 +367,20 @@ func (e *extractor) assemble(final bool) (*depth2.Network, error) {
 		scale = 1
 	}
 	e.diag.SignResidual = mat.Norm(R, 2) / scale
-	W := mat.NewDense(m, d, nil)
-	A := mat.NewDense(p, m, nil)
-	B := make([]float64, m)
-	for i, u := range e.units {
-		s := 1.0
-		if flip[i] {
-			s = -1
-		}
-		row := W.RawRowView(i)
-		for j := range row {
-			row[j] = s * u.w[j]
-		}
-		B[i] = s * u.b
-		A.SetCol(i, u.a)
-	}
-	net := &depth2.Network{W: W, B: B, A: A, C: make([]float64, p)}
+	return flip
+}
+
+// fitOutputBias sets net's output bias to the mean residual over the
+// lines' samples near the origin, and records the line residual on the
+// same samples (Diagnostics.LineResidual). It returns false, leaving the
+// bias zero, when there are no such samples yet.
+func (e *extractor) fitOutputBias(net *depth2.Network) bool {
+	p := e.o.p
 	// Output bias: the mean residual over the lines' samples near the
 	// origin; the same samples give the line residual.
 	X, Y := e.bulk()
 	if X == nil {
-		return net, nil
+		return false
 	}
 	F := net.Forward(X)
 	n, _ := X.Dims()
@@ -370,10 +398,7 @@ func (e *extractor) assemble(final bool) (*depth2.Network, error) {
 		}
 	}
 	e.diag.LineResidual = relResidual(Y, F)
-	if final && e.diag.SignResidual > 1e-6 {
-		e.warn = append(e.warn, fmt.Sprintf("the Jacobians leave an affine part that no choice of unit orientations explains (relative %.1e): units are missing", e.diag.SignResidual))
-	}
-	return net, nil
+	return true
 }
 
 // bulk returns the searched lines' samples with |t| ≤ 2√d.

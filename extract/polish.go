@@ -39,76 +39,18 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 		return nil
 	}
 	d, m := e.d, len(e.units)
-	W := mat.NewDense(m, d, nil)
-	bias := make([]float64, m)
+	pp := &polishPoints{W: mat.NewDense(m, d, nil), bias: make([]float64, m), C: mat.NewDense(polishCandidates, d, nil)}
 	for i, u := range e.units {
-		W.SetRow(i, u.w)
-		bias[i] = u.b
+		pp.W.SetRow(i, u.w)
+		pp.bias[i] = u.b
 	}
-	type plan struct {
-		i      int
-		xs     []float64
-		delta  float64
-		jp, jm *jacJob
-	}
-	var plans []plan
+	var plans []polishPlan
 	var jobs []*jacJob
-	C := mat.NewDense(polishCandidates, d, nil)
-	var Z mat.Dense
 	for _, i := range idx {
-		u := e.units[i]
-		for r := 0; r < polishCandidates; r++ {
-			row := C.RawRowView(r)
-			for j := range row {
-				row[j] = e.rng.NormFloat64()
-			}
-			z := dotf(u.w, row) + u.b
-			for j := range row {
-				row[j] -= z * u.w[j]
-			}
-		}
-		Z.Mul(C, W.T())
-		// z_k(x* ± δŵ_i) = z_k(x*) ± δ·(ŵ_k·ŵ_i).
-		cos := make([]float64, m)
-		for k := range cos {
-			cos[k] = dotf(e.units[k].w, u.w)
-		}
-		best, bestH, bestDelta := -1, 0.0, 0.0
-		for r := 0; r < polishCandidates; r++ {
-			zr := Z.RawRowView(r)
-			marg := math.Inf(1)
-			for k := 0; k < m; k++ {
-				if k != i {
-					marg = math.Min(marg, math.Abs(zr[k]+bias[k])/e.units[k].winf)
-				}
-			}
-			for _, f := range []float64{0.25, 0.5, 1} {
-				delta := f * marg * u.winf
-				h := delta / u.winf
-				for k := 0; k < m; k++ {
-					if k == i {
-						continue
-					}
-					z := zr[k] + bias[k]
-					h = math.Min(h, (math.Abs(z)-delta*math.Abs(cos[k]))/e.units[k].winf)
-				}
-				if h > bestH {
-					best, bestH, bestDelta = r, h, delta
-				}
-			}
-		}
-		if best < 0 || math.IsInf(bestDelta, 0) || math.IsNaN(bestDelta) || math.IsInf(bestH, 0) {
+		pl, ok := e.planPolish(pp, i)
+		if !ok {
 			continue // no other hyperplane bounds the step (or none is finite)
 		}
-		xs := mat.Row(nil, best, C)
-		xp := make([]float64, d)
-		xm := make([]float64, d)
-		for j := range xs {
-			xp[j] = xs[j] + bestDelta*u.w[j]
-			xm[j] = xs[j] - bestDelta*u.w[j]
-		}
-		h := bestH / 2
-		pl := plan{i: i, xs: xs, delta: bestDelta, jp: &jacJob{x: xp, h: h}, jm: &jacJob{x: xm, h: h}}
 		plans = append(plans, pl)
 		jobs = append(jobs, pl.jp, pl.jm)
 	}
@@ -116,43 +58,131 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 		return err
 	}
 	for _, pl := range plans {
-		u := &e.units[pl.i]
-		u.tries++
-		if !pl.jp.ok || !pl.jm.ok {
-			continue
-		}
-		var dJ mat.Dense
-		dJ.Sub(pl.jp.J, pl.jm.J)
-		w, a, r2, errEff, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ)
-		if !ok {
-			continue
-		}
-		// b̂ from the agreement of the two affine pieces on the hyperplane:
-		// r = f(x₊) − f(x₋) − δ·(J₊ + J₋)·ŵ_old, ŵ·y = −â·r/‖â‖² for the
-		// hyperplane's points x* + y.
-		p := len(a)
-		num, aa := 0.0, dotf(a, a)
-		for o := 0; o < p; o++ {
-			r := pl.jp.f0[o] - pl.jm.f0[o] - pl.delta*(dotf(pl.jp.J.RawRowView(o), u.w)+dotf(pl.jm.J.RawRowView(o), u.w))
-			num += a[o] * r
-		}
-		b := -dotf(w, pl.xs) + num/aa
-		dw := 0.0
-		for j := range w {
-			dw += (w[j] - u.w[j]) * (w[j] - u.w[j])
-		}
-		if math.Sqrt(dw) > 100*u.est+1e-9 || math.Abs(b-u.b) > 100*u.est+1e-9 {
-			e.diag.PolishRejected++
-			continue
-		}
-		e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
-		nu := newUnitRec(w, b, a, errEff, pl.xs)
-		nu.polished = true
-		*u = nu
-		e.diag.Polished++
+		e.applyPolish(pl)
 	}
 	e.dedupe()
 	return nil
+}
+
+// polishPoints holds polish's view of the known units (rows W, biases)
+// and its scratch for the candidate points C and their pre-activations Z.
+type polishPoints struct {
+	W    *mat.Dense
+	bias []float64
+	C    *mat.Dense
+	Z    mat.Dense
+}
+
+// polishPlan is the re-measurement of unit i: the point xs of its
+// hyperplane, the offset δ along ŵ_i either side, and the two Jacobian
+// jobs.
+type polishPlan struct {
+	i      int
+	xs     []float64
+	delta  float64
+	jp, jm *jacJob
+}
+
+// planPolish chooses where to re-measure unit i: among polishCandidates
+// projections of Gaussian points onto its hyperplane, the one and offset δ
+// that leave the largest step h (in coordinate steps) crossing no other
+// hyperplane. ok is false when no other hyperplane bounds the step, or
+// none is finite.
+func (e *extractor) planPolish(pp *polishPoints, i int) (polishPlan, bool) {
+	d, m, C, bias := e.d, len(e.units), pp.C, pp.bias
+	u := e.units[i]
+	for r := 0; r < polishCandidates; r++ {
+		row := C.RawRowView(r)
+		for j := range row {
+			row[j] = e.rng.NormFloat64()
+		}
+		z := dotf(u.w, row) + u.b
+		for j := range row {
+			row[j] -= z * u.w[j]
+		}
+	}
+	pp.Z.Mul(C, pp.W.T())
+	// z_k(x* ± δŵ_i) = z_k(x*) ± δ·(ŵ_k·ŵ_i).
+	cos := make([]float64, m)
+	for k := range cos {
+		cos[k] = dotf(e.units[k].w, u.w)
+	}
+	best, bestH, bestDelta := -1, 0.0, 0.0
+	for r := 0; r < polishCandidates; r++ {
+		zr := pp.Z.RawRowView(r)
+		marg := math.Inf(1)
+		for k := 0; k < m; k++ {
+			if k != i {
+				marg = math.Min(marg, math.Abs(zr[k]+bias[k])/e.units[k].winf)
+			}
+		}
+		for _, f := range []float64{0.25, 0.5, 1} {
+			delta := f * marg * u.winf
+			h := delta / u.winf
+			for k := 0; k < m; k++ {
+				if k == i {
+					continue
+				}
+				z := zr[k] + bias[k]
+				h = math.Min(h, (math.Abs(z)-delta*math.Abs(cos[k]))/e.units[k].winf)
+			}
+			if h > bestH {
+				best, bestH, bestDelta = r, h, delta
+			}
+		}
+	}
+	if best < 0 || math.IsInf(bestDelta, 0) || math.IsNaN(bestDelta) || math.IsInf(bestH, 0) {
+		return polishPlan{}, false
+	}
+	xs := mat.Row(nil, best, C)
+	xp := make([]float64, d)
+	xm := make([]float64, d)
+	for j := range xs {
+		xp[j] = xs[j] + bestDelta*u.w[j]
+		xm[j] = xs[j] - bestDelta*u.w[j]
+	}
+	h := bestH / 2
+	return polishPlan{i: i, xs: xs, delta: bestDelta, jp: &jacJob{x: xp, h: h}, jm: &jacJob{x: xm, h: h}}, true
+}
+
+// applyPolish reads unit pl.i again from its two measured Jacobians and
+// replaces the unit when the new reading agrees with the old one to
+// within 100 times its expected error.
+func (e *extractor) applyPolish(pl polishPlan) {
+	u := &e.units[pl.i]
+	u.tries++
+	if !pl.jp.ok || !pl.jm.ok {
+		return
+	}
+	var dJ mat.Dense
+	dJ.Sub(pl.jp.J, pl.jm.J)
+	w, a, r2, errEff, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ)
+	if !ok {
+		return
+	}
+	// b̂ from the agreement of the two affine pieces on the hyperplane:
+	// r = f(x₊) − f(x₋) − δ·(J₊ + J₋)·ŵ_old, ŵ·y = −â·r/‖â‖² for the
+	// hyperplane's points x* + y.
+	p := len(a)
+	num, aa := 0.0, dotf(a, a)
+	for o := 0; o < p; o++ {
+		r := pl.jp.f0[o] - pl.jm.f0[o] - pl.delta*(dotf(pl.jp.J.RawRowView(o), u.w)+dotf(pl.jm.J.RawRowView(o), u.w))
+		num += a[o] * r
+	}
+	b := -dotf(w, pl.xs) + num/aa
+	dw := 0.0
+	for j := range w {
+		dw += (w[j] - u.w[j]) * (w[j] - u.w[j])
+	}
+	if math.Sqrt(dw) > 100*u.est+1e-9 || math.Abs(b-u.b) > 100*u.est+1e-9 {
+		e.diag.PolishRejected++
+		return
+	}
+	e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
+	nu := newUnitRec(w, b, a, errEff, pl.xs)
+	nu.polished = true
+	*u = nu
+	e.diag.Polished++
 }
 
 // dedupe drops units found twice. The search's duplicate test compares a

@@ -122,9 +122,103 @@ func withoutUnit(net *depth2.Network, i int) *depth2.Network {
 // problem in (δW, δb, δA, δc) solved by CGLS (matrix-free: each product
 // costs two n×d×m matrix products).
 func gaussNewton(net *depth2.Network, X, Y *mat.Dense) *depth2.Network {
+	n, _ := X.Dims()
+	p := net.Out()
+	gs := newGNSystem(net, X)
+	F := net.Forward(X)
+	R := mat.NewDense(n, p, nil)
+	R.Sub(Y, F)
+	gs.scaling()
+	applyP := func(v gnVec) *mat.Dense { return gs.apply(gs.precond(v)) }
+	adjointP := func(r *mat.Dense) gnVec { return gs.precond(gs.adjoint(r)) }
+	// CGLS on min ‖J·P·y − R‖, x = P·y.
+	x := gs.newVec()
+	r := mat.DenseCopyOf(R)
+	s := adjointP(r)
+	q := gs.newVec()
+	q.axpy(1, s)
+	gamma := s.dot(s)
+	g0 := gamma
+	for it := 0; it < 40 && gamma > 1e-24*g0; it++ {
+		Jq := applyP(q)
+		qq := mat.Norm(Jq, 2)
+		if qq == 0 {
+			break
+		}
+		alpha := gamma / (qq * qq)
+		x.axpy(alpha, q)
+		var T mat.Dense
+		T.Scale(alpha, Jq)
+		r.Sub(r, &T)
+		s = adjointP(r)
+		g := s.dot(s)
+		beta := g / gamma
+		gamma = g
+		// q = s + β·q
+		for _, pr := range q.pairs(s) {
+			for i := range pr[0] {
+				pr[0][i] = pr[1][i] + beta*pr[0][i]
+			}
+		}
+	}
+	x = gs.precond(x)
+	out := net.Clone()
+	out.W.Add(out.W, x.W)
+	out.A.Add(out.A, x.A)
+	for j := range out.B {
+		out.B[j] += x.b[j]
+	}
+	for o := range out.C {
+		out.C[o] += x.c[o]
+	}
+	return out
+}
+
+// gnVec is a step of gaussNewton, (δW m×d, δb m, δA p×m, δc p), as one
+// vector.
+type gnVec struct {
+	W *mat.Dense
+	b []float64
+	A *mat.Dense
+	c []float64
+}
+
+// pairs lists the four parts of v beside those of w.
+func (v gnVec) pairs(w gnVec) [][2][]float64 {
+	return [][2][]float64{{v.W.RawMatrix().Data, w.W.RawMatrix().Data}, {v.b, w.b}, {v.A.RawMatrix().Data, w.A.RawMatrix().Data}, {v.c, w.c}}
+}
+
+// dot is the inner product of v and w as vectors.
+func (v gnVec) dot(w gnVec) float64 {
+	return dotf(v.W.RawMatrix().Data, w.W.RawMatrix().Data) + dotf(v.b, w.b) + dotf(v.A.RawMatrix().Data, w.A.RawMatrix().Data) + dotf(v.c, w.c)
+}
+
+// axpy adds s·src to v.
+func (v gnVec) axpy(s float64, src gnVec) {
+	for _, pr := range v.pairs(src) {
+		for i := range pr[0] {
+			pr[0][i] += s * pr[1][i]
+		}
+	}
+}
+
+// gnSystem is gaussNewton's linear least-squares problem: the Jacobian of
+// f(X) at net with its activation pattern D held fixed (H the hidden
+// values), applied matrix-free, and its Jacobi preconditioner.
+type gnSystem struct {
+	net        *depth2.Network
+	X, H, D    *mat.Dense
+	n, d, m, p int
+	// sW, sB, sA (per unit) and sC scale the step's parts (scaling).
+	sW, sB, sA []float64
+	sC         float64
+}
+
+// newGNSystem computes net's pre-activations on X, its activation pattern
+// D and hidden values H.
+func newGNSystem(net *depth2.Network, X *mat.Dense) *gnSystem {
 	n, d := X.Dims()
 	m, p := net.Hidden(), net.Out()
-	// Pre-activations, pattern and hidden values.
 	Z := mat.NewDense(n, m, nil)
 	Z.Mul(X, net.W.T())
 	H := mat.NewDense(n, m, nil)
@@ -137,150 +231,102 @@ func gaussNewton(net *depth2.Network, X, Y *mat.Dense) *depth2.Network {
 			}
 		}
 	}
-	F := net.Forward(X)
-	R := mat.NewDense(n, p, nil)
-	R.Sub(Y, F)
-	// x = (δW m×d, δb m, δA p×m, δc p) as one vector.
-	type vec struct {
-		W *mat.Dense
-		b []float64
-		A *mat.Dense
-		c []float64
-	}
-	newVec := func() vec {
-		return vec{mat.NewDense(m, d, nil), make([]float64, m), mat.NewDense(p, m, nil), make([]float64, p)}
-	}
-	apply := func(v vec) *mat.Dense { // J·v, n×p
-		M := mat.NewDense(n, m, nil)
-		M.Mul(X, v.W.T())
-		for i := 0; i < n; i++ {
-			row, dd := M.RawRowView(i), D.RawRowView(i)
-			for j := range row {
-				row[j] = (row[j] + v.b[j]) * dd[j]
-			}
-		}
-		out := mat.NewDense(n, p, nil)
-		out.Mul(M, net.A.T())
-		var T mat.Dense
-		T.Mul(H, v.A.T())
-		out.Add(out, &T)
-		for i := 0; i < n; i++ {
-			row := out.RawRowView(i)
-			for o := range row {
-				row[o] += v.c[o]
-			}
-		}
-		return out
-	}
-	adjoint := func(r *mat.Dense) vec { // Jᵀ·r
-		v := newVec()
-		v.A.Mul(r.T(), H)
-		G := mat.NewDense(n, m, nil)
-		G.Mul(r, net.A)
-		for i := 0; i < n; i++ {
-			g, dd, rr := G.RawRowView(i), D.RawRowView(i), r.RawRowView(i)
-			for j := range g {
-				g[j] *= dd[j]
-				v.b[j] += g[j]
-			}
-			for o := range rr {
-				v.c[o] += rr[o]
-			}
-		}
-		v.W.Mul(G.T(), X)
-		return v
-	}
-	dot := func(a, b vec) float64 {
-		return dotf(a.W.RawMatrix().Data, b.W.RawMatrix().Data) + dotf(a.b, b.b) + dotf(a.A.RawMatrix().Data, b.A.RawMatrix().Data) + dotf(a.c, b.c)
-	}
-	axpy := func(dst vec, s float64, src vec) {
-		for _, pr := range [][2][]float64{{dst.W.RawMatrix().Data, src.W.RawMatrix().Data}, {dst.b, src.b}, {dst.A.RawMatrix().Data, src.A.RawMatrix().Data}, {dst.c, src.c}} {
-			for i := range pr[0] {
-				pr[0][i] += s * pr[1][i]
-			}
+	return &gnSystem{net: net, X: X, H: H, D: D, n: n, d: d, m: m, p: p}
+}
+
+// newVec returns a zero step.
+func (gs *gnSystem) newVec() gnVec {
+	return gnVec{mat.NewDense(gs.m, gs.d, nil), make([]float64, gs.m), mat.NewDense(gs.p, gs.m, nil), make([]float64, gs.p)}
+}
+
+// apply returns J·v (n×p).
+func (gs *gnSystem) apply(v gnVec) *mat.Dense {
+	n, m, p, D := gs.n, gs.m, gs.p, gs.D
+	M := mat.NewDense(n, m, nil)
+	M.Mul(gs.X, v.W.T())
+	for i := 0; i < n; i++ {
+		row, dd := M.RawRowView(i), D.RawRowView(i)
+		for j := range row {
+			row[j] = (row[j] + v.b[j]) * dd[j]
 		}
 	}
-	// Jacobi preconditioning: CGLS on J·P, P the inverse square root of
-	// diag(JᵀJ) (a unit's weights scale with its output column and how
-	// often it is active; without it CGLS stalls on the rarely active
-	// units).
+	out := mat.NewDense(n, p, nil)
+	out.Mul(M, gs.net.A.T())
+	var T mat.Dense
+	T.Mul(gs.H, v.A.T())
+	out.Add(out, &T)
+	for i := 0; i < n; i++ {
+		row := out.RawRowView(i)
+		for o := range row {
+			row[o] += v.c[o]
+		}
+	}
+	return out
+}
+
+// adjoint returns Jᵀ·r.
+func (gs *gnSystem) adjoint(r *mat.Dense) gnVec {
+	n, m, D := gs.n, gs.m, gs.D
+	v := gs.newVec()
+	v.A.Mul(r.T(), gs.H)
+	G := mat.NewDense(n, m, nil)
+	G.Mul(r, gs.net.A)
+	for i := 0; i < n; i++ {
+		g, dd, rr := G.RawRowView(i), D.RawRowView(i), r.RawRowView(i)
+		for j := range g {
+			g[j] *= dd[j]
+			v.b[j] += g[j]
+		}
+		for o := range rr {
+			v.c[o] += rr[o]
+		}
+	}
+	v.W.Mul(G.T(), gs.X)
+	return v
+}
+
+// scaling sets the Jacobi preconditioner: CGLS runs on J·P, P the inverse
+// square root of diag(JᵀJ) (a unit's weights scale with its output column
+// and how often it is active; without it CGLS stalls on the rarely active
+// units).
+func (gs *gnSystem) scaling() {
+	n, d, m, X, D, H := gs.n, gs.d, gs.m, gs.X, gs.D, gs.H
 	xx := 0.0
 	for _, v := range X.RawMatrix().Data {
 		xx += v * v
 	}
 	xx /= float64(n * d)
-	sW, sB, sA := make([]float64, m), make([]float64, m), make([]float64, m)
+	gs.sW, gs.sB, gs.sA = make([]float64, m), make([]float64, m), make([]float64, m)
 	for j := 0; j < m; j++ {
 		act, hh := 0.0, 0.0
 		for i := 0; i < n; i++ {
 			act += D.At(i, j)
 			hh += H.At(i, j) * H.At(i, j)
 		}
-		col := mat.Col(nil, j, net.A)
+		col := mat.Col(nil, j, gs.net.A)
 		aa := dotf(col, col)
-		sW[j] = 1 / math.Sqrt(aa*act*xx+1e-300)
-		sB[j] = 1 / math.Sqrt(aa*act+1e-300)
-		sA[j] = 1 / math.Sqrt(hh+1e-300)
+		gs.sW[j] = 1 / math.Sqrt(aa*act*xx+1e-300)
+		gs.sB[j] = 1 / math.Sqrt(aa*act+1e-300)
+		gs.sA[j] = 1 / math.Sqrt(hh+1e-300)
 	}
-	sC := 1 / math.Sqrt(float64(n))
-	precond := func(v vec) vec {
-		out := newVec()
-		for j := 0; j < m; j++ {
-			src, dst := v.W.RawRowView(j), out.W.RawRowView(j)
-			for k := range src {
-				dst[k] = src[k] * sW[j]
-			}
-			out.b[j] = v.b[j] * sB[j]
-			for o := 0; o < p; o++ {
-				out.A.Set(o, j, v.A.At(o, j)*sA[j])
-			}
+	gs.sC = 1 / math.Sqrt(float64(n))
+}
+
+// precond returns P·v.
+func (gs *gnSystem) precond(v gnVec) gnVec {
+	out := gs.newVec()
+	for j := 0; j < gs.m; j++ {
+		src, dst := v.W.RawRowView(j), out.W.RawRowView(j)
+		for k := range src {
+			dst[k] = src[k] * gs.sW[j]
 		}
-		for o := range out.c {
-			out.c[o] = v.c[o] * sC
-		}
-		return out
-	}
-	applyP := func(v vec) *mat.Dense { return apply(precond(v)) }
-	adjointP := func(r *mat.Dense) vec { return precond(adjoint(r)) }
-	// CGLS on min ‖J·P·y − R‖, x = P·y.
-	x := newVec()
-	r := mat.DenseCopyOf(R)
-	s := adjointP(r)
-	q := newVec()
-	axpy(q, 1, s)
-	gamma := dot(s, s)
-	g0 := gamma
-	for it := 0; it < 40 && gamma > 1e-24*g0; it++ {
-		Jq := applyP(q)
-		qq := mat.Norm(Jq, 2)
-		if qq == 0 {
-			break
-		}
-		alpha := gamma / (qq * qq)
-		axpy(x, alpha, q)
-		var T mat.Dense
-		T.Scale(alpha, Jq)
-		r.Sub(r, &T)
-		s = adjointP(r)
-		g := dot(s, s)
-		beta := g / gamma
-		gamma = g
-		// q = s + β·q
-		for _, pr := range [][2][]float64{{q.W.RawMatrix().Data, s.W.RawMatrix().Data}, {q.b, s.b}, {q.A.RawMatrix().Data, s.A.RawMatrix().Data}, {q.c, s.c}} {
-			for i := range pr[0] {
-				pr[0][i] = pr[1][i] + beta*pr[0][i]
-			}
+		out.b[j] = v.b[j] * gs.sB[j]
+		for o := 0; o < gs.p; o++ {
+			out.A.Set(o, j, v.A.At(o, j)*gs.sA[j])
 		}
 	}
-	x = precond(x)
-	out := net.Clone()
-	out.W.Add(out.W, x.W)
-	out.A.Add(out.A, x.A)
-	for j := range out.B {
-		out.B[j] += x.b[j]
-	}
-	for o := range out.C {
-		out.C[o] += x.c[o]
+	for o := range out.c {
+		out.c[o] = v.c[o] * gs.sC
 	}
 	return out
 }

@@ -90,17 +90,18 @@ func runALS(ctx context.Context, p *problem, cfg alsConfig) (*alsState, error) {
 	if cfg.offset != nil {
 		copy(st.o, cfg.offset)
 	}
-	eta := 1e-9 * math.Max(p.maxY*p.maxY, 1e-300)
-	fixed := cfg.offset != nil
-	pu := k + 1 // unknowns per neuron: (U_i, o_i)
-	if fixed {
-		pu = k
+	s := &alsSweep{p: p, cfg: cfg, st: st, n: n, d: d, k: k}
+	s.eta = 1e-9 * math.Max(p.maxY*p.maxY, 1e-300)
+	s.fixed = cfg.offset != nil
+	s.pu = k + 1 // unknowns per neuron: (U_i, o_i)
+	if s.fixed {
+		s.pu = k
 	}
-	feat := make([]float64, n*pu) // [V, 1] or V
-	objRow := make([]float64, n)
-	ws := make([]*newtonWS, 0)
+	s.feat = make([]float64, n*s.pu) // [V, 1] or V
+	s.objRow = make([]float64, n)
+	s.ws = make([]*newtonWS, 0)
 	for w := 0; w < maxProcs(); w++ {
-		ws = append(ws, newNewtonWS(max(n, d), pu))
+		s.ws = append(s.ws, newNewtonWS(max(n, d), s.pu))
 	}
 	var history []float64
 	j0 := math.NaN()
@@ -108,93 +109,11 @@ func runALS(ctx context.Context, p *problem, cfg alsConfig) (*alsState, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// Neuron step.
-		for j := 0; j < n; j++ {
-			copy(feat[j*pu:j*pu+k], st.v[j*k:(j+1)*k])
-			if !fixed {
-				feat[j*pu+k] = 1
-			}
-		}
-		reg := make([]float64, pu)
-		for l := 0; l < k; l++ {
-			reg[l] = eta
-		}
-		if !fixed {
-			reg[k] = 1e-3 * eta
-		}
-		parallel.For(d, func(w, i int) {
-			t := ws[w]
-			tgt, eq, use := t.tgt[:n], t.eq[:n], t.use[:n]
-			for j := 0; j < n; j++ {
-				off := 0.0
-				if fixed {
-					off = st.o[i]
-				}
-				if p.posT[i*n+j] {
-					tgt[j], eq[j], use[j] = p.yT[i*n+j]-off, true, true
-				} else {
-					tgt[j], eq[j], use[j] = -cfg.nuc-off, false, cfg.hinge
-				}
-			}
-			x := t.x[:pu]
-			copy(x[:k], st.u[i*k:(i+1)*k])
-			if !fixed {
-				x[k] = st.o[i]
-			}
-			censoredNewton(feat, n, pu, tgt, eq, use, reg, x, t)
-			copy(st.u[i*k:(i+1)*k], x[:k])
-			if !fixed {
-				st.o[i] = x[k]
-			}
-		})
-		// Observation step.
-		regV := make([]float64, k)
-		for l := range regV {
-			regV[l] = eta
-		}
-		parallel.For(n, func(w, j int) {
-			t := ws[w]
-			tgt, eq, use := t.tgt[:d], t.eq[:d], t.use[:d]
-			for i := 0; i < d; i++ {
-				if p.pos[j*d+i] {
-					tgt[i], eq[i], use[i] = p.y[j*d+i]-st.o[i], true, true
-				} else {
-					tgt[i], eq[i], use[i] = -cfg.nuc-st.o[i], false, cfg.hinge
-				}
-			}
-			x := t.x[:k]
-			copy(x, st.v[j*k:(j+1)*k])
-			objRow[j] = censoredNewton(st.u, d, k, tgt, eq, use, regV, x, t)
-			copy(st.v[j*k:(j+1)*k], x)
-		})
-		// The data part of J (without the ridge, whose slow drift along the
-		// scale symmetry U → U·s, V → V/s would keep a J-based test busy).
-		obj := 0.0
-		for j, v := range objRow {
-			r := 0.0
-			for _, x := range st.v[j*k : (j+1)*k] {
-				r += x * x
-			}
-			obj += v - eta*r/2
-		}
-		// Gauge step: centre V, move its mean into the offset.
-		if !fixed {
-			mean := make([]float64, k)
-			for j := 0; j < n; j++ {
-				for l := 0; l < k; l++ {
-					mean[l] += st.v[j*k+l] / float64(n)
-				}
-			}
-			for j := 0; j < n; j++ {
-				for l := 0; l < k; l++ {
-					st.v[j*k+l] -= mean[l]
-				}
-			}
-			for i := 0; i < d; i++ {
-				for l := 0; l < k; l++ {
-					st.o[i] += st.u[i*k+l] * mean[l]
-				}
-			}
+		s.neuronStep()
+		s.observationStep()
+		obj := s.dataObjective()
+		if !s.fixed {
+			s.gauge()
 		}
 		st.iters, st.obj = sweep, obj
 		if cfg.prog != nil {
@@ -214,6 +133,129 @@ func runALS(ctx context.Context, p *problem, cfg alsConfig) (*alsState, error) {
 		}
 	}
 	return st, nil
+}
+
+// alsSweep holds what runALS's steps share: the problem, the iterate, the
+// ridge η, whether the offset is fixed, and the workspaces.
+type alsSweep struct {
+	p       *problem
+	cfg     alsConfig
+	st      *alsState
+	n, d, k int
+	eta     float64
+	fixed   bool // the offset is given (cfg.offset), not fitted
+	pu      int  // unknowns per neuron: (U_i, o_i), or U_i when fixed
+	feat    []float64
+	objRow  []float64
+	ws      []*newtonWS
+}
+
+// neuronStep solves, per neuron i, for (U_i, o_i) (U_i alone when the
+// offset is fixed) with V held: a censored least-squares problem on the
+// features [V, 1], solved exactly by censoredNewton.
+func (s *alsSweep) neuronStep() {
+	p, cfg, st, n, k, pu, fixed, feat, ws, eta := s.p, s.cfg, s.st, s.n, s.k, s.pu, s.fixed, s.feat, s.ws, s.eta
+	for j := 0; j < n; j++ {
+		copy(feat[j*pu:j*pu+k], st.v[j*k:(j+1)*k])
+		if !fixed {
+			feat[j*pu+k] = 1
+		}
+	}
+	reg := make([]float64, pu)
+	for l := 0; l < k; l++ {
+		reg[l] = eta
+	}
+	if !fixed {
+		reg[k] = 1e-3 * eta
+	}
+	parallel.For(s.d, func(w, i int) {
+		t := ws[w]
+		tgt, eq, use := t.tgt[:n], t.eq[:n], t.use[:n]
+		for j := 0; j < n; j++ {
+			off := 0.0
+			if fixed {
+				off = st.o[i]
+			}
+			if p.posT[i*n+j] {
+				tgt[j], eq[j], use[j] = p.yT[i*n+j]-off, true, true
+			} else {
+				tgt[j], eq[j], use[j] = -cfg.nuc-off, false, cfg.hinge
+			}
+		}
+		x := t.x[:pu]
+		copy(x[:k], st.u[i*k:(i+1)*k])
+		if !fixed {
+			x[k] = st.o[i]
+		}
+		censoredNewton(feat, n, pu, tgt, eq, use, reg, x, t)
+		copy(st.u[i*k:(i+1)*k], x[:k])
+		if !fixed {
+			st.o[i] = x[k]
+		}
+	})
+}
+
+// observationStep solves, per observation j, for V_j with (U, o) held,
+// keeping each row's objective in objRow.
+func (s *alsSweep) observationStep() {
+	p, cfg, st, d, k, ws := s.p, s.cfg, s.st, s.d, s.k, s.ws
+	regV := make([]float64, k)
+	for l := range regV {
+		regV[l] = s.eta
+	}
+	parallel.For(s.n, func(w, j int) {
+		t := ws[w]
+		tgt, eq, use := t.tgt[:d], t.eq[:d], t.use[:d]
+		for i := 0; i < d; i++ {
+			if p.pos[j*d+i] {
+				tgt[i], eq[i], use[i] = p.y[j*d+i]-st.o[i], true, true
+			} else {
+				tgt[i], eq[i], use[i] = -cfg.nuc-st.o[i], false, cfg.hinge
+			}
+		}
+		x := t.x[:k]
+		copy(x, st.v[j*k:(j+1)*k])
+		s.objRow[j] = censoredNewton(st.u, d, k, tgt, eq, use, regV, x, t)
+		copy(st.v[j*k:(j+1)*k], x)
+	})
+}
+
+// dataObjective is the data part of J (without the ridge, whose slow
+// drift along the scale symmetry U → U·s, V → V/s would keep a J-based
+// test busy).
+func (s *alsSweep) dataObjective() float64 {
+	k := s.k
+	obj := 0.0
+	for j, v := range s.objRow {
+		r := 0.0
+		for _, x := range s.st.v[j*k : (j+1)*k] {
+			r += x * x
+		}
+		obj += v - s.eta*r/2
+	}
+	return obj
+}
+
+// gauge is the gauge step: it centres V and moves its mean into the
+// offset, which leaves U·V + o unchanged.
+func (s *alsSweep) gauge() {
+	st, n, d, k := s.st, s.n, s.d, s.k
+	mean := make([]float64, k)
+	for j := 0; j < n; j++ {
+		for l := 0; l < k; l++ {
+			mean[l] += st.v[j*k+l] / float64(n)
+		}
+	}
+	for j := 0; j < n; j++ {
+		for l := 0; l < k; l++ {
+			st.v[j*k+l] -= mean[l]
+		}
+	}
+	for i := 0; i < d; i++ {
+		for l := 0; l < k; l++ {
+			st.o[i] += st.u[i*k+l] * mean[l]
+		}
+	}
 }
 
 // newtonWS is per-worker scratch for censoredNewton.
@@ -245,57 +287,11 @@ func censoredNewton(F []float64, m, p int, t []float64, eq, use []bool, reg, x [
 	z, zn, act, actN := w.z[:m], w.zn[:m], w.act[:m], w.actN[:m]
 	xn, dir, h, rhs := w.xn[:p], w.dir[:p], w.h[:p*p], w.rhs[:p]
 	eval := func(x, z []float64, act []bool) float64 {
-		J := 0.0
-		for j := 0; j < m; j++ {
-			if !use[j] {
-				act[j] = false
-				continue
-			}
-			f := F[j*p : (j+1)*p]
-			s := 0.0
-			for l, fl := range f {
-				s += fl * x[l]
-			}
-			z[j] = s
-			r := s - t[j]
-			act[j] = eq[j] || r > 0
-			if act[j] {
-				J += r * r / 2
-			}
-		}
-		for l := range x {
-			J += reg[l] * x[l] * x[l] / 2
-		}
-		return J
+		return censoredObjective(F, m, p, t, eq, use, reg, x, z, act)
 	}
 	J := eval(x, z, act)
 	for it := 0; it < 50; it++ {
-		for l := range h {
-			h[l] = 0
-		}
-		for l := range rhs {
-			rhs[l] = 0
-		}
-		for j := 0; j < m; j++ {
-			if !act[j] {
-				continue
-			}
-			f := F[j*p : (j+1)*p]
-			tj := t[j]
-			for a, fa := range f {
-				rhs[a] += fa * tj
-				row := h[a*p : a*p+a+1]
-				for b := range row {
-					row[b] += fa * f[b]
-				}
-			}
-		}
-		for a := 0; a < p; a++ {
-			h[a*p+a] += reg[a]
-			for b := 0; b < a; b++ {
-				h[b*p+a] = h[a*p+b]
-			}
-		}
+		activeNormalEquations(F, m, p, t, act, reg, h, rhs)
 		if !linalg.CholeskyInPlace(h, p) {
 			return J
 		}
@@ -346,6 +342,67 @@ func censoredNewton(F []float64, m, p int, t []float64, eq, use []bool, reg, x [
 		J = Jn
 	}
 	return J
+}
+
+// censoredObjective is censoredNewton's J at x: it writes the rows' values
+// f_j·x to z and marks in act the rows of the active set (the equalities
+// and the violated hinges).
+func censoredObjective(F []float64, m, p int, t []float64, eq, use []bool, reg, x, z []float64, act []bool) float64 {
+	J := 0.0
+	for j := 0; j < m; j++ {
+		if !use[j] {
+			act[j] = false
+			continue
+		}
+		f := F[j*p : (j+1)*p]
+		s := 0.0
+		for l, fl := range f {
+			s += fl * x[l]
+		}
+		z[j] = s
+		r := s - t[j]
+		act[j] = eq[j] || r > 0
+		if act[j] {
+			J += r * r / 2
+		}
+	}
+	for l := range x {
+		J += reg[l] * x[l] * x[l] / 2
+	}
+	return J
+}
+
+// activeNormalEquations writes the normal equations of the active rows'
+// quadratic, (Σ_act f_jᵀf_j + diag(reg))·x = Σ_act f_jᵀt_j, to h (p×p,
+// both triangles) and rhs: the Newton system of censoredNewton's current
+// piece.
+func activeNormalEquations(F []float64, m, p int, t []float64, act []bool, reg, h, rhs []float64) {
+	for l := range h {
+		h[l] = 0
+	}
+	for l := range rhs {
+		rhs[l] = 0
+	}
+	for j := 0; j < m; j++ {
+		if !act[j] {
+			continue
+		}
+		f := F[j*p : (j+1)*p]
+		tj := t[j]
+		for a, fa := range f {
+			rhs[a] += fa * tj
+			row := h[a*p : a*p+a+1]
+			for b := range row {
+				row[b] += fa * f[b]
+			}
+		}
+	}
+	for a := 0; a < p; a++ {
+		h[a*p+a] += reg[a]
+		for b := 0; b < a; b++ {
+			h[b*p+a] = h[a*p+b]
+		}
+	}
 }
 
 // centreColumns subtracts each column's mean (the paper's row-centring

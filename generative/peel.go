@@ -151,41 +151,48 @@ func semiNMF(Z, codes *mat.Dense, r, iters int) (*mat.Dense, *mat.Dense, []float
 			c[i] = X.At(r, i)
 		}
 		// HALS on H: residual R = Z − 1cᵀ − H·Aᵀ, one pass per column.
-		var R mat.Dense
-		R.Mul(H, A.T())
-		R.Sub(Z, &R)
+		R := semiNMFResidual(Z, H, A, c)
+		halsSweep(R, H, A)
+	}
+	R := semiNMFResidual(Z, H, A, c)
+	return H, A, c, mat.Norm(R, 2) / math.Max(mat.Norm(Z, 2), 1e-300)
+}
+
+// halsSweep is one HALS pass over the columns of H (n×r, kept ≥ 0) with A
+// held: each column q moves to the non-negative least-squares optimum
+// against the residual R = Z − 1cᵀ − H·Aᵀ, which it keeps up to date.
+func halsSweep(R, H, A *mat.Dense) {
+	n, r := H.Dims()
+	for q := 0; q < r; q++ {
+		aq := mat.Col(nil, q, A)
+		nn := 0.0
+		for _, v := range aq {
+			nn += v * v
+		}
+		if nn == 0 {
+			continue
+		}
 		for j := 0; j < n; j++ {
 			row := R.RawRowView(j)
-			for i := range row {
-				row[i] -= c[i]
+			g := 0.0
+			for i, v := range aq {
+				g += v * row[i]
 			}
-		}
-		for q := 0; q < r; q++ {
-			aq := mat.Col(nil, q, A)
-			nn := 0.0
-			for _, v := range aq {
-				nn += v * v
-			}
-			if nn == 0 {
-				continue
-			}
-			for j := 0; j < n; j++ {
-				row := R.RawRowView(j)
-				g := 0.0
+			old := H.At(j, q)
+			nv := math.Max(0, old+g/nn)
+			if nv != old {
+				H.Set(j, q, nv)
 				for i, v := range aq {
-					g += v * row[i]
-				}
-				old := H.At(j, q)
-				nv := math.Max(0, old+g/nn)
-				if nv != old {
-					H.Set(j, q, nv)
-					for i, v := range aq {
-						row[i] -= v * (nv - old)
-					}
+					row[i] -= v * (nv - old)
 				}
 			}
 		}
 	}
+}
+
+// semiNMFResidual returns R = Z − H·Aᵀ − 1cᵀ.
+func semiNMFResidual(Z, H, A *mat.Dense, c []float64) *mat.Dense {
+	n, _ := Z.Dims()
 	var R mat.Dense
 	R.Mul(H, A.T())
 	R.Sub(Z, &R)
@@ -195,5 +202,5 @@ func semiNMF(Z, codes *mat.Dense, r, iters int) (*mat.Dense, *mat.Dense, []float
 			row[i] -= c[i]
 		}
 	}
-	return H, A, c, mat.Norm(&R, 2) / math.Max(mat.Norm(Z, 2), 1e-300)
+	return &R
 }

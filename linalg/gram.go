@@ -61,48 +61,96 @@ func GramLstSq(ctx context.Context, n, f, q, refine int, fill func(lo, hi int, d
 	if f < 1 || q < 1 || n < f {
 		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: %d rows, %d features, %d targets (need rows ≥ features ≥ 1)", ErrShape, n, f, q)
 	}
-	w := f + q
 	chunks := (n + GramChunk - 1) / GramChunk
-	groups := min(chunks, gramGroups)
-	scratch := make([][]float64, runtime.GOMAXPROCS(0))
-	buf := func(wk int) []float64 {
-		if scratch[wk] == nil {
-			scratch[wk] = make([]float64, GramChunk*w)
+	gl := &gramLstSq{
+		ctx: ctx, n: n, f: f, q: q, w: f + q, fill: fill,
+		chunks: chunks, groups: min(chunks, gramGroups),
+		scratch: make([][]float64, runtime.GOMAXPROCS(0)),
+	}
+	G, err := gl.gram()
+	if err != nil {
+		return nil, 0, err
+	}
+	kappa, err := gl.factor(G)
+	if err != nil {
+		return nil, 0, err
+	}
+	C, err := gl.solve(G[f:], gl.w)
+	if err != nil {
+		return nil, 0, err
+	}
+	for step := 0; step < refine; step++ {
+		if err := gl.refineStep(C); err != nil {
+			return nil, 0, err
 		}
-		return scratch[wk]
 	}
-	chunk := func(wk, c int) blas64.General {
-		lo, hi := c*GramChunk, min((c+1)*GramChunk, n)
-		dst := blas64.General{Rows: hi - lo, Cols: w, Stride: w, Data: buf(wk)[:(hi-lo)*w]}
-		fill(lo, hi, dst)
-		return dst
-	}
+	return C, math.Sqrt(kappa), nil
+}
 
-	// Pass 1: the upper triangle of [F Y]ᵀ[F Y].
-	parts := make([][]float64, groups)
+// gramLstSq holds the state GramLstSq's passes share: the shapes, the
+// chunking of the rows, the workers' scratch, and the Cholesky factor of
+// the scaled normal equations with its scaling D.
+type gramLstSq struct {
+	ctx            context.Context
+	n, f, q, w     int // w = f + q, the width of a row of [F Y]
+	fill           func(lo, hi int, dst blas64.General)
+	chunks, groups int
+	scratch        [][]float64
+	parts          [][]float64
+	scale          []float64 // the diagonal of D
+	chol           mat.Cholesky
+}
+
+// chunk fills worker wk's scratch with chunk c of the rows of [F Y].
+func (gl *gramLstSq) chunk(wk, c int) blas64.General {
+	if gl.scratch[wk] == nil {
+		gl.scratch[wk] = make([]float64, GramChunk*gl.w)
+	}
+	w := gl.w
+	lo, hi := c*GramChunk, min((c+1)*GramChunk, gl.n)
+	dst := blas64.General{Rows: hi - lo, Cols: w, Stride: w, Data: gl.scratch[wk][:(hi-lo)*w]}
+	gl.fill(lo, hi, dst)
+	return dst
+}
+
+// gram is pass 1: the upper triangle of [F Y]ᵀ[F Y] (w×w, row-major),
+// summed in fixed groups of chunks added in order.
+func (gl *gramLstSq) gram() ([]float64, error) {
+	w, chunks, groups := gl.w, gl.chunks, gl.groups
+	gl.parts = make([][]float64, groups)
 	parallel.For(groups, func(wk, g int) {
-		if ctx.Err() != nil {
+		if gl.ctx.Err() != nil {
 			return
 		}
 		acc := make([]float64, w*w)
 		for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
-			AddGram(acc, chunk(wk, c))
+			AddGram(acc, gl.chunk(wk, c))
 		}
-		parts[g] = acc
+		gl.parts[g] = acc
 	})
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+	if err := gl.ctx.Err(); err != nil {
+		return nil, err
 	}
-	G := sumParts(parts)
+	G := sumParts(gl.parts)
 	for _, v := range G {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: the Gram matrix of the rows has a NaN or Inf entry", ErrNotFinite)
+			return nil, fmt.Errorf("linalg.GramLstSq: %w: the Gram matrix of the rows has a NaN or Inf entry", ErrNotFinite)
 		}
 	}
-	scale := make([]float64, f)
+	return G, nil
+}
+
+// factor scales FᵀF (the leading f×f block of G) to a unit diagonal,
+// D·FᵀF·D, refuses it when a feature is zero or its condition number
+// exceeds MaxGramCond, and factors it by Cholesky. It returns the
+// condition number κ(D·FᵀF·D).
+func (gl *gramLstSq) factor(G []float64) (float64, error) {
+	f, w := gl.f, gl.w
+	gl.scale = make([]float64, f)
+	scale := gl.scale
 	for i := range scale {
 		if !(G[i*w+i] > 0) {
-			return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: feature %d is zero on every row", ErrIllConditioned, i)
+			return 0, fmt.Errorf("linalg.GramLstSq: %w: feature %d is zero on every row", ErrIllConditioned, i)
 		}
 		scale[i] = 1 / math.Sqrt(G[i*w+i])
 	}
@@ -114,96 +162,96 @@ func GramLstSq(ctx context.Context, n, f, q, refine int, fill func(lo, hi int, d
 	}
 	var eig mat.EigenSym
 	if !eig.Factorize(gs, false) {
-		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w", ErrNoConvergence)
+		return 0, fmt.Errorf("linalg.GramLstSq: %w", ErrNoConvergence)
 	}
 	lam := eig.Values(nil) // ascending
 	kappa := lam[f-1] / lam[0]
 	if !(lam[0] > 0) || !(kappa <= MaxGramCond) {
-		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: κ(DFᵀFD) = %.3g > %.0e (smallest eigenvalue %.3g)", ErrIllConditioned, kappa, MaxGramCond, lam[0])
+		return 0, fmt.Errorf("linalg.GramLstSq: %w: κ(DFᵀFD) = %.3g > %.0e (smallest eigenvalue %.3g)", ErrIllConditioned, kappa, MaxGramCond, lam[0])
 	}
-	var chol mat.Cholesky
-	if !chol.Factorize(gs) {
-		return nil, 0, fmt.Errorf("linalg.GramLstSq: %w: Cholesky of the scaled Gram matrix failed (κ = %.3g)", ErrIllConditioned, kappa)
+	if !gl.chol.Factorize(gs) {
+		return 0, fmt.Errorf("linalg.GramLstSq: %w: Cholesky of the scaled Gram matrix failed (κ = %.3g)", ErrIllConditioned, kappa)
 	}
-	// solve returns D·(DGD)⁻¹·D·rhs for rhs f×q (row-major, stride s).
-	solve := func(rhs []float64, s int) (*mat.Dense, error) {
-		b := mat.NewDense(f, q, nil)
-		for i := 0; i < f; i++ {
-			for t := 0; t < q; t++ {
-				b.Set(i, t, scale[i]*rhs[i*s+t])
-			}
-		}
-		var x mat.Dense
-		if err := chol.SolveTo(&x, b); err != nil {
-			return nil, fmt.Errorf("linalg.GramLstSq: %w: %w", ErrIllConditioned, err)
-		}
-		for i := 0; i < f; i++ {
-			for t := 0; t < q; t++ {
-				x.Set(i, t, scale[i]*x.At(i, t))
-			}
-		}
-		return &x, nil
-	}
-	C, err := solve(G[f:], w)
-	if err != nil {
-		return nil, 0, err
-	}
+	return kappa, nil
+}
 
-	// Further passes: iterative refinement, C += (FᵀF)⁻¹·Fᵀ(Y − F·C).
-	for step := 0; step < refine; step++ {
-		ct := make([]float64, q*f) // Cᵀ, row t = column t of C
-		for i := 0; i < f; i++ {
-			for t := 0; t < q; t++ {
-				ct[t*f+i] = C.At(i, t)
-			}
+// solve returns D·(DGD)⁻¹·D·rhs for rhs f×q (row-major, stride s).
+func (gl *gramLstSq) solve(rhs []float64, s int) (*mat.Dense, error) {
+	f, q, scale := gl.f, gl.q, gl.scale
+	b := mat.NewDense(f, q, nil)
+	for i := 0; i < f; i++ {
+		for t := 0; t < q; t++ {
+			b.Set(i, t, scale[i]*rhs[i*s+t])
 		}
-		parallel.For(groups, func(wk, g int) {
-			if ctx.Err() != nil {
-				return
-			}
-			acc := make([]float64, q*f) // (Fᵀr)ᵀ
-			for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
-				dst := chunk(wk, c)
-				for k := 0; k < dst.Rows; k++ {
-					row := dst.Data[k*w : (k+1)*w]
-					x := row[:f]
-					for t := 0; t < q; t++ {
-						cf := ct[t*f : (t+1)*f]
-						cf = cf[:len(x)]
-						r := row[f+t]
-						for i, v := range x {
-							r -= v * cf[i]
-						}
-						if r == 0 {
-							continue
-						}
-						at := acc[t*f : (t+1)*f]
-						at = at[:len(x)]
-						for i, v := range x {
-							at[i] += v * r
-						}
+	}
+	var x mat.Dense
+	if err := gl.chol.SolveTo(&x, b); err != nil {
+		return nil, fmt.Errorf("linalg.GramLstSq: %w: %w", ErrIllConditioned, err)
+	}
+	for i := 0; i < f; i++ {
+		for t := 0; t < q; t++ {
+			x.Set(i, t, scale[i]*x.At(i, t))
+		}
+	}
+	return &x, nil
+}
+
+// refineStep is one further pass over the rows, a step of iterative
+// refinement: C += (FᵀF)⁻¹·Fᵀ(Y − F·C).
+func (gl *gramLstSq) refineStep(C *mat.Dense) error {
+	f, q, w, chunks, groups := gl.f, gl.q, gl.w, gl.chunks, gl.groups
+	ct := make([]float64, q*f) // Cᵀ, row t = column t of C
+	for i := 0; i < f; i++ {
+		for t := 0; t < q; t++ {
+			ct[t*f+i] = C.At(i, t)
+		}
+	}
+	parallel.For(groups, func(wk, g int) {
+		if gl.ctx.Err() != nil {
+			return
+		}
+		acc := make([]float64, q*f) // (Fᵀr)ᵀ
+		for c := g * chunks / groups; c < (g+1)*chunks/groups; c++ {
+			dst := gl.chunk(wk, c)
+			for k := 0; k < dst.Rows; k++ {
+				row := dst.Data[k*w : (k+1)*w]
+				x := row[:f]
+				for t := 0; t < q; t++ {
+					cf := ct[t*f : (t+1)*f]
+					cf = cf[:len(x)]
+					r := row[f+t]
+					for i, v := range x {
+						r -= v * cf[i]
+					}
+					if r == 0 {
+						continue
+					}
+					at := acc[t*f : (t+1)*f]
+					at = at[:len(x)]
+					for i, v := range x {
+						at[i] += v * r
 					}
 				}
 			}
-			parts[g] = acc
-		})
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
 		}
-		sum := sumParts(parts)
-		rhs := make([]float64, f*q)
-		for i := 0; i < f; i++ {
-			for t := 0; t < q; t++ {
-				rhs[i*q+t] = sum[t*f+i]
-			}
-		}
-		delta, err := solve(rhs, q)
-		if err != nil {
-			return nil, 0, err
-		}
-		C.Add(C, delta)
+		gl.parts[g] = acc
+	})
+	if err := gl.ctx.Err(); err != nil {
+		return err
 	}
-	return C, math.Sqrt(kappa), nil
+	sum := sumParts(gl.parts)
+	rhs := make([]float64, f*q)
+	for i := 0; i < f; i++ {
+		for t := 0; t < q; t++ {
+			rhs[i*q+t] = sum[t*f+i]
+		}
+	}
+	delta, err := gl.solve(rhs, q)
+	if err != nil {
+		return err
+	}
+	C.Add(C, delta)
+	return nil
 }
 
 // sumParts adds the parts in order.

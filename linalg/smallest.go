@@ -54,19 +54,9 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 	if !(trace > 0) || math.IsInf(trace, 0) {
 		return nil, nil, fmt.Errorf("linalg.SmallestEigen: %w: trace %v (want a positive semidefinite matrix)", ErrNotPositiveDefinite, trace)
 	}
-	var chol mat.Cholesky
-	shifted := mat.NewSymDense(n, nil)
-	for mu := 1e-12 * trace; ; mu *= 10 {
-		shifted.CopySym(S)
-		for i := 0; i < n; i++ {
-			shifted.SetSym(i, i, S.At(i, i)+mu)
-		}
-		if chol.Factorize(shifted) {
-			break
-		}
-		if mu >= 1e-6*trace*(1-1e-9) {
-			return nil, nil, fmt.Errorf("linalg.SmallestEigen: %w: S + μI has no Cholesky factor for μ up to 1e-6·tr S", ErrNotPositiveDefinite)
-		}
+	chol, err := shiftedCholesky(S, trace)
+	if err != nil {
+		return nil, nil, err
 	}
 	Q := mat.NewDense(n, p, nil)
 	for i := range Q.RawMatrix().Data {
@@ -117,6 +107,28 @@ func SmallestEigen(S *mat.SymDense, k, r int, rng *rand.Rand) ([]float64, *mat.D
 		}
 	}
 	return theta[:r], mat.DenseCopyOf(Q.Slice(0, n, 0, k)), nil
+}
+
+// shiftedCholesky factors S + μI for the smallest μ of 1e-12·tr S,
+// 1e-11·tr S, … up to 1e-6·tr S that has a Cholesky factor: the shift
+// keeps SmallestEigen's inverse iteration defined when S is singular.
+func shiftedCholesky(S *mat.SymDense, trace float64) (*mat.Cholesky, error) {
+	n := S.SymmetricDim()
+	var chol mat.Cholesky
+	shifted := mat.NewSymDense(n, nil)
+	for mu := 1e-12 * trace; ; mu *= 10 {
+		shifted.CopySym(S)
+		for i := 0; i < n; i++ {
+			shifted.SetSym(i, i, S.At(i, i)+mu)
+		}
+		if chol.Factorize(shifted) {
+			break
+		}
+		if mu >= 1e-6*trace*(1-1e-9) {
+			return nil, fmt.Errorf("linalg.SmallestEigen: %w: S + μI has no Cholesky factor for μ up to 1e-6·tr S", ErrNotPositiveDefinite)
+		}
+	}
+	return &chol, nil
 }
 
 // orthonormalize replaces the columns of Q (n×p, n ≥ p, full column rank)

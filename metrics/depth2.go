@@ -234,33 +234,12 @@ func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 	}
 	mt, _ = Wt.Dims()
 	me, _ = We.Dims()
-	wt, nt, err := normaliseRows("truth W", Wt)
-	if err != nil {
+	um := &unitMatch{d: d, bt: bt, be: be, allowFlip: allowFlip}
+	if um.wt, um.nt, err = normaliseRows("truth W", Wt); err != nil {
 		return Depth2Error{}, fmt.Errorf("metrics.CompareDepth2: %w", err)
 	}
-	we, ne, err := normaliseRows("est W", We)
-	if err != nil {
+	if um.we, um.ne, err = normaliseRows("est W", We); err != nil {
 		return Depth2Error{}, fmt.Errorf("metrics.CompareDepth2: %w", err)
-	}
-	unitB := func(b []float64, n []float64, i int) float64 { return b[i] / n[i] }
-	cost := func(i, j int) (float64, bool) {
-		c := func(xi float64) float64 {
-			s := 0.0
-			for l := 0; l < d; l++ {
-				x := xi*we.At(j, l) - wt.At(i, l)
-				s += x * x
-			}
-			x := xi*unitB(be, ne, j) - unitB(bt, nt, i)
-			return s + x*x
-		}
-		plus := c(1)
-		if !allowFlip {
-			return plus, false
-		}
-		if minus := c(-1); minus < plus {
-			return minus, true
-		}
-		return plus, false
 	}
 	res := Depth2Error{Perm: make([]int, mt)}
 	if allowFlip {
@@ -269,52 +248,8 @@ func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 	for i := range res.Perm {
 		res.Perm[i] = -1
 	}
-	// Hungarian needs rows ≤ columns.
-	if mt <= me {
-		cm := make([][]float64, mt)
-		for i := range cm {
-			cm[i] = make([]float64, me)
-			for j := range cm[i] {
-				cm[i][j], _ = cost(i, j)
-			}
-		}
-		copy(res.Perm, hungarian(cm))
-		res.Extra = me - mt
-	} else {
-		cm := make([][]float64, me)
-		for j := range cm {
-			cm[j] = make([]float64, mt)
-			for i := range cm[j] {
-				cm[j][i], _ = cost(i, j)
-			}
-		}
-		for j, i := range hungarian(cm) {
-			res.Perm[i] = j
-		}
-		res.Missing = mt - me
-	}
-	for i, j := range res.Perm {
-		if j < 0 {
-			continue
-		}
-		_, flip := cost(i, j)
-		xi := 1.0
-		if flip {
-			xi = -1
-			res.Flipped[i] = true
-		}
-		var dw scaledsum.Sum
-		for l := 0; l < d; l++ {
-			dw.Add(xi*we.At(j, l) - wt.At(i, l))
-		}
-		res.MaxErrW = math.Max(res.MaxErrW, dw.Norm())
-		res.MaxErrB = math.Max(res.MaxErrB, math.Abs(xi*unitB(be, ne, j)-unitB(bt, nt, i)))
-		var da scaledsum.Sum
-		for t := 0; t < p; t++ {
-			da.Add(Ae.At(t, j)*ne[j] - At.At(t, i)*nt[i])
-		}
-		res.MaxErrA = math.Max(res.MaxErrA, da.Norm())
-	}
+	um.assign(&res, mt, me)
+	um.unitErrors(&res, At, Ae)
 	for t := 0; t < p; t++ {
 		res.MaxErrC = math.Max(res.MaxErrC, math.Abs(ce[t]-ct[t]))
 	}
@@ -339,6 +274,102 @@ func CompareDepth2(truth, est *nn.MLP, allowFlip bool) (Depth2Error, error) {
 	res.Perm, res.Flipped = perm, flipped
 	res.Missing += totalT - mt
 	return res, nil
+}
+
+// unitMatch holds the live units of CompareDepth2's two networks with
+// unit rows: wt, we the normalised rows of W, nt, ne their norms, bt, be
+// the biases (divided by the norms where used).
+type unitMatch struct {
+	d         int
+	wt, we    *mat.Dense
+	nt, ne    []float64
+	bt, be    []float64
+	allowFlip bool
+}
+
+// unitB is bias i scaled to its unit row.
+func unitB(b []float64, n []float64, i int) float64 { return b[i] / n[i] }
+
+// cost is the squared distance ‖w − ŵ‖² + (b − b̂)² between truth unit i
+// and est unit j on unit rows, and whether the flipped est unit (−ŵ, −b̂)
+// is the nearer (with allowFlip).
+func (um *unitMatch) cost(i, j int) (float64, bool) {
+	c := func(xi float64) float64 {
+		s := 0.0
+		for l := 0; l < um.d; l++ {
+			x := xi*um.we.At(j, l) - um.wt.At(i, l)
+			s += x * x
+		}
+		x := xi*unitB(um.be, um.ne, j) - unitB(um.bt, um.nt, i)
+		return s + x*x
+	}
+	plus := c(1)
+	if !um.allowFlip {
+		return plus, false
+	}
+	if minus := c(-1); minus < plus {
+		return minus, true
+	}
+	return plus, false
+}
+
+// assign matches the mt truth units to the me est units by the assignment
+// of least total cost (Hungarian, which needs rows ≤ columns), into
+// res.Perm, and counts the units left unmatched.
+func (um *unitMatch) assign(res *Depth2Error, mt, me int) {
+	if mt <= me {
+		cm := make([][]float64, mt)
+		for i := range cm {
+			cm[i] = make([]float64, me)
+			for j := range cm[i] {
+				cm[i][j], _ = um.cost(i, j)
+			}
+		}
+		copy(res.Perm, hungarian(cm))
+		res.Extra = me - mt
+		return
+	}
+	cm := make([][]float64, me)
+	for j := range cm {
+		cm[j] = make([]float64, mt)
+		for i := range cm[j] {
+			cm[j][i], _ = um.cost(i, j)
+		}
+	}
+	for j, i := range hungarian(cm) {
+		res.Perm[i] = j
+	}
+	res.Missing = mt - me
+}
+
+// unitErrors scores the matched units: the largest errors of the unit
+// rows, biases and output columns At, Ae (scaled by the row norms), with
+// flips where cost chose them.
+func (um *unitMatch) unitErrors(res *Depth2Error, At, Ae *mat.Dense) {
+	d, we, wt, ne, nt := um.d, um.we, um.wt, um.ne, um.nt
+	p, _ := At.Dims()
+	for i, j := range res.Perm {
+		if j < 0 {
+			continue
+		}
+		_, flip := um.cost(i, j)
+		xi := 1.0
+		if flip {
+			xi = -1
+			res.Flipped[i] = true
+		}
+		var dw scaledsum.Sum
+		for l := 0; l < d; l++ {
+			dw.Add(xi*we.At(j, l) - wt.At(i, l))
+		}
+		res.MaxErrW = math.Max(res.MaxErrW, dw.Norm())
+		res.MaxErrB = math.Max(res.MaxErrB, math.Abs(xi*unitB(um.be, ne, j)-unitB(um.bt, nt, i)))
+		var da scaledsum.Sum
+		for t := 0; t < p; t++ {
+			da.Add(Ae.At(t, j)*ne[j] - At.At(t, i)*nt[i])
+		}
+		res.MaxErrA = math.Max(res.MaxErrA, da.Norm())
+	}
 }
 
 // liveRows returns W, b and A without the units whose row of W is zero and

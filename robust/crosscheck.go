@@ -100,6 +100,21 @@ func (s *Solver) fista(v []float64, tau float64, maxIter int) ([]float64, int, b
 // Hessian is ⪯ AᵀA), then polishes with Newton steps on the support found,
 // which make the answer exact once the support and signs are right.
 func (s *Solver) sparse(v []float64, tau, kappa float64, maxIter int) ([]float64, int, bool) {
+	c, it := s.sparseFISTA(v, tau, kappa, maxIter)
+	// Newton polish on the support with fixed signs.
+	for polish := 0; polish < 20; polish++ {
+		if !s.supportNewtonStep(v, c, tau, kappa) {
+			break
+		}
+	}
+	return c, min(it, maxIter), it <= maxIter
+}
+
+// sparseFISTA is sparse's first stage: FISTA with restart, step 1/‖A‖²,
+// from c = 0 until the largest change of c falls to 1e-13 of its scale or
+// maxIter steps. It returns c and the step count (maxIter+1 when it did
+// not converge).
+func (s *Solver) sparseFISTA(v []float64, tau, kappa float64, maxIter int) ([]float64, int) {
 	p := s.p
 	lip := s.gramNorm()
 	step := 1 / lip
@@ -149,75 +164,65 @@ func (s *Solver) sparse(v []float64, tau, kappa float64, maxIter int) ([]float64
 		}
 		t = tn
 	}
-	// Newton polish on the support with fixed signs.
-	for polish := 0; polish < 20; polish++ {
-		var supp []int
-		for j := 0; j < p; j++ {
-			if c[j] != 0 || j >= s.k {
-				supp = append(supp, j)
-			}
-		}
-		if len(supp) == 0 {
-			break
-		}
-		r := s.residual(v, c)
-		psi := make([]float64, s.d)
-		sig := make([]int8, s.d)
-		var outl []int
-		for i, x := range r {
-			switch {
-			case x > tau:
-				psi[i], sig[i] = tau, 1
-				outl = append(outl, i)
-			case x < -tau:
-				psi[i], sig[i] = -tau, -1
-				outl = append(outl, i)
-			default:
-				psi[i] = x
-			}
-		}
-		g := s.atx(psi)
-		h := make([]float64, p*p)
-		s.inlierGram(h, outl, sig)
-		m := len(supp)
-		hs := make([]float64, m*m)
-		rhs := make([]float64, m)
-		for a, ja := range supp {
-			for b, jb := range supp {
-				hs[a*m+b] = h[ja*p+jb]
-			}
-			rhs[a] = g[ja]
-			if ja < s.k {
-				if c[ja] > 0 {
-					rhs[a] -= kappa
-				} else {
-					rhs[a] += kappa
-				}
-			}
-			hs[a*m+a] += 1e-12 * h[ja*p+ja]
-		}
-		if !linalg.CholeskyInPlace(hs, m) {
-			break
-		}
-		linalg.CholeskySolveInPlace(hs, m, rhs)
-		trial := append([]float64(nil), c...)
-		ok := true
-		for a, j := range supp {
-			trial[j] += rhs[a]
-			if j < s.k && trial[j]*c[j] <= 0 { // a sign flip: the support is not final
-				ok = false
-			}
-		}
-		if !ok {
-			break
-		}
-		size := math.Sqrt(vec.Dot(rhs, rhs))
-		copy(c, trial)
-		if size <= 1e-15*math.Max(1, math.Sqrt(vec.Dot(c, c))) {
-			break
+	return c, it
+}
+
+// supportNewtonStep takes one Newton step of sparse's objective on the
+// support of c (the penalised coordinates that are non-zero, and the
+// intercept) with their signs fixed, which makes the answer exact once the
+// support and signs are right. It updates c in place and reports whether
+// to go on: false when the support is empty, the system is singular, a
+// sign would flip (the support is not final; c is left as it is) or the
+// step was negligible.
+func (s *Solver) supportNewtonStep(v, c []float64, tau, kappa float64) bool {
+	p := s.p
+	var supp []int
+	for j := 0; j < p; j++ {
+		if c[j] != 0 || j >= s.k {
+			supp = append(supp, j)
 		}
 	}
-	return c, min(it, maxIter), it <= maxIter
+	if len(supp) == 0 {
+		return false
+	}
+	r := s.residual(v, c)
+	psi := make([]float64, s.d)
+	sig := make([]int8, s.d)
+	outl := huberScore(r, tau, psi, sig, nil)
+	g := s.atx(psi)
+	h := make([]float64, p*p)
+	s.inlierGram(h, outl, sig)
+	m := len(supp)
+	hs := make([]float64, m*m)
+	rhs := make([]float64, m)
+	for a, ja := range supp {
+		for b, jb := range supp {
+			hs[a*m+b] = h[ja*p+jb]
+		}
+		rhs[a] = g[ja]
+		if ja < s.k {
+			if c[ja] > 0 {
+				rhs[a] -= kappa
+			} else {
+				rhs[a] += kappa
+			}
+		}
+		hs[a*m+a] += 1e-12 * h[ja*p+ja]
+	}
+	if !linalg.CholeskyInPlace(hs, m) {
+		return false
+	}
+	linalg.CholeskySolveInPlace(hs, m, rhs)
+	trial := append([]float64(nil), c...)
+	for a, j := range supp {
+		trial[j] += rhs[a]
+		if j < s.k && trial[j]*c[j] <= 0 { // a sign flip: the support is not final
+			return false
+		}
+	}
+	size := math.Sqrt(vec.Dot(rhs, rhs))
+	copy(c, trial)
+	return !(size <= 1e-15*math.Max(1, math.Sqrt(vec.Dot(c, c))))
 }
 
 // gramNorm is ‖AᵀA‖₂ by power iteration (60 steps, then 1% headroom).

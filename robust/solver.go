@@ -105,6 +105,9 @@ func (s *Solver) Solve(v []float64) (*Result, error) {
 	return s.solve(v, s.opt.OracleZW)
 }
 
+// solve is Solve with an oracle vector for the threshold rule that needs
+// one (Options.OracleZW): the estimate, the outliers ê, the KKT
+// certificate, the scaled ĉ/μ, and warnings.
 func (s *Solver) solve(v, oracle []float64) (*Result, error) {
 	began := time.Now()
 	if len(v) != s.d {
@@ -117,33 +120,9 @@ func (s *Solver) solve(v, oracle []float64) (*Result, error) {
 	}
 	o := s.opt
 	res := &Result{Solver: string(o.Solver), Mu: math.NaN()}
-	var c []float64
-	switch {
-	case len(o.KnownSupport) > 0:
-		res.Rule, res.Tau, res.Solver = "known-support", math.Inf(1), "lstsq"
-		var err error
-		c, err = s.knownSupport(v, o.KnownSupport)
-		if err != nil {
-			return nil, err
-		}
-		res.Iterations, res.Converged = 1, true
-	default:
-		tau, rule, c0, err := s.threshold(v, oracle)
-		if err != nil {
-			return nil, err
-		}
-		res.Tau, res.Rule = tau, rule
-		switch {
-		case o.SparseC > 0:
-			res.Solver = "fista+ssn (sparse c)"
-			c, res.Iterations, res.Converged = s.sparse(v, tau, o.SparseC*float64(s.d), o.maxIter())
-		case o.Solver == SolverBCD:
-			c, res.Iterations, res.Converged = s.bcd(v, tau, o.maxIter())
-		case o.Solver == SolverFISTA:
-			c, res.Iterations, res.Converged = s.fista(v, tau, o.maxIter())
-		default:
-			c, res.Iterations, res.Converged = s.huberSSN(v, tau, c0, o.maxIter())
-		}
+	c, err := s.estimate(v, oracle, res)
+	if err != nil {
+		return nil, err
 	}
 	res.Lambda = res.Tau / float64(s.d)
 	r := s.residual(v, c)
@@ -184,6 +163,51 @@ func (s *Solver) solve(v, oracle []float64) (*Result, error) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("μ = %.3g is small: the bias mostly switches the units off, the signal is weak and ĉ/μ amplifies its error", res.Mu))
 		}
 	}
+	s.warnOutcome(res)
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// estimate computes ĉ (with the intercept last): by least squares off a
+// known outlier support, else with the Huber threshold τ (threshold) by
+// the solver the options choose. It records the rule, τ, the solver, its
+// iterations and convergence in res.
+func (s *Solver) estimate(v, oracle []float64, res *Result) ([]float64, error) {
+	o := s.opt
+	var c []float64
+	switch {
+	case len(o.KnownSupport) > 0:
+		res.Rule, res.Tau, res.Solver = "known-support", math.Inf(1), "lstsq"
+		var err error
+		c, err = s.knownSupport(v, o.KnownSupport)
+		if err != nil {
+			return nil, err
+		}
+		res.Iterations, res.Converged = 1, true
+	default:
+		tau, rule, c0, err := s.threshold(v, oracle)
+		if err != nil {
+			return nil, err
+		}
+		res.Tau, res.Rule = tau, rule
+		switch {
+		case o.SparseC > 0:
+			res.Solver = "fista+ssn (sparse c)"
+			c, res.Iterations, res.Converged = s.sparse(v, tau, o.SparseC*float64(s.d), o.maxIter())
+		case o.Solver == SolverBCD:
+			c, res.Iterations, res.Converged = s.bcd(v, tau, o.maxIter())
+		case o.Solver == SolverFISTA:
+			c, res.Iterations, res.Converged = s.fista(v, tau, o.maxIter())
+		default:
+			c, res.Iterations, res.Converged = s.huberSSN(v, tau, c0, o.maxIter())
+		}
+	}
+	return c, nil
+}
+
+// warnOutcome warns of a solver that did not converge, an unmet KKT
+// certificate, and more than half the entries flagged as outliers.
+func (s *Solver) warnOutcome(res *Result) {
 	if !res.Converged {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s solver stopped after %d iterations without converging", res.Solver, res.Iterations))
 	}
@@ -194,8 +218,6 @@ func (s *Solver) solve(v, oracle []float64) (*Result, error) {
 	if res.Outliers > s.d/2 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d entries were flagged as outliers: τ = %.3g is probably too small", res.Outliers, s.d, res.Tau))
 	}
-	res.Elapsed = time.Since(began)
-	return res, nil
 }
 
 // residual returns v − A·c.
@@ -238,14 +260,7 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 	if math.IsInf(tau, 1) {
 		// Least squares: the OLS start is the answer; one refinement step
 		// removes the Cholesky rounding.
-		r := s.residual(v, c)
-		l := append([]float64(nil), s.gram...)
-		linalg.CholeskyInPlace(l, p)
-		g := s.atx(r)
-		linalg.CholeskySolveInPlace(l, p, g)
-		for j := range c {
-			c[j] += g[j]
-		}
+		s.refineLeastSquares(v, c)
 		return c, 1, true
 	}
 	trace := 0.0
@@ -263,19 +278,7 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 	stable := 0
 	f := huberLoss(r, tau)
 	for iters = 1; iters <= maxIter; iters++ {
-		outl = outl[:0]
-		for i, x := range r {
-			switch {
-			case x > tau:
-				psi[i], sig[i] = tau, 1
-				outl = append(outl, i)
-			case x < -tau:
-				psi[i], sig[i] = -tau, -1
-				outl = append(outl, i)
-			default:
-				psi[i], sig[i] = x, 0
-			}
-		}
+		outl = huberScore(r, tau, psi, sig, outl[:0])
 		g := s.atx(psi)
 		s.inlierGram(h, outl, sig)
 		for j := 0; j < p; j++ {
@@ -289,19 +292,8 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 		slope := vec.Dot(g, delta)
 		// u = A·Δ; trial residuals are r − t·u.
 		blas64.Gemv(blas.NoTrans, 1, s.a, blas64.Vector{N: p, Inc: 1, Data: delta}, 0, blas64.Vector{N: d, Inc: 1, Data: u})
-		t := 1.0
-		var fNew float64
 		trial := make([]float64, d)
-		for ls := 0; ls < 60; ls++ {
-			for i := range trial {
-				trial[i] = r[i] - t*u[i]
-			}
-			fNew = huberLoss(trial, tau)
-			if fNew <= f-1e-4*t*slope || ls == 59 {
-				break
-			}
-			t /= 2
-		}
+		t, fNew := huberLineSearch(r, u, trial, tau, f, slope)
 		if fNew > f { // no decrease at all: rounding level reached
 			return c, iters, true
 		}
@@ -326,6 +318,59 @@ func (s *Solver) huberSSN(v []float64, tau float64, c0 []float64, maxIter int) (
 		}
 	}
 	return c, maxIter, false
+}
+
+// huberScore writes the Huber score ψ_τ(r) to psi and the outliers'
+// signs to sig (0 for the inliers, |r_i| ≤ τ), and appends the outliers'
+// indices to outl.
+func huberScore(r []float64, tau float64, psi []float64, sig []int8, outl []int) []int {
+	for i, x := range r {
+		switch {
+		case x > tau:
+			psi[i], sig[i] = tau, 1
+			outl = append(outl, i)
+		case x < -tau:
+			psi[i], sig[i] = -tau, -1
+			outl = append(outl, i)
+		default:
+			psi[i], sig[i] = x, 0
+		}
+	}
+	return outl
+}
+
+// huberLineSearch is huberSSN's Armijo backtracking along a Newton step:
+// from t = 1, halved up to 59 times, the trial residuals r − t·u (written
+// to trial) until the Huber objective falls by 1e-4·t·slope below f. It
+// returns t and the objective there.
+func huberLineSearch(r, u, trial []float64, tau, f, slope float64) (t, fNew float64) {
+	t = 1.0
+	for ls := 0; ls < 60; ls++ {
+		for i := range trial {
+			trial[i] = r[i] - t*u[i]
+		}
+		fNew = huberLoss(trial, tau)
+		if fNew <= f-1e-4*t*slope || ls == 59 {
+			break
+		}
+		t /= 2
+	}
+	return t, fNew
+}
+
+// refineLeastSquares takes one step of iterative refinement of the
+// least-squares solution c (in place): c += G⁻¹Aᵀ(v − A·c), which removes
+// the Cholesky rounding of the OLS start.
+func (s *Solver) refineLeastSquares(v, c []float64) {
+	p := s.p
+	r := s.residual(v, c)
+	l := append([]float64(nil), s.gram...)
+	linalg.CholeskyInPlace(l, p)
+	g := s.atx(r)
+	linalg.CholeskySolveInPlace(l, p, g)
+	for j := range c {
+		c[j] += g[j]
+	}
 }
 
 // inlierGram writes Σ_{i inlier} a_i a_iᵀ into h from whichever set is

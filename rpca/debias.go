@@ -73,20 +73,8 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 	if rank < 1 || rank >= min(n, m) {
 		return nil, nil, fmt.Errorf("%w: rank %d must be in [1, min(n, m) = %d)", ErrInput, rank, min(n, m))
 	}
-	if opt.FlagTol < 0 || opt.MaxFlagFrac < 0 || opt.MaxFlagFrac > 1 || opt.MaxRounds < 0 || opt.MaxIter < 0 {
-		return nil, nil, fmt.Errorf("%w: debias options must be ≥ 0 (and MaxFlagFrac ≤ 1): %+v", ErrInput, opt)
-	}
-	if opt.FlagTol == 0 {
-		opt.FlagTol = 1e-6
-	}
-	if opt.MaxFlagFrac == 0 {
-		opt.MaxFlagFrac = 0.5
-	}
-	if opt.MaxRounds == 0 {
-		opt.MaxRounds = 10
-	}
-	if opt.MaxIter == 0 {
-		opt.MaxIter = 200
+	if opt, err = opt.withDefaults(); err != nil {
+		return nil, nil, err
 	}
 	k := rank
 	nm := n * m
@@ -113,92 +101,147 @@ func Debias(ctx context.Context, A, L0 *mat.Dense, rank int, opt DebiasOptions) 
 	if err != nil {
 		return nil, nil, err
 	}
-	C := make([]float64, n*k)
-	Lout := make([]float64, nm)
+	r := &debiasRefit{a: a, flag: flag, n: n, m: m, k: k, Q: Q, C: make([]float64, n*k), L: make([]float64, nm), rms: rms, rep: rep}
 	floor := 1e-12 * rms
 	for round := 1; round <= opt.MaxRounds; round++ {
 		rep.Rounds = round
-		cnt := 0
-		for _, f := range flag {
-			if f {
-				cnt++
-			}
-		}
+		cnt := countFlags(flag)
 		rep.Count = cnt
 		if float64(cnt) > opt.MaxFlagFrac*float64(nm) {
 			rep.Why = fmt.Sprintf("%d of %d entries (%.0f%%) look corrupted, more than MaxFlagFrac = %.0f%%: the data are not low rank plus sparse", cnt, nm, 100*float64(cnt)/float64(nm), 100*opt.MaxFlagFrac)
 			return nil, rep, nil
 		}
-		prev := math.Inf(1)
-		for it := 0; it < opt.MaxIter; it++ {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			rep.Sweeps++
-			orthonormalize(Q, m, k)
-			if bad := solveFactor(a, flag, n, m, k, Q, C, true); bad > 0 {
-				rep.Why = fmt.Sprintf("%d rows have fewer than %d unflagged entries: the low-rank part is not determined there", bad, k)
-				return nil, rep, nil
-			}
-			orthonormalize(C, n, k)
-			if bad := solveFactor(a, flag, n, m, k, C, Q, false); bad > 0 {
-				rep.Why = fmt.Sprintf("%d columns have fewer than %d unflagged entries: the low-rank part is not determined there", bad, k)
-				return nil, rep, nil
-			}
-			product(C, Q, n, m, k, Lout)
-			sse := 0.0
-			for i := range a {
-				if !flag[i] {
-					e := a[i] - Lout[i]
-					sse += e * e
-				}
-			}
-			// Stop at rounding level or when a sweep gains < 10%: the fit
-			// has stagnated (at the truth, or at a fit biased by a missed
-			// corruption, which the re-flag below then catches).
-			if sse <= float64(nm)*(4e-16*rms)*(4e-16*rms) || sse > 0.81*prev {
-				break
-			}
-			prev = sse
+		if ok, err := r.refit(ctx, opt.MaxIter); err != nil {
+			return nil, nil, err
+		} else if !ok {
+			return nil, rep, nil
 		}
-		// Re-flag from the residual of the refit.
-		sse, cntIn := 0.0, 0
-		for i := range a {
-			if !flag[i] {
-				e := a[i] - Lout[i]
-				sse += e * e
-				cntIn++
-			}
-		}
-		t := math.Max(10*math.Sqrt(sse/float64(max(cntIn, 1))), floor)
-		changed := false
-		for i := range a {
-			f := math.Abs(a[i]-Lout[i]) > t
-			if f != flag[i] {
-				changed = true
-				flag[i] = f
-			}
-		}
-		if !changed {
+		if !r.reflag(floor) {
 			break
 		}
 		if round == opt.MaxRounds {
 			rep.Warning = fmt.Sprintf("the corrupted-entry flags were still changing after %d rounds; the refit uses the last flags", opt.MaxRounds)
 		}
 	}
-	rep.Count = 0
-	for _, f := range flag {
-		if f {
-			rep.Count++
-		}
-	}
-	rep.Residual = maskedResidual(a, Lout, flag)
+	rep.Count = countFlags(flag)
+	rep.Residual = maskedResidual(a, r.L, flag)
 	if float64(rep.Count) > opt.MaxFlagFrac*float64(nm) {
 		rep.Why = fmt.Sprintf("after re-flagging, %d of %d entries (%.0f%%) look corrupted, more than MaxFlagFrac = %.0f%%", rep.Count, nm, 100*float64(rep.Count)/float64(nm), 100*opt.MaxFlagFrac)
 		return nil, rep, nil
 	}
 	rep.Accepted = true
-	return mat.NewDense(n, m, Lout), rep, nil
+	return mat.NewDense(n, m, r.L), rep, nil
+}
+
+// countFlags returns the number of entries flagged as corrupted.
+func countFlags(flag []bool) int {
+	cnt := 0
+	for _, f := range flag {
+		if f {
+			cnt++
+		}
+	}
+	return cnt
+}
+
+// withDefaults checks Debias's options (all ≥ 0, MaxFlagFrac ≤ 1) and
+// fills in the defaults of those left zero.
+func (opt DebiasOptions) withDefaults() (DebiasOptions, error) {
+	if opt.FlagTol < 0 || opt.MaxFlagFrac < 0 || opt.MaxFlagFrac > 1 || opt.MaxRounds < 0 || opt.MaxIter < 0 {
+		return opt, fmt.Errorf("%w: debias options must be ≥ 0 (and MaxFlagFrac ≤ 1): %+v", ErrInput, opt)
+	}
+	if opt.FlagTol == 0 {
+		opt.FlagTol = 1e-6
+	}
+	if opt.MaxFlagFrac == 0 {
+		opt.MaxFlagFrac = 0.5
+	}
+	if opt.MaxRounds == 0 {
+		opt.MaxRounds = 10
+	}
+	if opt.MaxIter == 0 {
+		opt.MaxIter = 200
+	}
+	return opt, nil
+}
+
+// debiasRefit holds Debias's alternating least squares: A (a, n×m
+// row-major), the corrupted-entry flags, the factors L = C·Qᵀ (C n×k, Q
+// m×k) and L itself.
+type debiasRefit struct {
+	a       []float64
+	flag    []bool
+	n, m, k int
+	Q, C, L []float64
+	rms     float64
+	rep     *DebiasReport
+}
+
+// refit runs up to maxIter sweeps of alternating least squares on the
+// unflagged entries, each factor solved row by row with the other held
+// orthonormal. ok is false, with rep.Why set, when a row or column has
+// fewer than k unflagged entries.
+func (r *debiasRefit) refit(ctx context.Context, maxIter int) (ok bool, err error) {
+	a, flag, n, m, k, Q, C, rms := r.a, r.flag, r.n, r.m, r.k, r.Q, r.C, r.rms
+	nm := n * m
+	prev := math.Inf(1)
+	for it := 0; it < maxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		r.rep.Sweeps++
+		orthonormalize(Q, m, k)
+		if bad := solveFactor(a, flag, n, m, k, Q, C, true); bad > 0 {
+			r.rep.Why = fmt.Sprintf("%d rows have fewer than %d unflagged entries: the low-rank part is not determined there", bad, k)
+			return false, nil
+		}
+		orthonormalize(C, n, k)
+		if bad := solveFactor(a, flag, n, m, k, C, Q, false); bad > 0 {
+			r.rep.Why = fmt.Sprintf("%d columns have fewer than %d unflagged entries: the low-rank part is not determined there", bad, k)
+			return false, nil
+		}
+		product(C, Q, n, m, k, r.L)
+		sse := 0.0
+		for i := range a {
+			if !flag[i] {
+				e := a[i] - r.L[i]
+				sse += e * e
+			}
+		}
+		// Stop at rounding level or when a sweep gains < 10%: the fit
+		// has stagnated (at the truth, or at a fit biased by a missed
+		// corruption, which the re-flag then catches).
+		if sse <= float64(nm)*(4e-16*rms)*(4e-16*rms) || sse > 0.81*prev {
+			break
+		}
+		prev = sse
+	}
+	return true, nil
+}
+
+// reflag re-estimates the corrupted entries from the residual of the
+// refit: those above 10× the RMS residual on the unflagged entries (at
+// least floor). It reports whether any flag changed.
+func (r *debiasRefit) reflag(floor float64) bool {
+	a, flag := r.a, r.flag
+	sse, cntIn := 0.0, 0
+	for i := range a {
+		if !flag[i] {
+			e := a[i] - r.L[i]
+			sse += e * e
+			cntIn++
+		}
+	}
+	t := math.Max(10*math.Sqrt(sse/float64(max(cntIn, 1))), floor)
+	changed := false
+	for i := range a {
+		f := math.Abs(a[i]-r.L[i]) > t
+		if f != flag[i] {
+			changed = true
+			flag[i] = f
+		}
+	}
+	return changed
 }
 
 // maskedResidual returns ‖(a − l)_Ω‖/‖a_Ω‖ over the unflagged entries.

@@ -125,6 +125,45 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 		res.Converged = true
 		return res, nil
 	}
+	sv, err := pcpIterate(ctx, a, res, opt, normF, maxAbs)
+	if err != nil {
+		return nil, err
+	}
+	res.SingularValues = sv
+	if !res.Converged {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("PCP stopped after %d iterations with relative residual %.1e > tol %.0e", res.Iterations, res.Residual, opt.Tol))
+	}
+	res.Rank = 0
+	for _, s := range sv {
+		if s > opt.RankTol*sv[0] {
+			res.Rank++
+		}
+	}
+	if err := res.applyDebias(ctx, A, opt); err != nil {
+		return nil, err
+	}
+	// S is A − L on the flagged entries, so that L + S = A there exactly.
+	L, S := res.L.RawMatrix().Data, res.S.RawMatrix().Data
+	res.NNZ = 0
+	for i := range S {
+		if res.Flagged[i] {
+			S[i] = a[i] - L[i]
+			res.NNZ++
+		} else {
+			S[i] = 0
+		}
+	}
+	return res, nil
+}
+
+// pcpIterate runs the inexact augmented Lagrangian iteration (Lin, Chen,
+// Ma 2010, Algorithm 5) on a (A row-major; ‖A‖_F = normF, max |A| =
+// maxAbs) until the relative residual falls below opt.Tol or opt.MaxIter
+// iterations, writing L and S into res with the iteration count, residual
+// and final μ. It returns the singular values of the last thresholding.
+func pcpIterate(ctx context.Context, a []float64, res *Result, opt Options, normF, maxAbs float64) ([]float64, error) {
+	n, m := res.L.Dims()
+	nm := n * m
 	ws := newSVT(n, m)
 	norm2 := ws.norm2(a)
 	mu := opt.Mu0
@@ -147,6 +186,7 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 	S := res.S.RawMatrix().Data
 	Z := make([]float64, nm)
 	var sv []float64
+	var err error
 	for it := 1; it <= opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -187,16 +227,15 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 			break
 		}
 	}
-	res.SingularValues = sv
-	if !res.Converged {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("PCP stopped after %d iterations with relative residual %.1e > tol %.0e", res.Iterations, res.Residual, opt.Tol))
-	}
-	res.Rank = 0
-	for _, s := range sv {
-		if s > opt.RankTol*sv[0] {
-			res.Rank++
-		}
-	}
+	return sv, nil
+}
+
+// applyDebias makes the PCP answer exact unless opt.NoDebias: Debias refits a
+// rank-r L (r = opt.Rank, else the rank PCP found) on the entries not
+// flagged as corrupted, and its flags replace PCP's when accepted;
+// otherwise the flagged entries are those where S is non-zero.
+func (res *Result) applyDebias(ctx context.Context, A *mat.Dense, opt Options) error {
+	n, m := A.Dims()
 	rank := res.Rank
 	if opt.Rank > 0 {
 		rank = opt.Rank
@@ -204,7 +243,7 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 	if !opt.NoDebias && rank > 0 && rank < min(n, m) {
 		L2, rep, err := Debias(ctx, A, res.L, rank, DebiasOptions{FlagTol: opt.FlagTol})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Debias = rep
 		if rep.Accepted {
@@ -221,22 +260,11 @@ func PCP(ctx context.Context, A *mat.Dense, opt Options) (*Result, error) {
 		res.Warnings = append(res.Warnings, "PCP returned L = 0: no low-rank part was found (λ too small for the data?)")
 	}
 	if res.Debias == nil || !res.Debias.Accepted {
-		for i, v := range S {
+		for i, v := range res.S.RawMatrix().Data {
 			res.Flagged[i] = v != 0
 		}
 	}
-	// S is A − L on the flagged entries, so that L + S = A there exactly.
-	L = res.L.RawMatrix().Data
-	res.NNZ = 0
-	for i := range S {
-		if res.Flagged[i] {
-			S[i] = a[i] - L[i]
-			res.NNZ++
-		} else {
-			S[i] = 0
-		}
-	}
-	return res, nil
+	return nil
 }
 
 // Validate checks the options without data: finite non-negative numbers

@@ -88,54 +88,11 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 	var best *Decomposition
 	for try := 1; try <= opt.Tries; try++ {
 		Ma, Mb := combo(), combo()
-		// Ma·Mb⁻¹ = (Mb⁻¹·Ma)ᵀ because both are symmetric.
-		var sol mat.Dense
-		if err := sol.Solve(Mb, Ma); err != nil {
-			continue
-		}
-		var eig mat.Eigen
-		if !eig.Factorize(sol.T(), mat.EigenRight) {
-			continue
-		}
-		vals := eig.Values(nil)
-		maxAbs := 0.0
-		for _, v := range vals {
-			maxAbs = math.Max(maxAbs, cmplx.Abs(v))
-		}
-		if maxAbs == 0 {
-			continue
-		}
-		gap := math.Inf(1)
-		for i := range vals {
-			for j := i + 1; j < len(vals); j++ {
-				gap = math.Min(gap, cmplx.Abs(vals[i]-vals[j])/maxAbs)
-			}
-		}
-		var vecs mat.CDense
-		eig.VectorsTo(&vecs)
-		W := mat.NewDense(k, k, nil)
-		for j := 0; j < k; j++ {
-			// A complex conjugate pair (noise merged two real eigenvalues)
-			// spans a real 2-D invariant subspace: keep its real and imaginary
-			// parts as two columns and let the joint diagonalisation rotate
-			// within it.
-			col := make([]float64, k)
-			useImag := j > 0 && imag(vals[j]) != 0 && vals[j] == cmplx.Conj(vals[j-1])
-			for i := range col {
-				if useImag {
-					col[i] = imag(vecs.At(i, j))
-				} else {
-					col[i] = real(vecs.At(i, j))
-				}
-			}
-			normalize(col)
-			W.SetCol(j, col)
-		}
-		diag, res, ok := fitDiagonal(slices, norms2, W)
+		d, ok := jennrichPair(slices, norms2, Ma, Mb)
 		if !ok {
 			continue
 		}
-		d := &Decomposition{W: W, Diag: diag, Residual: res, MinGap: gap}
+		gap := d.MinGap
 		bestGood := best != nil && best.MinGap >= opt.MinGap
 		good := gap >= opt.MinGap
 		if best == nil || (good && !bestGood) || (good == bestGood && d.Residual < best.Residual) {
@@ -148,6 +105,63 @@ func Jennrich(slices []*mat.SymDense, rng *rand.Rand, opt JennrichOptions) (*Dec
 	refined := jointDiagonalize(slices, norms2, best.W, opt.Sweeps)
 	refined.MinGap, refined.Tries = best.MinGap, opt.Tries
 	return refined, nil
+}
+
+// jennrichPair is one try of Jennrich: the components of the pair of
+// combinations Ma, Mb, the eigenvectors of Ma·Mb⁻¹ (unit columns of W),
+// fitted to all slices (fitDiagonal). MinGap is the eigenvalues' smallest
+// relative gap. ok is false when Mb is singular, the eigendecomposition
+// fails, every eigenvalue is zero or the fit fails.
+func jennrichPair(slices []*mat.SymDense, norms2 []float64, Ma, Mb *mat.Dense) (*Decomposition, bool) {
+	k, _ := Ma.Dims()
+	// Ma·Mb⁻¹ = (Mb⁻¹·Ma)ᵀ because both are symmetric.
+	var sol mat.Dense
+	if err := sol.Solve(Mb, Ma); err != nil {
+		return nil, false
+	}
+	var eig mat.Eigen
+	if !eig.Factorize(sol.T(), mat.EigenRight) {
+		return nil, false
+	}
+	vals := eig.Values(nil)
+	maxAbs := 0.0
+	for _, v := range vals {
+		maxAbs = math.Max(maxAbs, cmplx.Abs(v))
+	}
+	if maxAbs == 0 {
+		return nil, false
+	}
+	gap := math.Inf(1)
+	for i := range vals {
+		for j := i + 1; j < len(vals); j++ {
+			gap = math.Min(gap, cmplx.Abs(vals[i]-vals[j])/maxAbs)
+		}
+	}
+	var vecs mat.CDense
+	eig.VectorsTo(&vecs)
+	W := mat.NewDense(k, k, nil)
+	for j := 0; j < k; j++ {
+		// A complex conjugate pair (noise merged two real eigenvalues)
+		// spans a real 2-D invariant subspace: keep its real and imaginary
+		// parts as two columns and let the joint diagonalisation rotate
+		// within it.
+		col := make([]float64, k)
+		useImag := j > 0 && imag(vals[j]) != 0 && vals[j] == cmplx.Conj(vals[j-1])
+		for i := range col {
+			if useImag {
+				col[i] = imag(vecs.At(i, j))
+			} else {
+				col[i] = real(vecs.At(i, j))
+			}
+		}
+		normalize(col)
+		W.SetCol(j, col)
+	}
+	diag, res, ok := fitDiagonal(slices, norms2, W)
+	if !ok {
+		return nil, false
+	}
+	return &Decomposition{W: W, Diag: diag, Residual: res, MinGap: gap}, true
 }
 
 // FitDiagonal returns, for each slice M_i, the diagonal D_i minimising

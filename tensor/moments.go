@@ -51,16 +51,50 @@ func HermiteSlices(ctx context.Context, Z, S *mat.Dense, cs []Contraction, progr
 		}
 	}
 	nc := len(cs)
+	h := &hermiteSums{k: k, nc: nc, p: p, cs: cs}
 	// Weighted Gram blocks: nc for the contractions, then p plain ones
 	// (E[s_t·zzᵀ], needed by the order-4 correction terms).
-	blocks := nc + p
+	h.blocks = nc + p
 	// Vector terms: per contraction E[s·b·z] and E[s·a·z] (order 4) or E[s·z]
 	// (order 3, via the channel's plain vector); per channel E[s_t·z].
-	vecs := 2*nc + p
-	gram := mat.NewDense(k, k*blocks, nil)
-	vsum := mat.NewDense(k, vecs, nil)
-	scal := make([]float64, nc+p) // E[s·a·b] (or E[s·a]) per contraction, E[s_t] per channel
+	h.vecs = 2*nc + p
+	h.gram = mat.NewDense(k, k*h.blocks, nil)
+	h.vsum = mat.NewDense(k, h.vecs, nil)
+	h.scal = make([]float64, nc+p) // E[s·a·b] (or E[s·a]) per contraction, E[s_t] per channel
+	if err := h.accumulate(ctx, Z, S, progress); err != nil {
+		return nil, err
+	}
+	inv := 1 / float64(n)
+	h.gram.Scale(inv, h.gram)
+	h.vsum.Scale(inv, h.vsum)
+	for i := range h.scal {
+		h.scal[i] *= inv
+	}
+	out := make([]*mat.SymDense, nc)
+	for i := range cs {
+		out[i] = h.slice(i)
+	}
+	return out, nil
+}
 
+// hermiteSums holds the sums HermiteSlices accumulates over the samples:
+// the weighted Gram blocks (one per contraction, then one per channel),
+// the vector terms and the scalar terms of the Hermite corrections.
+type hermiteSums struct {
+	k, nc, p     int
+	cs           []Contraction
+	blocks, vecs int
+	gram, vsum   *mat.Dense
+	scal         []float64
+}
+
+// accumulate streams over the rows of Z and S in chunks of chunkRows: per
+// chunk, the weighted rows for every block and vector term, then one GEMM
+// each for the Gram blocks and the vector terms, added to the sums in
+// chunk order.
+func (h *hermiteSums) accumulate(ctx context.Context, Z, S *mat.Dense, progress func(done, total int)) error {
+	n, _ := Z.Dims()
+	k, nc, p, blocks, vecs, cs, scal := h.k, h.nc, h.p, h.blocks, h.vecs, h.cs, h.scal
 	rows := min(chunkRows, n)
 	zt := mat.NewDense(k, rows, nil)
 	wz := mat.NewDense(rows, k*blocks, nil)
@@ -72,7 +106,7 @@ func HermiteSlices(ctx context.Context, Z, S *mat.Dense, cs []Contraction, progr
 	chunks := (n + chunkRows - 1) / chunkRows
 	for c := 0; c < chunks; c++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		lo, hi := c*chunkRows, min((c+1)*chunkRows, n)
 		b := hi - lo
@@ -114,58 +148,57 @@ func HermiteSlices(ctx context.Context, Z, S *mat.Dense, cs []Contraction, progr
 			}
 		}
 		part.Mul(ztb, wzb)
-		gram.Add(gram, part)
+		h.gram.Add(h.gram, part)
 		partv.Mul(ztb, wvb)
-		vsum.Add(vsum, partv)
+		h.vsum.Add(h.vsum, partv)
 		if progress != nil {
 			progress(c+1, chunks)
 		}
 	}
-	inv := 1 / float64(n)
-	gram.Scale(inv, gram)
-	vsum.Scale(inv, vsum)
-	for i := range scal {
-		scal[i] *= inv
-	}
-	out := make([]*mat.SymDense, nc)
-	for i, cc := range cs {
-		t := cc.Channel
-		G := gram.Slice(0, k, i*k, (i+1)*k)
-		M := mat.NewSymDense(k, nil)
-		s0 := scal[nc+t]
-		for x := 0; x < k; x++ {
-			for y := x; y < k; y++ {
-				var v float64
-				g := (G.At(x, y) + G.At(y, x)) / 2
-				if cc.Beta == nil {
-					// He_3(z)(·,·,α) = (z·α)zzᵀ − (z·α)I − αzᵀ − zαᵀ.
-					ez := vsum.At(x, 2*nc+t)
-					ezy := vsum.At(y, 2*nc+t)
-					v = g - cc.Alpha[x]*ezy - ez*cc.Alpha[y]
-					if x == y {
-						v -= scal[i]
-					}
-				} else {
-					// He_4(z)(·,·,α,β) = ab·zzᵀ − ab·I − b(αzᵀ+zαᵀ) − a(βzᵀ+zβᵀ)
-					//                    − (α·β)zzᵀ + (α·β)I + αβᵀ + βαᵀ, a = z·α, b = z·β.
-					al, be := cc.Alpha, cc.Beta
-					ab := vec.Dot(al, be)
-					sbz := func(r int) float64 { return vsum.At(r, 2*i) }
-					saz := func(r int) float64 { return vsum.At(r, 2*i+1) }
-					plain := gram.Slice(0, k, (nc+t)*k, (nc+t+1)*k)
-					szz := (plain.At(x, y) + plain.At(y, x)) / 2
-					v = g - al[x]*sbz(y) - sbz(x)*al[y] - be[x]*saz(y) - saz(x)*be[y] -
-						ab*szz + s0*(al[x]*be[y]+be[x]*al[y])
-					if x == y {
-						v += -scal[i] + ab*s0
-					}
+	return nil
+}
+
+// slice assembles contraction i's k×k slice from the (averaged) sums: its
+// weighted Gram minus the Hermite corrections of order 3 (He_3) or 4
+// (He_4).
+func (h *hermiteSums) slice(i int) *mat.SymDense {
+	k, nc, gram, vsum, scal := h.k, h.nc, h.gram, h.vsum, h.scal
+	cc := h.cs[i]
+	t := cc.Channel
+	G := gram.Slice(0, k, i*k, (i+1)*k)
+	M := mat.NewSymDense(k, nil)
+	s0 := scal[nc+t]
+	for x := 0; x < k; x++ {
+		for y := x; y < k; y++ {
+			var v float64
+			g := (G.At(x, y) + G.At(y, x)) / 2
+			if cc.Beta == nil {
+				// He_3(z)(·,·,α) = (z·α)zzᵀ − (z·α)I − αzᵀ − zαᵀ.
+				ez := vsum.At(x, 2*nc+t)
+				ezy := vsum.At(y, 2*nc+t)
+				v = g - cc.Alpha[x]*ezy - ez*cc.Alpha[y]
+				if x == y {
+					v -= scal[i]
 				}
-				M.SetSym(x, y, v)
+			} else {
+				// He_4(z)(·,·,α,β) = ab·zzᵀ − ab·I − b(αzᵀ+zαᵀ) − a(βzᵀ+zβᵀ)
+				//                    − (α·β)zzᵀ + (α·β)I + αβᵀ + βαᵀ, a = z·α, b = z·β.
+				al, be := cc.Alpha, cc.Beta
+				ab := vec.Dot(al, be)
+				sbz := func(r int) float64 { return vsum.At(r, 2*i) }
+				saz := func(r int) float64 { return vsum.At(r, 2*i+1) }
+				plain := gram.Slice(0, k, (nc+t)*k, (nc+t+1)*k)
+				szz := (plain.At(x, y) + plain.At(y, x)) / 2
+				v = g - al[x]*sbz(y) - sbz(x)*al[y] - be[x]*saz(y) - saz(x)*be[y] -
+					ab*szz + s0*(al[x]*be[y]+be[x]*al[y])
+				if x == y {
+					v += -scal[i] + ab*s0
+				}
 			}
+			M.SetSym(x, y, v)
 		}
-		out[i] = M
 	}
-	return out, nil
+	return M
 }
 
 // HermiteMoment2 returns (1/n) Σ_q S_qt·(x_q x_qᵀ − I) for every column t of

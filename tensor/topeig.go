@@ -38,8 +38,38 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 	var impl gonum.Implementation
 	impl.Dsytrd(blas.Upper, k, a, k, d, e, tau, ws.work, len(ws.work))
 
-	// Largest eigenvalue: bisection between Gershgorin bounds; count(x) is
-	// the number of eigenvalues below x (negative pivots of T − xI).
+	lam, norm := largestTridiagEigenvalue(d, e)
+	if norm == 0 {
+		v := make([]float64, k)
+		v[k-1] = 1
+		return 0, v, true
+	}
+	ws.factorShifted(d, e, lam, norm)
+	y, ok := ws.inverseIterate(k)
+	if !ok {
+		return 0, nil, false
+	}
+	// Back to Q's coordinates: v = H·y.
+	impl.Dorgtr(blas.Upper, k, a, k, tau, ws.work, len(ws.work))
+	v := make([]float64, k)
+	for i := 0; i < k; i++ {
+		s := 0.0
+		for j := 0; j < k; j++ {
+			s += a[i*k+j] * y[j]
+		}
+		v[i] = s
+	}
+	normalize(v)
+	return lam, v, true
+}
+
+// largestTridiagEigenvalue returns the largest eigenvalue of the symmetric
+// tridiagonal T (diagonal d, off-diagonal e) by bisection between
+// Gershgorin bounds to a few ulps of norm, the larger Gershgorin bound in
+// magnitude; count(x) is the number of eigenvalues below x (negative pivots
+// of T − xI, LAPACK's dstebz). norm 0 means T = 0 (lam is then 0).
+func largestTridiagEigenvalue(d, e []float64) (lam, norm float64) {
+	k := len(d)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := 0; i < k; i++ {
 		r := 0.0
@@ -51,11 +81,9 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 		}
 		lo, hi = math.Min(lo, d[i]-r), math.Max(hi, d[i]+r)
 	}
-	norm := math.Max(math.Abs(lo), math.Abs(hi))
+	norm = math.Max(math.Abs(lo), math.Abs(hi))
 	if norm == 0 {
-		v := make([]float64, k)
-		v[k-1] = 1
-		return 0, v, true
+		return 0, 0
 	}
 	pivmin := math.SmallestNonzeroFloat64 / 0x1p-52 * norm
 	count := func(x float64) int {
@@ -82,10 +110,16 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 			lo = mid
 		}
 	}
-	lam := lo + (hi-lo)/2
+	return lo + (hi-lo)/2, norm
+}
 
-	// Inverse iteration: solve (T − λI)·y = b by LU with partial pivoting
-	// (a second superdiagonal from the row swaps), three steps from b = 1.
+// factorShifted factors T − λI (T tridiagonal with diagonal d, off-diagonal
+// e) by LU with partial pivoting into ws.dl (multipliers), ws.dm, ws.du and
+// ws.du2 (U's diagonal and two superdiagonals, the second from the row
+// swaps), ws.swap (the swaps) — LAPACK's dgttrf, for inverseIterate. A zero
+// pivot is replaced by ulp·norm.
+func (ws *eigWork) factorShifted(d, e []float64, lam, norm float64) {
+	k := len(d)
 	dl, dm, du, du2 := ws.dl[:k], ws.dm[:k], ws.du[:k], ws.du2[:k]
 	swap := ws.swap[:k]
 	for i := 0; i < k; i++ {
@@ -122,7 +156,16 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 	if dm[k-1] == 0 {
 		dm[k-1] = tiny
 	}
-	y := ws.y[:k]
+}
+
+// inverseIterate solves (T − λI)·y = b with factorShifted's LU, three
+// steps from b = 1, scaling y to max-norm 1 after each, so y converges to
+// the eigenvector of the eigenvalue nearest λ. ok is false when y vanishes
+// or overflows.
+func (ws *eigWork) inverseIterate(k int) (y []float64, ok bool) {
+	dl, dm, du, du2 := ws.dl[:k], ws.dm[:k], ws.du[:k], ws.du2[:k]
+	swap := ws.swap[:k]
+	y = ws.y[:k]
 	for i := range y {
 		y[i] = 1
 	}
@@ -151,24 +194,13 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 			s = math.Max(s, math.Abs(v))
 		}
 		if !(s > 0) || math.IsInf(s, 0) {
-			return 0, nil, false
+			return nil, false
 		}
 		for i := range y {
 			y[i] /= s
 		}
 	}
-	// Back to Q's coordinates: v = H·y.
-	impl.Dorgtr(blas.Upper, k, a, k, tau, ws.work, len(ws.work))
-	v := make([]float64, k)
-	for i := 0; i < k; i++ {
-		s := 0.0
-		for j := 0; j < k; j++ {
-			s += a[i*k+j] * y[j]
-		}
-		v[i] = s
-	}
-	normalize(v)
-	return lam, v, true
+	return y, true
 }
 
 // eigWork is topEigen's scratch.

@@ -180,41 +180,8 @@ func expScale(XP *mat.Dense, rP []float64) (a float64, z []float64, rel float64,
 		return 0, nil, 0, err
 	}
 	_, rank := Q.Dims()
-	h := make([]float64, p)
-	dh := make([]float64, p)
-	coef := make([]float64, rank)
-	// project writes (I − QQᵀ)·v into out and returns its squared norm.
-	project := func(v, out []float64) float64 {
-		for j := range coef {
-			coef[j] = 0
-		}
-		for q := 0; q < p; q++ {
-			row := Q.RawRowView(q)
-			for j, c := range row {
-				coef[j] += c * v[q]
-			}
-		}
-		ss := 0.0
-		for q := 0; q < p; q++ {
-			row := Q.RawRowView(q)
-			s := v[q]
-			for j, c := range row {
-				s -= c * coef[j]
-			}
-			out[q] = s
-			ss += s * s
-		}
-		return ss
-	}
-	res := make([]float64, p)
-	resD := make([]float64, p)
-	rho := func(b float64) float64 {
-		a := math.Exp(b)
-		for q, r := range rP {
-			h[q] = math.Log1p(a * r)
-		}
-		return project(h, res)
-	}
+	ep := &expProjection{Q: Q, rP: rP, h: make([]float64, p), dh: make([]float64, p), coef: make([]float64, rank), res: make([]float64, p), resD: make([]float64, p)}
+	h, rho := ep.h, ep.rho
 	sorted := append([]float64(nil), rP...)
 	med := quickMedian(sorted)
 	if !(med > 0) {
@@ -230,34 +197,7 @@ func expScale(XP *mat.Dense, rP []float64) (a float64, z []float64, rel float64,
 			best, bestB = v/hh, b0+t
 		}
 	}
-	b := bestB
-	cur := rho(b)
-	for it := 0; it < 100; it++ {
-		a := math.Exp(b)
-		for q, r := range rP {
-			dh[q] = a * r / (1 + a*r)
-		}
-		rho(b) // refresh res for the current b
-		g := project(dh, resD)
-		if g == 0 {
-			break
-		}
-		step := -dot(resD, res) / g
-		// Backtrack if the full step does not lower ρ (far from the root
-		// the Gauss–Newton model can overshoot).
-		nb, nv := b+step, rho(b+step)
-		for tries := 0; nv > cur && tries < 30; tries++ {
-			step /= 2
-			nb, nv = b+step, rho(b+step)
-		}
-		if nv > cur {
-			break
-		}
-		b, cur = nb, nv
-		if math.Abs(step) < 1e-15*math.Max(1, math.Abs(b)) {
-			break
-		}
-	}
+	b, cur := ep.gaussNewton(bestB)
 	a = math.Exp(b)
 	if a*med < 1e-5 {
 		// As a → 0, log(1 + a·r) → a·r: a unit linear in x on its active
@@ -272,6 +212,86 @@ func expScale(XP *mat.Dense, rP []float64) (a float64, z []float64, rel float64,
 		return 0, nil, 0, err
 	}
 	return a, mat.Col(nil, 0, sol), math.Sqrt(cur / math.Max(dot(h, h), math.SmallestNonzeroFloat64)), nil
+}
+
+// expProjection holds expScale's variable projection: Q, an orthonormal
+// basis of col(X_P), the active entries rP, and the buffers for
+// h(e^b) = log(1 + e^b·r_P), its derivative and their projections.
+type expProjection struct {
+	Q           *mat.Dense
+	rP          []float64
+	h, dh, coef []float64
+	res, resD   []float64
+}
+
+// project writes (I − QQᵀ)·v into out and returns its squared norm.
+func (ep *expProjection) project(v, out []float64) float64 {
+	Q, coef := ep.Q, ep.coef
+	p := len(v)
+	for j := range coef {
+		coef[j] = 0
+	}
+	for q := 0; q < p; q++ {
+		row := Q.RawRowView(q)
+		for j, c := range row {
+			coef[j] += c * v[q]
+		}
+	}
+	ss := 0.0
+	for q := 0; q < p; q++ {
+		row := Q.RawRowView(q)
+		s := v[q]
+		for j, c := range row {
+			s -= c * coef[j]
+		}
+		out[q] = s
+		ss += s * s
+	}
+	return ss
+}
+
+// rho is ρ(b) = ‖(I − QQᵀ)·h(e^b)‖², leaving h(e^b) in h and its
+// projection in res.
+func (ep *expProjection) rho(b float64) float64 {
+	a := math.Exp(b)
+	for q, r := range ep.rP {
+		ep.h[q] = math.Log1p(a * r)
+	}
+	return ep.project(ep.h, ep.res)
+}
+
+// gaussNewton runs Gauss–Newton on b from the grid's best b (derivative
+// ∂h/∂b = a·r/(1 + a·r), projected), backtracking when a full step does
+// not lower ρ, until the step is negligible. It returns b and ρ(b).
+func (ep *expProjection) gaussNewton(b float64) (float64, float64) {
+	cur := ep.rho(b)
+	for it := 0; it < 100; it++ {
+		a := math.Exp(b)
+		for q, r := range ep.rP {
+			ep.dh[q] = a * r / (1 + a*r)
+		}
+		ep.rho(b) // refresh res for the current b
+		g := ep.project(ep.dh, ep.resD)
+		if g == 0 {
+			break
+		}
+		step := -dot(ep.resD, ep.res) / g
+		// Backtrack if the full step does not lower ρ (far from the root
+		// the Gauss–Newton model can overshoot).
+		nb, nv := b+step, ep.rho(b+step)
+		for tries := 0; nv > cur && tries < 30; tries++ {
+			step /= 2
+			nb, nv = b+step, ep.rho(b+step)
+		}
+		if nv > cur {
+			break
+		}
+		b, cur = nb, nv
+		if math.Abs(step) < 1e-15*math.Max(1, math.Abs(b)) {
+			break
+		}
+	}
+	return b, cur
 }
 
 // quickMedian returns the median of v (reordering v).

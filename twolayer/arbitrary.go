@@ -176,29 +176,9 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 	if err != nil {
 		return nil, err
 	}
-	if len(candidates) == 0 {
-		return nil, fmt.Errorf("%w: no candidate matrices given", ErrInput)
-	}
-	if S == nil {
-		return nil, fmt.Errorf("%w: the sketch S is nil", ErrInput)
-	}
-	if _, ms := S.Dims(); ms != m {
-		return nil, fmt.Errorf("%w: sketch S has %d columns, Y has %d outputs", ErrInput, ms, m)
-	}
-	k := 0
-	for i, M := range candidates {
-		if M == nil || M.IsEmpty() {
-			return nil, fmt.Errorf("%w: candidate %d is nil or empty", ErrInput, i)
-		}
-		r, _ := M.Dims()
-		if i == 0 {
-			k = r
-		} else if r != k {
-			return nil, fmt.Errorf("%w: candidate %d has %d rows, candidate 0 has %d (all must be k×s)", ErrInput, i, r, k)
-		}
-	}
-	if k > d || k > n {
-		return nil, fmt.Errorf("%w: k = %d hidden units exceed d = %d or n = %d", ErrInput, k, d, n)
+	k, err := checkAlg8Candidates(S, candidates, n, d, m)
+	if err != nil {
+		return nil, err
 	}
 	out := &Alg8Result{Best: -1, Residuals: make([]float64, len(candidates)), ZeroResidual: mat.Norm(Y, 2)}
 	var bestV, bestU *mat.Dense
@@ -208,27 +188,12 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 			return nil, err
 		}
 		out.Residuals[ci] = math.Inf(1)
-		rng := rand.New(rand.NewPCG(opt.Seed^(uint64(ci)+1)*0x9E3779B97F4A7C15, 0x9E3779B97F4A7C15))
-		labels, err := Alg8Labels(Y, M, S, opt.Eta, rng)
+		V, U, err := alg8Candidate(X, Y, S, M, ci, k, opt)
 		if err != nil {
-			return nil, fmt.Errorf("candidate %d: %w", ci, err)
+			return nil, err
 		}
-		V := mat.NewDense(k, d, nil)
-		ok := true
-		for p := 0; p < k && ok; p++ {
-			w, err := HalfspaceEstimate(X, mat.Col(nil, p, labels))
-			if err != nil {
-				ok = false
-				break
-			}
-			V.SetRow(p, w)
-		}
-		if !ok {
+		if V == nil {
 			continue
-		}
-		U, _, err := SolveU(X, Y, V, nn.ReLU)
-		if err != nil {
-			continue // e.g. two identical rows of V: a degenerate candidate
 		}
 		r := residualOf(activations(X, V), Y, U) * out.ZeroResidual
 		out.Residuals[ci] = r
@@ -258,6 +223,67 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 	res.Diagnostics.CondF = linalg.Cond(activations(X, bestV))
 	res.Elapsed = time.Since(began)
 	return out, nil
+}
+
+// checkAlg8Candidates checks Alg8Select's sketch S (s×m) and candidates
+// (all k×s, k ≤ d and k ≤ n) and returns k.
+func checkAlg8Candidates(S *mat.Dense, candidates []*mat.Dense, n, d, m int) (int, error) {
+	if len(candidates) == 0 {
+		return 0, fmt.Errorf("%w: no candidate matrices given", ErrInput)
+	}
+	if S == nil {
+		return 0, fmt.Errorf("%w: the sketch S is nil", ErrInput)
+	}
+	if _, ms := S.Dims(); ms != m {
+		return 0, fmt.Errorf("%w: sketch S has %d columns, Y has %d outputs", ErrInput, ms, m)
+	}
+	k := 0
+	for i, M := range candidates {
+		if M == nil || M.IsEmpty() {
+			return 0, fmt.Errorf("%w: candidate %d is nil or empty", ErrInput, i)
+		}
+		r, _ := M.Dims()
+		if i == 0 {
+			k = r
+		} else if r != k {
+			return 0, fmt.Errorf("%w: candidate %d has %d rows, candidate 0 has %d (all must be k×s)", ErrInput, i, r, k)
+		}
+	}
+	if k > d || k > n {
+		return 0, fmt.Errorf("%w: k = %d hidden units exceed d = %d or n = %d", ErrInput, k, d, n)
+	}
+	return k, nil
+}
+
+// alg8Candidate is Alg 8's network for candidate M (number ci): labels
+// from the sketched outputs (Alg8Labels, its own RNG stream), each row of
+// V by halfspace estimation, U by least squares. V is nil for a degenerate
+// candidate (a halfspace or U that cannot be estimated).
+func alg8Candidate(X, Y, S, M *mat.Dense, ci, k int, opt Alg8Options) (*mat.Dense, *mat.Dense, error) {
+	_, d := X.Dims()
+	rng := rand.New(rand.NewPCG(opt.Seed^(uint64(ci)+1)*0x9E3779B97F4A7C15, 0x9E3779B97F4A7C15))
+	labels, err := Alg8Labels(Y, M, S, opt.Eta, rng)
+	if err != nil {
+		return nil, nil, fmt.Errorf("candidate %d: %w", ci, err)
+	}
+	V := mat.NewDense(k, d, nil)
+	ok := true
+	for p := 0; p < k && ok; p++ {
+		w, err := HalfspaceEstimate(X, mat.Col(nil, p, labels))
+		if err != nil {
+			ok = false
+			break
+		}
+		V.SetRow(p, w)
+	}
+	if !ok {
+		return nil, nil, nil
+	}
+	U, _, err := SolveU(X, Y, V, nn.ReLU)
+	if err != nil {
+		return nil, nil, nil // e.g. two identical rows of V: a degenerate candidate
+	}
+	return V, U, nil
 }
 
 // Alg8GridOptions controls Alg8GridK1.

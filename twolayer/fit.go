@@ -105,125 +105,30 @@ type exactAttempt struct {
 // not apply or does not certify every unit, fitTensor returns no result and
 // no error (att.why says why).
 func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att *exactAttempt, parityOnly bool) (*Result, error) {
-	began := time.Now()
-	X, Y := p.X, p.Y
-	// coarse data (float32) are polished and certified at their precision
-	// (polishTolsFor, certify.DefaultTol); when the exact route fails on
-	// them, the noisy route's refined fit is certified at it too.
-	coarse := p.roundoff > certify.Float64Roundoff
-	// The starts the exact route tries in turn, cheapest first, until one
-	// certifies every unit: the parity start (ReLU only, parity.go; left out
-	// when an earlier attempt tried it), the quick tensor start (far above
-	// the sample floor: a block of rows), the tensor start from all rows.
-	// The noisy route takes the last.
-	type planned struct {
-		name string
-		make func() (*Start, error)
-	}
 	if att == nil {
 		att = &exactAttempt{}
 	}
-	var plan []planned
-	// The moment starts need n ≥ minSamples; below it the exact route has
-	// the zero-set and parity starts only (exactFloor).
-	exactK, _ := exactRouteRuns(p, opt)
-	momentsFit := p.n >= minSamples(p.d, max(1, exactK))
-	if parityApplies(p, opt) && !att.parityTried {
-		att.parityTried = true
-		if opt.Start != StartParity {
-			plan = append(plan, planned{"zero-set start", func() (*Start, error) { return zeroSetStart(ctx, p, opt) }})
-		}
-		if exactK <= parityMaxK || opt.Start == StartParity {
-			plan = append(plan, planned{"parity start", func() (*Start, error) { return parityStart(ctx, p, opt) }})
-		}
+	r := &tensorRun{
+		ctx: ctx, p: p, opt: opt, att: att, parityOnly: parityOnly, began: time.Now(),
+		// coarse data (float32) are polished and certified at their
+		// precision (polishTolsFor, certify.DefaultTol); when the exact
+		// route fails on them, the noisy route's refined fit is certified
+		// at it too.
+		coarse: p.roundoff > certify.Float64Roundoff,
 	}
-	if parityOnly {
-		if len(plan) == 0 {
-			att.why = "the zero-set and parity starts do not apply (they need data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
-			return nil, nil
-		}
-	} else if len(plan) == 0 && !momentsFit && att.parityTried {
-		// Below the moment starts' floor nothing is left to look for the
-		// units the first starts missed.
-		return nil, fmt.Errorf("%w: %s; the moment starts that look for the rest need n ≥ %s = %d samples for d=%d, k=%d (got %d): give more samples, or --route noisy (Options.Route noisy) for an approximate answer",
-			ErrNotExact, att.why, tensorFloor.rule, minSamples(p.d, exactK), p.d, exactK, p.n)
-	} else if len(plan) == 0 || momentsFit {
-		if rows := startRows(p, opt); rows < p.n {
-			plan = append(plan, planned{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, opt, rows) }})
-		}
-		plan = append(plan, planned{"tensor start", func() (*Start, error) { return tensorStart(ctx, p, opt) }})
+	if planned, err := r.planStarts(); !planned || err != nil {
+		return nil, err
 	}
-	// next computes the plan's starts from i on until one can be computed: a
-	// start that fails (say, the parity start's regression on inputs too
-	// ill-conditioned for its normal equations, which the tensor start
-	// whitens) hands over to the next, with a warning; the last one's error
-	// is the route's.
-	var skipped []string
-	next := func(i int) (*Start, int, error) {
-		for ; ; i++ {
-			st, err := plan[i].make()
-			if err == nil || i == len(plan)-1 || ctx.Err() != nil {
-				return st, i, err
-			}
-			skipped = append(skipped, fmt.Sprintf("the %s could not be computed (%v); went on to the %s", plan[i].name, err, plan[i+1].name))
-		}
-	}
-	st, at, err := next(0)
+	st, at, err := r.next(0)
 	if err != nil {
 		if parityOnly && ctx.Err() == nil {
-			att.why = fmt.Sprintf("the %s could not be computed (%v)", plan[at].name, err)
+			att.why = fmt.Sprintf("the %s could not be computed (%v)", r.plan[at].name, err)
 			return nil, nil
 		}
 		return nil, err
 	}
-	k, m := st.K, Y.RawMatrix().Cols
-	res := &Result{Warnings: append(skipped, st.Warnings...)}
-	res.Diagnostics.Precision = certify.PrecisionName(p.roundoff)
-	diag := &res.Diagnostics
-	diag.Selection = sel
-	diag.Hidden, diag.HiddenInferred = k, st.Inferred
-	diag.SingularValuesY = st.SingularValues
-	// noteStart records the start in use in the diagnostics, and warns of a
-	// small eigenvalue gap in its decomposition.
-	noteStart := func(st *Start) {
-		diag.Start, diag.ParityGap = "tensor", 0
-		switch {
-		case st.parity != nil:
-			diag.Start, diag.ParityGap = "parity", st.parity.gap
-		case st.zeroSet != nil:
-			diag.Start = "zero-set"
-		}
-		diag.TensorOrder = st.Order
-		diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
-		diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
-		diag.StartRows = st.Rows
-		if st.zeroSet == nil && st.JennrichGap < 1e-3 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
-		}
-	}
-	noteStart(st)
-
-	// finish certifies V, U; F = φ(X·Vᵀ) and its residual, when the route
-	// already has them, are not computed again.
-	finish := func(V, U, F *mat.Dense, resid float64) (*Result, error) {
-		res.Model = nn.NewTwoLayerAct(V, U, opt.Activation).Canonical()
-		if F == nil {
-			F = activationsOf(X, V, opt.Activation)
-			resid = residualOf(F, Y, U)
-		}
-		res.Certificate.Residual = resid
-		res.Certificate.Tol = opt.CertTol
-		res.Certificate.Samples = X.RawMatrix().Rows
-		// A refined answer on float32 data is certified at their precision.
-		certifiable := res.Route == RouteExact || res.Route == RouteNoisy && coarse && opt.Refine
-		res.Certificate.Met = certifiable && res.Certificate.Residual <= opt.CertTol
-		if diag.CondF == 0 { // the exact route sets it from its U solve
-			diag.CondF = linalg.Cond(F)
-		}
-		res.Elapsed = time.Since(began)
-		return res, nil
-	}
-
+	k, m := st.K, p.Y.RawMatrix().Cols
+	r.newResult(st, sel)
 	tryExact := opt.Route != UseNoisy
 	why := ""
 	if tryExact && k < m && !st.ExactRank {
@@ -231,73 +136,233 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 		why = fmt.Sprintf("Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise", k, k+1, st.SingularValues[k]/st.SingularValues[0], p.rankTol)
 	}
 	if tryExact {
-		var V, U, F *mat.Dense
-		var resid float64
-		var reason string
-		var ok bool
-		found := &att.found // shared by the starts: each looks only for the units still missing
-		for {
-			// Only the last start gets the least-squares last resort.
-			last := at == len(plan)-1
-			if V, U, F, resid, reason, ok, err = exactRoute(ctx, X, Y, p.roundoff, st, opt, res, !last || parityOnly, found); err != nil {
-				if parityOnly && ctx.Err() == nil {
-					att.why = fmt.Sprintf("the polish of the %s failed (%v)", st.name(), err)
-					return nil, nil
-				}
-				// A start whose retries fail to decompose is one more start
-				// that did not certify; only the last one's error stops.
-				if last || ctx.Err() != nil {
-					return nil, err
-				}
-				reason = err.Error()
-			}
-			if ok || last {
-				break
-			}
-			was := st.name()
-			skipped = nil
-			if st, at, err = next(at + 1); err != nil {
-				return nil, err
-			}
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
-			res.Warnings = append(res.Warnings, skipped...)
-			noteStart(st)
-			diag.InitAngleError = 0
+		var res *Result
+		var done bool
+		if res, st, why, done, err = r.exactStarts(st, at); done {
+			return res, err
 		}
-		if ok {
-			res.Route, res.Reason = RouteExact, reason
-			return finish(V, U, F, resid)
-		}
-		why = reason
 	}
-	if parityOnly {
-		att.why = fmt.Sprintf("the %s did not certify every unit (%s)", st.name(), why)
+	return r.noisyFallback(st, why)
+}
+
+// tensorRun holds the state fitTensor's steps share: the problem and
+// options, the plan of starts, and the result being filled in.
+type tensorRun struct {
+	ctx        context.Context
+	p          *problem
+	opt        Options
+	att        *exactAttempt
+	parityOnly bool
+	began      time.Time
+	// coarse marks data coarser than float64 (float32).
+	coarse bool
+	// plan lists the starts the exact route tries in turn (planStarts).
+	plan []plannedStart
+	// skipped holds the warnings of the starts next could not compute.
+	skipped []string
+	res     *Result
+}
+
+// plannedStart is one start of fitTensor's plan: its name in messages and
+// the function that computes it.
+type plannedStart struct {
+	name string
+	make func() (*Start, error)
+}
+
+// planStarts lists the starts the exact route tries in turn, cheapest
+// first, until one certifies every unit: the zero-set and parity starts
+// (ReLU only, zeroset.go and parity.go; left out when an earlier attempt
+// tried them), the quick tensor start (far above the sample floor: a block
+// of rows), the tensor start from all rows. The noisy route takes the last.
+// planned is false when fitTensor has nothing to run: with parityOnly, when
+// the first starts do not apply (att.why says why); otherwise err says why.
+func (r *tensorRun) planStarts() (planned bool, err error) {
+	ctx, p, opt, att := r.ctx, r.p, r.opt, r.att
+	// The moment starts need n ≥ minSamples; below it the exact route has
+	// the zero-set and parity starts only (exactFloor).
+	exactK, _ := exactRouteRuns(p, opt)
+	momentsFit := p.n >= minSamples(p.d, max(1, exactK))
+	if parityApplies(p, opt) && !att.parityTried {
+		att.parityTried = true
+		if opt.Start != StartParity {
+			r.plan = append(r.plan, plannedStart{"zero-set start", func() (*Start, error) { return zeroSetStart(ctx, p, r.opt) }})
+		}
+		if exactK <= parityMaxK || opt.Start == StartParity {
+			r.plan = append(r.plan, plannedStart{"parity start", func() (*Start, error) { return parityStart(ctx, p, r.opt) }})
+		}
+	}
+	if r.parityOnly {
+		if len(r.plan) == 0 {
+			att.why = "the zero-set and parity starts do not apply (they need data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
+			return false, nil
+		}
+	} else if len(r.plan) == 0 && !momentsFit && att.parityTried {
+		// Below the moment starts' floor nothing is left to look for the
+		// units the first starts missed.
+		return false, fmt.Errorf("%w: %s; the moment starts that look for the rest need n ≥ %s = %d samples for d=%d, k=%d (got %d): give more samples, or --route noisy (Options.Route noisy) for an approximate answer",
+			ErrNotExact, att.why, tensorFloor.rule, minSamples(p.d, exactK), p.d, exactK, p.n)
+	} else if len(r.plan) == 0 || momentsFit {
+		if rows := startRows(p, opt); rows < p.n {
+			r.plan = append(r.plan, plannedStart{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, r.opt, rows) }})
+		}
+		r.plan = append(r.plan, plannedStart{"tensor start", func() (*Start, error) { return tensorStart(ctx, p, r.opt) }})
+	}
+	return true, nil
+}
+
+// next computes the plan's starts from i on until one can be computed: a
+// start that fails (say, the parity start's regression on inputs too
+// ill-conditioned for its normal equations, which the tensor start
+// whitens) hands over to the next, with a warning in r.skipped; the last
+// one's error is the route's.
+func (r *tensorRun) next(i int) (*Start, int, error) {
+	for ; ; i++ {
+		st, err := r.plan[i].make()
+		if err == nil || i == len(r.plan)-1 || r.ctx.Err() != nil {
+			return st, i, err
+		}
+		r.skipped = append(r.skipped, fmt.Sprintf("the %s could not be computed (%v); went on to the %s", r.plan[i].name, err, r.plan[i+1].name))
+	}
+}
+
+// newResult starts the result from the first start: its warnings (and the
+// starts skipped before it), the data's precision, the route selection's
+// checks and the hidden width.
+func (r *tensorRun) newResult(st *Start, sel *Selection) {
+	r.res = &Result{Warnings: append(r.skipped, st.Warnings...)}
+	r.res.Diagnostics.Precision = certify.PrecisionName(r.p.roundoff)
+	diag := &r.res.Diagnostics
+	diag.Selection = sel
+	diag.Hidden, diag.HiddenInferred = st.K, st.Inferred
+	diag.SingularValuesY = st.SingularValues
+	r.noteStart(st)
+}
+
+// noteStart records the start in use in the diagnostics, and warns of a
+// small eigenvalue gap in its decomposition.
+func (r *tensorRun) noteStart(st *Start) {
+	diag := &r.res.Diagnostics
+	diag.Start, diag.ParityGap = "tensor", 0
+	switch {
+	case st.parity != nil:
+		diag.Start, diag.ParityGap = "parity", st.parity.gap
+	case st.zeroSet != nil:
+		diag.Start = "zero-set"
+	}
+	diag.TensorOrder = st.Order
+	diag.Whitened, diag.CondCovariance = st.Whitened, st.CondCov
+	diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
+	diag.StartRows = st.Rows
+	if st.zeroSet == nil && st.JennrichGap < 1e-3 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
+	}
+}
+
+// exactStarts runs the exact route from st (the plan's start at) and, while
+// units stay uncertified, from the plan's later starts; only the last
+// start gets the least-squares last resort. done reports that fitTensor
+// returns res and err as they are: a certified exact answer, an error, or
+// (parityOnly) no answer with att.why set. Otherwise why says why the exact
+// route did not certify, and st is the last start tried.
+func (r *tensorRun) exactStarts(st *Start, at int) (res *Result, tried *Start, why string, done bool, err error) {
+	var V, U, F *mat.Dense
+	var resid float64
+	var reason string
+	var ok bool
+	found := &r.att.found // shared by the starts: each looks only for the units still missing
+	for {
+		// Only the last start gets the least-squares last resort.
+		last := at == len(r.plan)-1
+		if V, U, F, resid, reason, ok, err = exactRoute(r.ctx, r.p.X, r.p.Y, r.p.roundoff, st, r.opt, r.res, !last || r.parityOnly, found); err != nil {
+			if r.parityOnly && r.ctx.Err() == nil {
+				r.att.why = fmt.Sprintf("the polish of the %s failed (%v)", st.name(), err)
+				return nil, st, "", true, nil
+			}
+			// A start whose retries fail to decompose is one more start
+			// that did not certify; only the last one's error stops.
+			if last || r.ctx.Err() != nil {
+				return nil, st, "", true, err
+			}
+			reason = err.Error()
+		}
+		if ok || last {
+			break
+		}
+		was := st.name()
+		r.skipped = nil
+		if st, at, err = r.next(at + 1); err != nil {
+			return nil, st, "", true, err
+		}
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
+		r.res.Warnings = append(r.res.Warnings, r.skipped...)
+		r.noteStart(st)
+		r.res.Diagnostics.InitAngleError = 0
+	}
+	if ok {
+		r.res.Route, r.res.Reason = RouteExact, reason
+		res, err = r.finish(V, U, F, resid)
+		return res, st, "", true, err
+	}
+	return nil, st, reason, false, nil
+}
+
+// noisyFallback runs the noisy route (Alg 6 + Lemma 20) from the tensor
+// start from all the data, when the exact route did not run or did not
+// certify (why says which) and Options.Route allows it; data coarser than
+// float64 are refined by least squares and certified at their precision.
+func (r *tensorRun) noisyFallback(st *Start, why string) (*Result, error) {
+	if r.parityOnly {
+		r.att.why = fmt.Sprintf("the %s did not certify every unit (%s)", st.name(), why)
 		return nil, nil
 	}
-	if opt.Route == UseExact {
+	if r.opt.Route == UseExact {
 		return nil, fmt.Errorf("%w: %s", ErrNotExact, why)
 	}
-	if opt.Route == UseNoisy {
+	if r.opt.Route == UseNoisy {
 		why = "the noisy route was requested"
-	} else if coarse {
-		why += fmt.Sprintf("; the data are %s, so the moment estimate is refined by least squares and certified at their precision (%.1e)", certify.PrecisionName(p.roundoff), opt.CertTol)
-		opt.Refine = true
+	} else if r.coarse {
+		why += fmt.Sprintf("; the data are %s, so the moment estimate is refined by least squares and certified at their precision (%.1e)", certify.PrecisionName(r.p.roundoff), r.opt.CertTol)
+		r.opt.Refine = true
 	}
 
-	if st.Rows < p.n || st.parity != nil {
+	if st.Rows < r.p.n || st.parity != nil {
 		// The noisy route's answer is the tensor start itself: from all
 		// the data.
-		if st, err = tensorStart(ctx, p, opt); err != nil {
+		var err error
+		if st, err = tensorStart(r.ctx, r.p, r.opt); err != nil {
 			return nil, err
 		}
-		noteStart(st)
+		r.noteStart(st)
 	}
-	V, U, err := noisyRoute(ctx, X, Y, st.V, opt, res)
+	V, U, err := noisyRoute(r.ctx, r.p.X, r.p.Y, st.V, r.opt, r.res)
 	if err != nil {
 		return nil, err
 	}
-	res.Route, res.Reason = RouteNoisy, why
-	return finish(V, U, nil, 0)
+	r.res.Route, r.res.Reason = RouteNoisy, why
+	return r.finish(V, U, nil, 0)
+}
+
+// finish certifies V, U; F = φ(X·Vᵀ) and its residual, when the route
+// already has them, are not computed again.
+func (r *tensorRun) finish(V, U, F *mat.Dense, resid float64) (*Result, error) {
+	res, opt, diag := r.res, r.opt, &r.res.Diagnostics
+	res.Model = nn.NewTwoLayerAct(V, U, opt.Activation).Canonical()
+	if F == nil {
+		F = activationsOf(r.p.X, V, opt.Activation)
+		resid = residualOf(F, r.p.Y, U)
+	}
+	res.Certificate.Residual = resid
+	res.Certificate.Tol = opt.CertTol
+	res.Certificate.Samples = r.p.X.RawMatrix().Rows
+	// A refined answer on float32 data is certified at their precision.
+	certifiable := res.Route == RouteExact || res.Route == RouteNoisy && r.coarse && opt.Refine
+	res.Certificate.Met = certifiable && res.Certificate.Residual <= opt.CertTol
+	if diag.CondF == 0 { // the exact route sets it from its U solve
+		diag.CondF = linalg.Cond(F)
+	}
+	res.Elapsed = time.Since(r.began)
+	return res, nil
 }
 
 // startRetries is the number of extra decompositions of a start (fresh
@@ -333,29 +398,8 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 	if st.Basis == nil {
 		work = basis.RawMatrix().Data
 	}
-	polish := func(start *mat.Dense, stage string) ([]UnitPolish, error) {
-		po := PolishOptions{Activation: opt.Activation, Roundoff: roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }}
-		if st.zeroSet != nil && start == st.V {
-			// The zero-set start's rows carry their signs, and its null
-			// vectors are the polish's when the basis is Y·V_k·Σ_k⁻¹, the
-			// coordinates the start searched in.
-			po.Oriented = true
-			// On float32 data the polish's own null vectors, from ten times
-			// the rows (polishTols.rows), are the ones good to their
-			// precision.
-			if st.productBasis && roundoff <= certify.Float64Roundoff {
-				po.Nulls = st.zeroSet.nulls(k)
-			}
-		}
-		Vp, reps, err := ExactPolish(ctx, X, basis, start, po)
-		if err != nil {
-			return nil, err
-		}
-		found.add(Vp, reps)
-		res.Diagnostics.Units = reps
-		return reps, nil
-	}
-	reps, err := polish(st.V, "exact polish")
+	ep := &exactPolisher{ctx: ctx, X: X, Y: Y, basis: basis, st: st, opt: opt, roundoff: roundoff, res: res, found: found}
+	reps, err := ep.polish(st.V, "exact polish")
 	if err != nil {
 		return nil, nil, nil, 0, "", false, err
 	}
@@ -371,45 +415,15 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 	if carried > 0 {
 		how = fmt.Sprintf("every unit was polished to an exact row (%d from earlier starts, the rest from the %s)", carried, st.name())
 	}
-	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
-		before := len(found.rows)
-		o := opt
-		o.Progress = func(stage string, done, total int) {
-			opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total)
-		}
-		V2, err := st.Resample(ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
-		if err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		if _, err := polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
-		how = fmt.Sprintf("every unit was polished to an exact row (%d decompositions of the %s)", retry+1, st.name())
+	if how, err = ep.retryStarts(how); err != nil {
+		return nil, nil, nil, 0, "", false, err
 	}
 	if len(found.rows) < k && !quick {
-		// Last resort: a least-squares refinement moves a rough start into
-		// the polish's margin.
-		before := len(found.rows)
-		Vs, _, err := RecoverSigns(ctx, X, Y, st.V, opt.Activation)
-		if err != nil {
+		if how, err = ep.refinedStart(); err != nil {
 			return nil, nil, nil, 0, "", false, err
 		}
-		Us, _, err := SolveU(X, Y, Vs, opt.Activation)
-		if err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		ref, err := Refine(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
-		if err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		if _, err := polish(ref.V, "exact polish (refined start)"); err != nil {
-			return nil, nil, nil, 0, "", false, err
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
-		how = "every unit was polished to an exact row after refining the start"
 	}
-	basis = nil
+	ep.basis = nil
 	res.Diagnostics.PolishedUnits = len(found.rows)
 	if len(found.rows) < k {
 		return nil, nil, nil, 0, fmt.Sprintf("only %d of %d units could be certified exact (too few samples, a nearly degenerate network, or noise)", len(found.rows), k), false, nil
@@ -430,6 +444,95 @@ func exactRoute(ctx context.Context, X, Y *mat.Dense, roundoff float64, st *Star
 	// returned (a rejected V's would otherwise reach the noisy route's).
 	res.Diagnostics.CondF = cond
 	return V, U, F, resid, fmt.Sprintf("Y is exactly rank %d and %s; residual %.1e ≤ %.0e", k, how, resid, opt.CertTol), true, nil
+}
+
+// exactPolisher holds what exactRoute's polishes share: the data, the
+// basis of col(Y) they read, the start, and the rows certified so far.
+type exactPolisher struct {
+	ctx      context.Context
+	X, Y     *mat.Dense
+	basis    *mat.Dense
+	st       *Start
+	opt      Options
+	roundoff float64
+	res      *Result
+	found    *certifiedRows
+}
+
+// polish runs ExactPolish from the rows start (stage names it in
+// progress) and adds the rows it certifies to found.
+func (ep *exactPolisher) polish(start *mat.Dense, stage string) ([]UnitPolish, error) {
+	st, opt := ep.st, ep.opt
+	po := PolishOptions{Activation: opt.Activation, Roundoff: ep.roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }}
+	if st.zeroSet != nil && start == st.V {
+		// The zero-set start's rows carry their signs, and its null
+		// vectors are the polish's when the basis is Y·V_k·Σ_k⁻¹, the
+		// coordinates the start searched in.
+		po.Oriented = true
+		// On float32 data the polish's own null vectors, from ten times
+		// the rows (polishTols.rows), are the ones good to their
+		// precision.
+		if st.productBasis && ep.roundoff <= certify.Float64Roundoff {
+			po.Nulls = st.zeroSet.nulls(st.K)
+		}
+	}
+	Vp, reps, err := ExactPolish(ep.ctx, ep.X, ep.basis, start, po)
+	if err != nil {
+		return nil, err
+	}
+	ep.found.add(Vp, reps)
+	ep.res.Diagnostics.Units = reps
+	return reps, nil
+}
+
+// retryStarts looks for the units still missing in up to startRetries
+// fresh decompositions of the start (fresh random contractions). It
+// returns how the units were found (how, unless a retry ran).
+func (ep *exactPolisher) retryStarts(how string) (string, error) {
+	st, opt, found, k := ep.st, ep.opt, ep.found, ep.st.K
+	for retry := 1; retry <= startRetries && len(found.rows) < k; retry++ {
+		before := len(found.rows)
+		o := opt
+		o.Progress = func(stage string, done, total int) {
+			opt.progress(fmt.Sprintf("%s (start %d)", stage, retry+1), done, total)
+		}
+		V2, err := st.Resample(ep.ctx, opt.Seed+uint64(retry)*0x9E3779B97F4A7C15, o)
+		if err != nil {
+			return "", err
+		}
+		if _, err := ep.polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
+			return "", err
+		}
+		ep.res.Warnings = append(ep.res.Warnings, fmt.Sprintf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
+		how = fmt.Sprintf("every unit was polished to an exact row (%d decompositions of the %s)", retry+1, st.name())
+	}
+	return how, nil
+}
+
+// refinedStart is exactRoute's last resort: a least-squares refinement
+// (RecoverSigns, SolveU, Refine) moves a rough start into the polish's
+// margin, and the refined rows are polished again. It returns how the
+// units were found.
+func (ep *exactPolisher) refinedStart() (string, error) {
+	ctx, X, Y, st, opt, found, k := ep.ctx, ep.X, ep.Y, ep.st, ep.opt, ep.found, ep.st.K
+	before := len(found.rows)
+	Vs, _, err := RecoverSigns(ctx, X, Y, st.V, opt.Activation)
+	if err != nil {
+		return "", err
+	}
+	Us, _, err := SolveU(X, Y, Vs, opt.Activation)
+	if err != nil {
+		return "", err
+	}
+	ref, err := Refine(ctx, X, Y, Vs, Us, opt.Activation, 0, func(done, total int) { opt.progress("refine start", done, total) })
+	if err != nil {
+		return "", err
+	}
+	if _, err := ep.polish(ref.V, "exact polish (refined start)"); err != nil {
+		return "", err
+	}
+	ep.res.Warnings = append(ep.res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+	return "every unit was polished to an exact row after refining the start", nil
 }
 
 // certifiedRows accumulates distinct rows that passed the polish's per-unit

@@ -90,9 +90,38 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 	if !(tol > 0 && tol < 1e-3) {
 		return nil, 0, fmt.Errorf("%w: collinearity tolerance %g; want 0 < tol < 1e-3", ErrInput, tol)
 	}
-	cell := 1000 * tol
-	norms := make([]float64, n)
-	maxNorm := 0.0
+	norms, maxNorm, err := finiteRowNorms(Y)
+	if err != nil {
+		return nil, 0, err
+	}
+	ix := &classIndex{
+		Y: Y, norms: norms, m: m, tol: tol, cell: 1000 * tol,
+		buckets: map[uint64][2]int32{},
+		u:       make([]float64, m), dir: make([]float64, m), cells: make([]int64, m),
+	}
+	zeros := 0
+	var paired []bool
+	if screen {
+		paired = pairedRows(Y, norms, maxNorm, tol)
+	}
+	for q := 0; q < n; q++ {
+		if norms[q] <= 1e-14*maxNorm {
+			zeros++
+			continue
+		}
+		if paired != nil && !paired[q] {
+			continue // a singleton whatever the other rows are
+		}
+		ix.add(q)
+	}
+	return ix.classes(), zeros, nil
+}
+
+// finiteRowNorms returns the Euclidean norm of every row of Y and the
+// largest, or an error for a non-finite entry or a norm that overflows.
+func finiteRowNorms(Y *mat.Dense) (norms []float64, maxNorm float64, err error) {
+	n, m := Y.Dims()
+	norms = make([]float64, n)
 	for q := 0; q < n; q++ {
 		row := Y.RawRowView(q)[:m]
 		for _, v := range row {
@@ -106,99 +135,108 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 		}
 		maxNorm = math.Max(maxNorm, norms[q])
 	}
-	// Most rows of a network with several active units are classes of
-	// their own, so a class holds no copy of its direction: it is its first
-	// member's row, normalised again when needed (the same division, the
-	// same bits). Classes live in flat arrays indexed by class, a bucket is
-	// a list threaded through next, and members are listed only once a
-	// second one joins: about 60 bytes per row that pairedRows keeps,
-	// instead of a copy of Y.
-	var (
-		first   []int32 // each class's first member
-		next    []int32 // the class after it in its bucket, −1 at the end
-		members [][]int // per class: its members once it has ≥ 2, else nil
-	)
-	buckets := map[uint64][2]int32{} // first and last class of a bucket
-	u := make([]float64, m)
-	dir := make([]float64, m)
-	cells := make([]int64, m)
-	var edges []int // coordinates within tol of a cell edge, and the neighbour's offset
-	var offs []int64
-	zeros := 0
-	direction := func(dst []float64, q int) []float64 {
-		for j, v := range Y.RawRowView(q)[:m] {
-			dst[j] = v / norms[q]
-		}
-		return dst
+	return norms, maxNorm, nil
+}
+
+// classIndex is collinearClasses's hash of directions. Most rows of a
+// network with several active units are classes of their own, so a class
+// holds no copy of its direction: it is its first member's row, normalised
+// again when needed (the same division, the same bits). Classes live in
+// flat arrays indexed by class, a bucket is a list threaded through next,
+// and members are listed only once a second one joins: about 60 bytes per
+// row that pairedRows keeps, instead of a copy of Y.
+type classIndex struct {
+	Y         *mat.Dense
+	norms     []float64
+	m         int
+	tol, cell float64
+	first     []int32             // each class's first member
+	next      []int32             // the class after it in its bucket, −1 at the end
+	members   [][]int             // per class: its members once it has ≥ 2, else nil
+	buckets   map[uint64][2]int32 // first and last class of a bucket
+	u, dir    []float64           // the row's direction, a class's direction
+	cells     []int64             // the row's cell
+	edges     []int               // coordinates within tol of a cell edge
+	offs      []int64             // and the neighbour's offset
+}
+
+// direction writes row q of Y, normalised, to dst.
+func (ix *classIndex) direction(dst []float64, q int) []float64 {
+	for j, v := range ix.Y.RawRowView(q)[:ix.m] {
+		dst[j] = v / ix.norms[q]
 	}
-	var paired []bool
-	if screen {
-		paired = pairedRows(Y, norms, maxNorm, tol)
-	}
-	for q := 0; q < n; q++ {
-		if norms[q] <= 1e-14*maxNorm {
-			zeros++
-			continue
-		}
-		if paired != nil && !paired[q] {
-			continue // a singleton whatever the other rows are
-		}
-		row := Y.RawRowView(q)[:m]
-		edges, offs = edges[:0], offs[:0]
-		for j, v := range row {
-			u[j] = v / norms[q]
-			f := u[j] / cell
-			c := math.Floor(f)
-			cells[j] = int64(c)
-			switch frac := f - c; {
-			case frac*cell < tol:
-				edges, offs = append(edges, j), append(offs, -1)
-			case (1-frac)*cell < tol:
-				edges, offs = append(edges, j), append(offs, 1)
-			}
-		}
-		found := int32(-1)
-		// Try the row's own cell and, for rows near cell edges, the
-		// neighbouring cells (at most 2^10 combinations; beyond that a
-		// near-edge coordinate is simply not explored, which can only split
-		// a class, and the class-count check then reports it).
-		ne := min(len(edges), 10)
-		for mask := 0; mask < 1<<ne && found < 0; mask++ {
-			key := cellKey(cells, edges[:ne], offs[:ne], mask)
-			b, ok := buckets[key]
-			for ci := b[0]; ok && ci >= 0; ci = next[ci] {
-				d2 := 0.0
-				for j, v := range direction(dir, int(first[ci])) {
-					d2 += (u[j] - v) * (u[j] - v)
-				}
-				if d2 <= tol*tol {
-					found = ci
-					break
-				}
-			}
-		}
-		if found >= 0 {
-			ms := members[found]
-			if ms == nil {
-				ms = []int{int(first[found])}
-			}
-			members[found] = append(ms, q)
-			continue
-		}
-		key := cellKey(cells, nil, nil, 0)
-		ci := int32(len(first))
-		first, next, members = append(first, int32(q)), append(next, -1), append(members, nil)
-		if b, ok := buckets[key]; ok {
-			next[b[1]] = ci
-			buckets[key] = [2]int32{b[0], ci}
-		} else {
-			buckets[key] = [2]int32{ci, ci}
+	return dst
+}
+
+// add puts row q into the class whose direction is within tol of its own,
+// or founds a class of its own.
+func (ix *classIndex) add(q int) {
+	tol, cell, u := ix.tol, ix.cell, ix.u
+	row := ix.Y.RawRowView(q)[:ix.m]
+	ix.edges, ix.offs = ix.edges[:0], ix.offs[:0]
+	for j, v := range row {
+		u[j] = v / ix.norms[q]
+		f := u[j] / cell
+		c := math.Floor(f)
+		ix.cells[j] = int64(c)
+		switch frac := f - c; {
+		case frac*cell < tol:
+			ix.edges, ix.offs = append(ix.edges, j), append(ix.offs, -1)
+		case (1-frac)*cell < tol:
+			ix.edges, ix.offs = append(ix.edges, j), append(ix.offs, 1)
 		}
 	}
+	if found := ix.find(); found >= 0 {
+		ms := ix.members[found]
+		if ms == nil {
+			ms = []int{int(ix.first[found])}
+		}
+		ix.members[found] = append(ms, q)
+		return
+	}
+	key := cellKey(ix.cells, nil, nil, 0)
+	ci := int32(len(ix.first))
+	ix.first, ix.next, ix.members = append(ix.first, int32(q)), append(ix.next, -1), append(ix.members, nil)
+	if b, ok := ix.buckets[key]; ok {
+		ix.next[b[1]] = ci
+		ix.buckets[key] = [2]int32{b[0], ci}
+	} else {
+		ix.buckets[key] = [2]int32{ci, ci}
+	}
+}
+
+// find returns the first class within tol of the direction in u, or −1.
+// It tries the row's own cell and, for rows near cell edges, the
+// neighbouring cells (at most 2^10 combinations; beyond that a near-edge
+// coordinate is simply not explored, which can only split a class, and the
+// class-count check then reports it).
+func (ix *classIndex) find() int32 {
+	found := int32(-1)
+	ne := min(len(ix.edges), 10)
+	for mask := 0; mask < 1<<ne && found < 0; mask++ {
+		key := cellKey(ix.cells, ix.edges[:ne], ix.offs[:ne], mask)
+		b, ok := ix.buckets[key]
+		for ci := b[0]; ok && ci >= 0; ci = ix.next[ci] {
+			d2 := 0.0
+			for j, v := range ix.direction(ix.dir, int(ix.first[ci])) {
+				d2 += (ix.u[j] - v) * (ix.u[j] - v)
+			}
+			if d2 <= ix.tol*ix.tol {
+				found = ci
+				break
+			}
+		}
+	}
+	return found
+}
+
+// classes returns the classes with at least two members, largest first
+// (ties by first member).
+func (ix *classIndex) classes() []CollinearClass {
 	var out []CollinearClass
-	for ci := range first {
-		if ms := members[ci]; len(ms) >= 2 {
-			out = append(out, CollinearClass{Direction: direction(make([]float64, m), int(first[ci])), Members: ms})
+	for ci := range ix.first {
+		if ms := ix.members[ci]; len(ms) >= 2 {
+			out = append(out, CollinearClass{Direction: ix.direction(make([]float64, ix.m), int(ix.first[ci])), Members: ms})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b CollinearClass) int {
@@ -207,7 +245,7 @@ func collinearClasses(Y *mat.Dense, tol float64, screen bool) ([]CollinearClass,
 		}
 		return a.Members[0] - b.Members[0]
 	})
-	return out, zeros, nil
+	return out
 }
 
 // pairedRows marks the non-zero rows of Y whose direction may lie within
@@ -462,52 +500,115 @@ func fitFPT(ctx context.Context, p *problem, opt FPTOptions) (*Result, error) {
 		opt.CollinearTol = 1e-9
 	}
 	opt.Options = opt.Options.resolve(p)
-	res := &Result{Route: RouteFPT}
-	if k := opt.Hidden; k > 0 {
-		need := FPTMinSamples(d, k)
-		if floor := need / 4; n < floor {
-			return nil, fmt.Errorf("%w: the FPT route needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d (orthonormal V*; more if V* is ill-conditioned), got %d: with fewer than d·2^k = %d, a unit is expected to be seen alone on fewer than d samples", ErrInput, need, d, k, n, floor)
-		}
-		if n < need {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("n = %d is below the recommended 4·d·2^k = %d samples; some unit may be seen alone on fewer than d = %d samples", n, need, d))
-		}
+	f := &fptRun{p: p, opt: opt, res: &Result{Route: RouteFPT}}
+	res := f.res
+	if err := f.checkSampleFloor(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opt.progress("collinearity classes", 0, 1)
-	classes, zeros, err := CollinearClasses(Y, opt.CollinearTol)
-	if err != nil {
+	var err error
+	if f.classes, f.zeros, err = CollinearClasses(Y, opt.CollinearTol); err != nil {
 		return nil, err
 	}
 	opt.progress("collinearity classes", 1, 1)
 	// Classes of two members can be coincidences when m is small (n²·tol
 	// pairs of random directions collide on the circle for m = 2); three or
 	// more agreeing to 1e-9 cannot, so those are units seen too rarely.
-	var big []CollinearClass
-	var smallSizes []int
-	for _, c := range classes {
+	for _, c := range f.classes {
 		switch {
 		case len(c.Members) >= d:
-			big = append(big, c)
+			f.big = append(f.big, c)
 		case len(c.Members) >= 3:
-			smallSizes = append(smallSizes, len(c.Members))
+			f.smallSizes = append(f.smallSizes, len(c.Members))
 		}
 	}
-	sizes := func(cs []CollinearClass) []int {
-		s := make([]int, len(cs))
-		for i, c := range cs {
-			s[i] = len(c.Members)
-		}
-		return s
+	V, err := f.classRows(ctx)
+	if err != nil {
+		return nil, err
 	}
+	k := len(f.big)
+	if err := f.checkWidth(); err != nil {
+		return nil, err
+	}
+	normalizeRows(V)
 
-	// Per class: w from ‖y_q‖ = x_q·w. A merged class (two units with
-	// positively collinear output weights) does not fit one w. A class
-	// whose antipodal class also exists (columns u and −u) additionally holds
-	// the samples where both units are active, y = (f(x·a) − f(x·b))·u; those
-	// lie strictly below the singles' hyperplane, which is then found as the
-	// upper envelope (fitEnvelope).
+	// U by QR least squares on the activations, computed once for the solve,
+	// κ(F) and the certificate.
+	F := activations(X, V)
+	Ut, err := linalg.LstSq(F, Y)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the hidden activations of the %d units found are rank deficient (%v)", ErrNotExact, k, err)
+	}
+	U := mat.DenseCopyOf(Ut.T())
+	condF := linalg.Cond(F)
+	resid := residualOf(F, Y, U)
+	res.Certificate = Certificate{Residual: resid, Tol: opt.CertTol, Samples: n, Met: resid <= opt.CertTol}
+	if !res.Certificate.Met {
+		return nil, fmt.Errorf("%w: the %d units found (class sizes %v) leave a relative residual %.1e > %.0e: a hidden unit may be missing (seen alone on < 2 samples; needs n ≥ 4·d·2^k), two units may have positively collinear output weights, or Y is noisy", ErrNotExact, k, classSizes(f.big), resid, opt.CertTol)
+	}
+	res.Model = nn.NewTwoLayer(V, U).Canonical()
+	diag := &res.Diagnostics
+	diag.Hidden, diag.HiddenInferred = k, opt.Hidden == 0
+	diag.PolishedUnits = k
+	diag.CondF = condF
+	res.Reason = fmt.Sprintf("%d output directions each occur on ≥ d = %d samples with a single active unit (class sizes %v; %d zero rows; m = %d, rank(U) need not be k) and each fits one hidden row exactly; residual %.1e ≤ %.0e",
+		k, d, classSizes(f.big), f.zeros, m, resid, opt.CertTol)
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// fptRun holds the state fitFPT's steps share: the problem and options,
+// the result being filled in, and the collinearity classes of Y's rows
+// (Alg 7 steps 1–2).
+type fptRun struct {
+	p   *problem
+	opt FPTOptions
+	res *Result
+	// classes are all classes of ≥ 2 collinear rows, big those with ≥ d
+	// members (the units), smallSizes the sizes of those with 3 to d − 1.
+	classes    []CollinearClass
+	big        []CollinearClass
+	smallSizes []int
+	zeros      int
+}
+
+// classSizes lists the number of members of each class, for messages.
+func classSizes(cs []CollinearClass) []int {
+	s := make([]int, len(cs))
+	for i, c := range cs {
+		s[i] = len(c.Members)
+	}
+	return s
+}
+
+// checkSampleFloor refuses, with Hidden given, fewer than d·2^k samples
+// (a unit would be seen alone on fewer than d), and warns below the
+// recommended FPTMinSamples.
+func (f *fptRun) checkSampleFloor() error {
+	n, d := f.p.n, f.p.d
+	if k := f.opt.Hidden; k > 0 {
+		need := FPTMinSamples(d, k)
+		if floor := need / 4; n < floor {
+			return fmt.Errorf("%w: the FPT route needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d (orthonormal V*; more if V* is ill-conditioned), got %d: with fewer than d·2^k = %d, a unit is expected to be seen alone on fewer than d samples", ErrInput, need, d, k, n, floor)
+		}
+		if n < need {
+			f.res.Warnings = append(f.res.Warnings, fmt.Sprintf("n = %d is below the recommended 4·d·2^k = %d samples; some unit may be seen alone on fewer than d = %d samples", n, need, d))
+		}
+	}
+	return nil
+}
+
+// classRows is Alg 7 step 3, per class: w from ‖y_q‖ = x_q·w. A merged
+// class (two units with positively collinear output weights) does not fit
+// one w. A class whose antipodal class also exists (columns u and −u)
+// additionally holds the samples where both units are active,
+// y = (f(x·a) − f(x·b))·u; those lie strictly below the singles'
+// hyperplane, which is then found as the upper envelope (fitEnvelope).
+func (f *fptRun) classRows(ctx context.Context) (*mat.Dense, error) {
+	X, Y, n, d, opt, big, classes := f.p.X, f.p.Y, f.p.n, f.p.d, f.opt, f.big, f.classes
 	k := len(big)
 	V := mat.NewDense(max(k, 1), d, nil)
 	done := make([]bool, k)
@@ -528,11 +629,11 @@ func fitFPT(ctx context.Context, p *problem, opt FPTOptions) (*Result, error) {
 				V.SetRow(j, b)
 				done[j] = true
 				w, fit = a, pfit
-				res.Warnings = append(res.Warnings, fmt.Sprintf("output directions %s and its opposite are both columns of U*: the samples where both units are active were separated by the alternating pair fit", fmtVec(c.Direction)))
+				f.res.Warnings = append(f.res.Warnings, fmt.Sprintf("output directions %s and its opposite are both columns of U*: the samples where both units are active were separated by the alternating pair fit", fmtVec(c.Direction)))
 			}
 		}
 		if j := antipode(c, classes); fit > classFitTol && j >= 0 {
-			kk := max(opt.Hidden, len(big)+len(smallSizes))
+			kk := max(opt.Hidden, len(big)+len(f.smallSizes))
 			return nil, fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: outputs along %s and its opposite (columns u and −u of U*) share a line, and separating the two units needs ≥ d = %d samples where each is active alone; the two classes have %d and %d samples and do not yet determine them (relative residual %.1e)",
 				ErrInput, FPTMinSamples(d, kk), d, kk, n, fmtVec(c.Direction), d, len(c.Members), len(classes[j].Members), fit)
 		}
@@ -544,50 +645,36 @@ func fitFPT(ctx context.Context, p *problem, opt FPTOptions) (*Result, error) {
 		done[i] = true
 		opt.progress("class fits", i+1, k)
 	}
+	return V, nil
+}
+
+// checkWidth refuses a set of classes that does not give the hidden width:
+// none with ≥ d members, a number other than Options.Hidden, or (width
+// inferred) units seen alone on fewer than d samples; with Hidden given,
+// small classes left out are a warning.
+func (f *fptRun) checkWidth() error {
+	n, d, opt, big, smallSizes := f.p.n, f.p.d, f.opt, f.big, f.smallSizes
+	k := len(big)
 	if k == 0 {
-		return nil, fmt.Errorf("%w: no output direction occurs on ≥ d = %d samples (%d classes of collinear rows, sizes %v; %d zero rows): too few samples, noisy Y, or not a two-layer ReLU network; the FPT route needs n ≥ 4·d·2^k", ErrInput, d, len(classes), sizes(classes), zeros)
+		return fmt.Errorf("%w: no output direction occurs on ≥ d = %d samples (%d classes of collinear rows, sizes %v; %d zero rows): too few samples, noisy Y, or not a two-layer ReLU network; the FPT route needs n ≥ 4·d·2^k", ErrInput, d, len(f.classes), classSizes(f.classes), f.zeros)
 	}
 	if want := opt.Hidden; want > 0 && k != want {
 		switch {
 		case k < want && k+len(smallSizes) >= want:
-			return nil, fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: only %d output directions occur on ≥ d samples (sizes %v) and %d more on fewer (sizes %v)", ErrInput, FPTMinSamples(d, want), d, want, n, k, sizes(big), len(smallSizes), smallSizes)
+			return fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: only %d output directions occur on ≥ d samples (sizes %v) and %d more on fewer (sizes %v)", ErrInput, FPTMinSamples(d, want), d, want, n, k, classSizes(big), len(smallSizes), smallSizes)
 		case k < want:
-			return nil, fmt.Errorf("%w: found %d classes of positively collinear output rows (sizes %v), expected k = %d: two hidden units may have positively collinear output weights (merged into one class), a column of U* may be zero, or there are too few samples (the FPT route needs n ≥ 4·d·2^k = %d, got %d)", ErrInput, k, sizes(big), want, FPTMinSamples(d, want), n)
+			return fmt.Errorf("%w: found %d classes of positively collinear output rows (sizes %v), expected k = %d: two hidden units may have positively collinear output weights (merged into one class), a column of U* may be zero, or there are too few samples (the FPT route needs n ≥ 4·d·2^k = %d, got %d)", ErrInput, k, classSizes(big), want, FPTMinSamples(d, want), n)
 		default:
-			return nil, fmt.Errorf("%w: found %d classes of positively collinear output rows with ≥ d samples (sizes %v), more than k = %d: the width is wrong or the data are not a two-layer ReLU network", ErrInput, k, sizes(big), want)
+			return fmt.Errorf("%w: found %d classes of positively collinear output rows with ≥ d samples (sizes %v), more than k = %d: the width is wrong or the data are not a two-layer ReLU network", ErrInput, k, classSizes(big), want)
 		}
 	}
 	if opt.Hidden == 0 && len(smallSizes) > 0 {
-		return nil, fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: %d output directions occur on ≥ d samples (sizes %v) but %d more occur on fewer than d (sizes %v), so some hidden units cannot be solved; pass more samples (or Hidden if those classes are spurious)", ErrInput, FPTMinSamples(d, k+len(smallSizes)), d, k+len(smallSizes), n, k, sizes(big), len(smallSizes), smallSizes)
+		return fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: %d output directions occur on ≥ d samples (sizes %v) but %d more occur on fewer than d (sizes %v), so some hidden units cannot be solved; pass more samples (or Hidden if those classes are spurious)", ErrInput, FPTMinSamples(d, k+len(smallSizes)), d, k+len(smallSizes), n, k, classSizes(big), len(smallSizes), smallSizes)
 	}
 	if opt.Hidden > 0 && len(smallSizes) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d small classes of collinear rows (sizes %v) were ignored", len(smallSizes), smallSizes))
+		f.res.Warnings = append(f.res.Warnings, fmt.Sprintf("%d small classes of collinear rows (sizes %v) were ignored", len(smallSizes), smallSizes))
 	}
-	normalizeRows(V)
-
-	// U by QR least squares on the activations, computed once for the solve,
-	// κ(F) and the certificate.
-	F := activations(X, V)
-	Ut, err := linalg.LstSq(F, Y)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the hidden activations of the %d units found are rank deficient (%v)", ErrNotExact, k, err)
-	}
-	U := mat.DenseCopyOf(Ut.T())
-	condF := linalg.Cond(F)
-	resid := residualOf(F, Y, U)
-	res.Certificate = Certificate{Residual: resid, Tol: opt.CertTol, Samples: n, Met: resid <= opt.CertTol}
-	if !res.Certificate.Met {
-		return nil, fmt.Errorf("%w: the %d units found (class sizes %v) leave a relative residual %.1e > %.0e: a hidden unit may be missing (seen alone on < 2 samples; needs n ≥ 4·d·2^k), two units may have positively collinear output weights, or Y is noisy", ErrNotExact, k, sizes(big), resid, opt.CertTol)
-	}
-	res.Model = nn.NewTwoLayer(V, U).Canonical()
-	diag := &res.Diagnostics
-	diag.Hidden, diag.HiddenInferred = k, opt.Hidden == 0
-	diag.PolishedUnits = k
-	diag.CondF = condF
-	res.Reason = fmt.Sprintf("%d output directions each occur on ≥ d = %d samples with a single active unit (class sizes %v; %d zero rows; m = %d, rank(U) need not be k) and each fits one hidden row exactly; residual %.1e ≤ %.0e",
-		k, d, sizes(big), zeros, m, resid, opt.CertTol)
-	res.Elapsed = time.Since(began)
-	return res, nil
+	return nil
 }
 
 // fmtVec prints a short vector for messages.

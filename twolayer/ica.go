@@ -178,38 +178,51 @@ func icaUnmix(ctx context.Context, X, red *mat.Dense, opt ICAOptions, est *ICAEs
 	col := make([]float64, n)
 	scratch := make([]int, n)
 	for i := 0; i < k; i++ {
-		for q := 0; q < n; q++ {
-			col[q] = Z.At(q, i)
-		}
-		rows := smallest(col, -1, top, scratch)
-		est.Positives[i] = len(rows)
-		// The normal equations (chunked Gram, no copy of the rows) suffice
-		// for Gaussian samples; QR takes over when they do not.
-		sol, _, err := linalg.GramLstSq(ctx, len(rows), d, 1, 0, func(lo, hi int, dst blas64.General) {
-			for j := lo; j < hi; j++ {
-				row := dst.Data[(j-lo)*dst.Stride : (j-lo)*dst.Stride+d+1]
-				copy(row[:d], X.RawRowView(rows[j]))
-				row[d] = Z.At(rows[j], i)
-			}
-		})
+		row, positives, err := icaSourceRow(ctx, X, Z, i, top, col, scratch)
 		if err != nil {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			A := mat.NewDense(len(rows), d, nil)
-			b := mat.NewDense(len(rows), 1, nil)
-			for j, q := range rows {
-				A.SetRow(j, X.RawRowView(q))
-				b.Set(j, 0, Z.At(q, i))
-			}
-			if sol, err = linalg.LstSq(A, b); err != nil {
-				return fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
-			}
+			return err
 		}
-		est.V.SetRow(i, mat.Col(nil, 0, sol))
+		est.Positives[i] = positives
+		est.V.SetRow(i, row)
 	}
 	normalizeRows(est.V)
 	return nil
+}
+
+// icaSourceRow is the preliminary row of source i (see icaUnmix): least
+// squares x_q·v = Ẑ_qi on its top samples of Z, by the normal equations
+// or, when they do not suffice, by QR. It returns the row and the number
+// of samples it was fitted on; col and scratch are n-long buffers.
+func icaSourceRow(ctx context.Context, X, Z *mat.Dense, i, top int, col []float64, scratch []int) ([]float64, int, error) {
+	n, d := X.Dims()
+	for q := 0; q < n; q++ {
+		col[q] = Z.At(q, i)
+	}
+	rows := smallest(col, -1, top, scratch)
+	// The normal equations (chunked Gram, no copy of the rows) suffice
+	// for Gaussian samples; QR takes over when they do not.
+	sol, _, err := linalg.GramLstSq(ctx, len(rows), d, 1, 0, func(lo, hi int, dst blas64.General) {
+		for j := lo; j < hi; j++ {
+			row := dst.Data[(j-lo)*dst.Stride : (j-lo)*dst.Stride+d+1]
+			copy(row[:d], X.RawRowView(rows[j]))
+			row[d] = Z.At(rows[j], i)
+		}
+	})
+	if err != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		A := mat.NewDense(len(rows), d, nil)
+		b := mat.NewDense(len(rows), 1, nil)
+		for j, q := range rows {
+			A.SetRow(j, X.RawRowView(q))
+			b.Set(j, 0, Z.At(q, i))
+		}
+		if sol, err = linalg.LstSq(A, b); err != nil {
+			return nil, 0, fmt.Errorf("%w: the active samples of source %d do not determine a row: %v", ErrInput, i, err)
+		}
+	}
+	return mat.Col(nil, 0, sol), len(rows), nil
 }
 
 // FitICA learns Y = ReLU(X·Vᵀ)·Uᵀ exactly for orthonormal V* and standard
@@ -253,42 +266,16 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 		return nil, fmt.Errorf("%w: Y is not exactly rank %d (σ_%d/σ_1 = %.1e > %.0e): the outputs carry noise, and the ICA route is exact-only; use the noisy route", ErrNotExact, k, k+1, est.SingularValues[k]/est.SingularValues[0], p.rankTol)
 	}
 
-	found := &certifiedRows{}
-	polish := func(start *mat.Dense, stage string) error {
-		Vp, reps, err := ExactPolish(ctx, X, est.Basis, start, PolishOptions{Roundoff: p.roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }})
-		if err != nil {
-			return err
-		}
-		found.add(Vp, reps)
-		diag.Units = reps
-		for i, r := range reps {
-			if r.OK && r.Sign < 0 {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("unit %d: the skewness sign rule gave the wrong sign (the polish corrected it)", i))
-			}
-			if r.OK {
-				diag.InitAngleError = math.Max(diag.InitAngleError, r.Angle)
-			}
-		}
-		return nil
-	}
-	if err := polish(est.V, "exact polish"); err != nil {
+	ip := &icaPolisher{ctx: ctx, p: p, opt: opt, basis: est.Basis, res: res, found: &certifiedRows{}}
+	found := ip.found
+	if err := ip.polish(est.V, "exact polish"); err != nil {
 		return nil, err
 	}
 	how := "every unit was polished to an exact row"
 	if len(found.rows) < k {
-		before := len(found.rows)
-		U0, _, err := SolveU(X, Y, est.V, nn.ReLU)
-		if err != nil {
+		if err := ip.refinedStart(est.V, k); err != nil {
 			return nil, err
 		}
-		ref, err := Refine(ctx, X, Y, est.V, U0, nn.ReLU, 0, func(done, total int) { opt.progress("refine start", done, total) })
-		if err != nil {
-			return nil, err
-		}
-		if err := polish(ref.V, "exact polish (refined start)"); err != nil {
-			return nil, err
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the ICA start left %d of %d units uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
 		how = "every unit was polished to an exact row after refining the ICA start"
 	}
 	diag.PolishedUnits = len(found.rows)
@@ -328,6 +315,60 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 	diag.CondF = linalg.Cond(F)
 	res.Elapsed = time.Since(began)
 	return res, nil
+}
+
+// icaPolisher holds what fitICA's polishes share: the problem, the basis
+// of col(Y), the result being filled in and the rows certified so far.
+type icaPolisher struct {
+	ctx   context.Context
+	p     *problem
+	opt   ICAOptions
+	basis *mat.Dense
+	res   *Result
+	found *certifiedRows
+}
+
+// polish runs ExactPolish from the rows start (stage names it in progress),
+// adds the rows it certifies to found, and warns of the units whose
+// skewness sign it corrected.
+func (ip *icaPolisher) polish(start *mat.Dense, stage string) error {
+	opt, res := ip.opt, ip.res
+	diag := &res.Diagnostics
+	Vp, reps, err := ExactPolish(ip.ctx, ip.p.X, ip.basis, start, PolishOptions{Roundoff: ip.p.roundoff, Progress: func(done, total int) { opt.progress(stage, done, total) }})
+	if err != nil {
+		return err
+	}
+	ip.found.add(Vp, reps)
+	diag.Units = reps
+	for i, r := range reps {
+		if r.OK && r.Sign < 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("unit %d: the skewness sign rule gave the wrong sign (the polish corrected it)", i))
+		}
+		if r.OK {
+			diag.InitAngleError = math.Max(diag.InitAngleError, r.Angle)
+		}
+	}
+	return nil
+}
+
+// refinedStart looks for the units the ICA start V0 left uncertified: a
+// least-squares refinement of the start (Refine) polished again.
+func (ip *icaPolisher) refinedStart(V0 *mat.Dense, k int) error {
+	X, Y, opt, found := ip.p.X, ip.p.Y, ip.opt, ip.found
+	before := len(found.rows)
+	U0, _, err := SolveU(X, Y, V0, nn.ReLU)
+	if err != nil {
+		return err
+	}
+	ref, err := Refine(ip.ctx, X, Y, V0, U0, nn.ReLU, 0, func(done, total int) { opt.progress("refine start", done, total) })
+	if err != nil {
+		return err
+	}
+	if err := ip.polish(ref.V, "exact polish (refined start)"); err != nil {
+		return err
+	}
+	ip.res.Warnings = append(ip.res.Warnings, fmt.Sprintf("the ICA start left %d of %d units uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+	return nil
 }
 
 // icaActiveQuantile is the fraction of samples, those with the largest

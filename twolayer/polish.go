@@ -147,7 +147,7 @@ type UnitPolish struct {
 // shapes (or nil) give an error wrapping ErrInput that says what was
 // expected.
 func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) (*mat.Dense, []UnitPolish, error) {
-	act, progress := opt.Activation, opt.Progress
+	act := opt.Activation
 	if act == "" {
 		act = nn.ReLU
 	}
@@ -155,50 +155,88 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 	if err := checkActivation(act); err != nil {
 		return nil, nil, err
 	}
-	const fn = "twolayer.ExactPolish"
-	n, d, err := certify.CheckMatrix(fn, "X", X, -1, -1, "n×d, one row per sample")
+	n, k, err := checkPolishInputs(X, B, Vhat)
 	if err != nil {
 		return nil, nil, err
 	}
-	k, _, err := certify.CheckMatrix(fn, "Vhat", Vhat, -1, d, fmt.Sprintf("k×d with d = %d (X's columns)", d))
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, kb, err := certify.CheckMatrix(fn, "B", B, n, -1, fmt.Sprintf("n×k' with n = %d (X's rows) and k' ≥ %d (Vhat's rows)", n, k)); err != nil {
-		return nil, nil, err
-	} else if kb < k {
-		return nil, nil, errs.Inputf("%s: B is %d×%d, want n×k' with n = %d (X's rows) and k' ≥ %d (Vhat's rows)", fn, n, kb, n, k)
-	}
+	pr := &polishRun{X: X, B: B, Vhat: Vhat, n: n, k: k, act: act, tol: tol, opt: opt}
 	// Step 1, one pass over X for all units: the rows' norms and the
 	// candidate zeros of every unit and sign (confidentZeros).
-	xnorm := make([]float64, n)
-	var cz *zeroSets
+	pr.xnorm = make([]float64, n)
 	if len(opt.Nulls) == k && !slices.ContainsFunc(opt.Nulls, func(w []float64) bool { return w == nil }) {
 		// Every row's null vector is known: only the norms are needed.
-		for q := range xnorm {
-			xnorm[q] = rowNorm(X.RawRowView(q))
+		for q := range pr.xnorm {
+			pr.xnorm[q] = rowNorm(X.RawRowView(q))
 		}
 	} else {
-		cz = confidentZeros(X, Vhat, xnorm, zeroCandidates(k), opt.Oriented)
+		pr.cz = confidentZeros(X, Vhat, pr.xnorm, zeroCandidates(k), opt.Oriented)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	// Step 2, per unit and sign: the null vector of the confident-zero rows
-	// of B. Units whose wrong sign (or a start outside the margin) leaves
-	// no null vector stop here.
-	type attempt struct {
-		unit, sign int
-		w          []float64
-		z          []float64 // the certified row
-		rep        UnitPolish
-		why        string
+	tries, cands := pr.nullVectors()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
 	}
-	var tries []*attempt
-	var cands []*attempt // attempts with a null vector
-	for i := 0; i < k; i++ {
+	pr.exactRows(cands)
+	V, reports := pr.choose(tries)
+	return V, reports, nil
+}
+
+// checkPolishInputs checks ExactPolish's shapes: X n×d, Vhat k×d and B
+// n×k' with k' ≥ k, all finite. It returns n and k.
+func checkPolishInputs(X, B, Vhat *mat.Dense) (n, k int, err error) {
+	const fn = "twolayer.ExactPolish"
+	n, d, err := certify.CheckMatrix(fn, "X", X, -1, -1, "n×d, one row per sample")
+	if err != nil {
+		return 0, 0, err
+	}
+	k, _, err = certify.CheckMatrix(fn, "Vhat", Vhat, -1, d, fmt.Sprintf("k×d with d = %d (X's columns)", d))
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, kb, err := certify.CheckMatrix(fn, "B", B, n, -1, fmt.Sprintf("n×k' with n = %d (X's rows) and k' ≥ %d (Vhat's rows)", n, k)); err != nil {
+		return 0, 0, err
+	} else if kb < k {
+		return 0, 0, errs.Inputf("%s: B is %d×%d, want n×k' with n = %d (X's rows) and k' ≥ %d (Vhat's rows)", fn, n, kb, n, k)
+	}
+	return n, k, nil
+}
+
+// polishRun holds the inputs ExactPolish's steps share: the data, the
+// start, the rows' norms and candidate zeros (step 1), the activation and
+// the tolerances.
+type polishRun struct {
+	X, B, Vhat *mat.Dense
+	n, k       int
+	xnorm      []float64
+	// cz holds the candidate zeros of every unit and sign; nil when every
+	// null vector is known (PolishOptions.Nulls).
+	cz  *zeroSets
+	act nn.Activation
+	tol polishTols
+	opt PolishOptions
+}
+
+// polishAttempt is the polish of one unit with one sign: its null vector,
+// the certified row and its report, or why it failed.
+type polishAttempt struct {
+	unit, sign int
+	w          []float64
+	z          []float64 // the certified row
+	rep        UnitPolish
+	why        string
+}
+
+// nullVectors is step 2 of ExactPolish, per unit and sign: the null vector
+// of the confident-zero rows of B. Units whose wrong sign (or a start
+// outside the margin) leaves no null vector stop here. tries holds every
+// attempt, two per unit in order; cands those with a null vector.
+func (pr *polishRun) nullVectors() (tries, cands []*polishAttempt) {
+	opt := pr.opt
+	for i := 0; i < pr.k; i++ {
 		for _, sign := range []int{1, -1} {
-			a := &attempt{unit: i, sign: sign, rep: UnitPolish{Sign: sign}}
+			a := &polishAttempt{unit: i, sign: sign, rep: UnitPolish{Sign: sign}}
 			tries = append(tries, a)
 			known := opt.Nulls != nil && opt.Nulls[i] != nil
 			if sign < 0 && (opt.Oriented || known) {
@@ -210,19 +248,22 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 				cands = append(cands, a)
 				continue
 			}
-			zeros := func(t int) []int { return cz.zeros(X, Vhat, xnorm, i, sign, t) }
-			a.w, a.rep.Zeros, a.why = nullVector(B, n, zeros, tol)
+			zeros := func(t int) []int { return pr.cz.zeros(pr.X, pr.Vhat, pr.xnorm, i, sign, t) }
+			a.w, a.rep.Zeros, a.why = nullVector(pr.B, pr.n, zeros, pr.tol)
 			if a.why == "" {
 				cands = append(cands, a)
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	// Steps 3–4, batched over the candidates: the rows from their null
-	// vectors (rowsFromNull: two passes over B and one over X for all of
-	// them, where a unit at a time took one over X and B each).
+	return tries, cands
+}
+
+// exactRows is steps 3–4 of ExactPolish, batched over the candidates: the
+// rows from their null vectors (rowsFromNull: two passes over B and one
+// over X for all of them, where a unit at a time took one over X and B
+// each), each accepted only if it is nearest to its own start row and sign.
+func (pr *polishRun) exactRows(cands []*polishAttempt) {
+	X, B, Vhat, act, tol := pr.X, pr.B, pr.Vhat, pr.act, pr.tol
 	ws := make([][]float64, len(cands))
 	for j, a := range cands {
 		ws[j] = a.w
@@ -243,7 +284,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 			// conditioned; every sample the exact row puts clearly below 0 gives
 			// one good to rounding. (Kept off for the ReLU, whose first pass is
 			// already exact to rounding.)
-			if z2, _, r2, ok := repolish(X, B, xnorm, z, act, tol); ok && r2 < a.rep.Residual {
+			if z2, _, r2, ok := repolish(X, B, pr.xnorm, z, act, tol); ok && r2 < a.rep.Residual {
 				z, a.rep.Residual = z2, r2
 			}
 		}
@@ -267,7 +308,13 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 		}
 		a.rep.OK, a.z = true, z
 	}
-	V := mat.DenseCopyOf(Vhat)
+}
+
+// choose keeps, per unit, the row of the one sign that certified (start
+// rows stay where none did) and reports why the others failed.
+func (pr *polishRun) choose(tries []*polishAttempt) (*mat.Dense, []UnitPolish) {
+	k, progress := pr.k, pr.opt.Progress
+	V := mat.DenseCopyOf(pr.Vhat)
 	reports := make([]UnitPolish, k)
 	for i := 0; i < k; i++ {
 		var found []int
@@ -294,7 +341,7 @@ func ExactPolish(ctx context.Context, X, B, Vhat *mat.Dense, opt PolishOptions) 
 			progress(i+1, k)
 		}
 	}
-	return V, reports, nil
+	return V, reports
 }
 
 // nullVector is the zero-pattern step of the polish for one unit and sign:
@@ -492,14 +539,61 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation, tol polish
 	if c == 0 {
 		return out
 	}
+	np := &nullRowPass{X: X, B: B, act: act, tol: tol, n: n, d: d, k: k}
+	rmax, pos := np.signSums(ws)
+	// Active samples, taken in index order until the system is comfortably
+	// overdetermined; entries within tol.active·max of zero (at least 1e-4
+	// for φ ≠ ReLU, see ExactPolish) are left out so that no inactive
+	// sample is imposed as active.
+	np.need = max(5*d, 200) * tol.rows
+	np.thr = tol.active
+	if act != nn.ReLU {
+		np.thr = math.Max(np.thr, 1e-4)
+	}
+	flip := make([]bool, c) // an activation is non-negative: fix the null vector's sign
+	var live []int
+	for j, w := range ws {
+		flip[j] = pos[j] < 0
+		var ok bool
+		if out[j], ok = np.solveRow(w, flip[j], rmax[j]); ok {
+			live = append(live, j)
+		}
+	}
+	if len(live) == 0 {
+		return out
+	}
+	np.certify(out, ws, flip, live)
+	return out
+}
+
+// nullRowPass holds the data and settings rowsFromNull's steps share.
+type nullRowPass struct {
+	X, B    *mat.Dense
+	act     nn.Activation
+	tol     polishTols
+	n, d, k int
+	// need is the number of active samples a row's system takes; thr the
+	// fraction of max r below which a sample is not taken as active.
+	need int
+	thr  float64
+}
+
+// nullRowChunk is the number of rows of X and B per block of rowsFromNull's
+// passes.
+const nullRowChunk = 512
+
+// signSums is rowsFromNull's pass over B: for each null vector w_j, the
+// largest |r_q| and the sum of r = B·w_j, whose sign fixes r's.
+func (np *nullRowPass) signSums(ws [][]float64) (rmax, pos []float64) {
+	n, k, c := np.n, np.k, len(ws)
 	W := mat.NewDense(k, c, nil)
 	for j, w := range ws {
 		W.SetCol(j, w)
 	}
-	const chunk = 512
+	const chunk = nullRowChunk
 	buf := make([]float64, chunk*c)
-	br, wr := B.RawMatrix(), W.RawMatrix()
-	rmax, pos := make([]float64, c), make([]float64, c)
+	br, wr := np.B.RawMatrix(), W.RawMatrix()
+	rmax, pos = make([]float64, c), make([]float64, c)
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
 		kern.MulRows(buf, c, br.Data[lo*br.Stride:], br.Stride, wr.Data, wr.Stride, hi-lo, k, c)
@@ -512,77 +606,70 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation, tol polish
 			}
 		}
 	}
-	// Active samples, taken in index order until the system is comfortably
-	// overdetermined; entries within tol.active·max of zero (at least 1e-4
-	// for φ ≠ ReLU, see ExactPolish) are left out so that no inactive
-	// sample is imposed as active.
-	need := max(5*d, 200) * tol.rows
-	thr := tol.active
+	return rmax, pos
+}
+
+// solveRow solves φ(X·z) ≈ r = ±B·w (flip negates) on the active samples
+// of r (those above thr·rmax): by least squares on φ⁻¹(r), or for e^x − 1
+// with its output scale (expScale). ok is false, with the reason in the
+// result, when the samples do not determine the row.
+func (np *nullRowPass) solveRow(w []float64, flip bool, rmax float64) (res rowResult, ok bool) {
+	X, B, act, tol, d := np.X, np.B, np.act, np.tol, np.d
+	r := func(q int) float64 {
+		v := dot(B.RawRowView(q), w)
+		if flip {
+			v = -v
+		}
+		return v
+	}
+	var rows []int
+	var rv []float64
+	for q := 0; q < np.n && len(rows) < np.need; q++ {
+		if v := r(q); v > np.thr*rmax {
+			rows, rv = append(rows, q), append(rv, v)
+		}
+	}
+	if len(rows) < d {
+		return rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("only %d active samples, need ≥ d = %d", len(rows), d)}, false
+	}
+	A := mat.NewDense(len(rows), d, nil)
+	rhs := mat.NewDense(len(rows), 1, nil)
+	for t, q := range rows {
+		A.SetRow(t, X.RawRowView(q))
+		rhs.Set(t, 0, rv[t])
+	}
+	res = rowResult{scale: 1} // r ≈ scale·φ(X·z)
+	if act == nn.RectExp {
+		a, zz, rel, err := expScale(A, mat.Col(nil, 0, rhs))
+		if err != nil {
+			return rowResult{scale: 1, resid: math.Inf(1), why: "resolving the unit's output scale: " + err.Error()}, false
+		}
+		if rel > tol.unit {
+			return rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("no output scale s makes log(1 + r/s) linear in x on the active samples (relative residual %.1e): not an e^x − 1 unit, or noise", rel)}, false
+		}
+		res.z, res.scale = zz, 1/a
+		return res, true
+	}
 	if act != nn.ReLU {
-		thr = math.Max(thr, 1e-4)
+		inv := act.Inverse()
+		raw := rhs.RawMatrix().Data
+		for t, v := range raw {
+			raw[t] = inv(v)
+		}
 	}
-	flip := make([]bool, c) // an activation is non-negative: fix the null vector's sign
-	var live []int
-	for j, w := range ws {
-		flip[j] = pos[j] < 0
-		r := func(q int) float64 {
-			v := dot(B.RawRowView(q), w)
-			if flip[j] {
-				v = -v
-			}
-			return v
-		}
-		var rows []int
-		var rv []float64
-		for q := 0; q < n && len(rows) < need; q++ {
-			if v := r(q); v > thr*rmax[j] {
-				rows, rv = append(rows, q), append(rv, v)
-			}
-		}
-		if len(rows) < d {
-			out[j] = rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("only %d active samples, need ≥ d = %d", len(rows), d)}
-			continue
-		}
-		A := mat.NewDense(len(rows), d, nil)
-		rhs := mat.NewDense(len(rows), 1, nil)
-		for t, q := range rows {
-			A.SetRow(t, X.RawRowView(q))
-			rhs.Set(t, 0, rv[t])
-		}
-		res := rowResult{scale: 1} // r ≈ scale·φ(X·z)
-		if act == nn.RectExp {
-			a, zz, rel, err := expScale(A, mat.Col(nil, 0, rhs))
-			if err != nil {
-				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: "resolving the unit's output scale: " + err.Error()}
-				continue
-			}
-			if rel > tol.unit {
-				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: fmt.Sprintf("no output scale s makes log(1 + r/s) linear in x on the active samples (relative residual %.1e): not an e^x − 1 unit, or noise", rel)}
-				continue
-			}
-			res.z, res.scale = zz, 1/a
-		} else {
-			if act != nn.ReLU {
-				inv := act.Inverse()
-				raw := rhs.RawMatrix().Data
-				for t, v := range raw {
-					raw[t] = inv(v)
-				}
-			}
-			sol, err := linalg.LstSq(A, rhs)
-			if err != nil {
-				out[j] = rowResult{scale: 1, resid: math.Inf(1), why: "active samples do not determine the row: " + err.Error()}
-				continue
-			}
-			res.z = mat.Col(nil, 0, sol)
-		}
-		out[j] = res
-		live = append(live, j)
+	sol, err := linalg.LstSq(A, rhs)
+	if err != nil {
+		return rowResult{scale: 1, resid: math.Inf(1), why: "active samples do not determine the row: " + err.Error()}, false
 	}
-	if len(live) == 0 {
-		return out
-	}
-	// Certificate: scale·φ(X·z) must reproduce r on every sample.
+	res.z = mat.Col(nil, 0, sol)
+	return res, true
+}
+
+// certify is rowsFromNull's certificate, one pass over X and B for the
+// rows live of out: scale·φ(X·z) must reproduce r on every sample, to
+// tol.unit relative.
+func (np *nullRowPass) certify(out []rowResult, ws [][]float64, flip []bool, live []int) {
+	n, d, k, act := np.n, np.d, np.k, np.act
 	l := len(live)
 	Z, Wl := mat.NewDense(d, l, nil), mat.NewDense(k, l, nil)
 	for t, j := range live {
@@ -590,9 +677,10 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation, tol polish
 		Wl.SetCol(t, ws[j])
 	}
 	f := act.Func()
+	const chunk = nullRowChunk
 	xbuf, rbuf := make([]float64, chunk*l), make([]float64, chunk*l)
 	num, den := make([]float64, l), make([]float64, l)
-	xr, zr, wl := X.RawMatrix(), Z.RawMatrix(), Wl.RawMatrix()
+	xr, br, zr, wl := np.X.RawMatrix(), np.B.RawMatrix(), Z.RawMatrix(), Wl.RawMatrix()
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
 		kern.MulRows(xbuf, l, xr.Data[lo*xr.Stride:], xr.Stride, zr.Data, zr.Stride, hi-lo, d, l)
@@ -617,11 +705,10 @@ func rowsFromNull(X, B *mat.Dense, ws [][]float64, act nn.Activation, tol polish
 	}
 	for t, j := range live {
 		out[j].resid = math.Sqrt(num[t] / den[t])
-		if !(out[j].resid <= tol.unit) {
+		if !(out[j].resid <= np.tol.unit) {
 			out[j] = rowResult{scale: 1, resid: out[j].resid, why: fmt.Sprintf("%s(X·z) misses the activation by %.1e relative", act, out[j].resid)}
 		}
 	}
-	return out
 }
 
 // nearestRow returns the row j and sign of the ±V̂ row closest in angle to z.

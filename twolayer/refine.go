@@ -59,8 +59,6 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, max
 	if err := checkFinite(activationsOf(X, V0, act), act); err != nil {
 		return nil, err
 	}
-	relu := act == nn.ReLU
-	f, df := act.Func(), act.Deriv()
 	if maxIter <= 0 {
 		maxIter = 200
 	}
@@ -68,67 +66,21 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, max
 	if yy == 0 {
 		return nil, fmt.Errorf("%s: %w", fn, errYZero)
 	}
-	nv := k * d
-	unpack := func(x []float64) (V, U *mat.Dense) {
-		return mat.NewDense(k, d, x[:nv]), mat.NewDense(m, k, x[nv:])
+	l := &refineLoss{
+		X: X, Y: Y, yy: yy, d: d, m: m, k: k, nv: k * d,
+		relu: act == nn.ReLU, f: act.Func(), df: act.Deriv(),
+		// Workspaces reused across evaluations.
+		pre: mat.NewDense(n, k, nil), F: mat.NewDense(n, k, nil),
+		R: mat.NewDense(n, m, nil), GF: mat.NewDense(n, k, nil),
 	}
-	// Workspaces reused across evaluations.
-	pre := mat.NewDense(n, k, nil)
-	F := mat.NewDense(n, k, nil)
-	R := mat.NewDense(n, m, nil)
-	GF := mat.NewDense(n, k, nil)
-	eval := func(x []float64, grad []float64) float64 {
-		V, U := unpack(x)
-		pre.Mul(X, V.T())
-		fd, pd := F.RawMatrix().Data, pre.RawMatrix().Data
-		if relu {
-			for i, v := range pd {
-				fd[i] = math.Max(v, 0)
-			}
-		} else {
-			for i, v := range pd {
-				fd[i] = f(v)
-			}
-		}
-		R.Mul(F, U.T())
-		R.Sub(R, Y)
-		loss := 0.5 * math.Pow(mat.Norm(R, 2), 2) / yy
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			// φ overflowed at a trial point: reject it as infinitely bad.
-			for i := range grad {
-				grad[i] = 0
-			}
-			return math.Inf(1)
-		}
-		if grad != nil {
-			gV, gU := unpack(grad)
-			gU.Mul(R.T(), F)
-			gU.Scale(1/yy, gU)
-			GF.Mul(R, U)
-			gd := GF.RawMatrix().Data
-			if relu {
-				for i, v := range pd {
-					if v <= 0 {
-						gd[i] = 0
-					}
-				}
-			} else {
-				for i, v := range pd {
-					gd[i] *= df(v)
-				}
-			}
-			gV.Mul(GF.T(), X)
-			gV.Scale(1/yy, gV)
-		}
-		return loss
-	}
+	nv := l.nv
 	x0 := make([]float64, nv+m*k)
 	copy(x0[:nv], mat.DenseCopyOf(V0).RawMatrix().Data)
 	copy(x0[nv:], mat.DenseCopyOf(U0).RawMatrix().Data)
-	before := math.Sqrt(2 * eval(x0, nil))
+	before := math.Sqrt(2 * l.eval(x0, nil))
 	problem := optimize.Problem{
-		Func: func(x []float64) float64 { return eval(x, nil) },
-		Grad: func(grad, x []float64) { eval(x, grad) },
+		Func: func(x []float64) float64 { return l.eval(x, nil) },
+		Grad: func(grad, x []float64) { l.eval(x, grad) },
 	}
 	rec := &ctxRecorder{ctx: ctx, progress: progress, max: maxIter}
 	settings := &optimize.Settings{
@@ -147,7 +99,7 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, max
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	V, _ := unpack(res.X)
+	V, _ := l.unpack(res.X)
 	V = mat.DenseCopyOf(V)
 	if homogeneous(act) {
 		normalizeRows(V)
@@ -164,6 +116,72 @@ func Refine(ctx context.Context, X, Y, V0, U0 *mat.Dense, act nn.Activation, max
 		out.Status += ": " + err.Error()
 	}
 	return out, nil
+}
+
+// refineLoss is Refine's objective ½‖Y − φ(X·Vᵀ)·Uᵀ‖_F²/‖Y‖_F² over the
+// packed parameters [V, U], with the workspaces its evaluations reuse.
+type refineLoss struct {
+	X, Y        *mat.Dense
+	yy          float64 // ‖Y‖_F²
+	d, m, k, nv int     // nv = k·d, the length of V in the packing
+	relu        bool
+	f, df       func(float64) float64
+	// pre = X·Vᵀ, F = φ(pre), R = F·Uᵀ − Y, GF = R·U ⊙ φ′(pre).
+	pre, F, R, GF *mat.Dense
+}
+
+// unpack views the packed parameters x as V (k×d) and U (m×k).
+func (l *refineLoss) unpack(x []float64) (V, U *mat.Dense) {
+	return mat.NewDense(l.k, l.d, x[:l.nv]), mat.NewDense(l.m, l.k, x[l.nv:])
+}
+
+// eval returns the loss at x and, if grad is non-nil, writes its gradient
+// there (through φ′). A trial point where φ overflows is infinitely bad.
+func (l *refineLoss) eval(x []float64, grad []float64) float64 {
+	pre, F, R, GF, f, df, relu, yy := l.pre, l.F, l.R, l.GF, l.f, l.df, l.relu, l.yy
+	V, U := l.unpack(x)
+	pre.Mul(l.X, V.T())
+	fd, pd := F.RawMatrix().Data, pre.RawMatrix().Data
+	if relu {
+		for i, v := range pd {
+			fd[i] = math.Max(v, 0)
+		}
+	} else {
+		for i, v := range pd {
+			fd[i] = f(v)
+		}
+	}
+	R.Mul(F, U.T())
+	R.Sub(R, l.Y)
+	loss := 0.5 * math.Pow(mat.Norm(R, 2), 2) / yy
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		// φ overflowed at a trial point: reject it as infinitely bad.
+		for i := range grad {
+			grad[i] = 0
+		}
+		return math.Inf(1)
+	}
+	if grad != nil {
+		gV, gU := l.unpack(grad)
+		gU.Mul(R.T(), F)
+		gU.Scale(1/yy, gU)
+		GF.Mul(R, U)
+		gd := GF.RawMatrix().Data
+		if relu {
+			for i, v := range pd {
+				if v <= 0 {
+					gd[i] = 0
+				}
+			}
+		} else {
+			for i, v := range pd {
+				gd[i] *= df(v)
+			}
+		}
+		gV.Mul(GF.T(), l.X)
+		gV.Scale(1/yy, gV)
+	}
+	return loss
 }
 
 // ctxRecorder stops the optimiser when the context is cancelled and reports

@@ -43,29 +43,10 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation)
 	if err := checkActivation(act); err != nil {
 		return nil, nil, err
 	}
-	f := act.Func()
 	l := min(n, signRows)
 	Xb := X.Slice(0, l, 0, d)
 	Yb := Y.Slice(0, l, 0, m)
-	// C = [f(X̄v̂_1) … f(X̄v̂_k), f(−X̄v̂_1) … f(−X̄v̂_k)].
-	P := mat.NewDense(l, k, nil)
-	P.Mul(Xb, Vhat.T())
-	C := mat.NewDense(l, 2*k, nil)
-	for q := 0; q < l; q++ {
-		row := P.RawRowView(q)
-		out := C.RawRowView(q)
-		if act == nn.ReLU {
-			for j, v := range row {
-				out[j] = math.Max(v, 0)
-				out[k+j] = math.Max(-v, 0)
-			}
-		} else {
-			for j, v := range row {
-				out[j] = f(v)
-				out[k+j] = f(-v)
-			}
-		}
-	}
+	C := signCandidates(Xb, Vhat, act)
 	if err := checkFinite(C, act); err != nil {
 		return nil, nil, err
 	}
@@ -75,32 +56,8 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation)
 	CY.Mul(C.T(), Yb)
 	// The common term ‖Ȳ‖_F² cancels in the comparison a⁻ − a⁺.
 	yy := math.Pow(mat.Norm(Yb, 2), 2)
-	proj := func(cols []int) (float64, error) {
-		g := mat.NewSymDense(len(cols), nil)
-		b := mat.NewDense(len(cols), m, nil)
-		for a, ca := range cols {
-			for c, cc := range cols[a:] {
-				g.SetSym(a, a+c, G.At(ca, cc))
-			}
-			b.SetRow(a, CY.RawRowView(ca))
-		}
-		var chol mat.Cholesky
-		if !chol.Factorize(g) {
-			return 0, fmt.Errorf("candidate activations are linearly dependent (too few samples, or two units are parallel)")
-		}
-		var x mat.Dense
-		if err := chol.SolveTo(&x, b); err != nil {
-			return 0, err
-		}
-		// ‖P_S Ȳ‖_F² = tr(bᵀ g⁻¹ b).
-		s := 0.0
-		for a := 0; a < len(cols); a++ {
-			for j := 0; j < m; j++ {
-				s += b.At(a, j) * x.At(a, j)
-			}
-		}
-		return s, nil
-	}
+	sg := signGram{G: G, CY: CY, m: m}
+	proj := sg.projected
 	V := mat.DenseCopyOf(Vhat)
 	margins := make([]float64, k)
 	for i := 0; i < k; i++ {
@@ -132,6 +89,72 @@ func RecoverSigns(ctx context.Context, X, Y, Vhat *mat.Dense, act nn.Activation)
 		}
 	}
 	return V, margins, nil
+}
+
+// signCandidates returns the candidate activations of RecoverSigns,
+// C = [f(X̄v̂_1) … f(X̄v̂_k), f(−X̄v̂_1) … f(−X̄v̂_k)] (l×2k).
+func signCandidates(Xb mat.Matrix, Vhat *mat.Dense, act nn.Activation) *mat.Dense {
+	f := act.Func()
+	l, _ := Xb.Dims()
+	k, _ := Vhat.Dims()
+	P := mat.NewDense(l, k, nil)
+	P.Mul(Xb, Vhat.T())
+	C := mat.NewDense(l, 2*k, nil)
+	for q := 0; q < l; q++ {
+		row := P.RawRowView(q)
+		out := C.RawRowView(q)
+		if act == nn.ReLU {
+			for j, v := range row {
+				out[j] = math.Max(v, 0)
+				out[k+j] = math.Max(-v, 0)
+			}
+		} else {
+			for j, v := range row {
+				out[j] = f(v)
+				out[k+j] = f(-v)
+			}
+		}
+	}
+	return C
+}
+
+// signGram holds the Gram matrix G = CᵀC of the candidate activations and
+// CY = CᵀȲ (Ȳ with m columns), from which every projection RecoverSigns
+// compares is computed.
+type signGram struct {
+	G  *mat.SymDense
+	CY *mat.Dense
+	m  int
+}
+
+// projected returns ‖P_S Ȳ‖_F² for the span S of the candidate columns
+// cols, by a Cholesky solve of their Gram matrix.
+func (sg signGram) projected(cols []int) (float64, error) {
+	G, CY, m := sg.G, sg.CY, sg.m
+	g := mat.NewSymDense(len(cols), nil)
+	b := mat.NewDense(len(cols), m, nil)
+	for a, ca := range cols {
+		for c, cc := range cols[a:] {
+			g.SetSym(a, a+c, G.At(ca, cc))
+		}
+		b.SetRow(a, CY.RawRowView(ca))
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(g) {
+		return 0, fmt.Errorf("candidate activations are linearly dependent (too few samples, or two units are parallel)")
+	}
+	var x mat.Dense
+	if err := chol.SolveTo(&x, b); err != nil {
+		return 0, err
+	}
+	// ‖P_S Ȳ‖_F² = tr(bᵀ g⁻¹ b).
+	s := 0.0
+	for a := 0; a < len(cols); a++ {
+		for j := 0; j < m; j++ {
+			s += b.At(a, j) * x.At(a, j)
+		}
+	}
+	return s, nil
 }
 
 // activations returns ReLU(X·Vᵀ) (n×k).

@@ -123,35 +123,12 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 	if o.Hidden >= m {
 		return nil, fmt.Errorf("%w: the sparse-noise route needs k < m to tell the low-rank part from corruptions, got k = %d, m = %d", ErrInput, o.Hidden, m)
 	}
-	ro := opt.RPCA
-	if ro.Rank == 0 {
-		ro.Rank = o.Hidden
-	}
-	if ro.Progress == nil && o.Progress != nil {
-		ro.Progress = func(it, maxIter int, _ float64) { o.Progress("rpca", it, maxIter) }
-	}
-	pc, err := rpca.PCP(ctx, Y, ro)
-	if err != nil {
-		if errors.Is(err, rpca.ErrInput) {
-			return nil, fmt.Errorf("%w: %v", ErrInput, err)
-		}
-		return nil, err
-	}
 	sr := &SparseResult{}
 	res := &sr.Result
 	sd := &sr.Sparse
-	sd.PCPIterations, sd.PCPConverged, sd.PCPResidual, sd.PCPRank = pc.Iterations, pc.Converged, pc.Residual, pc.Rank
-	sd.Debiased = pc.Debias != nil && pc.Debias.Accepted
-	sd.PCPFlagged = pc.NNZ
-	for _, w := range pc.Warnings {
-		res.Warnings = append(res.Warnings, "robust PCA: "+w)
-	}
-	if pc.Rank == 0 {
-		return nil, fmt.Errorf("%w: robust PCA found no low-rank part in Y", ErrNotExact)
-	}
-	n, m = Y.Dims()
-	if frac := float64(pc.NNZ) / float64(n*m); frac > opt.MaxCorrupted {
-		return nil, fmt.Errorf("%w: robust PCA put %.0f%% of the entries of Y in the sparse part (more than %.0f%%): Y is not a low-rank matrix plus sparse corruption; principal component pursuit needs the rank (%d here) well below m = %d and the corruption confined to a small fraction of the entries", ErrNotExact, 100*frac, 100*opt.MaxCorrupted, pc.Rank, m)
+	pc, err := sparsePCP(ctx, Y, opt, o, sr)
+	if err != nil {
+		return nil, err
 	}
 	if o.Hidden == 0 {
 		o.Hidden = pc.Rank
@@ -185,36 +162,9 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 	U := mat.DenseCopyOf(Ut.T())
 	sd.L1Zeros = rep.Zeros
 
-	// Certificate on the entries the final network does not explain.
 	var P mat.Dense
 	P.Mul(F, U.T())
-	rms := 0.0
-	yd := Y.RawMatrix()
-	for i := 0; i < n; i++ {
-		for _, v := range yd.Data[i*yd.Stride : i*yd.Stride+m] {
-			rms += v * v
-		}
-	}
-	full := math.Sqrt(rms)
-	rms = math.Sqrt(rms / float64(n*m))
-	sd.Mask = make([]bool, n*m)
-	num, den, all := 0.0, 0.0, 0.0
-	for i := 0; i < n; i++ {
-		for j := 0; j < m; j++ {
-			y := Y.At(i, j)
-			e := y - P.At(i, j)
-			all += e * e
-			if math.Abs(e) > sparseFlagTol*rms {
-				sd.Mask[i*m+j] = true
-				sd.Flagged++
-				continue
-			}
-			num += e * e
-			den += y * y
-		}
-	}
-	sd.FlaggedFraction = float64(sd.Flagged) / float64(n*m)
-	sd.FullResidual = math.Sqrt(all) / full
+	num, den := flagUnexplained(Y, &P, sd)
 	res.Certificate.Residual = math.Sqrt(num / math.Max(den, math.SmallestNonzeroFloat64))
 	res.Certificate.Tol = o.CertTol
 	res.Certificate.Samples = n
@@ -232,4 +182,78 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 		return sr, fmt.Errorf("%w: residual %.1e on the unflagged entries (tol %.0e), %.1f%% of entries flagged (max %.0f%%)", ErrNotExact, res.Certificate.Residual, o.CertTol, 100*sd.FlaggedFraction, 100*opt.MaxCorrupted)
 	}
 	return sr, nil
+}
+
+// sparsePCP is the sparse route's first step (§8): robust PCA (rpca.PCP)
+// splits Y into a low-rank part and sparse corruptions. Its figures and
+// warnings go into sr; a result with no low-rank part, or with more than
+// opt.MaxCorrupted of the entries flagged, is an error wrapping ErrNotExact.
+func sparsePCP(ctx context.Context, Y *mat.Dense, opt SparseOptions, o Options, sr *SparseResult) (*rpca.Result, error) {
+	ro := opt.RPCA
+	if ro.Rank == 0 {
+		ro.Rank = o.Hidden
+	}
+	if ro.Progress == nil && o.Progress != nil {
+		ro.Progress = func(it, maxIter int, _ float64) { o.Progress("rpca", it, maxIter) }
+	}
+	pc, err := rpca.PCP(ctx, Y, ro)
+	if err != nil {
+		if errors.Is(err, rpca.ErrInput) {
+			return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		}
+		return nil, err
+	}
+	res := &sr.Result
+	sd := &sr.Sparse
+	sd.PCPIterations, sd.PCPConverged, sd.PCPResidual, sd.PCPRank = pc.Iterations, pc.Converged, pc.Residual, pc.Rank
+	sd.Debiased = pc.Debias != nil && pc.Debias.Accepted
+	sd.PCPFlagged = pc.NNZ
+	for _, w := range pc.Warnings {
+		res.Warnings = append(res.Warnings, "robust PCA: "+w)
+	}
+	if pc.Rank == 0 {
+		return nil, fmt.Errorf("%w: robust PCA found no low-rank part in Y", ErrNotExact)
+	}
+	n, m := Y.Dims()
+	if frac := float64(pc.NNZ) / float64(n*m); frac > opt.MaxCorrupted {
+		return nil, fmt.Errorf("%w: robust PCA put %.0f%% of the entries of Y in the sparse part (more than %.0f%%): Y is not a low-rank matrix plus sparse corruption; principal component pursuit needs the rank (%d here) well below m = %d and the corruption confined to a small fraction of the entries", ErrNotExact, 100*frac, 100*opt.MaxCorrupted, pc.Rank, m)
+	}
+	return pc, nil
+}
+
+// flagUnexplained prepares the sparse route's certificate on the entries
+// the final network (outputs P) does not explain: an entry whose residual
+// exceeds sparseFlagTol·rms(Y) is flagged in sd.Mask; num and den are the
+// squared residual and squared Y over the unflagged entries. It sets
+// sd's flag count, fraction and full relative residual.
+func flagUnexplained(Y, P *mat.Dense, sd *SparseDiagnostics) (num, den float64) {
+	n, m := Y.Dims()
+	rms := 0.0
+	yd := Y.RawMatrix()
+	for i := 0; i < n; i++ {
+		for _, v := range yd.Data[i*yd.Stride : i*yd.Stride+m] {
+			rms += v * v
+		}
+	}
+	full := math.Sqrt(rms)
+	rms = math.Sqrt(rms / float64(n*m))
+	sd.Mask = make([]bool, n*m)
+	all := 0.0
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			y := Y.At(i, j)
+			e := y - P.At(i, j)
+			all += e * e
+			if math.Abs(e) > sparseFlagTol*rms {
+				sd.Mask[i*m+j] = true
+				sd.Flagged++
+				continue
+			}
+			num += e * e
+			den += y * y
+		}
+	}
+	sd.FlaggedFraction = float64(sd.Flagged) / float64(n*m)
+	sd.FullResidual = math.Sqrt(all) / full
+	return num, den
 }

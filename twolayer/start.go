@@ -229,46 +229,9 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	}
 
 	// 3. Span of the hidden weights from the order-1 and order-2 moments.
-	const channels = 3
-	S := mat.NewDense(n, channels, nil)
-	theta := mat.NewDense(k, channels, nil)
-	for i := range theta.RawMatrix().Data {
-		theta.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	mulRowsPar(S, red, theta)
-	var blocks []mat.Matrix
-	// Residualising the weights on [1, x] (a degree-1 polynomial) leaves the
-	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
-	// it) and removes most of its variance: the ReLU is half linear.
-	S2 := S // S is not read again: residualised in place
-	if err := residualizeHermite(ctx, n, d, func(lo, hi int, _ *[]float64) blas64.General { return rowsOf(Xw, lo, hi) }, S2, 1); err != nil {
-		return err
-	}
-	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
-		sum, err := groupSums(ctx, n, d*k, func(_ int, acc []float64, lo, hi int) {
-			outer.Add(acc, rowsOf(Xw, lo, hi), rowsOf(red, lo, hi))
-		})
-		if err != nil {
-			return err
-		}
-		M1 := mat.NewDense(d, k, sum)
-		M1.Scale(1/(float64(n)*c1), M1)
-		blocks = append(blocks, M1)
-	}
-	if c2 := act.Coeff(2); math.Abs(c2) > 1e-8 {
-		M2, err := hermiteMoment2(ctx, Xw, S2, func(done, total int) { opt.progress("order-2 moment", done, total) })
-		if err != nil {
-			return err
-		}
-		for _, M := range M2 {
-			var s mat.Dense
-			s.Scale(1/c2, M)
-			blocks = append(blocks, &s)
-		}
-	}
-	span, _, _, err := linalg.TopK(hstack(blocks), k)
+	span, err := st.weightSpan(ctx, Xw, red, act, rng)
 	if err != nil {
-		return fmt.Errorf("twolayer: span of the hidden weights: %w", err)
+		return err
 	}
 
 	// 4. Order-r slices in k dimensions. Every slice gets its own output
@@ -310,6 +273,59 @@ func (st *Start) buildMoments(ctx context.Context, rng *rand.Rand) error {
 	mo.pending = rz
 	st.moments = mo
 	return nil
+}
+
+// weightSpan is step 3 of TensorStart: the span of the hidden weights
+// (d×k, in the whitened coordinates of Xw) from the order-1 moment
+// E[x·redᵀ] and the order-2 Hermite moments of three random output
+// combinations s = red·θ (θ drawn from rng), each divided by the
+// activation's Hermite coefficient.
+func (st *Start) weightSpan(ctx context.Context, Xw, red *mat.Dense, act hermite.Activation, rng *rand.Rand) (*mat.Dense, error) {
+	opt := st.opt
+	n, d := Xw.Dims()
+	_, k := red.Dims()
+	const channels = 3
+	S := mat.NewDense(n, channels, nil)
+	theta := mat.NewDense(k, channels, nil)
+	for i := range theta.RawMatrix().Data {
+		theta.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	mulRowsPar(S, red, theta)
+	var blocks []mat.Matrix
+	// Residualising the weights on [1, x] (a degree-1 polynomial) leaves the
+	// order-2 Hermite moment's expectation unchanged (He_2 is orthogonal to
+	// it) and removes most of its variance: the ReLU is half linear.
+	S2 := S // S is not read again: residualised in place
+	if err := residualizeHermite(ctx, n, d, func(lo, hi int, _ *[]float64) blas64.General { return rowsOf(Xw, lo, hi) }, S2, 1); err != nil {
+		return nil, err
+	}
+	if c1 := act.Coeff(1); math.Abs(c1) > 1e-8 {
+		sum, err := groupSums(ctx, n, d*k, func(_ int, acc []float64, lo, hi int) {
+			outer.Add(acc, rowsOf(Xw, lo, hi), rowsOf(red, lo, hi))
+		})
+		if err != nil {
+			return nil, err
+		}
+		M1 := mat.NewDense(d, k, sum)
+		M1.Scale(1/(float64(n)*c1), M1)
+		blocks = append(blocks, M1)
+	}
+	if c2 := act.Coeff(2); math.Abs(c2) > 1e-8 {
+		M2, err := hermiteMoment2(ctx, Xw, S2, func(done, total int) { opt.progress("order-2 moment", done, total) })
+		if err != nil {
+			return nil, err
+		}
+		for _, M := range M2 {
+			var s mat.Dense
+			s.Scale(1/c2, M)
+			blocks = append(blocks, &s)
+		}
+	}
+	span, _, _, err := linalg.TopK(hstack(blocks), k)
+	if err != nil {
+		return nil, fmt.Errorf("twolayer: span of the hidden weights: %w", err)
+	}
+	return span, nil
 }
 
 // holdZFraction bounds the projected inputs the tensor start holds: Z

@@ -161,25 +161,15 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 		opt.CertTol = max(1e-8, certify.DefaultTol(p.roundoff))
 	}
 	opt = opt.withDefaults()
-	X, Y, n, m := p.X, p.Y, p.n, p.m
+	X, Y, n := p.X, p.Y, p.n
 	svd, err := p.svdY()
 	if err != nil {
 		return nil, nil, fmt.Errorf("twolayer: SVD of Y: %w", err)
 	}
 	s := svd.S
-	rank := linalg.NumericalRank(s, opt.RankTol)
-	k := opt.Hidden
-	if k == 0 {
-		k = rank
-	} else if k != rank {
-		why := "it cannot be written with fewer units"
-		if k > rank {
-			why = "Alg 2 needs rank(Y) = k (Thm 1); for rank(Y) < k deciding whether an exact network exists is NP-hard (Thm 2)"
-		}
-		return nil, nil, fmt.Errorf("%w: Y has numerical rank %d (σ_{i+1}/σ_1 < %.0e) but %d hidden units were asked for: %s; pass Hidden = %d or 0", ErrInput, rank, opt.RankTol, k, why, rank)
-	}
-	if k > m || k > n {
-		return nil, nil, fmt.Errorf("%w: k = %d needs at least k outputs and samples (m = %d, n = %d)", ErrInput, k, m, n)
+	k, err := worstCaseHidden(p, opt, s)
+	if err != nil {
+		return nil, nil, err
 	}
 	rep := &WorstCaseReport{Work: WorstCaseWork(n, k)}
 	B := svd.UCols(k)
@@ -195,70 +185,10 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 		}
 	}
 
-	set, err := EnumerateSignPatterns(ctx, B, PatternOptions{SignTol: opt.SignTol, Progress: func(done, total int) {
-		opt.progress("sign patterns", done, total)
-	}})
+	set, W, err := worstCaseSearch(ctx, prob, B, k, opt, rep)
 	if err != nil {
 		return nil, rep, err
 	}
-	rep.Patterns, rep.Subsets, rep.Singular = set.Len(), set.Subsets, set.Singular
-
-	// Null spaces are computed once per pattern and reused for every unit.
-	nulls := make([]*mat.Dense, set.Len())
-	for t, S := range set.Patterns {
-		if t&63 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, rep, err
-			}
-			opt.progress("null spaces", t, set.Len())
-		}
-		if S.Count() == 0 {
-			continue // f(y) = 0 is never independent
-		}
-		N, err := prob.nullBasis(S)
-		if err != nil {
-			return nil, rep, fmt.Errorf("twolayer: null space of pattern %d: %w", t, err)
-		}
-		if N != nil {
-			nulls[t] = N
-			rep.WithNullSpace++
-		}
-	}
-
-	d := prob.d
-	W := mat.NewDense(k, d, nil)
-	var prevZ [][]float64
-	for i := 0; i < k; i++ {
-		opt.progress("units", i, k)
-		Nperp, err := complementBasis(prevZ, k)
-		if err != nil {
-			return nil, rep, err
-		}
-		found := false
-		for t, S := range set.Patterns {
-			if nulls[t] == nil {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, rep, err
-			}
-			w, z, ok := prob.iterativeLP(S, nulls[t], Nperp)
-			if !ok {
-				continue
-			}
-			W.SetRow(i, w)
-			prevZ = append(prevZ, z)
-			rep.Chosen = append(rep.Chosen, S)
-			found = true
-			break
-		}
-		rep.LPs, rep.LPFailures, rep.Rejected = prob.lps, prob.lpFail, prob.rejected
-		if !found {
-			return nil, rep, fmt.Errorf("%w: unit %d of %d: no candidate sign pattern (of %d, %d with a null space) gives an activation in col(Y) independent of the previous ones (%d LPs, %d simplex breakdowns); Y is rank %d but is not ReLU(X·Vᵀ)·Uᵀ exactly — noisy outputs?",
-				ErrNotExact, i+1, k, set.Len(), rep.WithNullSpace, rep.LPs, rep.LPFailures, k)
-		}
-	}
-	opt.progress("units", k, k)
 
 	U, condF, err := SolveU(X, Y, W, nn.ReLU)
 	if err != nil {
@@ -280,14 +210,125 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	res.Diagnostics.HiddenInferred = opt.Hidden == 0
 	res.Diagnostics.SingularValuesY = s
 	res.Diagnostics.CondF = condF
-	if prob.r < d {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("X has rank %d < d = %d: V is only determined on the row span of X (the returned rows have no component outside it)", prob.r, d))
+	if prob.r < prob.d {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("X has rank %d < d = %d: V is only determined on the row span of X (the returned rows have no component outside it)", prob.r, prob.d))
 	}
 	if rep.LPFailures > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("gonum's simplex broke down on %d of %d LPs (treated as infeasible)", rep.LPFailures, rep.LPs))
 	}
 	res.Elapsed = time.Since(began)
 	return res, rep, nil
+}
+
+// worstCaseSearch is Alg 2's search for the k rows of W: the candidate
+// sign patterns of the basis B (EnumerateSignPatterns), their null spaces
+// (patternNulls) and the LPs that pick one pattern per unit
+// (worstCaseUnits). It returns the patterns and W, and fills rep.
+func worstCaseSearch(ctx context.Context, prob *wcProblem, B *mat.Dense, k int, opt WorstCaseOptions, rep *WorstCaseReport) (*PatternSet, *mat.Dense, error) {
+	set, err := EnumerateSignPatterns(ctx, B, PatternOptions{SignTol: opt.SignTol, Progress: func(done, total int) {
+		opt.progress("sign patterns", done, total)
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.Patterns, rep.Subsets, rep.Singular = set.Len(), set.Subsets, set.Singular
+	nulls, err := patternNulls(ctx, prob, set, opt, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	W, err := worstCaseUnits(ctx, prob, set, nulls, k, opt, rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, W, nil
+}
+
+// worstCaseHidden is the worst-case route's hidden width: the numerical
+// rank of Y (singular values s), which Options.Hidden must equal when set
+// (Alg 2 needs rank(Y) = k, Thm 1), and at most m and n.
+func worstCaseHidden(p *problem, opt WorstCaseOptions, s []float64) (int, error) {
+	rank := linalg.NumericalRank(s, opt.RankTol)
+	k := opt.Hidden
+	if k == 0 {
+		k = rank
+	} else if k != rank {
+		why := "it cannot be written with fewer units"
+		if k > rank {
+			why = "Alg 2 needs rank(Y) = k (Thm 1); for rank(Y) < k deciding whether an exact network exists is NP-hard (Thm 2)"
+		}
+		return 0, fmt.Errorf("%w: Y has numerical rank %d (σ_{i+1}/σ_1 < %.0e) but %d hidden units were asked for: %s; pass Hidden = %d or 0", ErrInput, rank, opt.RankTol, k, why, rank)
+	}
+	if k > p.m || k > p.n {
+		return 0, fmt.Errorf("%w: k = %d needs at least k outputs and samples (m = %d, n = %d)", ErrInput, k, p.m, p.n)
+	}
+	return k, nil
+}
+
+// patternNulls computes the null space of every sign pattern of set once
+// (Alg 2's linear constraints), reused for every unit; patterns with an
+// empty null space, or no active sample, have none (nil).
+func patternNulls(ctx context.Context, prob *wcProblem, set *PatternSet, opt WorstCaseOptions, rep *WorstCaseReport) ([]*mat.Dense, error) {
+	nulls := make([]*mat.Dense, set.Len())
+	for t, S := range set.Patterns {
+		if t&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			opt.progress("null spaces", t, set.Len())
+		}
+		if S.Count() == 0 {
+			continue // f(y) = 0 is never independent
+		}
+		N, err := prob.nullBasis(S)
+		if err != nil {
+			return nil, fmt.Errorf("twolayer: null space of pattern %d: %w", t, err)
+		}
+		if N != nil {
+			nulls[t] = N
+			rep.WithNullSpace++
+		}
+	}
+	return nulls, nil
+}
+
+// worstCaseUnits finds the k rows of W one at a time (Alg 2): for each
+// unit, the first pattern whose LP (iterativeLP) gives an activation in
+// col(Y) independent of the previous units'.
+func worstCaseUnits(ctx context.Context, prob *wcProblem, set *PatternSet, nulls []*mat.Dense, k int, opt WorstCaseOptions, rep *WorstCaseReport) (*mat.Dense, error) {
+	W := mat.NewDense(k, prob.d, nil)
+	var prevZ [][]float64
+	for i := 0; i < k; i++ {
+		opt.progress("units", i, k)
+		Nperp, err := complementBasis(prevZ, k)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for t, S := range set.Patterns {
+			if nulls[t] == nil {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			w, z, ok := prob.iterativeLP(S, nulls[t], Nperp)
+			if !ok {
+				continue
+			}
+			W.SetRow(i, w)
+			prevZ = append(prevZ, z)
+			rep.Chosen = append(rep.Chosen, S)
+			found = true
+			break
+		}
+		rep.LPs, rep.LPFailures, rep.Rejected = prob.lps, prob.lpFail, prob.rejected
+		if !found {
+			return nil, fmt.Errorf("%w: unit %d of %d: no candidate sign pattern (of %d, %d with a null space) gives an activation in col(Y) independent of the previous ones (%d LPs, %d simplex breakdowns); Y is rank %d but is not ReLU(X·Vᵀ)·Uᵀ exactly — noisy outputs?",
+				ErrNotExact, i+1, k, set.Len(), rep.WithNullSpace, rep.LPs, rep.LPFailures, k)
+		}
+	}
+	opt.progress("units", k, k)
+	return W, nil
 }
 
 // estimateSeconds times a sample of the route's two costly steps on the
