@@ -161,9 +161,8 @@ func relResidualAct(X, Y, V, U *mat.Dense, act nn.Activation) float64 {
 // unit: on its active samples P the unit's activation read off span(Y) is
 // r_P = s·(e^{X_P·v} − 1) with s > 0 and v unknown, so for a = 1/s the
 // vector h(a) = log(1 + a·r_P) must lie in the column space of X_P exactly.
-// Specs/001 §2.13 suggests a 1-D search over s minimising the residual of
-// X_P·z = φ⁻¹(r_P/s). This is that search made exact and fast by variable
-// projection: ρ(b) = ‖(I − QQᵀ)·h(e^b)‖² with Q an orthonormal basis of
+// A 1-D search over s minimising the residual of X_P·z = φ⁻¹(r_P/s) would
+// find it; this is that search made exact and fast by variable projection: ρ(b) = ‖(I − QQᵀ)·h(e^b)‖² with Q an orthonormal basis of
 // col(X_P) is a function of b = log a alone; a coarse grid over 24 natural
 // log-units around 1/median(r) brackets the minimum and Gauss–Newton on b
 // (derivative ∂h/∂b = a·r/(1 + a·r), projected) converges quadratically to
