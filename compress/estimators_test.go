@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -258,6 +259,19 @@ func TestLowRankActivations(t *testing.T) {
 	}
 	if fq.Whitening.Ridge == 0 || fq.Whitening.Note == "" {
 		t.Fatalf("rank-deficient inputs whitened without a reported ridge: %+v", fq.Whitening)
+	}
+	// Inputs in a subspace (a LayerNorm's outputs, duplicated features)
+	// are handled: the ridge is noted in the report, not a warning; fewer
+	// calibration rows than inputs is one the user can act on.
+	if len(fq.Warnings) != 0 {
+		t.Fatalf("rank-deficient inputs warned: %q", fq.Warnings)
+	}
+	few, err := FitLayer(Problem{W: w, X: testutil.RandDense(rng, 20, 30)}, MethodData, LayerOptions{Bias: BiasKeep, Route: RouteQR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(few.Warnings) != 1 || !strings.Contains(few.Warnings[0], "fewer calibration rows than inputs") {
+		t.Fatalf("20 rows for 30 inputs: warnings %q", few.Warnings)
 	}
 	if e := testutil.RelDiff(fq.Rank(r).Apply(x), mul(x, w)); e > 1e-6 {
 		t.Fatalf("QR route with ridge: outputs off by %.3g", e)

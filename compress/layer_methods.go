@@ -45,7 +45,7 @@ func fitWhitened(p Problem, o LayerOptions, z, t, waug *mat.Dense, xbar, ybar []
 	if o.Bias == BiasKeep {
 		f.keepBias = cloneVec(p.Bias)
 	}
-	if w.Note != "" {
+	if w.warn {
 		f.Warnings = append(f.Warnings, w.Note)
 	}
 	return f, nil
@@ -71,7 +71,7 @@ func fitSVDLLM(p Problem, o LayerOptions) (*Fit, error) {
 	tn := mat.Norm(t, 2)
 	f := &Fit{S: s, Whitening: &w.Whitening, Target: tn * tn, d: d, d2: d2,
 		a0: w.unwhiten(scaleCols(u, s)), v: v, mode: BiasKeep, keepBias: cloneVec(p.Bias), Converged: true}
-	if w.Note != "" {
+	if w.warn {
 		f.Warnings = append(f.Warnings, w.Note)
 	}
 	return f, nil

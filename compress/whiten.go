@@ -73,7 +73,9 @@ type Whitening struct {
 	// calibration row (dead ReLU units; constant inputs once centred): they
 	// were left out of the whitening and their weights are 0.
 	Dropped int `json:"dropped,omitempty"`
-	// Note says why a ridge or a fallback was needed ("" when not).
+	// Note says why a ridge or a fallback was needed ("" when not); it is
+	// also a layer warning only when the user can act on it (fewer
+	// calibration rows than inputs).
 	Note string `json:"note,omitempty"`
 }
 
@@ -84,6 +86,12 @@ type whitened struct {
 	Whitening
 	b0       *mat.Dense
 	unwhiten func(x *mat.Dense) *mat.Dense
+	// warn marks a Note the user can act on: fewer calibration rows than
+	// inputs (give more). A singular Gram matrix is noted only: the ridge
+	// or the minimum-norm solution handles inputs that lie in a subspace
+	// by construction, such as a LayerNorm's outputs (their features sum to
+	// a constant) or duplicated features.
+	warn bool
 }
 
 // whitenInput is what whiten needs: either the data (z, t) or its
@@ -324,6 +332,7 @@ func withRidgeLadder(relRidge, limit float64, needRidge bool, try func(rel float
 				w.Note = fmt.Sprintf("whitening matrix numerically singular (condition %.3g > %.0e) with relative ridge %g; used %g", first.Cond, limit, relRidge, rel)
 			} else {
 				w.Note = fmt.Sprintf("fewer calibration rows than inputs; used relative ridge %g", rel)
+				w.warn = true
 			}
 			return w, nil
 		}
