@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -582,18 +583,25 @@ func (a *measuredSteps) removed(g []int, w []float64, sigma float64) int {
 }
 
 // matrixTypes returns each layer's matrix type, the groups of
-// AllocSVDLLM2: its name with every run of digits replaced by "#" (the
-// block index of an exported transformer's "/blocks.3/attn/q/MatMul"),
-// and its shape. Unnamed layers (an MLP's) are typed by their shape
-// alone, so an MLP's hidden layers of one width form a group.
+// AllocSVDLLM2: its name with every number that stands alone replaced by
+// "#" (the block index of an exported transformer's
+// "/blocks.3/attn/q/MatMul"; not the 1 of "fc1"), and its shape. Unnamed
+// layers (an MLP's) are typed by their shape alone, so an MLP's hidden
+// layers of one width form a group.
 func matrixTypes(layers []sourceLayer) []string {
 	out := make([]string, len(layers))
 	for j, l := range layers {
 		d, d2 := l.w.Dims()
-		out[j] = fmt.Sprintf("%s %d×%d", digitRuns.ReplaceAllString(l.name, "#"), d, d2)
+		out[j] = fmt.Sprintf("%s %d×%d", indexRuns.ReplaceAllStringFunc(l.name, func(w string) string {
+			if strings.Trim(w, "0123456789") == "" {
+				return "#"
+			}
+			return w
+		}), d, d2)
 	}
 	return out
 }
 
-// digitRuns matches the runs of digits matrixTypes replaces.
-var digitRuns = regexp.MustCompile(`[0-9]+`)
+// indexRuns matches the alphanumeric words with a digit, of which
+// matrixTypes replaces those of digits alone.
+var indexRuns = regexp.MustCompile(`[A-Za-z0-9]*[0-9][A-Za-z0-9]*`)

@@ -314,10 +314,12 @@ func TestMatrixTypes(t *testing.T) {
 		{w: w(8, 8), name: `node "/blocks.0/attn/q/MatMul"`},
 		{w: w(8, 8), name: `node "/blocks.1/attn/q/MatMul"`},
 		{w: w(8, 8), name: `node "/blocks.0/attn/k/MatMul"`},
-		{w: w(8, 16), name: `node "/blocks.12/mlp/fc1/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks.12/mlp/fc1/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks.12/mlp/fc2/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks_7/mlp/fc2/MatMul"`},
 		{w: w(8, 8)}, {w: w(8, 8)}, {w: w(8, 4)},
 	})
-	want := []int{0, 0, 2, 3, 4, 4, 6} // the first layer of each type
+	want := []int{0, 0, 2, 3, 4, 5, 6, 6, 8} // the first layer of each type
 	for i, j := range want {
 		for k := range got {
 			if (got[k] == got[i]) != (want[k] == j) {
