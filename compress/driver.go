@@ -167,7 +167,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 	var pre []*Fit // fits on the original activations, reusable where X̌ = X
 	if mode == modeKeep {
 		res.Budget = int(math.Floor(o.Keep * float64(res.DenseParams)))
-		if ranks, pre, res.Profiles, err = o.allocateRanks(ctx, pr, probs, costs, res.Budget-other, lo); err != nil {
+		if ranks, pre, res.Profiles, err = o.allocateRanks(ctx, pr, probs, matrixTypes(layers), costs, res.Budget-other, lo); err != nil {
 			return err
 		}
 	}
@@ -219,9 +219,10 @@ func originalProblems(ctx context.Context, src layerSource, layers []sourceLayer
 // allocateRanks splits budget over the layers for modeKeep: by
 // measured fits for the measured allocations (returned as pre, to reuse,
 // unless the method's fits depend on the rank; a probe of pr, which
-// reports its profiles, for AllocSensitivity and AllocASVD), else from the
-// spectra.
-func (o *Options) allocateRanks(ctx context.Context, pr prober, probs []Problem, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, profiles []RankProfile, err error) {
+// reports its profiles, for AllocSensitivity and AllocASVD; the
+// theoretical truncation losses and the matrix types for AllocSVDLLM2),
+// else from the spectra.
+func (o *Options) allocateRanks(ctx context.Context, pr prober, probs []Problem, types []string, costs []layerCost, budget int, lo LayerOptions) (ranks []int, pre []*Fit, profiles []RankProfile, err error) {
 	if !o.Allocation.measured() {
 		spectra, err := allocationSpectra(ctx, probs, o.Method, lo)
 		if err != nil {
@@ -235,7 +236,15 @@ func (o *Options) allocateRanks(ctx context.Context, pr prober, probs []Problem,
 		return nil, nil, nil, err
 	}
 	if o.Allocation == AllocSVDLLM2 {
-		ranks, _, err = allocateMeasured(costs, nil, fits, budget, o.Allocation)
+		// The theoretical truncation loss is SVD-LLM's minimum of
+		// ‖XW − XŴ‖_F, whatever method then fits the layers.
+		losses := fits
+		if o.Method != MethodSVDLLM && o.Method != MethodSVDLLM2 {
+			if losses, err = originalFits(ctx, probs, costs, MethodSVDLLM2, lo); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		ranks, _, err = allocateSVDLLM2(costs, losses, types, budget)
 	} else {
 		// Sequential data-driven compression refits the later layers on
 		// the compressed stream; the measurement does too.

@@ -198,6 +198,40 @@ func TestRouteEquivalence(t *testing.T) {
 	}
 }
 
+// SVD-LLM V2's loss-optimized truncation reaches its theoretical
+// truncation loss [WAWSZ25, Alg 1]: ‖XW − XŴ_r‖²_F, measured, is the sum
+// of the squares of the whitened weight's singular values it discards, at
+// every rank, also where XᵀX is singular (a dead input, a repeated column)
+// and a Cholesky factor does not exist.
+func TestSVDLLM2TruncationLoss(t *testing.T) {
+	x, _, w := setup(11)
+	m, _ := x.Dims()
+	for i := 0; i < m; i++ {
+		x.Set(i, 5, 0)
+		x.Set(i, 7, x.At(i, 6))
+	}
+	f, err := FitLayer(Problem{W: w, X: x}, MethodSVDLLM2, LayerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xw mat.Dense
+	xw.Mul(x, w)
+	scale := mat.Norm(&xw, 2) * mat.Norm(&xw, 2)
+	for r := 1; r <= len(f.S); r++ {
+		var diff, e mat.Dense
+		diff.Sub(w, f.Rank(r).Product())
+		e.Mul(x, &diff)
+		got := mat.Norm(&e, 2) * mat.Norm(&e, 2)
+		var tail float64
+		for _, s := range f.S[r:] {
+			tail += s * s
+		}
+		if math.Abs(got-tail) > 1e-9*scale || math.Abs(f.Residual(r)-tail) > 1e-9*scale {
+			t.Fatalf("rank %d: ‖X(W − Ŵ)‖² = %.10g, discarded Σs² = %.10g, Residual %.10g", r, got, tail, f.Residual(r))
+		}
+	}
+}
+
 // topRightVecs returns the top-r right singular vectors of a.
 func topRightVecs(a *mat.Dense, r int) mat.Matrix {
 	_, _, v, err := linalg.ThinSVD(a)

@@ -32,11 +32,13 @@ const (
 	// X̌ = X and the bias kept (asserted equal in the tests); it ignores the
 	// sequential flag. Cost O(md² + d³ + d·d2·min(d, d2)).
 	MethodSVDLLM Method = "svd-llm"
-	// MethodSVDLLM2 is SVD-LLM V2's loss-optimized weight truncation (Wang
-	// et al. 2025, §3.2): two rounds of SVD instead of a Cholesky factor —
-	// H = XᵀX = U_s·Λ·U_sᵀ, then [Λ^½·U_sᵀ·W]_r, then U_s·Λ^-½ — which
-	// reaches the same minimum truncation loss ‖XW − XŴ‖_F as SVD-LLM
-	// without a Cholesky factorization that fails on a singular H.
+	// MethodSVDLLM2 is SVD-LLM V2's loss-optimized weight truncation
+	// [WAWSZ25, Alg 1, TRUNCATE]: two rounds of SVD instead of a Cholesky
+	// factor — H = XᵀX = U_s·Λ·U_sᵀ, then [Λ^½·U_sᵀ·W]_r, then U_s·Λ^-½
+	// (the paper's column convention transposed) — whose loss ‖XW − XŴ‖²_F
+	// is the sum of the discarded singular values squared, the minimum
+	// (TestSVDLLM2TruncationLoss), without a Cholesky factorization that
+	// fails on a singular H.
 	// Eigen-directions with λ ≤ d·ε·λ_max (dead inputs, rank-deficient
 	// calibration data) are left out: the data do not see them, and the
 	// paper's Λ^-½ is undefined there (minimum-norm, as RouteProjection).

@@ -53,20 +53,21 @@ const (
 	// is AllocSensitivity's, so that budgets below 0.1 are reachable.
 	AllocASVD Allocation = "asvd-search"
 	// AllocSVDLLM2 is a baseline: SVD-LLM V2's heterogeneous compression
-	// ratio allocation (Wang et al. 2025, §3.1; with MethodSVDLLM2 the
-	// paper's whole method, docs/compress.md): each layer's theoretical
-	// truncation loss L_i — the method's own calibration loss (Fit.Residual)
-	// at the rank the uniform rule gives it — sets its removed fraction in
-	// proportion to 1/log L_i, so layers that lose more are cut less. SVD-LLM
-	// V2 applies the rule within groups of same-type matrices; an MLP has
-	// one matrix per type, so here all layers form one group, except the
-	// last (the classifier), which stays dense when the budget allows, as
-	// SVD-LLM leaves a language model's output head alone. The paper's
-	// fractions meet the ratio on average; here a common scale of the
-	// removed fractions is found by bisection so that the parameter budget
-	// holds exactly. log L_i is floored at 10⁻⁶ (L_i is a squared error
-	// summed over the calibration rows, so L_i ≤ 1 only for a nearly exact
-	// layer, which the rule then cuts the most).
+	// ratio allocation [WAWSZ25, Alg 1] (with MethodSVDLLM2 the paper's
+	// whole method). The layers are grouped by matrix type (matrixTypes:
+	// the name without its block index, and the shape — an MLP's layers
+	// by shape alone); each group meets the target ratio R, the uniform
+	// rule's, and within it each layer's theoretical truncation loss L_i
+	// at ratio R (SVD-LLM's minimum of ‖XW − XŴ‖_F, whatever the method
+	// then fitting the layers) sets its removed fraction ∝ 1/log L_i, so
+	// that layers losing more are cut less. A layer alone of its type, as
+	// each layer of an MLP of distinct widths, keeps the uniform ratio. The
+	// last layer (the classifier) stays dense when the budget allows, as
+	// SVD-LLM leaves a language model's output head alone. Where the paper
+	// leaves a detail open, relurec's choice (scaleGroup): a group keeps
+	// exactly what the uniform rule gives it, found by bisection of the
+	// common scale of the fractions (the paper's formula up to rank
+	// rounding), and log L_i is floored at 10⁻⁶.
 	AllocSVDLLM2 Allocation = "svd-llm-v2"
 	// AllocAuto is AllocSensitivity where the network's output can be
 	// measured with one layer compressed (an MLP, a graph) and Keep is at

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -250,7 +252,7 @@ func measuredAllocation(ctx context.Context, p *probe, budget int, strategy Allo
 		}
 	}
 	for round := 0; ; round++ {
-		ranks, _, err := allocateMeasured(p.costs, p.curves(), p.fits, budget, strategy)
+		ranks, _, err := allocateMeasured(p.costs, p.curves(), budget, strategy)
 		if err != nil || round == refineRounds {
 			return ranks, err
 		}
@@ -320,35 +322,41 @@ func paramsAt(c layerCost, curve []float64, k int) int {
 	return c.factoredParams(k)
 }
 
-// allocateMeasured splits the budget over layers by one of the measured
-// allocations. curves are from a probe (AllocSensitivity, AllocASVD);
-// fits from originalFits (AllocSVDLLM2). It returns ranks (0 = dense) and
-// the parameter total, never above budget.
-func allocateMeasured(costs []layerCost, curves [][]float64, fits []*Fit, budget int, strategy Allocation) ([]int, int, error) {
-	ranks, dense, total, err := cheapest(costs, budget)
+// allocateMeasured splits the budget over layers by one of the probed
+// allocations (AllocSensitivity, AllocASVD) from the curves of a probe. It
+// returns ranks (0 = dense) and the parameter total, never above budget.
+func allocateMeasured(costs []layerCost, curves [][]float64, budget int, strategy Allocation) ([]int, int, error) {
+	a, ranks, err := newMeasuredSteps(costs, budget)
 	if err != nil {
 		return nil, 0, err
 	}
-	a := &measuredSteps{costs: costs, budget: budget, step: make([]int, len(costs)), dense: dense, total: total}
-	copy(a.step, ranks)
 	switch strategy {
 	case AllocSensitivity:
 		a.greedy(curves)
 	case AllocASVD:
 		a.threshold(curves)
-	case AllocSVDLLM2:
-		if err := a.svdLLM2(fits); err != nil {
-			return nil, 0, err
-		}
 	default:
 		return nil, 0, fmt.Errorf("compress: unknown allocation %q: %w", strategy, ErrInput)
 	}
 	return a.ranks(ranks, strategy)
 }
 
-// measuredSteps is the state of allocateMeasured: per layer its step —
-// 1…len(curve) that rank, len(curve)+1 the dense layer (curveAt) — and
-// whether it stays dense whatever the budget, and the parameter total.
+// newMeasuredSteps starts every layer at its cheapest step (rank 1, or
+// dense where rank 1 does not pay); ranks is the slice a.ranks fills.
+func newMeasuredSteps(costs []layerCost, budget int) (*measuredSteps, []int, error) {
+	ranks, dense, total, err := cheapest(costs, budget)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := &measuredSteps{costs: costs, budget: budget, step: make([]int, len(costs)), dense: dense, total: total}
+	copy(a.step, ranks)
+	return a, ranks, nil
+}
+
+// measuredSteps is the state of allocateMeasured and allocateSVDLLM2: per
+// layer its step — 1…len(curve) that rank, len(curve)+1 the dense layer
+// (curveAt) — and whether it stays dense whatever the budget, and the
+// parameter total.
 type measuredSteps struct {
 	costs  []layerCost
 	budget int
@@ -440,69 +448,121 @@ func (a *measuredSteps) threshold(curves [][]float64) {
 	at(ts[j])
 }
 
-// svdLLM2 is AllocSVDLLM2: removed fractions ∝ 1/log of each layer's
-// truncation loss at its uniform rank (fits), scaled to the budget.
-func (a *measuredSteps) svdLLM2(fits []*Fit) error {
+// allocateSVDLLM2 is AllocSVDLLM2 (see its doc comment): losses[i] is
+// layer i's fit whose Residual is its theoretical truncation loss (a
+// MethodSVDLLM2 or MethodSVDLLM fit), types[i] its matrix type
+// (matrixTypes). It returns ranks (0 = dense) and the parameter total,
+// never above budget.
+func allocateSVDLLM2(costs []layerCost, losses []*Fit, types []string, budget int) ([]int, int, error) {
+	a, ranks, err := newMeasuredSteps(costs, budget)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := a.svdLLM2(losses, types); err != nil {
+		return nil, 0, err
+	}
+	return a.ranks(ranks, AllocSVDLLM2)
+}
+
+// svdLLM2 sets the steps of allocateSVDLLM2: the last layer dense when
+// the budget allows, every other layer at the uniform rule's rank (the
+// target ratio R), then the ratios redistributed within each group of
+// same-type layers (scaleGroup).
+func (a *measuredSteps) svdLLM2(losses []*Fit, types []string) error {
 	costs, n := a.costs, len(a.costs)
-	// SVD-LLM compresses the blocks' matrices, not the output head: the
-	// last layer stays dense when the budget allows.
+	// SVD-LLM compresses the blocks' matrices, not the output head.
 	if last := n - 1; !a.dense[last] && a.total-costs[last].factoredParams(1)+costs[last].dense <= a.budget {
 		a.total += costs[last].dense - costs[last].factoredParams(1)
 		a.dense[last] = true
 	}
-	uni, _, err := allocate(costs, nil, a.budget, AllocUniform)
+	var idx []int
+	var sub []layerCost
+	rest := a.budget
+	for i, c := range costs {
+		if a.dense[i] {
+			rest -= c.dense
+			continue
+		}
+		idx = append(idx, i)
+		sub = append(sub, c)
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	uni, _, err := allocate(sub, nil, rest, AllocUniform)
 	if err != nil {
 		return err
 	}
-	w := make([]float64, n)
-	var sum float64
-	groups := 0
-	for i, f := range fits {
-		if a.dense[i] || f == nil || uni[i] == 0 {
+	var order []string
+	groups := map[string][]int{}
+	for j, i := range idx {
+		if uni[j] == 0 {
+			a.dense[i] = true
 			continue
 		}
-		w[i] = 1 / math.Max(math.Log(f.Residual(uni[i])), 1e-6)
-		sum += w[i]
-		groups++
-	}
-	if groups == 0 {
-		return nil
-	}
-	wmin := math.Inf(1)
-	for i := range w {
-		if w[i] > 0 {
-			w[i] *= float64(groups) / sum
-			wmin = math.Min(wmin, w[i])
+		a.step[i] = uni[j]
+		if losses[i] == nil {
+			continue
 		}
-	}
-	lo, hi := 0.0, 1/wmin
-	if a.removed(w, lo) > a.budget {
-		for it := 0; it < 100 && hi-lo > 1e-12*hi; it++ {
-			mid := (lo + hi) / 2
-			if a.removed(w, mid) <= a.budget {
-				hi = mid
-			} else {
-				lo = mid
-			}
+		if _, ok := groups[types[i]]; !ok {
+			order = append(order, types[i])
 		}
-		lo = hi
+		groups[types[i]] = append(groups[types[i]], i)
 	}
-	a.removed(w, lo)
+	for _, t := range order {
+		a.scaleGroup(groups[t], losses)
+	}
 	return nil
 }
 
-// removed sets every layer with a weight w_i > 0 to remove a fraction
-// σ·w_i of its dense parameters (kept 1 − σ·w_i, as a rank; σ = 1/min w
-// cuts every layer to rank 1) and returns the parameter total.
-func (a *measuredSteps) removed(w []float64, sigma float64) int {
-	tot := 0
-	for i, c := range a.costs {
-		if w[i] == 0 { // kept dense whatever the budget
-			tot += c.dense
-			continue
+// scaleGroup is [WAWSZ25, Alg 1]'s rule within one group g of same-type
+// layers, each at its uniform rank: layer i's theoretical truncation loss
+// there, L_i = √Residual (a Frobenius norm, as the paper's L_min), sets
+// its removed fraction σ·w_i, w_i = 1/log L_i normalised to mean 1 over
+// the group. The paper takes σ = R, the target ratio, which meets it on
+// average over the group; here σ is the smallest scale (bisection) at
+// which the group keeps at most the parameters the uniform rule gives it —
+// the same σ up to rank rounding when no layer is clamped (rank ≥ 1, dense
+// when kept ≥ 1), and the budget holds exactly. log L_i is floored at
+// 10⁻⁶: the paper's formula has no meaning for L_i ≤ 1 (a layer nearly
+// exact at rank R), which the floor cuts the most.
+func (a *measuredSteps) scaleGroup(g []int, losses []*Fit) {
+	w := make([]float64, len(g))
+	budget := 0
+	var sum float64
+	for k, i := range g {
+		budget += a.costs[i].factoredParams(a.step[i])
+		w[k] = 1 / math.Max(math.Log(math.Sqrt(losses[i].Residual(a.step[i]))), 1e-6)
+		sum += w[k]
+	}
+	wmin := math.Inf(1)
+	for k := range w {
+		w[k] *= float64(len(g)) / sum
+		wmin = math.Min(wmin, w[k])
+	}
+	// σ = 0 keeps every layer dense, over the budget; σ = 1/min w cuts
+	// every layer to rank 1, within it (the uniform ranks are ≥ 1).
+	lo, hi := 0.0, 1/wmin
+	for it := 0; it < 100 && hi-lo > 1e-12*hi; it++ {
+		mid := (lo + hi) / 2
+		if a.removed(g, w, mid) <= budget {
+			hi = mid
+		} else {
+			lo = mid
 		}
+	}
+	a.removed(g, w, hi)
+}
+
+// removed sets every layer g[k] to remove a fraction σ·w[k] of its dense
+// parameters (kept 1 − σ·w[k], as a rank) and returns their parameter
+// total.
+func (a *measuredSteps) removed(g []int, w []float64, sigma float64) int {
+	tot := 0
+	for k, i := range g {
+		c := a.costs[i]
 		top := c.maxWorth()
-		kept := 1 - sigma*w[i]
+		kept := 1 - sigma*w[k]
 		r := int(math.Floor((kept*float64(c.dense) - float64(c.fixed)) / float64(c.perRank)))
 		switch {
 		case kept >= 1:
@@ -521,3 +581,27 @@ func (a *measuredSteps) removed(w []float64, sigma float64) int {
 	}
 	return tot
 }
+
+// matrixTypes returns each layer's matrix type, the groups of
+// AllocSVDLLM2: its name with every number that stands alone replaced by
+// "#" (the block index of an exported transformer's
+// "/blocks.3/attn/q/MatMul"; not the 1 of "fc1"), and its shape. Unnamed
+// layers (an MLP's) are typed by their shape alone, so an MLP's hidden
+// layers of one width form a group.
+func matrixTypes(layers []sourceLayer) []string {
+	out := make([]string, len(layers))
+	for j, l := range layers {
+		d, d2 := l.w.Dims()
+		out[j] = fmt.Sprintf("%s %d×%d", indexRuns.ReplaceAllStringFunc(l.name, func(w string) string {
+			if strings.Trim(w, "0123456789") == "" {
+				return "#"
+			}
+			return w
+		}), d, d2)
+	}
+	return out
+}
+
+// indexRuns matches the alphanumeric words with a digit, of which
+// matrixTypes replaces those of digits alone.
+var indexRuns = regexp.MustCompile(`[A-Za-z0-9]*[0-9][A-Za-z0-9]*`)

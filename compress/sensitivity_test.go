@@ -82,7 +82,7 @@ func TestUnknownAllocationRefused(t *testing.T) {
 			t.Errorf("CompressMLP(%q) = %v, want ErrInput", a, err)
 		}
 	}
-	if _, _, err := allocateMeasured([]layerCost{{perRank: 10, dense: 100, maxRank: 5}}, nil, nil, 50, AllocGlobal); !errors.Is(err, ErrInput) {
+	if _, _, err := allocateMeasured([]layerCost{{perRank: 10, dense: 100, maxRank: 5}}, nil, 50, AllocGlobal); !errors.Is(err, ErrInput) {
 		t.Errorf("allocateMeasured(global) = %v, want ErrInput", err)
 	}
 }
@@ -203,8 +203,7 @@ func TestSensitivityFindsTheSensitiveLayer(t *testing.T) {
 	}
 }
 
-// The two baselines' rules, on hand-made measurements: ASVD's common
-// threshold and SVD-LLM V2's 1/log-loss fractions.
+// ASVD's rule on hand-made measurements: a common threshold.
 func TestBaselineRules(t *testing.T) {
 	costs := []layerCost{
 		{perRank: 20, fixed: 10, dense: 110, maxRank: 10},  // worth factoring up to rank 4
@@ -222,7 +221,7 @@ func TestBaselineRules(t *testing.T) {
 		curve(49, func(r int) float64 { return 0.2 * math.Pow(0.9, float64(r)) }),
 	}
 	for _, budget := range []int{60, 300, 700, 1500} {
-		ranks, total, err := allocateMeasured(costs, curves, nil, budget, AllocASVD)
+		ranks, total, err := allocateMeasured(costs, curves, budget, AllocASVD)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,15 +244,128 @@ func TestBaselineRules(t *testing.T) {
 		}
 		t.Logf("asvd-search budget %d: ranks %v, %d parameters, threshold %.4f", budget, ranks, total, th)
 	}
-	// SVD-LLM V2: the layer with the larger truncation loss keeps the
-	// larger fraction of its parameters.
-	fits := []*Fit{{S: []float64{3, 2, 1, 0.5}, Target: 1e6}, {S: []float64{3, 2, 1, 0.5}, Target: 1e2}}
-	big := []layerCost{{perRank: 20, fixed: 10, dense: 2010, maxRank: 50}, {perRank: 20, fixed: 10, dense: 2010, maxRank: 50}}
-	ranks, total, err := allocateMeasured(big, nil, fits, 1200, AllocSVDLLM2)
+}
+
+// SVD-LLM V2's heterogeneous compression ratio allocation [WAWSZ25, Alg 1]
+// on hand-made losses: the classifier stays dense, a layer alone of its
+// type keeps the uniform rank, and within a group of same-type layers the
+// removed fractions are the paper's |G|·R·(1/log L_i)/Σ_j 1/log L_j, the
+// group keeping what the uniform rule gives it.
+func TestSVDLLM2Allocation(t *testing.T) {
+	same := layerCost{perRank: 200, fixed: 100, dense: 10100, maxRank: 100} // 100×100 with a bias
+	costs := []layerCost{same, same, same, same,
+		{perRank: 300, fixed: 100, dense: 20100, maxRank: 100}, // 200×100, alone of its type
+		{perRank: 110, fixed: 10, dense: 1010, maxRank: 10}}    // the classifier
+	types := []string{"q", "q", "q", "k", "fc", "head"}
+	// L_i = √Target (no singular values given): 1/log L_i ∝ 1/(ln L_i²).
+	losses := []float64{1e2, 1e4, 1e8, 1e6, 1e3, 1e3}
+	fits := make([]*Fit, len(losses))
+	for i, l := range losses {
+		fits[i] = &Fit{Target: l}
+	}
+	budget := 30000
+	ranks, total, err := allocateSVDLLM2(costs, fits, types, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total > 1200 || !(ranks[0] > ranks[1]) || total < 1200-2*20 {
-		t.Fatalf("svd-llm-v2: ranks %v, %d parameters of 1200 (the layer losing 1e6 should keep more than the one losing 1e2)", ranks, total)
+	if total > budget || ranks[5] != 0 {
+		t.Fatalf("ranks %v, %d parameters of %d: over the budget or the classifier factored", ranks, total, budget)
 	}
+	// The uniform rule on the budget left by the dense classifier.
+	uni, _, err := allocate(costs[:5], nil, budget-costs[5].dense, AllocUniform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ranks[3] != uni[3] || ranks[4] != uni[4] {
+		t.Fatalf("ranks %v, uniform %v: the layers alone of their type moved", ranks, uni)
+	}
+	kept, group := 0, 0
+	for i := 0; i < 3; i++ {
+		kept += costs[i].factoredParams(ranks[i])
+		group += costs[i].factoredParams(uni[i])
+	}
+	if kept > group || kept < group-3*same.perRank {
+		t.Fatalf("the q group keeps %d parameters, the uniform rule %d", kept, group)
+	}
+	if !(ranks[0] < ranks[1] && ranks[1] < ranks[2]) {
+		t.Fatalf("ranks %v: a larger truncation loss must keep a larger rank", ranks)
+	}
+	// The paper's fractions at the group's target ratio R.
+	r := 1 - float64(group)/float64(3*same.dense)
+	var sum float64
+	for i := 0; i < 3; i++ {
+		sum += 1 / math.Log(math.Sqrt(losses[i]))
+	}
+	for i := 0; i < 3; i++ {
+		removed := 3 * r * (1 / math.Log(math.Sqrt(losses[i]))) / sum
+		want := ((1-removed)*float64(same.dense) - float64(same.fixed)) / float64(same.perRank)
+		if math.Abs(float64(ranks[i])-want) > 2 {
+			t.Errorf("layer %d: rank %d, the paper's fraction %.3f removed gives rank %.2f", i, ranks[i], removed, want)
+		}
+	}
+	t.Logf("ranks %v (uniform %v), %d parameters of %d", ranks, uni, total, budget)
+}
+
+// matrixTypes groups the matrices of one type across blocks: same name but
+// for the block index, and same shape.
+func TestMatrixTypes(t *testing.T) {
+	w := func(d, d2 int) *mat.Dense { return mat.NewDense(d, d2, nil) }
+	got := matrixTypes([]sourceLayer{
+		{w: w(8, 8), name: `node "/blocks.0/attn/q/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks.1/attn/q/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks.0/attn/k/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks.12/mlp/fc1/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks.12/mlp/fc2/MatMul"`},
+		{w: w(8, 8), name: `node "/blocks_7/mlp/fc2/MatMul"`},
+		{w: w(8, 8)}, {w: w(8, 8)}, {w: w(8, 4)},
+	})
+	want := []int{0, 0, 2, 3, 4, 5, 6, 6, 8} // the first layer of each type
+	for i, j := range want {
+		for k := range got {
+			if (got[k] == got[i]) != (want[k] == j) {
+				t.Fatalf("types %q: layers %d and %d", got, i, k)
+			}
+		}
+	}
+}
+
+// AllocSVDLLM2 ranks by the theoretical truncation loss whatever method
+// then fits the layers. In a 40-30-30-30-5 ReLU network whose first layer
+// has 3 live units, the 30×30 layers form a group; the first of them sees
+// rank-3 inputs, so its loss ‖XW − XŴ‖ at the uniform rank is nil and the
+// rule cuts it the most, while its weight error ‖W − Ŵ‖ (MethodSVD's
+// residual) is as large as the other's. The ranks with MethodSVD are those
+// with MethodSVDLLM2.
+func TestSVDLLM2LossIsTheoretical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	sizes := []int{40, 30, 30, 30, 5}
+	net := &nn.MLP{}
+	for i := 0; i+1 < len(sizes); i++ {
+		w := testutil.RandDense(rng, sizes[i+1], sizes[i])
+		act := nn.ReLU
+		if i == 0 {
+			for j := 3; j < sizes[1]; j++ {
+				w.SetRow(j, make([]float64, sizes[0]))
+			}
+		}
+		if i+2 == len(sizes) {
+			act = nn.Identity
+		}
+		net.Layers = append(net.Layers, nn.Layer{Weight: w, Bias: make([]float64, sizes[i+1]), Act: act})
+	}
+	x := testutil.RandDense(rng, 500, sizes[0])
+	ranks := map[Method][]int{}
+	for _, m := range []Method{MethodSVDLLM2, MethodSVD} {
+		res, err := CompressMLP(context.Background(), net, x, Options{Keep: 0.5, Method: m, Allocation: AllocSVDLLM2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range res.Layers {
+			ranks[m] = append(ranks[m], l.Rank)
+		}
+	}
+	if !slices.Equal(ranks[MethodSVD], ranks[MethodSVDLLM2]) || ranks[MethodSVD][1] != 1 || ranks[MethodSVD][2] <= 1 {
+		t.Fatalf("ranks %v", ranks)
+	}
+	t.Logf("ranks %v", ranks[MethodSVD])
 }

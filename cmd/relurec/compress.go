@@ -118,7 +118,10 @@ Allocation of --keep over layers (--allocation):
                about 4× the time of global)
   asvd-search  baseline, ASVD's sensitivity search on the same measurements:
                every layer at the smallest rank under a common error threshold
-  svd-llm-v2   baseline, SVD-LLM V2: removed fractions ∝ 1/log(truncation loss)
+  svd-llm-v2   baseline, SVD-LLM V2: within each group of same-type matrices
+               (same name but the block index, same shape) removed fractions
+               ∝ 1/log(theoretical truncation loss), the group at the uniform
+               ratio; an MLP of distinct widths gets the uniform ratio
                (with --method svd-llm-v2 --fast: the paper's whole method)
 
 Calibration: --calib X.npy (rows are samples; .npy, .npz, .csv or IDX) or
