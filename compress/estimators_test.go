@@ -199,7 +199,7 @@ func TestRouteEquivalence(t *testing.T) {
 }
 
 // SVD-LLM V2's loss-optimized truncation reaches its theoretical
-// truncation loss [WAWSZ25, Alg 1]: ‖XW − XŴ_r‖²_F, measured, is the sum
+// truncation loss [WAWSZ25]: ‖XW − XŴ_r‖²_F, measured, is the sum
 // of the squares of the whitened weight's singular values it discards, at
 // every rank, also where XᵀX is singular (a dead input, a repeated column)
 // and a Cholesky factor does not exist.

@@ -33,7 +33,7 @@ const (
 	// sequential flag. Cost O(md² + d³ + d·d2·min(d, d2)).
 	MethodSVDLLM Method = "svd-llm"
 	// MethodSVDLLM2 is SVD-LLM V2's loss-optimized weight truncation
-	// [WAWSZ25, Alg 1, TRUNCATE]: two rounds of SVD instead of a Cholesky
+	// [WAWSZ25]: two rounds of SVD instead of a Cholesky
 	// factor — H = XᵀX = U_s·Λ·U_sᵀ, then [Λ^½·U_sᵀ·W]_r, then U_s·Λ^-½
 	// (the paper's column convention transposed) — whose loss ‖XW − XŴ‖²_F
 	// is the sum of the discarded singular values squared, the minimum

@@ -78,7 +78,7 @@ func fitSVDLLM(p Problem, o LayerOptions) (*Fit, error) {
 }
 
 // fitSVDLLM2 is SVD-LLM V2's two-round SVD truncation (MethodSVDLLM2),
-// written as [WAWSZ25, Alg 1] does: an eigendecomposition (the SVD of the
+// written as [WAWSZ25] does: an eigendecomposition (the SVD of the
 // symmetric XᵀX) for the whitening, an SVD of the whitened weight.
 func fitSVDLLM2(p Problem) (*Fit, error) {
 	d, d2 := p.W.Dims()

@@ -53,7 +53,7 @@ const (
 	// is AllocSensitivity's, so that budgets below 0.1 are reachable.
 	AllocASVD Allocation = "asvd-search"
 	// AllocSVDLLM2 is a baseline: SVD-LLM V2's heterogeneous compression
-	// ratio allocation [WAWSZ25, Alg 1] (with MethodSVDLLM2 the paper's
+	// ratio allocation [WAWSZ25] (with MethodSVDLLM2 the paper's
 	// whole method). The layers are grouped by matrix type (matrixTypes:
 	// the name without its block index, and the shape — an MLP's layers
 	// by shape alone); each group meets the target ratio R, the uniform

@@ -515,7 +515,7 @@ func (a *measuredSteps) svdLLM2(losses []*Fit, types []string) error {
 	return nil
 }
 
-// scaleGroup is [WAWSZ25, Alg 1]'s rule within one group g of same-type
+// scaleGroup is [WAWSZ25]'s rule within one group g of same-type
 // layers, each at its uniform rank: layer i's theoretical truncation loss
 // there, L_i = √Residual (a Frobenius norm, as the paper's L_min), sets
 // its removed fraction σ·w_i, w_i = 1/log L_i normalised to mean 1 over

@@ -246,7 +246,7 @@ func TestBaselineRules(t *testing.T) {
 	}
 }
 
-// SVD-LLM V2's heterogeneous compression ratio allocation [WAWSZ25, Alg 1]
+// SVD-LLM V2's heterogeneous compression ratio allocation [WAWSZ25]
 // on hand-made losses: the classifier stays dense, a layer alone of its
 // type keeps the uniform rank, and within a group of same-type layers the
 // removed fractions are the paper's |G|·R·(1/log L_i)/Σ_j 1/log L_j, the
