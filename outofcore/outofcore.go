@@ -4,7 +4,7 @@
 // not all of them: docs/twolayer.md), the second streams every row through
 // the fitted network for the residual certificate ‖Y − f(X)‖_F/‖Y‖_F, a
 // sum over rows. An exact answer is therefore certified on all the data
-// while only the sample and one block of rows are held (docs/scale.md).
+// while only the sample and two blocks of rows are held (docs/scale.md).
 package outofcore
 
 import (
@@ -38,14 +38,16 @@ type Pair struct {
 	X, Y Source
 	// XName and YName name the arrays in messages ("X", "Y" when empty).
 	XName, YName string
-	// Block is the rows read at a time (0: blockRows).
+	// Block is the rows read at a time (0: blockRows of the pair's width).
 	Block int
 }
 
-// blockRows is the default block: 16384 rows of d + m = 200 float64 values
-// are 26 MB, large enough that the reads and the forward pass run at
-// their streaming speed.
-const blockRows = 16384
+// blockRows is the default block for rows of cols values: 32 MB of float64
+// (16384 rows of d + m = 200 are 26 MB), large enough that the reads and
+// the forward pass run at their streaming speed, and small enough that two
+// blocks of a wide pair do not crowd the memory budget; between 16 and
+// 16384 rows.
+func blockRows(cols int) int { return min(16384, max(16, (32<<20)/(8*max(cols, 1)))) }
 
 // Rows returns the number of rows, after checking that X and Y agree.
 func (p Pair) Rows() (int, error) {
@@ -79,7 +81,7 @@ func (p Pair) pass(ctx context.Context, progress func(done, total int), each fun
 	if err := p.Y.Rewind(); err != nil {
 		return err
 	}
-	block := min(n, cmp.Or(max(p.Block, 0), blockRows))
+	block := min(n, cmp.Or(max(p.Block, 0), blockRows(d+m)))
 	// Two pairs of buffers go round: the reader fills one while each reads
 	// the other.
 	type filled struct {

@@ -130,3 +130,12 @@ func TestSampleSize(t *testing.T) {
 		t.Fatalf("err = %v; want an input error naming --max-memory", err)
 	}
 }
+
+// The default block holds 32 MB of a pair's rows, between 16 and 16384.
+func TestBlockRows(t *testing.T) {
+	for _, c := range []struct{ cols, want int }{{200, 16384}, {1000, 4194}, {1 << 22, 16}} {
+		if got := blockRows(c.cols); got != c.want {
+			t.Errorf("blockRows(%d) = %d, want %d", c.cols, got, c.want)
+		}
+	}
+}
