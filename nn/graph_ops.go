@@ -368,35 +368,52 @@ func broadcast(op string, a, b value) (value, error) {
 
 // repeated sets dst[i] = f(x[i], r[i mod len(r)]) (f(r[…], x[i]) when
 // swapped), in blocks of len(r) with the arithmetic operators inlined:
-// the bias adds and scalings of every layer.
+// the bias adds and scalings of every layer. The operator is chosen once,
+// not per block: with a scalar r (attention's 1/√d, a GELU's 0.5) a block
+// is one element.
 func repeated(op string, f func(x, y float64) float64, dst, x, r []float64, swapped bool) {
+	if swapped && (op == "Sub" || op == "Div") {
+		op = "" // not commutative: f(r, x) below
+	}
 	m := len(r)
-	for base := 0; base < len(x); base += m {
-		d, xs := dst[base:base+m], x[base:base+m]
-		switch {
-		case op == "Add":
+	switch op {
+	case "Add":
+		for base := 0; base < len(x); base += m {
+			d, xs := dst[base:base+m], x[base:base+m]
 			for i, v := range xs {
 				d[i] = v + r[i]
 			}
-		case op == "Mul":
+		}
+	case "Mul":
+		for base := 0; base < len(x); base += m {
+			d, xs := dst[base:base+m], x[base:base+m]
 			for i, v := range xs {
 				d[i] = v * r[i]
 			}
-		case op == "Sub" && !swapped:
+		}
+	case "Sub":
+		for base := 0; base < len(x); base += m {
+			d, xs := dst[base:base+m], x[base:base+m]
 			for i, v := range xs {
 				d[i] = v - r[i]
 			}
-		case op == "Div" && !swapped:
+		}
+	case "Div":
+		for base := 0; base < len(x); base += m {
+			d, xs := dst[base:base+m], x[base:base+m]
 			for i, v := range xs {
 				d[i] = v / r[i]
 			}
-		case swapped:
+		}
+	default:
+		for base := 0; base < len(x); base += m {
+			d, xs := dst[base:base+m], x[base:base+m]
 			for i, v := range xs {
-				d[i] = f(r[i], v)
-			}
-		default:
-			for i, v := range xs {
-				d[i] = f(v, r[i])
+				if swapped {
+					d[i] = f(r[i], v)
+				} else {
+					d[i] = f(v, r[i])
+				}
 			}
 		}
 	}
