@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -39,7 +40,7 @@ type DistillOptions struct {
 	// Objective is nn.DistillOptions.Objective: "softmax" or "logits"
 	// (the squared error of the outputs). Default "softmax" for an MLP and
 	// "logits" for a graph, whose outputs need not be class logits.
-	Objective string
+	Objective nn.DistillObjective
 	// BatchSize; default 128.
 	BatchSize int
 	// HoldoutFraction of the calibration rows, the last ones, is kept out
@@ -91,11 +92,8 @@ func (o DistillOptions) withDefaults() DistillOptions {
 }
 
 // objectiveName is DistillOptions.Objective with the default spelled out.
-func objectiveName(o string) string {
-	if o == "" {
-		return "softmax"
-	}
-	return o
+func objectiveName(o nn.DistillObjective) string {
+	return string(cmp.Or(o, nn.ObjectiveSoftmax))
 }
 
 // validate checks the options that do not need the data.

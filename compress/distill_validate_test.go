@@ -3,6 +3,8 @@ package compress
 import (
 	"errors"
 	"testing"
+
+	"github.com/relurec/relurec/nn"
 )
 
 // A misspelt distillation objective is refused by Validate, before the
@@ -12,7 +14,7 @@ func TestValidateRefusesUnknownObjective(t *testing.T) {
 	if err := (DistillOptions{Epochs: 1, Objective: "logit"}).withDefaults().validate(); !errors.Is(err, ErrInput) {
 		t.Fatalf("objective \"logit\": %v, want ErrInput", err)
 	}
-	for _, ok := range []string{"", "softmax", "logits"} {
+	for _, ok := range []nn.DistillObjective{"", nn.ObjectiveSoftmax, nn.ObjectiveLogits} {
 		if err := (DistillOptions{Epochs: 1, Objective: ok}).withDefaults().validate(); err != nil {
 			t.Errorf("objective %q: %v", ok, err)
 		}

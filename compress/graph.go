@@ -207,7 +207,7 @@ func (s *graphSource) distill(ctx context.Context, o DistillOptions, progress fu
 		return nil, nil // every weight kept as it was
 	}
 	if o.Objective == "" {
-		o.Objective = "logits"
+		o.Objective = nn.ObjectiveLogits
 	}
 	for _, l := range s.ls {
 		l.balance()

@@ -159,7 +159,7 @@ func TestDistillObjectives(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		floats.AddConst(3, shifted.RawRowView(i))
 	}
-	for _, name := range []string{"softmax", "logits"} {
+	for _, name := range []DistillObjective{ObjectiveSoftmax, ObjectiveLogits} {
 		obj, err := DistillOptions{Temperature: 2, Objective: name}.objective()
 		if err != nil {
 			t.Fatal(err)

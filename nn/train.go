@@ -539,13 +539,13 @@ type DistillOptions struct {
 	// knowledge in a neural network"). Default 1. A large T approaches
 	// matching the logits themselves (their mean-centred squared error).
 	Temperature float64
-	// Objective is what is matched: "softmax" (default) the tempered
+	// Objective is what is matched: ObjectiveSoftmax (default) the tempered
 	// softmax, by T²·KL as above, with each row's mean logit held at the
 	// teacher's by ½(z̄ − t̄)² (the divergence ignores a shift of a whole
 	// row, and without the term the logits drift away from the teacher's
-	// while the predictions get closer); "logits" the logits themselves, by
+	// while the predictions get closer); ObjectiveLogits the logits themselves, by
 	// the mean of ½‖z − t‖² (logit regression, Ba & Caruana 2014).
-	Objective string
+	Objective DistillObjective
 	// Holdout and HoldoutTeacher, if set, are inputs and their teacher
 	// logits kept out of training. The divergence on them is measured
 	// before training and after every epoch (EpochStats.HoldoutLoss), and
@@ -625,6 +625,15 @@ func distill(ctx context.Context, fn string, m trainable, x, teacher *mat.Dense,
 	return res, err
 }
 
+// DistillObjective names what distillation matches (DistillOptions.Objective).
+type DistillObjective string
+
+// The distillation objectives; "" is ObjectiveSoftmax.
+const (
+	ObjectiveSoftmax DistillObjective = "softmax"
+	ObjectiveLogits  DistillObjective = "logits"
+)
+
 // distillObjective is what Distill matches: targets turns teacher logits
 // into the rows loss compares the student's logits with.
 type distillObjective struct {
@@ -635,17 +644,17 @@ type distillObjective struct {
 // CheckDistillObjective returns the error Distill gives for
 // DistillOptions.Objective = name, nil for a valid one: callers check it
 // before work that precedes the distillation.
-func CheckDistillObjective(name string) error {
+func CheckDistillObjective(name DistillObjective) error {
 	_, err := DistillOptions{Objective: name, Temperature: 1}.objective()
 	return err
 }
 
 func (opt DistillOptions) objective() (distillObjective, error) {
 	switch opt.Objective {
-	case "", "softmax":
+	case "", ObjectiveSoftmax:
 		return distillObjective{targets: func(t *mat.Dense) *mat.Dense { return softTargetsAndMeans(t, opt.Temperature) },
 			loss: func(z, pm *mat.Dense, g *mat.Dense) float64 { return softmaxAndMeanLoss(z, pm, opt.Temperature, g) }}, nil
-	case "logits":
+	case ObjectiveLogits:
 		return distillObjective{targets: func(t *mat.Dense) *mat.Dense { return t }, loss: LogitSquaredError}, nil
 	}
 	return distillObjective{}, fmt.Errorf("nn: Distill: Objective must be \"softmax\" or \"logits\", got %q: %w", opt.Objective, ErrInput)
