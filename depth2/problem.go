@@ -224,20 +224,7 @@ func (r *rowNet) hidden(x, h []float64) {
 	d := r.d
 	x = x[:d]
 	for i := range h {
-		w := r.w[i*d : (i+1)*d]
-		w = w[:len(x)]
-		var s0, s1, s2, s3 float64
-		j := 0
-		for ; j+4 <= len(x); j += 4 {
-			s0 += w[j] * x[j]
-			s1 += w[j+1] * x[j+1]
-			s2 += w[j+2] * x[j+2]
-			s3 += w[j+3] * x[j+3]
-		}
-		for ; j < len(x); j++ {
-			s0 += w[j] * x[j]
-		}
-		h[i] = max((s0+s1)+(s2+s3)+r.b[i], 0)
+		h[i] = max(vec.Dot4(x, r.w[i*d:(i+1)*d])+r.b[i], 0)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -727,13 +728,8 @@ func nearestRow(Vhat *mat.Dense, z []float64) (int, int) {
 	return bestJ, bestS
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
+// dot is vec.Dot, the in-order sum every route's bits depend on.
+func dot(a, b []float64) float64 { return vec.Dot(a, b) }
 
 // smallest returns the indices of the t smallest values of sign·vals, most
 // negative first. It partitions by quickselect (expected O(n)) and sorts only

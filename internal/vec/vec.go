@@ -17,8 +17,9 @@ func Dot(a, b []float64) float64 {
 
 // Dot4 is Σ a[i]·b[i] over the indices of a (b at least as long) in four
 // interleaved partial sums, added as (s0+s1)+(s2+s3): the additions of one
-// sum wait on each other, four run side by side, so long products take
-// about half of Dot's time (linalg.CholeskyInPlace at p = 200: 1.4–1.8×).
+// sum wait on each other, four run side by side: on 200 entries (a row of
+// linalg.CholeskyInPlace at p = 200) 85–89 ns against Dot's 112–116 ns
+// (BenchmarkDot, one core).
 // Its bits differ from Dot's; each caller keeps to one of the two.
 func Dot4(a, b []float64) float64 {
 	b = b[:len(a)]

@@ -31,3 +31,24 @@ func TestDot4(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDot compares the in-order sum with Dot4's four partial sums on
+// a row prefix of the length linalg.CholeskyInPlace sees at p = 200.
+func BenchmarkDot(b *testing.B) {
+	x := make([]float64, 200)
+	for i := range x {
+		x[i] = float64(i%7) - 3
+	}
+	var sink float64
+	b.Run("Dot", func(b *testing.B) {
+		for b.Loop() {
+			sink += Dot(x, x)
+		}
+	})
+	b.Run("Dot4", func(b *testing.B) {
+		for b.Loop() {
+			sink += Dot4(x, x)
+		}
+	})
+	_ = sink
+}
