@@ -279,9 +279,8 @@ func (g *Graph) movedGrad(n *GraphNode, ins []value, gys [][]float64, need []boo
 // sourceIndex returns, for each value of a tensor of a's shape broadcast to
 // shape, the index of the value of a it repeats.
 func sourceIndex(a value, shape []int) ([]int, error) {
-	n, m := numel(shape), numel(a.shape)
-	if full := padShape(a.shape, max(len(a.shape), len(shape))); len(full) == len(shape) && m > 0 && suffixOf(full, shape) {
-		// a repeats over the leading axes (or is the whole tensor).
+	n := numel(shape)
+	if m, ok := period(a, shape); ok {
 		out := make([]int, n)
 		for i, j := 0, 0; i < n; i++ {
 			out[i] = j
@@ -306,9 +305,26 @@ func sourceIndex(a value, shape []int) ([]int, error) {
 	return out, nil
 }
 
+// period reports whether a, broadcast to shape, repeats its m values over
+// the leading axes (a bias, a scalar, or the whole tensor when m is the
+// size of shape), and m.
+func period(a value, shape []int) (int, bool) {
+	m := numel(a.shape)
+	full := padShape(a.shape, max(len(a.shape), len(shape)))
+	return m, len(full) == len(shape) && m > 0 && suffixOf(full, shape)
+}
+
 // binaryGrad is the rule of the broadcast arithmetic y = a op b: each
 // output value's gradient goes to the values of a and b it came from.
 func binaryGrad(op string, a, b, y value, gy []float64, need []bool, gx [][]float64) error {
+	if op == "Add" || op == "Sub" || op == "Mul" {
+		ma, okA := period(a, y.shape)
+		mb, okB := period(b, y.shape)
+		if okA && okB {
+			periodicGrad(op, a.data, b.data, ma, mb, gy, need, gx)
+			return nil
+		}
+	}
 	ia, err := sourceIndex(a, y.shape)
 	if err != nil {
 		return err
@@ -359,6 +375,47 @@ func binaryGrad(op string, a, b, y value, gy []float64, need []bool, gx [][]floa
 	return nil
 }
 
+// periodicGrad is binaryGrad's rule for Add, Sub and Mul when a and b
+// repeat with periods ma and mb (period): the value i of y came from
+// a[i mod ma] and b[i mod mb], so no index tables are built — the bias
+// adds, residual sums and scalings of every transformer block.
+func periodicGrad(op string, a, b []float64, ma, mb int, gy []float64, need []bool, gx [][]float64) {
+	for k, m := range []int{ma, mb} {
+		if !need[k] {
+			continue
+		}
+		g := make([]float64, m)
+		gx[k] = g
+		other, mo := b, mb
+		if k == 1 {
+			other, mo = a, ma
+		}
+		sign := 1.0
+		if op == "Sub" && k == 1 {
+			sign = -1
+		}
+		j, jo := 0, 0
+		if op == "Mul" {
+			for _, v := range gy {
+				g[j] += v * other[jo]
+				if j++; j == m {
+					j = 0
+				}
+				if jo++; jo == mo {
+					jo = 0
+				}
+			}
+			continue
+		}
+		for _, v := range gy {
+			g[j] += sign * v
+			if j++; j == m {
+				j = 0
+			}
+		}
+	}
+}
+
 // matmulGrad is the rule of MatMul (numpy's matmul, leading axes
 // broadcast): ∂a = ∂y·bᵀ and ∂b = aᵀ·∂y per matrix, added up where a
 // matrix was broadcast.
@@ -384,33 +441,32 @@ func matmulGrad(a, b value, gy []float64, needA, needB bool) (ga, gb []float64) 
 	if numel(bs[:len(bs)-2]) == 1 && numel(lead) == numel(as[:len(as)-2]) {
 		// A product by one matrix: all rows of a at once.
 		rows := len(a.data) / k
-		g := mat.NewDense(rows, n, gy)
 		if needA {
-			mat.NewDense(rows, k, ga).Mul(g, mat.NewDense(k, n, b.data).T())
+			mul(ga, gy, false, b.data, true, rows, n, k)
 		}
 		if needB {
-			mat.NewDense(k, n, gb).Mul(mat.NewDense(rows, k, a.data).T(), g)
+			mul(gb, a.data, true, gy, false, k, rows, n)
 		}
 		return ga, gb
 	}
 	pa, pb := padShape(as[:len(as)-2], len(lead)), padShape(bs[:len(bs)-2], len(lead))
 	sa, sb := bstrides(pa, lead), bstrides(pb, lead)
 	idx := make([]int, len(lead))
-	ta, tb := mat.NewDense(m, k, nil), mat.NewDense(k, n, nil)
+	ta, tb := make([]float64, m*k), make([]float64, k*n)
 	for o := 0; o < numel(lead); o++ {
 		ia, ib := 0, 0
 		for d := range idx {
 			ia += idx[d] * sa[d]
 			ib += idx[d] * sb[d]
 		}
-		g := mat.NewDense(m, n, gy[o*m*n:(o+1)*m*n])
+		g := gy[o*m*n : (o+1)*m*n]
 		if needA {
-			ta.Mul(g, mat.NewDense(k, n, b.data[ib*k*n:(ib+1)*k*n]).T())
-			addTo(ga[ia*m*k:(ia+1)*m*k], ta.RawMatrix().Data)
+			mul(ta, g, false, b.data[ib*k*n:(ib+1)*k*n], true, m, n, k)
+			addTo(ga[ia*m*k:(ia+1)*m*k], ta)
 		}
 		if needB {
-			tb.Mul(mat.NewDense(m, k, a.data[ia*m*k:(ia+1)*m*k]).T(), g)
-			addTo(gb[ib*k*n:(ib+1)*k*n], tb.RawMatrix().Data)
+			mul(tb, a.data[ia*m*k:(ia+1)*m*k], true, g, false, k, m, n)
+			addTo(gb[ib*k*n:(ib+1)*k*n], tb)
 		}
 		next(idx, lead)
 	}
@@ -429,36 +485,40 @@ func gemmGrad(n *GraphNode, ins []value, gy []float64, need []bool, gx [][]float
 	a, b := ins[0], ins[1]
 	ta, tb := n.attrInt("transA", 0) != 0, n.attrInt("transB", 0) != 0
 	alpha := n.attrFloat("alpha", 1)
-	am, bm := mat.NewDense(a.shape[0], a.shape[1], a.data), mat.NewDense(b.shape[0], b.shape[1], b.data)
-	var opA, opB mat.Matrix = am, bm
+	// op(A) is rows×inner, op(B) inner×cols, ∂op(A) = alpha·∂Y·op(B)ᵀ and
+	// ∂op(B) = alpha·op(A)ᵀ·∂Y, each written in A's or B's stored layout.
+	rows, inner := a.shape[0], a.shape[1]
 	if ta {
-		opA = am.T()
+		rows, inner = inner, rows
 	}
+	cols := b.shape[1]
 	if tb {
-		opB = bm.T()
+		cols = b.shape[0]
 	}
-	rows, _ := opA.Dims()
-	_, cols := opB.Dims()
-	g := mat.NewDense(rows, cols, gy)
+	scale := func(v []float64) {
+		if alpha != 1 {
+			for i := range v {
+				v[i] *= alpha
+			}
+		}
+	}
 	if need[0] {
 		gx[0] = make([]float64, len(a.data))
-		d := mat.NewDense(a.shape[0], a.shape[1], gx[0])
 		if ta {
-			d.Mul(opB, g.T())
+			mul(gx[0], b.data, tb, gy, true, inner, cols, rows)
 		} else {
-			d.Mul(g, opB.T())
+			mul(gx[0], gy, false, b.data, !tb, rows, cols, inner)
 		}
-		d.Scale(alpha, d)
+		scale(gx[0])
 	}
 	if need[1] {
 		gx[1] = make([]float64, len(b.data))
-		d := mat.NewDense(b.shape[0], b.shape[1], gx[1])
 		if tb {
-			d.Mul(g.T(), opA)
+			mul(gx[1], gy, true, a.data, ta, cols, rows, inner)
 		} else {
-			d.Mul(opA.T(), g)
+			mul(gx[1], a.data, !ta, gy, false, inner, rows, cols)
 		}
-		d.Scale(alpha, d)
+		scale(gx[1])
 	}
 	if len(ins) > 2 && need[2] {
 		c := ins[2]

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/mat"
 )
 
 // The operators of Graph, in float64 on row-major values, with ONNX's
@@ -221,8 +219,7 @@ func matmul(a, b value) (value, error) {
 	}
 	if numel(bs[:len(bs)-2]) == 1 && numel(lead) == numel(as[:len(as)-2]) {
 		// A product by one matrix: all rows of a at once.
-		rows := len(a.data) / k
-		mat.NewDense(rows, n, y.data).Mul(mat.NewDense(rows, k, a.data), mat.NewDense(k, n, b.data))
+		mul(y.data, a.data, false, b.data, false, len(a.data)/k, k, n)
 		return y, nil
 	}
 	pa, pb := padShape(as[:len(as)-2], len(lead)), padShape(bs[:len(bs)-2], len(lead))
@@ -234,8 +231,7 @@ func matmul(a, b value) (value, error) {
 			ia += idx[d] * sa[d]
 			ib += idx[d] * sb[d]
 		}
-		ym := mat.NewDense(m, n, y.data[o*m*n:(o+1)*m*n])
-		ym.Mul(mat.NewDense(m, k, a.data[ia*m*k:(ia+1)*m*k]), mat.NewDense(k, n, b.data[ib*k*n:(ib+1)*k*n]))
+		mul(y.data[o*m*n:(o+1)*m*n], a.data[ia*m*k:(ia+1)*m*k], false, b.data[ib*k*n:(ib+1)*k*n], false, m, k, n)
 		next(idx, lead)
 	}
 	return y, nil
@@ -298,15 +294,11 @@ func matmulRows(a value, w []float64, r, c int, tw bool, alpha float64) value {
 	if rows == 0 || k == 0 || outC == 0 {
 		return y
 	}
-	wm := mat.NewDense(r, c, w)
-	var wt mat.Matrix = wm
-	if tw {
-		wt = wm.T()
-	}
-	ym := mat.NewDense(rows, outC, y.data)
-	ym.Mul(mat.NewDense(rows, k, a.data), wt)
+	mul(y.data, a.data, false, w, tw, rows, k, outC)
 	if alpha != 1 {
-		ym.Scale(alpha, ym)
+		for i := range y.data {
+			y.data[i] *= alpha
+		}
 	}
 	return y
 }
@@ -376,6 +368,10 @@ func repeated(op string, f func(x, y float64) float64, dst, x, r []float64, swap
 		op = "" // not commutative: f(r, x) below
 	}
 	m := len(r)
+	if m == 1 && (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
+		repeatedScalar(op, dst, x, r[0]) // one loop, not a block per element
+		return
+	}
 	switch op {
 	case "Add":
 		for base := 0; base < len(x); base += m {
@@ -415,6 +411,28 @@ func repeated(op string, f func(x, y float64) float64, dst, x, r []float64, swap
 					d[i] = f(v, r[i])
 				}
 			}
+		}
+	}
+}
+
+// repeatedScalar sets dst[i] = x[i] op r for the arithmetic operators.
+func repeatedScalar(op string, dst, x []float64, r float64) {
+	switch op {
+	case "Add":
+		for i, v := range x {
+			dst[i] = v + r
+		}
+	case "Mul":
+		for i, v := range x {
+			dst[i] = v * r
+		}
+	case "Sub":
+		for i, v := range x {
+			dst[i] = v - r
+		}
+	case "Div":
+		for i, v := range x {
+			dst[i] = v / r
 		}
 	}
 }
