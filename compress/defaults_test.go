@@ -107,3 +107,20 @@ func TestDeadUnitsCompressWithoutWarnings(t *testing.T) {
 		}
 	}
 }
+
+// CanProbe, which the command uses to say the allocation it will run,
+// answers as the compression driver does: whether the network's layer
+// source measures output errors (prober).
+func TestCanProbeMatchesSources(t *testing.T) {
+	net, _, _ := teacher(21)
+	cnn := tinyCNN(rand.New(rand.NewPCG(4, 5)), 6, 0)
+	g := &nn.Graph{}
+	for _, c := range []struct {
+		net nn.Network
+		src layerSource
+	}{{net, &mlpSource{net: net}}, {cnn, &cnnSource{net: cnn}}, {g, &graphSource{g: g}}} {
+		if _, ok := c.src.(prober); ok != CanProbe(c.net) {
+			t.Errorf("%T: the source probes: %v, CanProbe: %v", c.net, ok, CanProbe(c.net))
+		}
+	}
+}

@@ -122,3 +122,69 @@ func MatmulSpeed(net *nn.MLP) float64 {
 	}
 	return float64(n) * 1024 * float64(in) * float64(out) / time.Since(start).Seconds()
 }
+
+// Graph stage throughputs relative to GraphSpeed (a forward pass of the
+// graph itself): the layer fits' linear algebra on up to GraphRows rows,
+// the forward passes of the sequential fit and of the probes, and the
+// distillation's forward and backward passes (counted as three forward
+// passes). Set from the Fashion-MNIST ViT of docs/compress.md (keep 0.5
+// default, keep 0.5 with --distill 10, keep 0.3 with the sensitivity
+// allocation and --distill 10) on the 2-core machine.
+const (
+	effGraphFit     = 0.5
+	effGraphForward = 0.7
+	effGraphDistill = 0.8
+)
+
+// EstimateGraph estimates CompressGraph's cost on g with n calibration
+// samples under o on a machine running speed multiply-adds per second
+// through g's forward pass (GraphSpeed). Every forward pass is counted
+// at the dense graph's multiply-adds, so it errs long.
+func EstimateGraph(g *nn.Graph, n int, o Options, speed float64) Cost {
+	var c Cost
+	ns, madds := float64(n), float64(g.MultiplyAdds())
+	keep := o.Keep
+	if keep == 0 {
+		keep = 0.5
+	}
+	alloc := o.Allocation.Resolve(true, keep)
+	layers := graphLayers(g)
+	var fit float64
+	forward := ns * madds // the original graph's activations
+	if o.Sequential {
+		forward *= 2 // and the rewritten graph's, one run resumed layer by layer (nn.GraphRun)
+	}
+	for _, l := range layers {
+		d2, d := l.w.Dims() // w is in × out
+		a, b := float64(d2), float64(d)
+		fit += GraphRows*a*(a+2*b) + 5*math.Min(a, b)*b*b
+		if alloc.probes() {
+			c.Sensitivity += float64(gridSize(int(math.Min(a, b)))+4) * math.Min(ns, GraphProbeSamples) * madds
+		}
+	}
+	c.Fit = fit + forward
+	dense := g.NumParams()
+	if o.Distill.applies(int(keep*float64(dense)), dense) {
+		c.Distill = float64(o.Distill.Epochs) * ns * 3 * madds
+	}
+	c.Seconds = (fit/effGraphFit + forward/effGraphForward + c.Sensitivity/effGraphForward + c.Distill/effGraphDistill) / speed
+	return c
+}
+
+// GraphSpeed runs 512 samples through g for at least 0.25 s and returns
+// multiply-adds per second, this machine's speed on g under its current
+// load, for EstimateGraph.
+func GraphSpeed(g *nn.Graph) float64 {
+	x := mat.NewDense(512, g.In(), nil)
+	raw := x.RawMatrix().Data
+	for i := range raw {
+		raw[i] = float64(i%7)/7 - 0.5
+	}
+	start := time.Now()
+	n := 0
+	for n == 0 || time.Since(start) < 250*time.Millisecond {
+		g.Forward(x)
+		n++
+	}
+	return float64(n) * 512 * float64(g.MultiplyAdds()) / time.Since(start).Seconds()
+}

@@ -2,6 +2,7 @@ package compress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -111,7 +113,10 @@ type graphSource struct {
 	xs []*mat.Dense
 	// same reports that the rewritten graph still computes the original
 	// inputs.
-	same    bool
+	same bool
+	// run is the rewritten graph's run over x0, paused at the last layer
+	// whose inputs were read from it (nn.GraphRun).
+	run     *nn.GraphRun
 	modules []GraphModule
 	out     *nn.Graph
 }
@@ -163,6 +168,24 @@ func (s *graphSource) input(j int, fit bool) (*mat.Dense, error) {
 	}
 	l := s.ls[j]
 	cur, index := buildGraph(s.g, s.ls)
+	if s.run == nil {
+		// The first layer whose inputs changed: a run of the rewritten
+		// graph starts, and each later layer resumes it where it paused.
+		// When the values of all samples do not fit the memory budget,
+		// every layer runs the graph from its start instead.
+		run, err := cur.Start(s.x0)
+		if err != nil && !errors.Is(err, dataio.ErrTooLarge) {
+			return nil, fmt.Errorf("compress: %w", err)
+		}
+		s.run = run
+	}
+	if s.run != nil {
+		x, err := s.run.Advance(cur, index[l.node], func(int) []int { return l.rows })
+		if err != nil {
+			return nil, fmt.Errorf("compress: %w", err)
+		}
+		return x, nil
+	}
 	one, err := cur.InputRows(s.x0, []int{index[l.node]}, func(int, int) []int { return l.rows })
 	if err != nil {
 		return nil, fmt.Errorf("compress: %w", err)

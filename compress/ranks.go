@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
 )
 
 // Allocation strategies for a global parameter budget (Options.Keep).
@@ -94,6 +96,17 @@ func (a Allocation) Resolve(probe bool, keep float64) Allocation {
 		return AllocSensitivity
 	}
 	return AllocGlobal
+}
+
+// CanProbe reports whether the measured allocations (sensitivity, asvd)
+// can run on net: an MLP or a graph, whose output error is measured with
+// one layer compressed at a time. AllocAuto chooses them only there.
+func CanProbe(net nn.Network) bool {
+	switch net.(type) {
+	case *nn.MLP, *nn.Graph:
+		return true
+	}
+	return false
 }
 
 // Allocations lists the allocation names, in the order the docs present

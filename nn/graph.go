@@ -569,8 +569,6 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 	}
 	out := make([]*mat.Dense, len(nodes))
 	rows := make([][]int, len(nodes))
-	next := make([]int, len(nodes)) // next position in rows[j]
-	filled := make([]int, len(nodes))
 	step := g.batchRows()
 	for r0 := 0; r0 < n; r0 += step {
 		r1 := min(r0+step, n)
@@ -586,13 +584,9 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 					}
 				}()
 			}
-			a := ins[0]
-			if ax := g.sampleAxis[i]; ax > 0 {
-				perm := append([]int{ax}, slices.Delete(seq(len(a.shape)), ax, ax+1)...)
-				var err error
-				if a, err = transpose(a, perm); err != nil {
-					return err
-				}
+			a, err := samplesFirst(ins[0], g.sampleAxis[i])
+			if err != nil {
+				return err
 			}
 			k := a.shape[len(a.shape)-1]
 			per := numel(a.shape) / k / (r1 - r0)
@@ -604,15 +598,7 @@ func (g *Graph) InputRows(x *mat.Dense, nodes []int, pick func(j, total int) []i
 				}
 				out[j] = mat.NewDense(max(m, 1), k, nil)
 			}
-			base := r0 * per
-			if rows[j] == nil {
-				copy(out[j].RawMatrix().Data[base*k:], a.data)
-				return nil
-			}
-			for ; next[j] < len(rows[j]) && rows[j][next[j]] < r1*per; next[j]++ {
-				copy(out[j].RawRowView(filled[j]), a.data[(rows[j][next[j]]-base)*k:][:k])
-				filled[j]++
-			}
+			copyRows(out[j], a, k, r0*per, r1*per, rows[j])
 			return nil
 		})
 		if err != nil && err != errStopRun {

@@ -406,14 +406,14 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 }
 
 // compressPlan is the line compress prints before it starts: what it will
-// do and, for an MLP, the time it will take here (compress.EstimateMLP,
-// also returned), beside the other preset's (fast: --fast was given;
+// do and, for an MLP or a graph, the time it will take here
+// (compress.EstimateMLP, EstimateGraph; also returned), beside the other preset's (fast: --fast was given;
 // calibGiven: --calib-samples was, else the other preset reads its own
 // default number of rows, assumed available when this one read all of
 // its own).
 func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast, calibGiven bool) (string, *compress.Cost) {
 	rows, _ := x.Dims()
-	alloc := o.Allocation.Resolve(t.whole, o.Keep)
+	alloc := o.Allocation.Resolve(compress.CanProbe(t.net), o.Keep)
 	fit := "non-sequential"
 	if o.Sequential {
 		fit = "sequential"
@@ -424,31 +424,39 @@ func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast, cal
 		plan += fmt.Sprintf(", keep %g, %s allocation", o.Keep, alloc)
 	}
 	switch {
-	case o.Distill.Epochs == 0 || !t.distills || o.Distill.Auto && (!t.whole || keep && o.Keep > compress.DistillMaxKept):
+	case o.Distill.Epochs == 0 || !t.distills || o.Distill.Auto && keep && o.Keep > compress.DistillMaxKept:
 	case o.Distill.Auto && !keep:
 		plan += fmt.Sprintf(", %d epochs of distillation if ≤ %g of the parameters are kept", o.Distill.Epochs, compress.DistillMaxKept)
 	default:
 		plan += fmt.Sprintf(", %d epochs of distillation", o.Distill.Epochs)
 	}
-	mlp, ok := t.net.(*nn.MLP)
-	if !ok {
-		return plan, nil
-	}
-	other, name, otherRows := compress.FastOptions(), "--fast", min(rows, fastCalibRows)
-	if fast {
-		other, name, otherRows = compress.DefaultOptions(mlp), "without --fast", rows
-		if rows == fastCalibRows {
+	var estimate func(rows int, o compress.Options) compress.Cost
+	otherRows := rows // a graph reads the same samples with or without --fast
+	switch net := t.net.(type) {
+	case *nn.MLP:
+		speed := compress.MatmulSpeed(net)
+		estimate = func(rows int, o compress.Options) compress.Cost { return compress.EstimateMLP(net, rows, o, speed) }
+		switch { // the other preset's own default rows, unless --calib-samples was given
+		case calibGiven:
+		case !fast:
+			otherRows = min(rows, fastCalibRows)
+		case rows == fastCalibRows:
 			otherRows = mlpCalibRows
 		}
+	case *nn.Graph:
+		speed := compress.GraphSpeed(net)
+		estimate = func(rows int, o compress.Options) compress.Cost { return compress.EstimateGraph(net, rows, o, speed) }
+	default:
+		return plan, nil
 	}
-	if calibGiven {
-		otherRows = rows
+	other, name := compress.FastOptions(), "--fast"
+	if fast {
+		other, name = compress.DefaultOptions(t.net), "without --fast"
 	}
 	other.Keep, other.Ranks, other.Energy, other.TargetError = o.Keep, o.Ranks, o.Energy, o.TargetError
-	speed := compress.MatmulSpeed(mlp)
-	est := compress.EstimateMLP(mlp, rows, o, speed)
+	est := estimate(rows, o)
 	return fmt.Sprintf("%s; estimated %s on this machine now (%s: %s)", plan,
-		roundDuration(est.Seconds), name, roundDuration(compress.EstimateMLP(mlp, otherRows, other, speed).Seconds)), &est
+		roundDuration(est.Seconds), name, roundDuration(estimate(otherRows, other).Seconds)), &est
 }
 
 // roundDuration writes s seconds to two significant digits ("35 s", "2.1 min").
