@@ -57,7 +57,7 @@ func naiveCNNForward(net *CNN, x []float64) []float64 {
 		switch l := l.(type) {
 		case *Conv2d:
 			out, _ := l.OutShape(sh)
-			s := l.strides()
+			s := l.Strides()
 			kh, kw := l.Kernel[0], l.Kernel[1]
 			y := make([]float64, out.Size())
 			for o := 0; o < out.C; o++ {
@@ -88,7 +88,7 @@ func naiveCNNForward(net *CNN, x []float64) []float64 {
 			}
 		case *MaxPool2d:
 			out, _ := l.OutShape(sh)
-			s := l.strides()
+			s := l.Strides()
 			y := make([]float64, out.Size())
 			for c := 0; c < out.C; c++ {
 				for r := 0; r < out.H; r++ {
