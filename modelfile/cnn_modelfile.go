@@ -9,7 +9,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
@@ -89,11 +88,7 @@ func cnnArchJSON(net *nn.CNN) (string, error) {
 // SaveCNNModel writes net to path as safetensors (see WriteCNNModel),
 // atomically.
 func SaveCNNModel(path string, net *nn.CNN, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteCNNModel(w, net, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("modelfile: saving model to %s: %w", path, err)
-	}
-	return nil
+	return saveFile(path, "model", func(w io.Writer) error { return WriteCNNModel(w, net, meta, dtype) })
 }
 
 // WriteCNNModel writes net to w as a safetensors file that PyTorch loads

@@ -1,11 +1,9 @@
 package modelfile
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
@@ -33,20 +31,6 @@ func LoadONNXNetwork(path string) (nn.Network, error) {
 	var net nn.Network
 	err := readFile(path, func(r io.Reader) (err error) { net, err = ReadONNXNetwork(r); return err })
 	return net, err
-}
-
-// readFile opens path and hands it, buffered, to read; errors name the
-// file.
-func readFile(path string, read func(io.Reader) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("modelfile: %w", err)
-	}
-	defer f.Close()
-	if err := read(bufio.NewReaderSize(f, 1<<16)); err != nil {
-		return fmt.Errorf("modelfile: %s: %w", path, err)
-	}
-	return nil
 }
 
 // ReadONNXNetwork reads an ONNX model from r: a *CNN if its graph is a
@@ -353,11 +337,7 @@ func padsAttr(n onnxNode) ([2]int, error) {
 // SaveCNNONNX writes net to path as an ONNX model (see WriteCNNONNX),
 // atomically.
 func SaveCNNONNX(path string, net *nn.CNN, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteCNNONNX(w, net, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("modelfile: saving ONNX model to %s: %w", path, err)
-	}
-	return nil
+	return saveFile(path, "ONNX model", func(w io.Writer) error { return WriteCNNONNX(w, net, meta, dtype) })
 }
 
 // WriteCNNONNX writes net to w as an ONNX ModelProto in the form

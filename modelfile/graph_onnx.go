@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -119,11 +118,7 @@ func (g *onnxGraph) isChain() bool {
 // SaveGraphONNX writes gr to path as an ONNX model (see WriteGraphONNX),
 // atomically.
 func SaveGraphONNX(path string, gr *nn.Graph, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteGraphONNX(w, gr, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("modelfile: saving ONNX model to %s: %w", path, err)
-	}
-	return nil
+	return saveFile(path, "ONNX model", func(w io.Writer) error { return WriteGraphONNX(w, gr, meta, dtype) })
 }
 
 // WriteGraphONNX writes gr to w as an ONNX ModelProto in the graph's opset

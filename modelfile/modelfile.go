@@ -9,7 +9,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -56,11 +55,7 @@ func moduleIndices(acts []nn.Activation) []int {
 // or "F64" keeps every bit, so exact recoveries survive the file; "F32"
 // halves the size at float32 precision. The write is atomic.
 func SaveModel(path string, m *nn.MLP, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteModel(w, m, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("modelfile: saving model to %s: %w", path, err)
-	}
-	return nil
+	return saveFile(path, "model", func(w io.Writer) error { return WriteModel(w, m, meta, dtype) })
 }
 
 // WriteModel writes m in safetensors format to w; see SaveModel.

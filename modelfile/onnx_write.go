@@ -11,7 +11,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
@@ -72,11 +71,7 @@ const (
 // SaveONNX writes m to path as an ONNX model (see WriteONNX). The write is
 // atomic: path is either left as it was or holds the whole file.
 func SaveONNX(path string, m *nn.MLP, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteONNX(w, m, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("modelfile: saving ONNX model to %s: %w", path, err)
-	}
-	return nil
+	return saveFile(path, "ONNX model", func(w io.Writer) error { return WriteONNX(w, m, meta, dtype) })
 }
 
 // WriteONNX writes m to w as an ONNX ModelProto: IR version 7, opset 13,
