@@ -21,7 +21,7 @@ func randomNet(d, m int, b []float64, rng *rand.Rand) *nn.Depth2 {
 		for j := range row {
 			row[j] = rng.NormFloat64()
 		}
-		normalize(row)
+		vec.Normalize(row)
 	}
 	A := mat.NewDense(1, m, nil)
 	for i := 0; i < m; i++ {

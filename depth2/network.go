@@ -100,14 +100,3 @@ func PopulationMoments(net *nn.Depth2, maxOrder int) (*Moments, error) {
 	}
 	return mo, nil
 }
-
-// normalize scales v to unit norm (a zero v is left as it is).
-func normalize(v []float64) {
-	s := math.Sqrt(vec.Dot(v, v))
-	if s == 0 {
-		return
-	}
-	for i := range v {
-		v[i] /= s
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -359,7 +360,7 @@ func liftUnits(rec *Recovery, mo *Moments) {
 	for i := range rec.Units {
 		w := make([]float64, mo.Basis.RawMatrix().Rows)
 		mat.NewVecDense(len(w), w).MulVec(mo.Basis, mat.NewVecDense(k, rec.Units[i].W))
-		normalize(w)
+		vec.Normalize(w)
 		rec.Units[i].W = w
 	}
 }
