@@ -15,11 +15,14 @@
 // ReadNetwork return whichever kind a file holds. Every Save function
 // writes atomically (temporary file, then rename).
 //
-// A format is one file of reader and writer per kind of network, named for
-// the format and the kind: safetensors.go and safetensors_write.go are the
-// container, modelfile.go maps an MLP onto it, cnn_modelfile.go a CNN; the
-// ONNX files are onnx.go (reader), onnx_write.go (writer), cnn_onnx.go and
-// graph_onnx.go.
+// A file holds one format for one kind of network, on top of the format's
+// container code: safetensors.go and safetensors_write.go read and write
+// the safetensors container, safetensors_mlp.go and safetensors_cnn.go map
+// an MLP and a CNN onto it; protobuf.go and onnx_tensor.go decode ONNX's
+// protobuf messages, onnx_graph.go the graph they form and the MLP built
+// from it, onnx.go is the ONNX reader's entry and onnx_write.go the writer
+// of an MLP, cnn_onnx.go and graph_onnx.go read and write a CNN and a
+// Graph. file.go opens and atomically writes the files for all of them.
 //
 // The safetensors and ONNX readers are our own (ReadSafetensors checks
 // every offset and shape before it allocates; protobuf.go decodes the wire
