@@ -16,6 +16,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/testutil/nets"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -95,7 +96,7 @@ func fashionLikeCNN(rng *rand.Rand) *nn.CNN {
 // generic readers return a *CNN; the MLP readers refuse it with ErrNotMLP.
 func TestCNNFileRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for name, net := range map[string]*nn.CNN{"all modules": randCNN(rng), "fashion-like": fashionLikeCNN(rng)} {
+	for name, net := range map[string]*nn.CNN{"all modules": nets.RandCNN(rng), "fashion-like": fashionLikeCNN(rng)} {
 		for _, dtype := range []string{"F64", "F32"} {
 			want := net
 			if dtype == "F32" {
@@ -357,7 +358,7 @@ func TestCNNPythonCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(17, 18))
-	nets := map[string]*nn.CNN{"all": randCNN(rng), "fashion": fashionLikeCNN(rng)}
+	nets := map[string]*nn.CNN{"all": nets.RandCNN(rng), "fashion": fashionLikeCNN(rng)}
 	args := []string{"-c", onnxCheckScript}
 	var order []string
 	xs := map[string]*mat.Dense{}

@@ -6,3 +6,6 @@ package nn
 // call it; reader_test.go (package nn_test, compiled into the same test
 // binary) sets this variable before any test runs.
 var LoadGraphONNX func(path string) (*Graph, error)
+
+// CNNChunk is cnnChunk, for the CNN tests of package nn_test.
+const CNNChunk = cnnChunk
