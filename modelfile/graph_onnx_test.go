@@ -178,10 +178,10 @@ func TestGraphONNXRefusesUnsupported(t *testing.T) {
 	}
 }
 
-// A graph whose declared input shape would not fit the memory budget is refused with an error
-// naming the size, having allocated no more than the budget: an ONNX
-// residual block declared [N, 100000, 100000, 64] asked for 5.12 TB and
-// died out of memory.
+// An ONNX graph whose declared input shape would not fit the memory
+// budget is refused with an error naming the size, having allocated no
+// more than the budget (a residual block declared [N, 100000, 100000, 64]
+// would need 5.12 TB).
 func TestGraphONNXOverBudgetRefused(t *testing.T) {
 	dataio.SetMemoryBudget(16 << 20)
 	defer dataio.SetMemoryBudget(0)
