@@ -4,8 +4,8 @@
 # ("Why the readers are our own"):
 #
 #   .npy/.npz   dataio.ReadMatrix          vs github.com/sbinet/npyio v0.9.0
-#   protobuf    nn.ReadONNX (own wire      vs google.golang.org/protobuf v1.36.11
-#               reader, nn/protobuf.go)       (encoding/protowire, the low-level
+#   protobuf    modelfile.ReadONNX (own wire      vs google.golang.org/protobuf v1.36.11
+#               reader, modelfile/protobuf.go)       (encoding/protowire, the low-level
 #                                             piece usable without generated
 #                                             ONNX types)
 #
@@ -64,7 +64,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/modelfile"
 )
 
 func main() {
@@ -247,7 +247,7 @@ func report(lib, path string, m *mat.Dense, err error, el time.Duration) {
 		el.Seconds(), float64(ms.TotalAlloc)/1e6, float64(ru.Maxrss)/1e3, strings.ReplaceAll(out, "\n", " "))
 }
 
-// onnx times nn.ReadONNX on path against a protowire walk of the same
+// onnx times modelfile.ReadONNX on path against a protowire walk of the same
 // messages (ModelProto → GraphProto → its nodes and initializers), and runs
 // both on truncated copies.
 func onnx(path string) {
@@ -258,7 +258,7 @@ func onnx(path string) {
 	const reps = 2000
 	t0 := time.Now()
 	for range reps {
-		if _, err := nn.ReadONNX(bytes.NewReader(b)); err != nil {
+		if _, err := modelfile.ReadONNX(bytes.NewReader(b)); err != nil {
 			panic(err)
 		}
 	}
@@ -269,16 +269,16 @@ func onnx(path string) {
 		fields = walk(b, 0)
 	}
 	pw := time.Since(t0) / reps
-	fmt.Printf("%s (%d bytes): nn.ReadONNX (wire parse + MLP) %v per file; protowire walk of the same messages (wire only, %d fields) %v per file\n",
+	fmt.Printf("%s (%d bytes): modelfile.ReadONNX (wire parse + MLP) %v per file; protowire walk of the same messages (wire only, %d fields) %v per file\n",
 		filepath.Base(path), len(b), own, fields, pw)
 	bad := 0
 	for cut := 1; cut < len(b); cut++ {
-		_, err1 := nn.ReadONNX(bytes.NewReader(b[:cut]))
+		_, err1 := modelfile.ReadONNX(bytes.NewReader(b[:cut]))
 		if err1 == nil {
 			bad++
 		}
 	}
-	fmt.Printf("nn.ReadONNX on all %d truncations of the file: %d accepted, the rest rejected with an error (no panic)\n", len(b)-1, bad)
+	fmt.Printf("modelfile.ReadONNX on all %d truncations of the file: %d accepted, the rest rejected with an error (no panic)\n", len(b)-1, bad)
 }
 
 // walk decodes every field of msg and recurses into the ONNX messages an
@@ -319,14 +319,14 @@ go mod tidy >/dev/null 2>&1 || go mod tidy
 go build -o npycmp .
 
 echo
-echo "== module size (non-test Go lines), to set against dataio/npy.go+npz.go and nn/protobuf.go"
+echo "== module size (non-test Go lines), to set against dataio/npy.go+npz.go and modelfile/protobuf.go"
 MOD=$(go env GOMODCACHE)
 for m in "$NPYIO" "$PROTO"; do
 	path=${m%@*}; ver=${m#*@}
 	lines=$(find "$MOD/$path@$ver" -name '*.go' ! -name '*_test.go' -print0 | xargs -0 cat | wc -l)
 	echo "$m: $lines lines"
 done
-echo "relurec dataio/npy.go + dataio/npz.go: $(cat "$REPO"/dataio/npy.go "$REPO"/dataio/npz.go | wc -l) lines; nn/protobuf.go: $(wc -l < "$REPO"/nn/protobuf.go) lines"
+echo "relurec dataio/npy.go + dataio/npz.go: $(cat "$REPO"/dataio/npy.go "$REPO"/dataio/npz.go | wc -l) lines; modelfile/protobuf.go: $(wc -l < "$REPO"/modelfile/protobuf.go) lines"
 echo "npyio v0.9.0 requires: $(go mod graph | awk '$1 ~ /^github.com\/sbinet\/npyio@/ {print $2}' | tr '\n' ' ')"
 
 echo
@@ -358,5 +358,5 @@ for f in savez truncated; do
 done
 
 echo
-echo "== ONNX: nn's wire reader vs protowire"
-./npycmp onnx "$REPO/nn/testdata/torch_mlp.onnx"
+echo "== ONNX: modelfile's wire reader vs protowire"
+./npycmp onnx "$REPO/modelfile/testdata/torch_mlp.onnx"

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -121,7 +122,7 @@ func TestCompressGraphKeep(t *testing.T) {
 // (its decomposition).
 func TestCompressGraphViT(t *testing.T) {
 	for _, opset := range []int{13, 17} {
-		g, err := nn.LoadGraphONNX(fmt.Sprintf("../nn/testdata/vit_tiny_opset%d.onnx", opset))
+		g, err := modelfile.LoadGraphONNX(fmt.Sprintf("../nn/testdata/vit_tiny_opset%d.onnx", opset))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,10 +169,10 @@ func compressViT(t *testing.T, g *nn.Graph, opset int) {
 		t.Errorf("keep 0.5: params %d (model %d), budget %d, opset %d (want %d)", res.Params, res.Model.NumParams(), res.Budget, res.Model.Opset, opset)
 	}
 	var buf bytes.Buffer
-	if err := nn.WriteGraphONNX(&buf, res.Model, nil, "F64"); err != nil {
+	if err := modelfile.WriteGraphONNX(&buf, res.Model, nil, "F64"); err != nil {
 		t.Fatal(err)
 	}
-	back, err := nn.ReadGraphONNX(&buf)
+	back, err := modelfile.ReadGraphONNX(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,13 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
 type benchInstance struct {
 	X, Y    *mat.Dense
-	teacher *Network
+	teacher *nn.Depth2
 }
 
 func newBenchInstance(b *testing.B, d, m, n int) benchInstance {
@@ -23,7 +24,7 @@ func newBenchInstance(b *testing.B, d, m, n int) benchInstance {
 	}
 	X, _ := synth.GaussianInputs(n, d, nil, rng)
 	Y, _, _ := synth.Depth2Data(t, X, synth.Noise{}, rng)
-	net, _ := FromMLP(t)
+	net, _ := nn.Depth2FromMLP(t)
 	return benchInstance{X: X, Y: Y, teacher: net}
 }
 

@@ -9,11 +9,12 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/nn"
 )
 
 // torchDefault draws a network as nn.Linear's default init does: weights and
 // biases U(−1/√fan_in, 1/√fan_in). withBias false zeroes both bias vectors.
-func torchDefault(d, k, p int, withBias bool, rng *rand.Rand) *Network {
+func torchDefault(d, k, p int, withBias bool, rng *rand.Rand) *nn.Depth2 {
 	u := func(r, c int, fan int) *mat.Dense {
 		m := mat.NewDense(r, c, nil)
 		s := 1 / math.Sqrt(float64(fan))
@@ -24,7 +25,7 @@ func torchDefault(d, k, p int, withBias bool, rng *rand.Rand) *Network {
 		}
 		return m
 	}
-	net := &Network{W: u(k, d, d), B: make([]float64, k), A: u(p, k, k), C: make([]float64, p)}
+	net := &nn.Depth2{W: u(k, d, d), B: make([]float64, k), A: u(p, k, k), C: make([]float64, p)}
 	if withBias {
 		copy(net.B, u(1, k, d).RawRowView(0))
 		copy(net.C, u(1, p, k).RawRowView(0))

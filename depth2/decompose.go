@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
 )
@@ -154,7 +155,7 @@ func stackMatricize(T []*tensor.Symmetric, ell int) *mat.Dense {
 func extractDirection(v []float64, k, ell int) []float64 {
 	if ell == 1 {
 		u := append([]float64(nil), v...)
-		normalize(u)
+		vec.Normalize(u)
 		return u
 	}
 	S := tensor.SymUnembed2(v, k)
@@ -174,7 +175,7 @@ func extractDirection(v []float64, k, ell int) []float64 {
 	var vecs mat.Dense
 	eig.VectorsTo(&vecs)
 	u := mat.Col(nil, best, &vecs)
-	normalize(u)
+	vec.Normalize(u)
 	return u
 }
 

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/vec"
+	"github.com/relurec/relurec/nn"
 )
 
 // maxDeflations bounds the rounds of deflate; deflateExtra is how many
@@ -59,7 +60,7 @@ const (
 // energy per added unit ends the rounds, and so does a residual that still
 // shows units after maxDeflations rounds, the last of which left more than
 // misfitShare of it.
-func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Network, error) {
+func (pr *problem) deflate(ctx context.Context, net *nn.Depth2, res *Result) (*nn.Depth2, error) {
 	X, Y, n, d := pr.X, pr.Y, pr.n, pr.d
 	left := 0.0 // share of the residual's norm the last kept round left
 	for round := 1; ; round++ {
@@ -123,7 +124,7 @@ func (pr *problem) deflate(ctx context.Context, net *Network, res *Result) (*Net
 // (up to deflateExtra replacements at the width), and the units they give
 // (RecoverRobust, ℓ = 1, with the round's seed). The error wraps
 // ErrNoUnits when there are none.
-func (pr *problem) residualUnits(ctx context.Context, net *Network, round int) (*Recovery, error) {
+func (pr *problem) residualUnits(ctx context.Context, net *nn.Depth2, round int) (*Recovery, error) {
 	X, Y, d := pr.X, pr.Y, pr.d
 	want := pr.opt.Hidden - liveUnits(net)
 	R := net.Forward(X)
@@ -157,7 +158,7 @@ func (pr *problem) residualUnits(ctx context.Context, net *Network, round int) (
 // converge, then, above the width, the pruning of the units that fit
 // worst and a refinement of what is left. It returns the network and the
 // number of units pruned.
-func (pr *problem) finishRound(ctx context.Context, ref *RefineResult, probe int, stage func(done, total int)) (*Network, int, error) {
+func (pr *problem) finishRound(ctx context.Context, ref *RefineResult, probe int, stage func(done, total int)) (*nn.Depth2, int, error) {
 	X, Y := pr.X, pr.Y
 	cand := ref.Net
 	var err error
@@ -194,12 +195,12 @@ func unitsPhrase(k int) string {
 // width remains: each step drops the unit whose removal gives the smallest
 // loss of a least-squares refit of the output layer and affine term (FitImproper)
 // on the refinement's subsample.
-func (pr *problem) pruneUnits(ctx context.Context, net *Network) (*Network, error) {
+func (pr *problem) pruneUnits(ctx context.Context, net *nn.Depth2) (*nn.Depth2, error) {
 	rows := min(pr.n, refineRows(newLayout(net).size))
 	Xs, Ys := pr.X.Slice(0, rows, 0, pr.d).(*mat.Dense), pr.Y.Slice(0, rows, 0, pr.p).(*mat.Dense)
 	for net.Hidden() > pr.opt.Hidden {
 		best, bestLoss := -1, math.Inf(1)
-		var bestNet *Network
+		var bestNet *nn.Depth2
 		for j := 0; j < net.Hidden(); j++ {
 			W, B := withoutUnit(net, j)
 			g, err := FitImproper(ctx, Xs, Ys, W, B)
@@ -219,7 +220,7 @@ func (pr *problem) pruneUnits(ctx context.Context, net *Network) (*Network, erro
 }
 
 // withoutUnit returns W and B with unit j removed.
-func withoutUnit(net *Network, j int) (*mat.Dense, []float64) {
+func withoutUnit(net *nn.Depth2, j int) (*mat.Dense, []float64) {
 	m, d := net.W.Dims()
 	W := mat.NewDense(m-1, d, nil)
 	B := make([]float64, 0, m-1)
@@ -236,7 +237,7 @@ func withoutUnit(net *Network, j int) (*mat.Dense, []float64) {
 
 // liveUnits counts units with a non-zero row (dropDead's placeholder unit
 // does not count).
-func liveUnits(net *Network) int {
+func liveUnits(net *nn.Depth2) int {
 	c := 0
 	for i := 0; i < net.Hidden(); i++ {
 		if vec.Dot(net.W.RawRowView(i), net.W.RawRowView(i)) > 0 {
@@ -248,14 +249,14 @@ func liveUnits(net *Network) int {
 
 // dropDead removes zero-row units (the placeholder of an affine-only
 // network) when other units exist.
-func dropDead(net *Network) *Network {
+func dropDead(net *nn.Depth2) *nn.Depth2 {
 	live := liveUnits(net)
 	if live == net.Hidden() || live == 0 {
 		return net
 	}
 	m, d := net.W.Dims()
 	p := net.Out()
-	out := &Network{W: mat.NewDense(live, d, nil), B: make([]float64, live), A: mat.NewDense(p, live, nil), C: append([]float64(nil), net.C...)}
+	out := &nn.Depth2{W: mat.NewDense(live, d, nil), B: make([]float64, live), A: mat.NewDense(p, live, nil), C: append([]float64(nil), net.C...)}
 	if net.L != nil {
 		out.L = mat.DenseCopyOf(net.L)
 	}
@@ -277,18 +278,18 @@ func dropDead(net *Network) *Network {
 // (w = 0, b = 0, a = 0, identically zero) and an affine term by least
 // squares — Algorithm 5 when Algorithm 4 finds nothing (every unit has a
 // large |b_i|, Lemma D.13).
-func affineOnly(ctx context.Context, X, Y *mat.Dense) (*Network, error) {
+func affineOnly(ctx context.Context, X, Y *mat.Dense) (*nn.Depth2, error) {
 	_, d := X.Dims()
 	return FitImproper(ctx, X, Y, mat.NewDense(1, d, nil), []float64{0})
 }
 
 // addUnits returns net with the units appended (their output weights as
 // new columns of A).
-func addUnits(net *Network, units []Unit) *Network {
+func addUnits(net *nn.Depth2, units []Unit) *nn.Depth2 {
 	m, d := net.W.Dims()
 	p := net.Out()
 	k := len(units)
-	out := &Network{W: mat.NewDense(m+k, d, nil), B: make([]float64, m+k), A: mat.NewDense(p, m+k, nil), C: append([]float64(nil), net.C...)}
+	out := &nn.Depth2{W: mat.NewDense(m+k, d, nil), B: make([]float64, m+k), A: mat.NewDense(p, m+k, nil), C: append([]float64(nil), net.C...)}
 	if net.L != nil {
 		out.L = mat.DenseCopyOf(net.L)
 	}
@@ -320,7 +321,7 @@ func silentScale(u float64) float64 {
 // without them fits the data at least as well as certTol (or as before).
 // Without it a 5-unit network could come back with a sixth, silent unit
 // and fail to load into the user's nn.Linear(d, 5).
-func (pr *problem) pruneSilent(net *Network) *Network {
+func (pr *problem) pruneSilent(net *nn.Depth2) *nn.Depth2 {
 	m := net.Hidden()
 	if liveUnits(net) <= 1 {
 		return net
@@ -331,7 +332,7 @@ func (pr *problem) pruneSilent(net *Network) *Network {
 	H.Mul(sub, net.W.T())
 	// mat.Norm(·, 2) of a matrix is the Frobenius norm.
 	yScale := mat.Norm(pr.Y.Slice(0, rows, 0, pr.p), 2) / math.Sqrt(float64(rows*pr.p))
-	pruned := &Network{W: mat.DenseCopyOf(net.W), B: append([]float64(nil), net.B...), A: mat.DenseCopyOf(net.A), C: append([]float64(nil), net.C...)}
+	pruned := &nn.Depth2{W: mat.DenseCopyOf(net.W), B: append([]float64(nil), net.B...), A: mat.DenseCopyOf(net.A), C: append([]float64(nil), net.C...)}
 	if net.L != nil {
 		pruned.L = mat.DenseCopyOf(net.L)
 	}

@@ -16,7 +16,7 @@
 //
 // Identifiability. Units are recovered up to permutation and positive
 // scaling (results use the paper's normalisation ‖w_i‖ = 1,
-// Network.Normalize). The Hermite moments of order ≥ 2 do not change under
+// nn.Depth2.Normalize). The Hermite moments of order ≥ 2 do not change under
 // the joint sign flip (w_i, b_i) → (−w_i, −b_i) ([ATV21, Claim 4.7]); in the
 // full-rank case (m ≤ d, ℓ = 1) the first moment fixes the signs
 // (FixSigns), in the overcomplete case (d < m ≤ d(d+1)/2, ℓ = 2) the signs

@@ -12,6 +12,7 @@ import (
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/tensor"
 	"github.com/relurec/relurec/twolayer"
 )
@@ -59,7 +60,7 @@ func steinRows(n, d int) int { return min(n, max(20000, 400*d)) }
 // exactRoute runs the exact route. It returns the certified network, or
 // nil and why the route did not apply or did not certify; err is only a
 // cancellation.
-func (pr *problem) exactRoute(ctx context.Context) (net *Network, why string, err error) {
+func (pr *problem) exactRoute(ctx context.Context) (net *nn.Depth2, why string, err error) {
 	if pr.ell != 1 {
 		return nil, "the exact route needs ℓ = 1 (k ≤ d)", nil
 	}
@@ -95,7 +96,7 @@ func (pr *problem) exactRoute(ctx context.Context) (net *Network, why string, er
 	if len(failed) > 0 {
 		return nil, fmt.Sprintf("the exact polish certified %d of %d units (%s)", k-len(failed), k, strings.Join(failed, "; ")), nil
 	}
-	net = &Network{W: mat.DenseCopyOf(V.Slice(0, k, 0, d)), B: mat.Col(nil, d, V)}
+	net = &nn.Depth2{W: mat.DenseCopyOf(V.Slice(0, k, 0, d)), B: mat.Col(nil, d, V)}
 	if err := pr.fitOutputs(net); err != nil {
 		return nil, "the output fit failed: " + err.Error(), nil
 	}
@@ -332,7 +333,7 @@ func outputRows(n, k int) int { return min(n, max(20000, 100*(k+1))) }
 // fitOutputs sets net.A and net.C by least squares on the features
 // [ReLU(X·Wᵀ + 1·bᵀ), 1] of the first outputRows samples, and again on all
 // samples when that leaves a residual above the data's rounding level.
-func (pr *problem) fitOutputs(net *Network) error {
+func (pr *problem) fitOutputs(net *nn.Depth2) error {
 	k := net.Hidden()
 	for _, rows := range []int{outputRows(pr.n, k), pr.n} {
 		F := mat.NewDense(rows, k+1, nil)

@@ -9,18 +9,19 @@ import (
 
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/vec"
+	"github.com/relurec/relurec/nn"
 )
 
 // randomNet draws m unit rows in R^d, biases b and output weights with
 // |a| ∈ [0.5, 2] and random signs (one output).
-func randomNet(d, m int, b []float64, rng *rand.Rand) *Network {
+func randomNet(d, m int, b []float64, rng *rand.Rand) *nn.Depth2 {
 	W := mat.NewDense(m, d, nil)
 	for i := 0; i < m; i++ {
 		row := W.RawRowView(i)
 		for j := range row {
 			row[j] = rng.NormFloat64()
 		}
-		normalize(row)
+		vec.Normalize(row)
 	}
 	A := mat.NewDense(1, m, nil)
 	for i := 0; i < m; i++ {
@@ -30,13 +31,13 @@ func randomNet(d, m int, b []float64, rng *rand.Rand) *Network {
 		}
 		A.Set(0, i, a)
 	}
-	return &Network{W: W, B: append([]float64(nil), b...), A: A}
+	return &nn.Depth2{W: W, B: append([]float64(nil), b...), A: A}
 }
 
 // unitError matches recovered units to the truth (by |cos| when flips are
 // allowed, else by cos) greedily and returns the largest error over
 // ‖w − ŵ‖, |b − b̂|, ‖a − â‖ after aligning the sign when allowed.
-func unitError(t *testing.T, truth *Network, units []Unit, allowFlip bool) float64 {
+func unitError(t *testing.T, truth *nn.Depth2, units []Unit, allowFlip bool) float64 {
 	t.Helper()
 	m := truth.Hidden()
 	if len(units) != m {

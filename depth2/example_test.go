@@ -6,6 +6,7 @@ import (
 
 	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/metrics"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -39,7 +40,7 @@ func Example() {
 // in the order-3 moment (He_1(0) = 0) and found in the order-4 one.
 func ExampleRecoverExact() {
 	teacher, _ := synth.Depth2Teacher(synth.Depth2Config{D: 5, M: 3, Biases: []float64{0, 0.5, -1.2}}, synth.NewRand(1))
-	net, _ := depth2.FromMLP(teacher)
+	net, _ := nn.Depth2FromMLP(teacher)
 	mo, _ := depth2.PopulationMoments(net, 4)
 	rec, _ := depth2.RecoverExact(mo, 1, 1)
 	fmt.Println("ranks of the order-3 and order-4 flattenings:", rec.Ranks)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/hermite"
+	"github.com/relurec/relurec/nn"
 )
 
 // Fit learns Y ≈ A·ReLU(W·x + B) + C from samples X (n×d, Gaussian inputs)
@@ -144,11 +145,11 @@ func (pr *problem) findUnits(ctx context.Context, res *Result) (mo *Moments, rec
 
 // momentEstimate is the network of the moment units (momentNetwork), or,
 // when the moments showed none, one zero unit and the output bias T_0.
-func (pr *problem) momentEstimate(mo *Moments, rec *Recovery, noUnits bool) *Network {
+func (pr *problem) momentEstimate(mo *Moments, rec *Recovery, noUnits bool) *nn.Depth2 {
 	if !noUnits {
 		return momentNetwork(rec, mo, pr.p)
 	}
-	moment := &Network{W: mat.NewDense(1, pr.d, nil), B: []float64{0}, A: mat.NewDense(pr.p, 1, nil), C: make([]float64, pr.p)}
+	moment := &nn.Depth2{W: mat.NewDense(1, pr.d, nil), B: []float64{0}, A: mat.NewDense(pr.p, 1, nil), C: make([]float64, pr.p)}
 	for t := 0; t < pr.p; t++ {
 		moment.C[t] = mo.T[t][0].Data[0]
 	}
@@ -159,7 +160,7 @@ func (pr *problem) momentEstimate(mo *Moments, rec *Recovery, noUnits bool) *Net
 // subsample, deflation, refinement on all samples, and the removal of the
 // affine term; found is the number of units of the first decomposition.
 // It sets the route and the reason.
-func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, found int) (*Network, error) {
+func (pr *problem) refine(ctx context.Context, res *Result, improper *nn.Depth2, found int) (*nn.Depth2, error) {
 	diag := &res.Diagnostics
 	// Intermediate refinements run on a subsample (Refine's default one);
 	// then all samples. Refine is handed only the subsample's rows, which
@@ -229,7 +230,7 @@ func (pr *problem) refine(ctx context.Context, res *Result, improper *Network, f
 
 // finish is step 5 of Fit: the answer in the paper's normalisation and its
 // certificate (an error wrapping ErrNotExact on RouteExact when not met).
-func (pr *problem) finish(res *Result, net *Network, began time.Time) (*Result, error) {
+func (pr *problem) finish(res *Result, net *nn.Depth2, began time.Time) (*Result, error) {
 	res.Model = net.Normalize()
 	res.Diagnostics.Hidden = liveUnits(net)
 	res.Diagnostics.AffineKept = net.L != nil
@@ -243,10 +244,10 @@ func (pr *problem) finish(res *Result, net *Network, began time.Time) (*Result, 
 
 // momentNetwork turns Algorithm 4's units into a network: W, B, A from the
 // units and C from T_0 (f_0 = Σ_i a_i·c_0(b_i) + c).
-func momentNetwork(rec *Recovery, mo *Moments, p int) *Network {
+func momentNetwork(rec *Recovery, mo *Moments, p int) *nn.Depth2 {
 	m := len(rec.Units)
 	d := len(rec.Units[0].W)
-	net := &Network{W: mat.NewDense(m, d, nil), B: make([]float64, m), A: mat.NewDense(p, m, nil), C: make([]float64, p)}
+	net := &nn.Depth2{W: mat.NewDense(m, d, nil), B: make([]float64, m), A: mat.NewDense(p, m, nil), C: make([]float64, p)}
 	for i, u := range rec.Units {
 		net.W.SetRow(i, u.W)
 		net.B[i] = u.B
@@ -265,6 +266,6 @@ func momentNetwork(rec *Recovery, mo *Moments, p int) *Network {
 }
 
 // relResidual is ‖Y − f(X)‖_F/‖Y‖_F.
-func relResidual(X, Y *mat.Dense, net *Network) float64 {
+func relResidual(X, Y *mat.Dense, net *nn.Depth2) float64 {
 	return certify.RelResidual(Y, net.Forward(X))
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/vec"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -106,7 +107,7 @@ func TestFitMultiOutput(t *testing.T) {
 	if !res.Certificate.Met || res.Model.L != nil {
 		t.Fatalf("certificate %+v, affine %v: %s %v", res.Certificate, res.Model.L != nil, res.Reason, res.Warnings)
 	}
-	truth, _ := FromMLP(teacher)
+	truth, _ := nn.Depth2FromMLP(teacher)
 	truth = truth.Normalize()
 	got := res.Model
 	for i := 0; i < 3; i++ {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
 )
 
 // Improper is the network of Algorithm 5 before merging ([ATV21, Alg 5,
@@ -63,7 +64,7 @@ func (g *Improper) Eval(X *mat.Dense) []float64 {
 // α′_i·w_i = 0 the pair cannot encode the constant; then the pair is
 // dropped and the constant becomes the output bias (an edge case the
 // paper's Claim D.14 leaves open), giving m′ units.
-func (g *Improper) Merge() *Network {
+func (g *Improper) Merge() *nn.Depth2 {
 	m, d := g.W.Dims()
 	v := append([]float64(nil), g.V...)
 	c := g.C
@@ -89,7 +90,7 @@ func (g *Improper) Merge() *Network {
 		B[i] = g.B[i]
 		A.Set(0, i, beta[i])
 	}
-	net := &Network{W: W, B: B, A: A, C: []float64{0}}
+	net := &nn.Depth2{W: W, B: B, A: A, C: []float64{0}}
 	if extra == 0 {
 		net.C[0] = c
 		return net
@@ -128,7 +129,7 @@ func (g *Improper) Merge() *Network {
 // two units that coincide on the samples) it falls back to Householder QR
 // on the feature matrix and, if that is rank deficient, to the
 // minimum-norm solution.
-func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64) (*Network, error) {
+func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64) (*nn.Depth2, error) {
 	n, d := X.Dims()
 	_, p := Y.Dims()
 	m, dw := W.Dims()
@@ -157,7 +158,7 @@ func FitImproper(ctx context.Context, X, Y *mat.Dense, W *mat.Dense, B []float64
 		}
 		return nil, fmt.Errorf("depth2: improper least squares: %w", err)
 	}
-	net := &Network{W: mat.DenseCopyOf(W), B: append([]float64(nil), B...), A: mat.NewDense(p, m, nil), C: make([]float64, p), L: mat.NewDense(p, d, nil)}
+	net := &nn.Depth2{W: mat.DenseCopyOf(W), B: append([]float64(nil), B...), A: mat.NewDense(p, m, nil), C: make([]float64, p), L: mat.NewDense(p, d, nil)}
 	for t := 0; t < p; t++ {
 		for i := 0; i < m; i++ {
 			net.A.Set(t, i, coef.At(i, t))

@@ -13,6 +13,7 @@ import (
 	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/metrics"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 	"github.com/relurec/relurec/tensor"
 )
@@ -175,7 +176,7 @@ func TestNonIdentifiable(t *testing.T) {
 	}
 	beta := mat.Col(nil, 0, ns)
 	A := mat.NewDense(1, m, beta)
-	f := &Network{W: W, B: make([]float64, m), A: A}
+	f := &nn.Depth2{W: W, B: make([]float64, m), A: A}
 	g := f.Clone()
 	for i := 0; i < m; i++ {
 		if beta[i] != 0 {
@@ -227,7 +228,7 @@ func TestMerge(t *testing.T) {
 			t.Fatalf("sample %d: merged %v, improper %v", q, got.At(q, 0), w)
 		}
 	}
-	// The affine term of a Network is saved as unit pairs, exactly.
+	// The affine term of an nn.Depth2 is saved as unit pairs, exactly.
 	net := randomNet(d, m, []float64{0.1, -0.2, 0.3}, rng)
 	net.L = mat.NewDense(1, d, []float64{0.5, -1, 0.25, 2})
 	net.C = []float64{0.7}
@@ -263,7 +264,7 @@ func TestParseval(t *testing.T) {
 	}
 	var us []unit
 	for _, x := range []struct {
-		n *Network
+		n *nn.Depth2
 		s float64
 	}{{f, 1}, {g, -1}} {
 		for i := 0; i < x.n.Hidden(); i++ {

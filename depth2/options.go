@@ -7,6 +7,7 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -211,15 +212,15 @@ type Diagnostics struct {
 // Result is what Fit returns.
 type Result struct {
 	// Model is the learned network in the paper's normalisation
-	// (Network.Normalize: ‖w_i‖ = 1, units by decreasing output norm). Its
+	// (nn.Depth2.Normalize: ‖w_i‖ = 1, units by decreasing output norm). Its
 	// L is nil unless an affine term was kept.
-	Model *Network
+	Model *nn.Depth2
 	// Moment is the moment estimate alone (RouteMoments), for comparison.
-	Moment *Network
+	Moment *nn.Depth2
 	// Improper is Algorithm 5's network (the moment units with output
 	// weights, output bias and affine term by least squares), nil on the
 	// moments route.
-	Improper *Network
+	Improper *nn.Depth2
 	// Route is RouteRefined, RouteMoments or RouteImproper; Reason says why.
 	Route, Reason string
 	Certificate   Certificate

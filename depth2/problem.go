@@ -10,6 +10,7 @@ import (
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/internal/vec"
+	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -99,12 +100,12 @@ func (pr *problem) stage(name string) func(done, total int) {
 }
 
 // residual is ‖Y − net(X)‖_F/‖Y‖_F on all samples.
-func (pr *problem) residual(net *Network) float64 {
+func (pr *problem) residual(net *nn.Depth2) float64 {
 	return pr.eval(net).resid
 }
 
 // loss is ½‖Y − net(X)‖_F² on all samples.
-func (pr *problem) loss(net *Network) float64 {
+func (pr *problem) loss(net *nn.Depth2) float64 {
 	return pr.eval(net).loss
 }
 
@@ -118,9 +119,9 @@ const (
 
 // evaluation is a network's fit to all samples.
 type evaluation struct {
-	net   *Network // a copy of the parameters evaluated
-	loss  float64  // ½‖Y − f(X)‖_F²
-	resid float64  // ‖Y − f(X)‖_F/‖Y‖_F
+	net   *nn.Depth2 // a copy of the parameters evaluated
+	loss  float64    // ½‖Y − f(X)‖_F²
+	resid float64    // ‖Y − f(X)‖_F/‖Y‖_F
 }
 
 // eval returns the loss and the relative residual of net on all samples in
@@ -130,7 +131,7 @@ type evaluation struct {
 // [1e-280, ∞)) send the residual to the scaled sums of certify.RelResidual
 // instead. The last few results are kept, keyed by the parameters' values,
 // because Fit asks for the same network's loss or residual more than once.
-func (pr *problem) eval(net *Network) evaluation {
+func (pr *problem) eval(net *nn.Depth2) evaluation {
 	for _, e := range pr.evals {
 		if sameParams(e.net, net) {
 			return e
@@ -246,7 +247,7 @@ func (r *rowNet) forward(x, h, out []float64) {
 }
 
 // sameParams reports whether a and b have the same parameters, bit for bit.
-func sameParams(a, b *Network) bool {
+func sameParams(a, b *nn.Depth2) bool {
 	if (a.L == nil) != (b.L == nil) || (a.C == nil) != (b.C == nil) {
 		return false
 	}

@@ -9,6 +9,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/tensor"
 )
 
@@ -314,7 +316,7 @@ func addScalars(rec *Recovery, kept []candidate, mo *Moments) error {
 		a := mat.Col(nil, i, A)
 		// A bias beyond maxBias leaves φ(b) < 1e-16 of signal: the scalar
 		// inversion met noise, and e^{b²/2} would blow â up.
-		if math.Abs(B[i]) > maxBias || !finiteSlice(a) {
+		if math.Abs(B[i]) > maxBias || !kern.Finite(a) {
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("dropped a component whose scalar inversion gave b = %.3g (|b| > %g or a non-finite weight: noise, not a unit)", B[i], maxBias))
 			rec.Pruned++
 			continue
@@ -358,7 +360,7 @@ func liftUnits(rec *Recovery, mo *Moments) {
 	for i := range rec.Units {
 		w := make([]float64, mo.Basis.RawMatrix().Rows)
 		mat.NewVecDense(len(w), w).MulVec(mo.Basis, mat.NewVecDense(k, rec.Units[i].W))
-		normalize(w)
+		vec.Normalize(w)
 		rec.Units[i].W = w
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/internal/vec"
+	"github.com/relurec/relurec/nn"
 )
 
 // RefineOptions controls Refine.
@@ -27,7 +28,7 @@ type RefineOptions struct {
 	// SubsampleOnly skips the second stage (for intermediate fits whose
 	// result is refined again later).
 	SubsampleOnly bool
-	// Affine fits the affine term L (p×d) as well. A Network that has L
+	// Affine fits the affine term L (p×d) as well. An nn.Depth2 that has L
 	// set is always refined with it.
 	Affine bool
 	// Progress, if non-nil, is called per iteration (done, total).
@@ -36,10 +37,10 @@ type RefineOptions struct {
 
 // RefineResult reports a refinement.
 type RefineResult struct {
-	Net        *Network `json:"-"`
-	Iterations int      `json:"iterations"`
-	Converged  bool     `json:"converged"`
-	Status     string   `json:"status"`
+	Net        *nn.Depth2 `json:"-"`
+	Iterations int        `json:"iterations"`
+	Converged  bool       `json:"converged"`
+	Status     string     `json:"status"`
 	// Before and After are relative residuals ‖Y − f(X)‖_F/‖Y‖_F on all
 	// samples.
 	Before float64 `json:"before"`
@@ -66,7 +67,7 @@ const refineChunk = 1024
 // samples. Each iteration costs ≈ n·p·P² flops for JᵀJ (P parameters),
 // accumulated in fixed chunks over parallel workers and summed in order
 // (deterministic at any GOMAXPROCS).
-func Refine(ctx context.Context, X, Y *mat.Dense, net *Network, opt RefineOptions) (*RefineResult, error) {
+func Refine(ctx context.Context, X, Y *mat.Dense, net *nn.Depth2, opt RefineOptions) (*RefineResult, error) {
 	if err := net.Validate(); err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ type layout struct {
 	size                         int
 }
 
-func newLayout(net *Network) layout {
+func newLayout(net *nn.Depth2) layout {
 	m, d := net.W.Dims()
 	p := net.Out()
 	l := layout{m: m, d: d, p: p, affine: net.L != nil}
@@ -144,7 +145,7 @@ func newLayout(net *Network) layout {
 	return l
 }
 
-func (l layout) pack(net *Network) []float64 {
+func (l layout) pack(net *nn.Depth2) []float64 {
 	x := make([]float64, l.size)
 	copy(x[l.offW:], net.W.RawMatrix().Data)
 	copy(x[l.offB:], net.B)
@@ -160,7 +161,7 @@ func (l layout) pack(net *Network) []float64 {
 	return x
 }
 
-func (l layout) unpack(x []float64, net *Network) {
+func (l layout) unpack(x []float64, net *nn.Depth2) {
 	for i := 0; i < l.m; i++ {
 		copy(net.W.RawRowView(i), x[l.offW+i*l.d:l.offW+(i+1)*l.d])
 	}
@@ -177,7 +178,7 @@ func (l layout) unpack(x []float64, net *Network) {
 }
 
 // renormalize scales every unit to ‖w_i‖ = 1 without changing the function.
-func renormalize(net *Network) {
+func renormalize(net *nn.Depth2) {
 	m := net.Hidden()
 	p := net.Out()
 	for i := 0; i < m; i++ {
@@ -197,7 +198,7 @@ func renormalize(net *Network) {
 }
 
 // lossOn returns ½‖Y − f(X)‖² over the first n rows.
-func lossOn(X, Y *mat.Dense, net *Network, n int) float64 {
+func lossOn(X, Y *mat.Dense, net *nn.Depth2, n int) float64 {
 	_, d := X.Dims()
 	_, p := Y.Dims()
 	l := newLayout(net)
@@ -260,7 +261,7 @@ func newGramParts(l layout) *gramParts {
 
 // add accumulates one chunk: X its inputs (b×d), Z the pre-activations
 // (b×m, biases added) and R the residuals f − y (b×p).
-func (g *gramParts) add(X, Z, R *mat.Dense, net *Network, l layout, sc *gramScratch) {
+func (g *gramParts) add(X, Z, R *mat.Dense, net *nn.Depth2, l layout, sc *gramScratch) {
 	b, d := X.Dims()
 	m := l.m
 	U := blas64.General{Rows: b, Cols: g.nu, Stride: g.nu, Data: sc.u[:b*g.nu]}
@@ -309,7 +310,7 @@ func (g *gramParts) merge(o *gramParts) {
 }
 
 // normalEq assembles JᵀJ and Jᵀr in the layout's order from the sums.
-func (g *gramParts) normalEq(net *Network, l layout) *normalEq {
+func (g *gramParts) normalEq(net *nn.Depth2, l layout) *normalEq {
 	P, m, d, p := l.size, l.m, l.d, l.p
 	eq := &normalEq{jtj: make([]float64, P*P), jtr: make([]float64, P)}
 	// hidden index k = i·(d+1) + j → W_ij (j < d) or b_i (j = d).
@@ -359,7 +360,7 @@ func (g *gramParts) normalEq(net *Network, l layout) *normalEq {
 // accumulate returns ½‖r‖² and, with jac, the normal equations, summed over
 // fixed chunks of refineChunk samples in fixed groups (the same sums at any
 // GOMAXPROCS).
-func accumulate(X, Y *mat.Dense, net *Network, l layout, jac bool) (float64, *normalEq) {
+func accumulate(X, Y *mat.Dense, net *nn.Depth2, l layout, jac bool) (float64, *normalEq) {
 	n, d := X.Dims()
 	p, m := l.p, l.m
 	chunks := (n + refineChunk - 1) / refineChunk
@@ -450,7 +451,7 @@ func zeroLoss(u float64) float64 {
 }
 
 // lm runs Levenberg–Marquardt on (X, Y), updating net in place.
-func lm(ctx context.Context, X, Y *mat.Dense, net *Network, l layout, maxIter int, progress func(int)) (iters int, converged bool, status string, err error) {
+func lm(ctx context.Context, X, Y *mat.Dense, net *nn.Depth2, l layout, maxIter int, progress func(int)) (iters int, converged bool, status string, err error) {
 	yy := mat.Norm(Y, 2)
 	yy *= yy
 	zero := zeroLoss(certify.Roundoff(X, Y)) * yy
@@ -544,7 +545,7 @@ func (eq *normalEq) dampedStep(P int, lambda float64) (delta *mat.VecDense, fact
 
 // copyInto copies the parameters of src that the layout fits (the affine
 // term too when it has one) into dst.
-func (l layout) copyInto(dst, src *Network) {
+func (l layout) copyInto(dst, src *nn.Depth2) {
 	dst.W.Copy(src.W)
 	copy(dst.B, src.B)
 	dst.A.Copy(src.A)

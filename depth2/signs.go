@@ -11,6 +11,7 @@ import (
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
+	"github.com/relurec/relurec/nn"
 )
 
 // maxExhaustiveFlips is the largest width whose 2^m sign patterns
@@ -30,7 +31,7 @@ const maxExhaustiveFlips = 20
 // the flipped units, and the remaining ‖L‖_F. If several patterns remove L
 // the network is genuinely non-identifiable (Claim 4.8); any of them is
 // returned, and ties reports their number.
-func ResolveSigns(net *Network) (out *Network, flipped []int, rest float64, ties int) {
+func ResolveSigns(net *nn.Depth2) (out *nn.Depth2, flipped []int, rest float64, ties int) {
 	if net.L == nil {
 		return net.Clone(), nil, 0, 1
 	}
@@ -55,7 +56,7 @@ func ResolveSigns(net *Network) (out *Network, flipped []int, rest float64, ties
 
 // flipTerms returns the terms u_i = vec(A_{:,i}·w_iᵀ) that flipping unit i
 // adds to vec(L), and vec(L) itself (the rows of L, concatenated).
-func flipTerms(net *Network) (U [][]float64, cur []float64) {
+func flipTerms(net *nn.Depth2) (U [][]float64, cur []float64) {
 	m, d := net.W.Dims()
 	p := net.Out()
 	D := p * d
@@ -175,7 +176,7 @@ func relaxedFlips(U [][]float64, cur []float64) (best uint64, bestVal float64) {
 
 // dropAffine resolves the units' signs to remove the affine term and keeps
 // the network without it when the fit does not get worse beyond noise.
-func (pr *problem) dropAffine(ctx context.Context, net *Network, res *Result) (*Network, error) {
+func (pr *problem) dropAffine(ctx context.Context, net *nn.Depth2, res *Result) (*nn.Depth2, error) {
 	n, d, p := pr.n, pr.d, pr.p
 	flipped, which, rest, ties := ResolveSigns(net)
 	res.Diagnostics.SignTies = ties

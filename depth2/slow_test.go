@@ -39,7 +39,7 @@ func fitInstance(t *testing.T, cfg synth.Depth2Config, n int, noise float64, see
 	return slowInstance{teacher, res}
 }
 
-func maxErr(t *testing.T, truth *nn.MLP, est *Network, flip bool) float64 {
+func maxErr(t *testing.T, truth *nn.MLP, est *nn.Depth2, flip bool) float64 {
 	e, err := metrics.CompareDepth2(truth, est.MLP(), flip)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestImproper(t *testing.T) {
 	}
 }
 
-func relL2Of(t *testing.T, truth *nn.MLP, est *Network) float64 {
+func relL2Of(t *testing.T, truth *nn.MLP, est *nn.Depth2) float64 {
 	l2, err := metrics.L2Depth2(truth, est.MLP())
 	if err != nil {
 		t.Fatal(err)

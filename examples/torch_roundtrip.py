@@ -16,7 +16,7 @@ optional. Run from anywhere:
   /usr/bin/python3 examples/torch_roundtrip.py export OUT_DIR
 
   # Both directions end to end (from the repository root; runs the Go half,
-  # `go test ./nn -run TestTorchInterop`, in a temporary directory).
+  # `go test ./modelfile -run TestTorchInterop`, in a temporary directory).
   /usr/bin/python3 examples/torch_roundtrip.py selftest
 
 The architecture comes from relurec's "relurec.architecture" metadata when
@@ -171,7 +171,7 @@ def selftest():
     with tempfile.TemporaryDirectory() as d:
         export(d)
         env = dict(os.environ, RELUREC_INTEROP_DIR=d)
-        r = subprocess.run(["go", "test", "./nn", "-run", "^TestTorchInterop$", "-count=1", "-v"],
+        r = subprocess.run(["go", "test", "./modelfile", "-run", "^TestTorchInterop$", "-count=1", "-v"],
                            cwd=repo, env=env, capture_output=True, text=True)
         print(r.stdout.strip())
         if r.returncode != 0:

@@ -101,7 +101,7 @@ func depth2Fit(ctx context.Context, teacher *nn.MLP, X, Y *mat.Dense, opt depth2
 
 // unitsWithin counts true units with an estimate unit within tol (‖w − ξŵ‖
 // over unit rows, ξ = ±1).
-func unitsWithin(teacher *nn.MLP, est *depth2.Network, tol float64) int {
+func unitsWithin(teacher *nn.MLP, est *nn.Depth2, tol float64) int {
 	W := teacher.Layers[0].Weight
 	m, _ := W.Dims()
 	count := 0
@@ -125,7 +125,7 @@ func unitsWithin(teacher *nn.MLP, est *depth2.Network, tol float64) int {
 }
 
 // relL2 is √(E‖f − g‖²/E‖f‖²) by the closed form of metrics.L2Depth2.
-func relL2(teacher *nn.MLP, est *depth2.Network) *float64 {
+func relL2(teacher *nn.MLP, est *nn.Depth2) *float64 {
 	l2, err := metrics.L2Depth2(teacher, est.MLP())
 	if err != nil {
 		return nil

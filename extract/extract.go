@@ -11,9 +11,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
-	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/errs"
-	"github.com/relurec/relurec/synth"
+	"github.com/relurec/relurec/internal/rng"
+	"github.com/relurec/relurec/nn"
 )
 
 // Options controls Extract. The zero value works.
@@ -74,8 +74,8 @@ type Options struct {
 // Result is an extracted network and the evidence behind it.
 type Result struct {
 	// Model is the extracted network in the normalisation of
-	// depth2.Network.Normalize: ‖w_i‖ = 1, units sorted by ‖A_{:,i}‖.
-	Model *depth2.Network `json:"-"`
+	// nn.Depth2.Normalize: ‖w_i‖ = 1, units sorted by ‖A_{:,i}‖.
+	Model *nn.Depth2 `json:"-"`
 	// Queries is the number of rows sent to the oracle (the query count
 	// the literature compares), Calls the number of oracle calls.
 	Queries int `json:"queries"`
@@ -204,7 +204,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if err := opt.defaults(); err != nil {
 		return nil, err
 	}
-	e := &extractor{d: d, opt: opt, o: &counted{f: oracle, d: d}, rng: synth.NewRand(opt.Seed), etaFloor: 1e-13}
+	e := &extractor{d: d, opt: opt, o: &counted{f: oracle, d: d}, rng: rng.New(opt.Seed), etaFloor: 1e-13}
 	if opt.MaxQueries > 0 {
 		need := opt.CertQueries + 4*(d+2)
 		if opt.MaxQueries < need {
@@ -259,7 +259,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 
 // refineIfRoom polishes net by least squares (refine) on a coarse oracle;
 // when the query budget leaves no room for it, net is kept, with a warning.
-func (e *extractor) refineIfRoom(ctx context.Context, net *depth2.Network) (*depth2.Network, error) {
+func (e *extractor) refineIfRoom(ctx context.Context, net *nn.Depth2) (*nn.Depth2, error) {
 	refined, before, after, err := e.refine(ctx, net)
 	switch {
 	case errors.Is(err, errBudget):
@@ -277,7 +277,7 @@ func (e *extractor) refineIfRoom(ctx context.Context, net *depth2.Network) (*dep
 // Options.CertQueries fresh Gaussian queries, outside the search's budget,
 // against Options.CertTol or the tolerance the oracle's rounding allows
 // (stopTol). It returns that tolerance.
-func (e *extractor) certifyNet(ctx context.Context, net *depth2.Network, res *Result) (float64, error) {
+func (e *extractor) certifyNet(ctx context.Context, net *nn.Depth2, res *Result) (float64, error) {
 	opt, d := e.opt, e.d
 	// The certificate: fresh Gaussian queries, not part of the budget of
 	// the search.

@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/nn"
 )
 
 // identify marks the kinks of a line that are crossings of units already
@@ -272,7 +272,7 @@ func (e *extractor) nu() float64 { return math.Max(e.noiseMed, 0x1p-53) }
 // off every measured Jacobian, β solved by least squares (the m×m Gram
 // (â_i·â_k)(ŵ_i·ŵ_k), invertible when the ŵ_i are independent, m ≤ d) and
 // rounded to {0, −1}.
-func (e *extractor) assemble(final bool) (*depth2.Network, error) {
+func (e *extractor) assemble(final bool) (*nn.Depth2, error) {
 	m := len(e.units)
 	if m == 0 || e.o.p == 0 {
 		return nil, nil
@@ -294,7 +294,7 @@ func (e *extractor) assemble(final bool) (*depth2.Network, error) {
 		B[i] = s * u.b
 		A.SetCol(i, u.a)
 	}
-	net := &depth2.Network{W: W, B: B, A: A, C: make([]float64, p)}
+	net := &nn.Depth2{W: W, B: B, A: A, C: make([]float64, p)}
 	if !e.fitOutputBias(net) {
 		return net, nil
 	}
@@ -374,7 +374,7 @@ func (e *extractor) orientations(final bool) []bool {
 // lines' samples near the origin, and records the line residual on the
 // same samples (Diagnostics.LineResidual). It returns false, leaving the
 // bias zero, when there are no such samples yet.
-func (e *extractor) fitOutputBias(net *depth2.Network) bool {
+func (e *extractor) fitOutputBias(net *nn.Depth2) bool {
 	p := e.o.p
 	// Output bias: the mean residual over the lines' samples near the
 	// origin; the same samples give the line residual.

@@ -7,7 +7,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
@@ -37,8 +36,8 @@ func FromMLP(m *nn.MLP) Oracle {
 	}
 }
 
-// FromNetwork wraps a depth2.Network as an Oracle (see FromMLP).
-func FromNetwork(net *depth2.Network) Oracle {
+// FromNetwork wraps a nn.Depth2 as an Oracle (see FromMLP).
+func FromNetwork(net *nn.Depth2) Oracle {
 	return func(ctx context.Context, X *mat.Dense) (*mat.Dense, error) {
 		if err := net.Validate(); err != nil {
 			return nil, fmt.Errorf("extract.FromNetwork: %w", err)

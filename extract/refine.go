@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/nn"
 )
 
 // refineRowsPerParam is how many output values the whole-network polish
@@ -23,7 +23,7 @@ const refineRowsPerParam = 4
 // problem (activation pattern held fixed) solved by CGLS, keeping a step
 // only when it lowers the residual. It returns the refined network and the
 // relative residuals on those points before and after.
-func (e *extractor) refine(ctx context.Context, net *depth2.Network) (*depth2.Network, float64, float64, error) {
+func (e *extractor) refine(ctx context.Context, net *nn.Depth2) (*nn.Depth2, float64, float64, error) {
 	m, d, p := net.Hidden(), net.In(), net.Out()
 	params := m*(d+1) + p*(m+1)
 	n := max(refineRowsPerParam*params/p, 4*m)
@@ -74,7 +74,7 @@ const refineSteps = 8
 // weakest returns the unit with the smallest contribution ‖A_{:,i}‖ ·
 // rms(ReLU(w_i·x + b_i)) over the rows of X, and whether it is below 1% of
 // the median contribution.
-func weakest(net *depth2.Network, X *mat.Dense) (int, bool) {
+func weakest(net *nn.Depth2, X *mat.Dense) (int, bool) {
 	m := net.Hidden()
 	n, _ := X.Dims()
 	Z := mat.NewDense(n, m, nil)
@@ -101,9 +101,9 @@ func weakest(net *depth2.Network, X *mat.Dense) (int, bool) {
 }
 
 // withoutUnit returns net without hidden unit i.
-func withoutUnit(net *depth2.Network, i int) *depth2.Network {
+func withoutUnit(net *nn.Depth2, i int) *nn.Depth2 {
 	m, d, p := net.Hidden(), net.In(), net.Out()
-	out := &depth2.Network{W: mat.NewDense(m-1, d, nil), B: make([]float64, 0, m-1), A: mat.NewDense(p, m-1, nil), C: append([]float64(nil), net.C...)}
+	out := &nn.Depth2{W: mat.NewDense(m-1, d, nil), B: make([]float64, 0, m-1), A: mat.NewDense(p, m-1, nil), C: append([]float64(nil), net.C...)}
 	k := 0
 	for j := 0; j < m; j++ {
 		if j == i {
@@ -121,7 +121,7 @@ func withoutUnit(net *depth2.Network, i int) *depth2.Network {
 // the activation pattern of net held fixed: the linear least-squares
 // problem in (δW, δb, δA, δc) solved by CGLS (matrix-free: each product
 // costs two n×d×m matrix products).
-func gaussNewton(net *depth2.Network, X, Y *mat.Dense) *depth2.Network {
+func gaussNewton(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	n, _ := X.Dims()
 	p := net.Out()
 	gs := newGNSystem(net, X)
@@ -206,7 +206,7 @@ func (v gnVec) axpy(s float64, src gnVec) {
 // f(X) at net with its activation pattern D held fixed (H the hidden
 // values), applied matrix-free, and its Jacobi preconditioner.
 type gnSystem struct {
-	net        *depth2.Network
+	net        *nn.Depth2
 	X, H, D    *mat.Dense
 	n, d, m, p int
 	// sW, sB, sA (per unit) and sC scale the step's parts (scaling).
@@ -216,7 +216,7 @@ type gnSystem struct {
 
 // newGNSystem computes net's pre-activations on X, its activation pattern
 // D and hidden values H.
-func newGNSystem(net *depth2.Network, X *mat.Dense) *gnSystem {
+func newGNSystem(net *nn.Depth2, X *mat.Dense) *gnSystem {
 	n, d := X.Dims()
 	m, p := net.Hidden(), net.Out()
 	Z := mat.NewDense(n, m, nil)

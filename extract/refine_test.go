@@ -6,7 +6,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
@@ -21,14 +20,14 @@ func TestRefineDropsCopyAndRestoresPrecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	truth, err := depth2.FromMLP(teacherNet)
+	truth, err := nn.Depth2FromMLP(teacherNet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every parameter off by 1e-3 relative, plus a copy of unit 0 with its
 	// hyperplane shifted and a small output column.
 	rng := synth.NewRand(7)
-	start := &depth2.Network{W: mat.NewDense(m+1, d, nil), B: make([]float64, m+1), A: mat.NewDense(p, m+1, nil), C: append([]float64(nil), truth.C...)}
+	start := &nn.Depth2{W: mat.NewDense(m+1, d, nil), B: make([]float64, m+1), A: mat.NewDense(p, m+1, nil), C: append([]float64(nil), truth.C...)}
 	for j := 0; j <= m; j++ {
 		src := j % m
 		start.W.SetRow(j, truth.W.RawRowView(src))

@@ -1,12 +1,8 @@
 package nn
 
 import (
-	"bytes"
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -196,77 +192,4 @@ func TestCanonicalRectified(t *testing.T) {
 	if d := maxAbsDiff(h.Canonical().Layers[0].Weight, c.Layers[0].Weight); d < 1e-3 {
 		t.Fatal("reluexp: Canonical identified two different networks")
 	}
-}
-
-func TestModelFileActivations(t *testing.T) {
-	rng := rand.New(rand.NewPCG(31, 32))
-	x := randDense(rng, 40, 5)
-	dir := t.TempDir()
-	for _, act := range []Activation{RectPow(2), RectPow(0.5), RectPow(3), RectExp} {
-		m := NewTwoLayerAct(randDense(rng, 4, 5), randDense(rng, 3, 4), act)
-		p := filepath.Join(dir, string(act)+".safetensors")
-		if err := SaveModel(p, m, nil, ""); err != nil {
-			t.Fatal(err)
-		}
-		got, meta, err := LoadModel(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Layers[0].Act != act || got.Layers[1].Act != Identity {
-			t.Fatalf("%s: loaded activations %s, %s", act, got.Layers[0].Act, got.Layers[1].Act)
-		}
-		if !strings.Contains(meta[MetaArchitecture], `"act":"`+string(act)+`"`) {
-			t.Fatalf("%s: architecture %s", act, meta[MetaArchitecture])
-		}
-		// The second Linear sits after the activation module, as in
-		// nn.Sequential(Linear, Custom(), Linear).
-		tensors, _, _ := ReadSafetensors(mustOpen(t, p))
-		if _, ok := tensors["2.weight"]; !ok {
-			t.Fatalf("%s: keys %v", act, keys(tensors))
-		}
-		if d := maxRelDiff(got.Forward(x), m.Forward(x)); d != 0 {
-			t.Fatalf("%s: round trip changes the outputs by %g", act, d)
-		}
-		// Forward applies φ.
-		want := mat.NewDense(40, 3, nil)
-		f := act.Func()
-		var pre mat.Dense
-		pre.Mul(x, m.Layers[0].Weight.T())
-		pre.Apply(func(_, _ int, v float64) float64 { return f(v) }, &pre)
-		want.Mul(&pre, m.Layers[1].Weight.T())
-		if d := maxRelDiff(m.Forward(x), want); d > 1e-13 {
-			t.Fatalf("%s: Forward differs from φ(XVᵀ)Uᵀ by %g", act, d)
-		}
-	}
-	// A ReLU model's file is byte-identical to one written with the
-	// architecture the old code wrote (keys 0/2, act "relu").
-	m := NewTwoLayer(randDense(rng, 4, 5), randDense(rng, 3, 4))
-	var buf bytes.Buffer
-	if err := WriteModel(&buf, m, nil, ""); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(buf.Bytes(), []byte(`{\"in\":5,\"out\":4,\"bias\":false,\"act\":\"relu\"}`)) {
-		t.Fatalf("ReLU architecture header changed: %.300s", buf.String())
-	}
-	// Non-canonical or unknown names in a header: canonicalised or refused.
-	for name, ok := range map[string]bool{"relupow2.0": true, "ReLUPow3": true, "relupow-1": false, "swish": false} {
-		file := replaceInHeader(buf.Bytes(), `\"act\":\"relu\"`, `\"act\":\"`+name+`\"`)
-		got, _, err := ReadModel(bytes.NewReader(file))
-		if ok != (err == nil) {
-			t.Fatalf("%s: err %v", name, err)
-		}
-		if ok && !got.Layers[0].Act.Valid() {
-			t.Fatalf("%s loaded as non-canonical %q", name, got.Layers[0].Act)
-		}
-	}
-}
-
-// replaceInHeader edits the JSON header of a safetensors file and fixes its
-// 8-byte length prefix.
-func replaceInHeader(file []byte, old, new string) []byte {
-	n := binary.LittleEndian.Uint64(file[:8])
-	hdr := strings.Replace(string(file[8:8+n]), old, new, 1)
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
-	out = append(out, hdr...)
-	return append(out, file[8+n:]...)
 }

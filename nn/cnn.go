@@ -56,8 +56,6 @@ type CNNLayer interface {
 	OutShape(in FeatureShape) (FeatureShape, error)
 	// Params is the number of weights and biases.
 	Params() int
-	// onnxOp is the ONNX operator the module is written as.
-	onnxOp() string
 	// apply computes the module on the b samples (rows) of x, whose shape
 	// is in, and returns b rows of the output shape.
 	apply(x *mat.Dense, in, out FeatureShape) *mat.Dense
@@ -102,8 +100,9 @@ func (c *Conv2d) OutChannels() int {
 	return r
 }
 
-// strides returns the stride with zero entries replaced by 1.
-func (c *Conv2d) strides() [2]int { return defaultPair(c.Stride, [2]int{1, 1}) }
+// Strides returns the stride with zero entries replaced by 1, the stride
+// the forward pass and the model files use.
+func (c *Conv2d) Strides() [2]int { return defaultPair(c.Stride, [2]int{1, 1}) }
 
 // defaultPair replaces the zero entries of p by those of def.
 func defaultPair(p, def [2]int) [2]int {
@@ -132,7 +131,7 @@ func (c *Conv2d) OutShape(in FeatureShape) (FeatureShape, error) {
 	if c.Bias != nil && len(c.Bias) != r {
 		return FeatureShape{}, shapeErrf("has %d output channels but a bias of length %d", r, len(c.Bias))
 	}
-	s := c.strides()
+	s := c.Strides()
 	if s[0] < 0 || s[1] < 0 || c.Padding[0] < 0 || c.Padding[1] < 0 {
 		return FeatureShape{}, shapeErrf("stride %v and padding %v must not be negative", c.Stride, c.Padding)
 	}
@@ -171,8 +170,6 @@ func (c *Conv2d) Params() int {
 	return r*k + len(c.Bias)
 }
 
-func (c *Conv2d) onnxOp() string { return "Conv" }
-
 // ReLULayer is torch.nn.ReLU: max(x, 0) elementwise, any shape. (ReLU
 // itself names the activation of an MLP Layer.)
 type ReLULayer struct{}
@@ -182,8 +179,6 @@ func (*ReLULayer) OutShape(in FeatureShape) (FeatureShape, error) { return in, n
 
 // Params is 0.
 func (*ReLULayer) Params() int { return 0 }
-
-func (*ReLULayer) onnxOp() string { return "Relu" }
 
 // MaxPool2d is torch.nn.MaxPool2d with dilation 1 and ceil_mode False: the
 // largest value under each Kernel window, per channel; padding counts as
@@ -198,12 +193,15 @@ type MaxPool2d struct {
 	Padding [2]int
 }
 
-func (p *MaxPool2d) strides() [2]int { return defaultPair(p.Stride, p.Kernel) }
+// Strides returns the stride with zero entries replaced by the kernel
+// size (PyTorch's default), the stride the forward pass and the model
+// files use.
+func (p *MaxPool2d) Strides() [2]int { return defaultPair(p.Stride, p.Kernel) }
 
 // OutShape checks the window and returns C × ⌊(H + 2ph − KH)/sh⌋ + 1 ×
 // ⌊(W + 2pw − KW)/sw⌋ + 1.
 func (p *MaxPool2d) OutShape(in FeatureShape) (FeatureShape, error) {
-	k, s := p.Kernel, p.strides()
+	k, s := p.Kernel, p.Strides()
 	if k[0] <= 0 || k[1] <= 0 || s[0] < 0 || s[1] < 0 {
 		return FeatureShape{}, shapeErrf("kernel %v and stride %v must be positive", k, s)
 	}
@@ -223,8 +221,6 @@ func (p *MaxPool2d) OutShape(in FeatureShape) (FeatureShape, error) {
 // Params is 0.
 func (*MaxPool2d) Params() int { return 0 }
 
-func (*MaxPool2d) onnxOp() string { return "MaxPool" }
-
 // Flatten is torch.nn.Flatten(): C×H×W maps become one vector of C·H·W
 // values in the same (channel-major) order, which is how a sample is stored
 // anyway; it only marks the shape flat so that a Linear may follow.
@@ -237,8 +233,6 @@ func (*Flatten) OutShape(in FeatureShape) (FeatureShape, error) {
 
 // Params is 0.
 func (*Flatten) Params() int { return 0 }
-
-func (*Flatten) onnxOp() string { return "Flatten" }
 
 // Linear is torch.nn.Linear: x·Weightᵀ + Bias with Weight out × in. It needs
 // a flat input (a Flatten before it), because PyTorch's Linear on C×H×W maps
@@ -271,8 +265,6 @@ func (l *Linear) Params() int {
 	r, c := l.Weight.Dims()
 	return r*c + len(l.Bias)
 }
-
-func (*Linear) onnxOp() string { return "Gemm" }
 
 // CNN is a sequential convolutional network: Layers in the order of the
 // equivalent torch.nn.Sequential, Layers[i] being module i (so its
@@ -321,8 +313,17 @@ func (c *CNN) Shapes() ([]FeatureShape, error) {
 	return s, err
 }
 
+// FailingLayer returns the index of the first layer that cannot take the
+// shape the one before gives (the layer Shapes' error names), or −1 when
+// the shapes chain or the input shape itself is wrong, so a model file
+// reader can name the node or module the layer came from.
+func (c *CNN) FailingLayer() int {
+	_, i, _ := c.shapes()
+	return i
+}
+
 // shapes is Shapes that also returns the index of the failing layer (−1 if
-// the input itself is wrong), so the ONNX reader can name its node.
+// the input itself is wrong).
 func (c *CNN) shapes() ([]FeatureShape, int, error) {
 	if c == nil || len(c.Layers) == 0 {
 		return nil, -1, errs.Inputf("nn: CNN has no layers")
@@ -353,7 +354,7 @@ func (c *CNN) Validate() error {
 		return err
 	}
 	for i, l := range c.Layers {
-		w, b := layerParams(l)
+		w, b := LayerParams(l)
 		if w == nil {
 			continue
 		}
@@ -376,7 +377,7 @@ func (c *CNN) Validate() error {
 
 // layerParams returns a Conv2d's or Linear's weight matrix and bias, nil
 // for modules without parameters.
-func layerParams(l CNNLayer) (*mat.Dense, []float64) {
+func LayerParams(l CNNLayer) (*mat.Dense, []float64) {
 	switch l := l.(type) {
 	case *Conv2d:
 		return l.Weight, l.Bias
@@ -417,7 +418,7 @@ func (c *CNN) MultiplyAdds() int {
 	}
 	m := 0
 	for i, l := range c.Layers {
-		if w, _ := layerParams(l); w != nil {
+		if w, _ := LayerParams(l); w != nil {
 			r, k := w.Dims()
 			m += r * k * s[i+1].H * s[i+1].W
 		}
@@ -433,11 +434,11 @@ func (c *CNN) MultiplyAdds() int {
 func (c *CNN) Ranks() []int {
 	var out []int
 	for i := 0; i < len(c.Layers); i++ {
-		if w, _ := layerParams(c.Layers[i]); w == nil {
+		if w, _ := LayerParams(c.Layers[i]); w == nil {
 			continue
 		}
 		if i+1 < len(c.Layers) && sameKind(c.Layers[i], c.Layers[i+1]) {
-			r, _ := layerParams(c.Layers[i])
+			r, _ := LayerParams(c.Layers[i])
 			rows, _ := r.Dims()
 			out = append(out, rows)
 			i++
@@ -463,7 +464,7 @@ func sameKind(a, b CNNLayer) bool {
 func (c *CNN) Widths() []int {
 	w := []int{c.Input.C}
 	for _, l := range c.Layers {
-		if m, _ := layerParams(l); m != nil {
+		if m, _ := LayerParams(l); m != nil {
 			r, _ := m.Dims()
 			w = append(w, r)
 		}
@@ -478,12 +479,12 @@ func (c *CNN) String() string {
 	for _, l := range c.Layers {
 		switch l := l.(type) {
 		case *Conv2d:
-			s := l.strides()
+			s := l.Strides()
 			parts = append(parts, fmt.Sprintf("Conv2d(%d, %d, %d×%d, stride %d×%d, pad %d×%d)", l.InChannels(), l.OutChannels(), l.Kernel[0], l.Kernel[1], s[0], s[1], l.Padding[0], l.Padding[1]))
 		case *ReLULayer:
 			parts = append(parts, "ReLU")
 		case *MaxPool2d:
-			s := l.strides()
+			s := l.Strides()
 			parts = append(parts, fmt.Sprintf("MaxPool2d(%d×%d, stride %d×%d, pad %d×%d)", l.Kernel[0], l.Kernel[1], s[0], s[1], l.Padding[0], l.Padding[1]))
 		case *Flatten:
 			parts = append(parts, "Flatten")

@@ -103,7 +103,7 @@ func unfold(x *mat.Dense, in FeatureShape, kernel, stride, pad [2]int, oh, ow in
 // per sample, adding the bias.
 func (c *Conv2d) apply(x *mat.Dense, in, out FeatureShape) *mat.Dense {
 	n, _ := x.Dims()
-	p := unfold(x, in, c.Kernel, c.strides(), c.Padding, out.H, out.W)
+	p := unfold(x, in, c.Kernel, c.Strides(), c.Padding, out.H, out.W)
 	var z mat.Dense
 	z.Mul(p, c.Weight.T())
 	res := mat.NewDense(n, out.Size(), nil)
@@ -143,7 +143,7 @@ func (*ReLULayer) apply(x *mat.Dense, _, _ FeatureShape) *mat.Dense {
 func (p *MaxPool2d) apply(x *mat.Dense, in, out FeatureShape) *mat.Dense {
 	n, _ := x.Dims()
 	res := mat.NewDense(n, out.Size(), nil)
-	s, k, pad := p.strides(), p.Kernel, p.Padding
+	s, k, pad := p.Strides(), p.Kernel, p.Padding
 	for smp := 0; smp < n; smp++ {
 		src, dst := x.RawRowView(smp), res.RawRowView(smp)
 		for c := 0; c < in.C; c++ {

@@ -1,4 +1,4 @@
-package nn
+package nn_test
 
 import (
 	"errors"
@@ -10,54 +10,22 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/testutil/nets"
+	"github.com/relurec/relurec/nn"
 )
-
-// randCNN is a small CNN exercising every module, strides, paddings, a
-// factored conv (3×3 to 2 channels, then 1×1) and a factored Linear:
-// 2×9×7 → Conv(2,3,3×3,pad 1) → ReLU → MaxPool(2×2) → Conv(3,2,3×2,stride
-// 2×1,pad 1×0, no bias) → Conv(2,4,1×1) → ReLU → MaxPool(3×2, stride 1,
-// pad 1×1) → Flatten → Linear → Linear → ReLU → Linear(…, 5).
-func randCNN(rng *rand.Rand) *CNN {
-	conv := func(out, in, kh, kw int, bias bool) *Conv2d {
-		c := &Conv2d{Weight: randDense(rng, out, in*kh*kw), Kernel: [2]int{kh, kw}}
-		if bias {
-			c.Bias = randVec(rng, out)
-		}
-		return c
-	}
-	c1 := conv(3, 2, 3, 3, true)
-	c1.Padding = [2]int{1, 1}
-	c2 := conv(2, 3, 3, 2, false)
-	c2.Stride, c2.Padding = [2]int{2, 1}, [2]int{1, 0}
-	c3 := conv(4, 2, 1, 1, true)
-	net := &CNN{Input: FeatureShape{C: 2, H: 9, W: 7}, Layers: []CNNLayer{
-		c1, &ReLULayer{}, &MaxPool2d{Kernel: [2]int{2, 2}},
-		c2, c3, &ReLULayer{}, &MaxPool2d{Kernel: [2]int{3, 2}, Stride: [2]int{1, 1}, Padding: [2]int{1, 1}},
-		&Flatten{},
-	}}
-	s, err := net.Shapes()
-	if err != nil {
-		panic(err)
-	}
-	flat := s[len(s)-1].Size()
-	net.Layers = append(net.Layers,
-		&Linear{Weight: randDense(rng, 3, flat)},
-		&Linear{Weight: randDense(rng, 6, 3), Bias: randVec(rng, 6)}, &ReLULayer{},
-		&Linear{Weight: randDense(rng, 5, 6), Bias: randVec(rng, 5)})
-	return net
-}
 
 // naiveCNNForward computes the CNN on one sample with direct loops over the
 // PyTorch definitions (no im2col): conv as a sum over channels and kernel
 // positions with zero padding, max pooling over in-image positions.
-func naiveCNNForward(net *CNN, x []float64) []float64 {
+func naiveCNNForward(net *nn.CNN, x []float64) []float64 {
 	sh := net.Input
 	h := append([]float64(nil), x...)
 	for _, l := range net.Layers {
 		switch l := l.(type) {
-		case *Conv2d:
+		case *nn.Conv2d:
 			out, _ := l.OutShape(sh)
-			s := l.strides()
+			s := l.Strides()
 			kh, kw := l.Kernel[0], l.Kernel[1]
 			y := make([]float64, out.Size())
 			for o := 0; o < out.C; o++ {
@@ -82,13 +50,13 @@ func naiveCNNForward(net *CNN, x []float64) []float64 {
 				}
 			}
 			h, sh = y, out
-		case *ReLULayer:
+		case *nn.ReLULayer:
 			for i, v := range h {
 				h[i] = math.Max(v, 0)
 			}
-		case *MaxPool2d:
+		case *nn.MaxPool2d:
 			out, _ := l.OutShape(sh)
-			s := l.strides()
+			s := l.Strides()
 			y := make([]float64, out.Size())
 			for c := 0; c < out.C; c++ {
 				for r := 0; r < out.H; r++ {
@@ -107,9 +75,9 @@ func naiveCNNForward(net *CNN, x []float64) []float64 {
 				}
 			}
 			h, sh = y, out
-		case *Flatten:
+		case *nn.Flatten:
 			sh, _ = l.OutShape(sh)
-		case *Linear:
+		case *nn.Linear:
 			r, k := l.Weight.Dims()
 			y := make([]float64, r)
 			for o := range y {
@@ -120,7 +88,7 @@ func naiveCNNForward(net *CNN, x []float64) []float64 {
 					y[o] += l.Bias[o]
 				}
 			}
-			h, sh = y, FeatureShape{C: r, H: 1, W: 1, Flat: true}
+			h, sh = y, nn.FeatureShape{C: r, H: 1, W: 1, Flat: true}
 		}
 	}
 	return h
@@ -130,12 +98,12 @@ func naiveCNNForward(net *CNN, x []float64) []float64 {
 // definition of every module, and Hidden's last layer equals Forward.
 func TestCNNForwardMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	net := randCNN(rng)
+	net := nets.RandCNN(rng)
 	if err := net.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	n := 2*cnnChunk + 3 // several chunks, the last one partial
-	x := randDense(rng, n, net.In())
+	n := 2*nn.CNNChunk + 3 // several chunks, the last one partial
+	x := testutil.RandDense(rng, n, net.In())
 	y := net.Forward(x)
 	if r, c := y.Dims(); r != n || c != 5 || net.Out() != 5 {
 		t.Fatalf("Forward gave %d×%d, Out %d; want %d×5", r, c, net.Out(), n)
@@ -150,12 +118,12 @@ func TestCNNForwardMatchesNaive(t *testing.T) {
 	if worst > 1e-12 {
 		t.Fatalf("Forward differs from the direct loops by %.3g", worst)
 	}
-	if d := maxAbsDiff(net.Hidden(x, len(net.Layers)-1), y); d != 0 {
+	if d := testutil.DiffNormInf(net.Hidden(x, len(net.Layers)-1), y); d != 0 {
 		t.Fatalf("Hidden(last) differs from Forward by %g", d)
 	}
 	// A conv's output before its bias is Unfold(input)·Weightᵀ.
 	shapes, _ := net.Shapes()
-	c2 := net.Layers[3].(*Conv2d)
+	c2 := net.Layers[3].(*nn.Conv2d)
 	p, err := c2.Unfold(net.Hidden(x, 2), shapes[3])
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +153,8 @@ func TestCNNForwardMatchesNaive(t *testing.T) {
 // Evaluate scores the logits of Forward.
 func TestCNNEvaluate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	net := randCNN(rng)
-	x := randDense(rng, 50, net.In())
+	net := nets.RandCNN(rng)
+	x := testutil.RandDense(rng, 50, net.In())
 	labels := make([]int, 50)
 	for i := range labels {
 		labels[i] = i % 5
@@ -205,10 +173,10 @@ func TestCNNEvaluate(t *testing.T) {
 	if m.Correct != correct || m.Samples != 50 {
 		t.Fatalf("Evaluate %+v, Predict gives %d correct", m, correct)
 	}
-	if loss := SoftmaxCrossEntropy(net.Forward(x), labels, nil); math.Abs(loss-m.Loss) > 1e-12 {
+	if loss := nn.SoftmaxCrossEntropy(net.Forward(x), labels, nil); math.Abs(loss-m.Loss) > 1e-12 {
 		t.Fatalf("loss %g, want %g", m.Loss, loss)
 	}
-	if _, err := net.Evaluate(randDense(rng, 3, 5), labels[:3]); !errors.Is(err, errs.ErrInput) {
+	if _, err := net.Evaluate(testutil.RandDense(rng, 3, 5), labels[:3]); !errors.Is(err, errs.ErrInput) {
 		t.Fatalf("wrong input width: %v", err)
 	}
 }
@@ -216,31 +184,31 @@ func TestCNNEvaluate(t *testing.T) {
 // Shapes that do not chain are refused, naming the layer and what is wrong.
 func TestCNNValidateErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	in := FeatureShape{C: 2, H: 6, W: 6}
+	in := nn.FeatureShape{C: 2, H: 6, W: 6}
 	for name, tc := range map[string]struct {
-		net  *CNN
+		net  *nn.CNN
 		want string
 	}{
-		"no layers":        {&CNN{Input: in}, "no layers"},
-		"zero input":       {&CNN{Input: FeatureShape{C: 1}, Layers: []CNNLayer{&ReLULayer{}}}, "input shape"},
-		"wrong channels":   {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 27), Kernel: [2]int{3, 3}}}}, "layer 0 (Conv2d): takes 3 input channels"},
-		"kernel mismatch":  {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 10), Kernel: [2]int{3, 3}}}}, "not a multiple of the kernel"},
-		"kernel too large": {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 2*49), Kernel: [2]int{7, 7}}}}, "larger than the padded"},
-		"no kernel":        {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 2)}}}, "kernel 0×0"},
-		"bias length":      {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: randDense(rng, 4, 2), Kernel: [2]int{1, 1}, Bias: []float64{1}}}}, "bias of length 1"},
-		"linear on maps":   {&CNN{Input: in, Layers: []CNNLayer{&Linear{Weight: randDense(rng, 3, 72)}}}, "add a Flatten"},
-		"linear width":     {&CNN{Input: in, Layers: []CNNLayer{&Flatten{}, &Linear{Weight: randDense(rng, 3, 70)}}}, "layer 1 (Linear): takes 70 inputs"},
-		"conv after flat":  {&CNN{Input: in, Layers: []CNNLayer{&Flatten{}, &Conv2d{Weight: randDense(rng, 4, 72), Kernel: [2]int{1, 1}}}}, "after Flatten"},
-		"pool padding":     {&CNN{Input: in, Layers: []CNNLayer{&MaxPool2d{Kernel: [2]int{2, 2}, Padding: [2]int{2, 0}}}}, "half the kernel"},
-		"nil layer":        {&CNN{Input: in, Layers: []CNNLayer{nil}}, "layer 0 is nil"},
-		"NaN":              {&CNN{Input: in, Layers: []CNNLayer{&Conv2d{Weight: mat.NewDense(1, 2, []float64{1, math.NaN()}), Kernel: [2]int{1, 1}}}}, "weight[0,1] is NaN"},
+		"no layers":        {&nn.CNN{Input: in}, "no layers"},
+		"zero input":       {&nn.CNN{Input: nn.FeatureShape{C: 1}, Layers: []nn.CNNLayer{&nn.ReLULayer{}}}, "input shape"},
+		"wrong channels":   {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Conv2d{Weight: testutil.RandDense(rng, 4, 27), Kernel: [2]int{3, 3}}}}, "layer 0 (Conv2d): takes 3 input channels"},
+		"kernel mismatch":  {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Conv2d{Weight: testutil.RandDense(rng, 4, 10), Kernel: [2]int{3, 3}}}}, "not a multiple of the kernel"},
+		"kernel too large": {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Conv2d{Weight: testutil.RandDense(rng, 4, 2*49), Kernel: [2]int{7, 7}}}}, "larger than the padded"},
+		"no kernel":        {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Conv2d{Weight: testutil.RandDense(rng, 4, 2)}}}, "kernel 0×0"},
+		"bias length":      {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Conv2d{Weight: testutil.RandDense(rng, 4, 2), Kernel: [2]int{1, 1}, Bias: []float64{1}}}}, "bias of length 1"},
+		"linear on maps":   {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Linear{Weight: testutil.RandDense(rng, 3, 72)}}}, "add a Flatten"},
+		"linear width":     {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Flatten{}, &nn.Linear{Weight: testutil.RandDense(rng, 3, 70)}}}, "layer 1 (Linear): takes 70 inputs"},
+		"conv after flat":  {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Flatten{}, &nn.Conv2d{Weight: testutil.RandDense(rng, 4, 72), Kernel: [2]int{1, 1}}}}, "after Flatten"},
+		"pool padding":     {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.MaxPool2d{Kernel: [2]int{2, 2}, Padding: [2]int{2, 0}}}}, "half the kernel"},
+		"nil layer":        {&nn.CNN{Input: in, Layers: []nn.CNNLayer{nil}}, "layer 0 is nil"},
+		"NaN":              {&nn.CNN{Input: in, Layers: []nn.CNNLayer{&nn.Conv2d{Weight: mat.NewDense(1, 2, []float64{1, math.NaN()}), Kernel: [2]int{1, 1}}}}, "weight[0,1] is NaN"},
 	} {
 		err := tc.net.Validate()
 		if err == nil || !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an ErrInput error containing %q", name, err, tc.want)
 		}
 	}
-	if _, err := Unfold(randDense(rng, 2, 71), in, [2]int{3, 3}, [2]int{}, [2]int{}); !errors.Is(err, errs.ErrInput) {
+	if _, err := nn.Unfold(testutil.RandDense(rng, 2, 71), in, [2]int{3, 3}, [2]int{}, [2]int{}); !errors.Is(err, errs.ErrInput) {
 		t.Errorf("Unfold of 71 values as %v: %v", in, err)
 	}
 }
@@ -253,16 +221,16 @@ func TestCNNValidateErrors(t *testing.T) {
 // per batch); the unfolding copies 0.04 M values per image.
 func BenchmarkCNNForward(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	conv := func(out, in int) *Conv2d {
-		return &Conv2d{Weight: randDense(rng, out, in*9), Bias: randVec(rng, out), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}
+	conv := func(out, in int) *nn.Conv2d {
+		return &nn.Conv2d{Weight: testutil.RandDense(rng, out, in*9), Bias: testutil.RandVec(rng, out), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}}
 	}
-	net := &CNN{Input: FeatureShape{C: 1, H: 28, W: 28}, Layers: []CNNLayer{
-		conv(16, 1), &ReLULayer{}, &MaxPool2d{Kernel: [2]int{2, 2}},
-		conv(32, 16), &ReLULayer{}, &MaxPool2d{Kernel: [2]int{2, 2}},
-		&Flatten{}, &Linear{Weight: randDense(rng, 128, 1568), Bias: randVec(rng, 128)}, &ReLULayer{},
-		&Linear{Weight: randDense(rng, 10, 128), Bias: randVec(rng, 10)},
+	net := &nn.CNN{Input: nn.FeatureShape{C: 1, H: 28, W: 28}, Layers: []nn.CNNLayer{
+		conv(16, 1), &nn.ReLULayer{}, &nn.MaxPool2d{Kernel: [2]int{2, 2}},
+		conv(32, 16), &nn.ReLULayer{}, &nn.MaxPool2d{Kernel: [2]int{2, 2}},
+		&nn.Flatten{}, &nn.Linear{Weight: testutil.RandDense(rng, 128, 1568), Bias: testutil.RandVec(rng, 128)}, &nn.ReLULayer{},
+		&nn.Linear{Weight: testutil.RandDense(rng, 10, 128), Bias: testutil.RandVec(rng, 10)},
 	}}
-	x := randDense(rng, 256, 784)
+	x := testutil.RandDense(rng, 256, 784)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		net.Forward(x)
@@ -274,9 +242,9 @@ func BenchmarkCNNForward(b *testing.B) {
 // U·vb + ub, and Ranks reads its rank back.
 func TestFactorConv(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
-	c := &Conv2d{Kernel: [2]int{3, 2}, Stride: [2]int{2, 1}, Padding: [2]int{1, 1}}
-	v, u := randDense(rng, 2, 3*6), randDense(rng, 5, 2)
-	vb, ub := randVec(rng, 2), randVec(rng, 5)
+	c := &nn.Conv2d{Kernel: [2]int{3, 2}, Stride: [2]int{2, 1}, Padding: [2]int{1, 1}}
+	v, u := testutil.RandDense(rng, 2, 3*6), testutil.RandDense(rng, 5, 2)
+	vb, ub := testutil.RandVec(rng, 2), testutil.RandVec(rng, 5)
 	var w mat.Dense
 	w.Mul(u, v)
 	c.Weight = &w
@@ -285,15 +253,15 @@ func TestFactorConv(t *testing.T) {
 	for i := range c.Bias {
 		c.Bias[i] += ub[i]
 	}
-	in := FeatureShape{C: 3, H: 7, W: 6}
-	dense := &CNN{Input: in, Layers: []CNNLayer{c, &ReLULayer{}}}
-	f := FactorConv(c, v, u, vb, ub)
-	fact := &CNN{Input: in, Layers: []CNNLayer{f[0], f[1], &ReLULayer{}}}
+	in := nn.FeatureShape{C: 3, H: 7, W: 6}
+	dense := &nn.CNN{Input: in, Layers: []nn.CNNLayer{c, &nn.ReLULayer{}}}
+	f := nn.FactorConv(c, v, u, vb, ub)
+	fact := &nn.CNN{Input: in, Layers: []nn.CNNLayer{f[0], f[1], &nn.ReLULayer{}}}
 	if err := fact.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	x := randDense(rng, 10, in.Size())
-	if d := maxRelDiff(fact.Forward(x), dense.Forward(x)); d > 1e-12 {
+	x := testutil.RandDense(rng, 10, in.Size())
+	if d := testutil.MaxRelDiff(fact.Forward(x), dense.Forward(x)); d > 1e-12 {
 		t.Fatalf("factored conv differs by %g", d)
 	}
 	if r := fact.Ranks(); len(r) != 1 || r[0] != 2 {

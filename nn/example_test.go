@@ -2,16 +2,14 @@ package nn_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/nn"
 )
 
-// Example builds y = U·ReLU(V·x), evaluates it, puts it in canonical form,
-// and saves and reloads it as a PyTorch-compatible safetensors file.
+// Example builds y = U·ReLU(V·x), evaluates it and puts it in canonical
+// form (package modelfile's example saves it to a file).
 func Example() {
 	V := mat.NewDense(2, 2, []float64{
 		0, 2, // unit 0: 2·x₁
@@ -27,21 +25,9 @@ func Example() {
 	c := net.Canonical()
 	fmt.Println(mat.Formatted(c.Layers[0].Weight), mat.Formatted(c.Layers[1].Weight))
 
-	dir, _ := os.MkdirTemp("", "nn-example")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "model.safetensors")
-	if err := nn.SaveModel(path, c, map[string]string{"route": "example"}, ""); err != nil {
-		panic(err)
-	}
-	back, meta, err := nn.LoadModel(path)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(mat.Equal(back.Layers[1].Weight, c.Layers[1].Weight), meta["route"], meta["format"])
 	// Output:
 	// ⎡5⎤
 	// ⎣4⎦
 	// ⎡1  0⎤
 	// ⎣0  1⎦ [3  2]
-	// true example pt
 }

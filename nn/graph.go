@@ -80,6 +80,9 @@ type GraphAttr struct {
 	T    *GraphTensor
 }
 
+// GraphOps returns the supported operators, in a new slice.
+func GraphOps() []string { return slices.Clone(graphOps) }
+
 // graphOps are the supported operators.
 var graphOps = []string{
 	"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Where",
@@ -170,6 +173,15 @@ func (g *Graph) Out() int {
 		return 0
 	}
 	return numel(g.outShape)
+}
+
+// OutputShape is the shape of one sample's output (after Validate); nil if
+// the graph is invalid.
+func (g *Graph) OutputShape() []int {
+	if g.outShape == nil && g.Validate() != nil {
+		return nil
+	}
+	return slices.Clone(g.outShape)
 }
 
 // NumParams counts the values of the floating-point constants.

@@ -973,14 +973,14 @@ func squeeze(insert bool, a value, axes []int) (value, error) {
 	return value{shape: shape, data: a.data, isInt: a.isInt}, nil
 }
 
-// cast converts to the ONNX data type to: the floating-point types keep
+// cast converts to the ONNX data type to (TensorProto.DataType's codes): the floating-point types keep
 // the float64 value (the graph computes in float64), the integer types
 // truncate, BOOL is 0 or 1.
 func cast(a value, to int64) (value, error) {
 	switch to {
-	case onnxFloat, onnxDouble, onnxFloat16, onnxBFloat16:
+	case 1, 11, 10, 16: // FLOAT, DOUBLE, FLOAT16, BFLOAT16
 		return value{shape: a.shape, data: a.data}, nil
-	case 2, 3, 4, 5, onnxInt32, onnxInt64, 12, 13, 9: // (u)int8/16/32/64, bool
+	case 2, 3, 4, 5, 6, 7, 12, 13, 9: // (u)int8/16/32/64, bool
 		y := value{shape: a.shape, data: make([]float64, len(a.data)), isInt: true}
 		for i, v := range a.data {
 			y.data[i] = math.Trunc(v)

@@ -1,16 +1,11 @@
 package nn
 
 import (
-	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"gonum.org/v1/gonum/mat"
 )
 
 func randTensor(rng *rand.Rand, shape ...int) *GraphTensor {
@@ -101,33 +96,6 @@ func TestGraphForwardResidual(t *testing.T) {
 	}
 }
 
-// WriteGraphONNX then ReadONNXNetwork gives a *Graph computing the same
-// outputs, bit for bit in F64.
-func TestGraphONNXRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	g := residualGraph(rng)
-	g.Nodes[len(g.Nodes)-1].Attrs["alpha"] = GraphAttr{Kind: "float", F: 0.5}
-	var buf bytes.Buffer
-	if err := WriteGraphONNX(&buf, g, map[string]string{"k": "v"}, "F64"); err != nil {
-		t.Fatal(err)
-	}
-	net, err := ReadONNXNetwork(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, ok := net.(*Graph)
-	if !ok {
-		t.Fatalf("read back a %T", net)
-	}
-	x := randDense(rng, 5, 12)
-	if !mat.Equal(g.Forward(x), back.Forward(x)) {
-		t.Fatal("outputs differ after the round trip")
-	}
-	if _, err := ReadONNX(bytes.NewReader(buf.Bytes())); err == nil {
-		t.Fatal("the MLP reader took a residual graph")
-	}
-}
-
 func TestGraphRefusesUnsupported(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g := residualGraph(rng)
@@ -136,93 +104,10 @@ func TestGraphRefusesUnsupported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"relu"`) || !strings.Contains(err.Error(), "Sigmoid") || !errors.Is(err, ErrInput) {
 		t.Fatalf("Sigmoid node: %v", err)
 	}
-	// The ONNX reader names the node too.
-	og := &onnxGraph{inits: map[string]*onnxTensor{}, inputs: []string{"x"}, outputs: []string{"y"}, inputDims: map[string][]int{"x": {-1, 3}},
-		nodes: []onnxNode{{name: "act", op: "Sigmoid", inputs: []string{"x"}, outs: []string{"y"}}}}
-	if _, err := graphFromONNX(og); err == nil || !strings.Contains(err.Error(), `"act"`) || !errors.Is(err, ErrONNX) {
-		t.Fatalf("ONNX Sigmoid node: %v", err)
-	}
 	// An operator that mixes samples is refused.
 	g = residualGraph(rng)
 	g.Nodes[6].Attrs["axes"] = GraphAttr{Kind: "ints", Ints: []int64{0}}
 	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), `"mean"`) {
 		t.Fatalf("ReduceMean over the batch: %v", err)
-	}
-}
-
-// The files WriteGraphONNX writes pass onnx.checker (full_check, so the
-// types of the ViT fixtures' shape arithmetic are inferred and checked),
-// in F64 and F32. Skipped without python3 and onnx.
-func TestGraphONNXPythonCheck(t *testing.T) {
-	py, tried := onnxPython()
-	if py == "" {
-		t.Skipf("no python3 with the onnx module (tried %s); install python3-onnx or set RELUREC_PYTHON", tried)
-	}
-	graphs := map[string]*Graph{"residual": residualGraph(rand.New(rand.NewPCG(7, 8)))}
-	for path := range vitFixtures {
-		g, err := LoadGraphONNX(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		graphs[filepath.Base(path)] = g
-	}
-	dir := t.TempDir()
-	var files []string
-	for name, g := range graphs {
-		for _, dtype := range []string{"F64", "F32"} {
-			p := filepath.Join(dir, name+"."+dtype+".onnx")
-			if err := SaveGraphONNX(p, g, nil, dtype); err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, p)
-		}
-	}
-	script := "import sys, onnx\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(onnx.load(p), full_check=True)\n"
-	if out, err := exec.Command(py, append([]string{"-c", script}, files...)...).CombinedOutput(); err != nil {
-		t.Fatalf("onnx.checker: %v\n%s", err, out)
-	}
-}
-
-// Malformed nodes and constants are refused with an error naming them,
-// through the ONNX reader as well, never a panic: a Reshape with one input,
-// a MatMul by a [4, 0] weight (which gonum cannot hold), a node with too
-// many inputs, and constants whose shape is not positive or whose size
-// overflows.
-func TestGraphRefusesMalformedNodes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	for name, tc := range map[string]struct {
-		edit func(g *Graph)
-		want string
-	}{
-		"reshape with one input": {func(g *Graph) {
-			g.Nodes[2] = GraphNode{Name: "rs", Op: "Reshape", Inputs: []string{"b"}, Outputs: []string{"c"}}
-		}, `"rs"`},
-		"matmul with one input":   {func(g *Graph) { g.Nodes[0].Inputs = g.Nodes[0].Inputs[:1] }, `"mm1"`},
-		"relu with two inputs":    {func(g *Graph) { g.Nodes[2].Inputs = append(g.Nodes[2].Inputs, "b") }, `"relu"`},
-		"add with an empty input": {func(g *Graph) { g.Nodes[1].Inputs[0] = "" }, `"add1"`},
-		"zero-size weight": {func(g *Graph) {
-			g.Consts["W1"] = &GraphTensor{Shape: []int{4, 0}}
-		}, `"W1"`},
-		"negative dimensions": {func(g *Graph) {
-			g.Consts["W1"] = &GraphTensor{Shape: []int{-1, -1}, Data: []float64{1}}
-		}, `"W1"`},
-		"overflowing size": {func(g *Graph) {
-			g.Consts["W1"] = &GraphTensor{Shape: []int{1 << 32, 1 << 32}}
-		}, `"W1"`},
-	} {
-		g := residualGraph(rng)
-		tc.edit(g)
-		err := g.Validate()
-		if err == nil || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Validate = %v, want an ErrInput naming %s", name, err, tc.want)
-		}
-		g.Ranks() // must not index a missing input
-		var buf bytes.Buffer
-		if err := WriteGraphONNX(&buf, g, nil, "F64"); err != nil {
-			continue // the writer may refuse it first
-		}
-		if _, err := ReadGraphONNX(&buf); err == nil || !errors.Is(err, ErrModelFile) {
-			t.Errorf("%s: ReadGraphONNX = %v, want a refusal", name, err)
-		}
 	}
 }

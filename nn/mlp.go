@@ -121,3 +121,14 @@ func (m *MLP) Validate() error {
 	}
 	return nil
 }
+
+// denseData returns the entries of m row-major (PyTorch's layout of a
+// weight tensor), copied.
+func denseData(m *mat.Dense) []float64 {
+	r, c := m.Dims()
+	out := make([]float64, 0, r*c)
+	for a := 0; a < r; a++ {
+		out = append(out, m.RawRowView(a)...)
+	}
+	return out
+}

@@ -6,7 +6,7 @@
 #
 #   dataset-fashion-mnist  ->  /usr/share/datasets/fashion-mnist/*-ubyte.gz
 #   python3-onnx           ->  the onnx module for /usr/bin/python3, used by
-#                              nn's TestONNXPythonCheck (optional)
+#                              modelfile's TestONNXPythonCheck (optional)
 #
 # Tests that need a data set or tool skip with a message when it is absent.
 set -euo pipefail

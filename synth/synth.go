@@ -12,6 +12,7 @@ import (
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/rng"
 	"github.com/relurec/relurec/linalg"
 )
 
@@ -29,20 +30,14 @@ var (
 	ErrNotFinite = errs.New("synth: NaN or Inf entry", nil)
 )
 
-// pcgStream is the second 64-bit word of the PCG state; fixing it makes a
-// seed a single uint64 while keeping the two state words different.
-const pcgStream = 0x9E3779B97F4A7C15
-
-// NewRand returns the random source for a seed:
+// NewRand returns the random source for a seed, rng.New(seed):
 // rand.New(rand.NewPCG(seed, 0x9E3779B97F4A7C15)), math/rand/v2's PCG-DXSM
 // generator. The stream is fixed by the Go standard library's documented
 // algorithm, so the same seed gives the same instance on every platform and
 // Go version that keeps PCG unchanged. Use a distinct seed (or source) per
 // independent piece of an experiment rather than sharing one source across
 // goroutines: *rand.Rand is not safe for concurrent use.
-func NewRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, pcgStream))
-}
+func NewRand(seed uint64) *rand.Rand { return rng.New(seed) }
 
 // chunkRows is the fixed row-chunk size of parallel loops; it is a constant
 // so that chunking (and any per-chunk reduction) never depends on the

@@ -154,7 +154,7 @@ func jennrichPair(slices []*mat.SymDense, norms2 []float64, Ma, Mb *mat.Dense) (
 				col[i] = real(vecs.At(i, j))
 			}
 		}
-		normalize(col)
+		vec.Normalize(col)
 		W.SetCol(j, col)
 	}
 	diag, res, ok := fitDiagonal(slices, norms2, W)
@@ -260,14 +260,4 @@ func innerSym(x []float64, m blas64.Symmetric) float64 {
 		}
 	}
 	return sum
-}
-
-func normalize(v []float64) {
-	n := math.Sqrt(vec.Dot(v, v))
-	if n == 0 {
-		return
-	}
-	for i := range v {
-		v[i] /= n
-	}
 }

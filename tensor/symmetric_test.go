@@ -247,7 +247,7 @@ func TestHermiteTensorProductForm(t *testing.T) {
 			}
 		}
 		u := randVec(3, rng)
-		normalize(u)
+		vec.Normalize(u)
 		he := hermiteTable(vec.Dot(u, x), k, nil)[k]
 		if got := H.Apply(u); math.Abs(got-he) > 1e-12*math.Max(1, math.Abs(he)) {
 			t.Fatalf("k=%d: ⟨He_k(x), u^⊗k⟩ = %v, He_k(u·x) = %v", k, got, he)
@@ -294,7 +294,7 @@ func TestHermiteMomentsMatchesDirect(t *testing.T) {
 				t.Errorf("order %d channel %d: ‖Δ‖ = %.2e (‖T‖ = %.3g)", r, c, e, want[c].Norm())
 			}
 			u := randVec(k, rng)
-			normalize(u)
+			vec.Normalize(u)
 			dm := DirectionalMoment(Z, mat.Col(nil, c, S), u, r)
 			if a := got[c][r].Apply(u); math.Abs(a-dm) > 1e-12*math.Max(1, math.Abs(dm)) {
 				t.Errorf("order %d: T̂(u,…,u) = %v, mean(s·He(u·z)) = %v", r, a, dm)
@@ -333,7 +333,7 @@ func TestKhatriRaoGram(t *testing.T) {
 		W := mat.NewDense(m, d, nil)
 		for i := 0; i < m; i++ {
 			u := randVec(d, rng)
-			normalize(u)
+			vec.Normalize(u)
 			W.SetRow(i, u)
 		}
 		prev := -1.0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 func randUnit(k int, rng *rand.Rand) []float64 {
@@ -17,7 +18,7 @@ func randUnit(k int, rng *rand.Rand) []float64 {
 	for i := range w {
 		w[i] = rng.NormFloat64()
 	}
-	normalize(w)
+	vec.Normalize(w)
 	return w
 }
 
@@ -286,7 +287,7 @@ func TestJointDiagonalizeRestartsDuplicates(t *testing.T) {
 	for i := range dup {
 		dup[i] += 1e-3 * rng.NormFloat64()
 	}
-	normalize(dup)
+	vec.Normalize(dup)
 	start.SetCol(k-1, dup) // component k−1 is missing, component 0 is doubled
 	dec := JointDiagonalize(slices, start, 0)
 	for j := 0; j < k; j++ {

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/kern"
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // topEigen returns the largest eigenvalue of the symmetric k×k matrix Q and
@@ -59,7 +60,7 @@ func topEigen(Q *mat.SymDense, ws *eigWork) (float64, []float64, bool) {
 		}
 		v[i] = s
 	}
-	normalize(v)
+	vec.Normalize(v)
 	return lam, v, true
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -177,7 +178,7 @@ func TestCollinearClassFractions(t *testing.T) {
 	}
 	find := func(classes []CollinearClass, U *mat.Dense, i int) int {
 		u := mat.Col(nil, i, U)
-		normalizeVec(u)
+		vec.Normalize(u)
 		for j, c := range classes {
 			if dot(c.Direction, u) > 1-1e-12 {
 				return j

@@ -3,10 +3,10 @@ package twolayer
 import (
 	"context"
 	"fmt"
-	"gonum.org/v1/gonum/blas/blas64"
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
@@ -14,6 +14,7 @@ import (
 	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/internal/outer"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/tensor"
 )
@@ -477,7 +478,7 @@ func (st *Start) decompose(ctx context.Context, rng *rand.Rand, opt Options) err
 		}
 		for j := 0; j < k; j++ {
 			col := mat.Row(nil, j, &ut)
-			normalizeVec(col)
+			vec.Normalize(col)
 			thetas.SetCol(j, col)
 			w := mat.Col(nil, j, W)
 			cs[j] = contraction(order, j, w, w)
@@ -600,15 +601,6 @@ func hstack(ms []mat.Matrix) *mat.Dense {
 		at += c
 	}
 	return out
-}
-
-func normalizeVec(v []float64) {
-	s := math.Sqrt(dot(v, v))
-	if s > 0 {
-		for i := range v {
-			v[i] /= s
-		}
-	}
 }
 
 func randUnit(k int, rng *rand.Rand) []float64 {

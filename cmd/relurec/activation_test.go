@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -19,7 +20,7 @@ func TestActivationRoundTrip(t *testing.T) {
 		"--activation", "relupow2", "--out", data, "--model-out", teacher); code != 0 {
 		t.Fatalf("gen: exit %d: %s", code, errs)
 	}
-	tm, _, err := nn.LoadModel(teacher)
+	tm, _, err := modelfile.LoadModel(teacher)
 	if err != nil || tm.Layers[0].Act != nn.RectPow(2) {
 		t.Fatalf("teacher activation %v, err %v", tm.Layers[0].Act, err)
 	}
@@ -35,7 +36,7 @@ func TestActivationRoundTrip(t *testing.T) {
 	if opts, _ := l["options"].(map[string]any); opts["activation"] != "relupow2" {
 		t.Fatalf("options %v", l["options"])
 	}
-	m, _, err := nn.LoadModel(model)
+	m, _, err := modelfile.LoadModel(model)
 	if err != nil || m.Layers[0].Act != nn.RectPow(2) {
 		t.Fatalf("model activation %v, err %v", m.Layers[0].Act, err)
 	}

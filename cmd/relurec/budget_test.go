@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -54,7 +55,7 @@ func TestGraphOverMaxMemory(t *testing.T) {
 		},
 	}
 	model := filepath.Join(dir, "wide.onnx")
-	if err := nn.SaveGraphONNX(model, g, nil, ""); err != nil {
+	if err := modelfile.SaveGraphONNX(model, g, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	x := filepath.Join(dir, "x.npy")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -40,10 +41,10 @@ func TestEvalCNN(t *testing.T) {
 	dir := t.TempDir()
 	net := smallCNN(3)
 	onnxPath, stPath := filepath.Join(dir, "cnn.onnx"), filepath.Join(dir, "cnn.safetensors")
-	if err := nn.SaveCNNONNX(onnxPath, net, nil, ""); err != nil {
+	if err := modelfile.SaveCNNONNX(onnxPath, net, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := nn.SaveCNNModel(stPath, net, nil, ""); err != nil {
+	if err := modelfile.SaveCNNModel(stPath, net, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(4, 5))

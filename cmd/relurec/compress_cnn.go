@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/compress"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -40,9 +41,9 @@ func cnnTarget(net *nn.CNN, opt compressOptions) (*compressTarget, error) {
 			return &compressedNetwork{res: res.Result, modules: res.Modules, model: res.Model, unit: "images",
 				save: func(p string, meta map[string]string, dtype string) error {
 					if strings.EqualFold(filepath.Ext(opt.Out), extONNX) {
-						return nn.SaveCNNONNX(p, res.Model, meta, dtype)
+						return modelfile.SaveCNNONNX(p, res.Model, meta, dtype)
 					}
-					return nn.SaveCNNModel(p, res.Model, meta, dtype)
+					return modelfile.SaveCNNModel(p, res.Model, meta, dtype)
 				}}, nil
 		}}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -18,7 +19,7 @@ func TestCompressCNNCommand(t *testing.T) {
 	dir := t.TempDir()
 	net := smallCNN(7)
 	model := filepath.Join(dir, "cnn.onnx")
-	if err := nn.SaveCNNONNX(model, net, nil, ""); err != nil {
+	if err := modelfile.SaveCNNONNX(model, net, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(8, 9))

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/compress"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -38,7 +39,7 @@ func graphTarget(net *nn.Graph, opt compressOptions) (*compressTarget, error) {
 			}
 			return &compressedNetwork{res: res.Result, modules: res.Modules, model: res.Model, unit: "samples",
 				save: func(p string, meta map[string]string, dtype string) error {
-					return nn.SaveGraphONNX(p, res.Model, meta, dtype)
+					return modelfile.SaveGraphONNX(p, res.Model, meta, dtype)
 				}}, nil
 		}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -49,7 +50,7 @@ func tinyMixer(seed uint64) *nn.Graph {
 func mixerFiles(t *testing.T, dir string, seed uint64, n int) (g *nn.Graph, model, data string) {
 	g = tinyMixer(seed)
 	model = filepath.Join(dir, "mixer.onnx")
-	if err := nn.SaveGraphONNX(model, g, nil, ""); err != nil {
+	if err := modelfile.SaveGraphONNX(model, g, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 9))

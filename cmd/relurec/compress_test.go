@@ -12,6 +12,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -23,7 +24,7 @@ func smallMLP(t *testing.T, dir string) (model, calib string) {
 		t.Fatal(err)
 	}
 	model = filepath.Join(dir, "mlp.safetensors")
-	if err := nn.SaveModel(model, net, nil, ""); err != nil {
+	if err := modelfile.SaveModel(model, net, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -55,7 +56,7 @@ func TestCompressCommand(t *testing.T) {
 			t.Fatalf("layer report lacks the calibration error: %v", m)
 		}
 	}
-	m, meta, err := nn.LoadModel(out)
+	m, meta, err := modelfile.LoadModel(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +107,11 @@ func TestCompressBadInputExitTwoAndNoOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tensors := map[string]nn.Tensor{
+	tensors := map[string]modelfile.Tensor{
 		"0.weight": {Shape: []int{32, 12}, F64: a.Layers[0].Weight.RawMatrix().Data},
 		"2.weight": {Shape: []int{4, 16}, F64: b.Layers[0].Weight.RawMatrix().Data},
 	}
-	if err := nn.WriteSafetensors(f, tensors, nil, ""); err != nil {
+	if err := modelfile.WriteSafetensors(f, tensors, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -200,7 +201,7 @@ func TestTrainMLPCommand(t *testing.T) {
 	if acc := v["train"].(map[string]any)["accuracy"].(float64); acc < 0.9 {
 		t.Fatalf("training accuracy %g on a linearly separable problem", acc)
 	}
-	if _, _, err := nn.LoadModel(out); err != nil {
+	if _, _, err := modelfile.LoadModel(out); err != nil {
 		t.Fatal(err)
 	}
 	// Bad labels: exit 2, no model.
@@ -226,7 +227,7 @@ func TestFashionCommands(t *testing.T) {
 	dir := t.TempDir()
 	net, _ := nn.NewMLP([]int{784, 32, 10}, 1)
 	model := filepath.Join(dir, "m.safetensors")
-	if err := nn.SaveModel(model, net, nil, ""); err != nil {
+	if err := modelfile.SaveModel(model, net, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := cli(t, "eval", "--model", model, "--data", "fashion-mnist", "--json")
@@ -263,7 +264,7 @@ func TestFashionCommands(t *testing.T) {
 	// A model of the wrong input width is bad input.
 	wrong, _ := nn.NewMLP([]int{10, 10}, 1)
 	wp := filepath.Join(dir, "w.safetensors")
-	nn.SaveModel(wp, wrong, nil, "")
+	modelfile.SaveModel(wp, wrong, nil, "")
 	if code, _, _ := cli(t, "eval", "--model", wp, "--data", "fashion-mnist"); code != 2 {
 		t.Fatalf("wrong width: exit %d", code)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -58,7 +57,7 @@ type depth2EvalResult struct {
 // compared with the reference model truthPath (if any) or with a --truth
 // data file (tout), and its residual on x, y (if not nil).
 func (a *app) evalDepth2(modelPath, truthPath string, tout *truthOutputs, model *nn.MLP, x, y *mat.Dense, start time.Time) error {
-	net, err := depth2.FromMLP(model)
+	net, err := nn.Depth2FromMLP(model)
 	if err != nil {
 		return inputErrorf("--model %s: %v", modelPath, err)
 	}
@@ -83,12 +82,12 @@ func (a *app) evalDepth2(modelPath, truthPath string, tout *truthOutputs, model 
 
 // compareTruth fills the parameter errors and the L2 distance of the model
 // to the network in truthPath.
-func (res *depth2EvalResult) compareTruth(truthPath string, model *nn.MLP, net *depth2.Network) error {
+func (res *depth2EvalResult) compareTruth(truthPath string, model *nn.MLP, net *nn.Depth2) error {
 	truth, err := loadTruthModel(truthPath)
 	if err != nil {
 		return err
 	}
-	tn, err := depth2.FromMLP(truth)
+	tn, err := nn.Depth2FromMLP(truth)
 	if err != nil {
 		return inputErrorf("--truth %s: %v", truthPath, err)
 	}
@@ -128,7 +127,7 @@ func depth2MetricError(err error) error {
 }
 
 // residual fills the model's relative residual on the data x, y.
-func (res *depth2EvalResult) residual(x, y *mat.Dense, model *nn.MLP, net *depth2.Network) error {
+func (res *depth2EvalResult) residual(x, y *mat.Dense, model *nn.MLP, net *nn.Depth2) error {
 	n, xd := x.Dims()
 	_, yp := y.Dims()
 	if xd != net.In() || yp != net.Out() {

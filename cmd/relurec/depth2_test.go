@@ -11,7 +11,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/depth2"
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/modelfile"
 )
 
 // gen depth2 → learn depth2 → eval: exact recovery with a certificate, the
@@ -134,7 +134,7 @@ func nanValue() float64 {
 	return z / z
 }
 
-func keys(m map[string]nn.Tensor) []string {
+func keys(m map[string]modelfile.Tensor) []string {
 	var ks []string
 	for k := range m {
 		ks = append(ks, k)
@@ -142,13 +142,13 @@ func keys(m map[string]nn.Tensor) []string {
 	return ks
 }
 
-func readSafetensorsFile(path string) (map[string]nn.Tensor, map[string]string, error) {
+func readSafetensorsFile(path string) (map[string]modelfile.Tensor, map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	t, m, err := nn.ReadSafetensors(f)
+	t, m, err := modelfile.ReadSafetensors(f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}

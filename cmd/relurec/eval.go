@@ -15,7 +15,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/depth2"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
@@ -242,7 +241,7 @@ func (a *app) evalTwoLayer(modelPath, refPath string, tout *truthOutputs, model 
 
 // isDepth2 reports whether m is Linear → ReLU → Linear (biases allowed).
 func isDepth2(m *nn.MLP) bool {
-	_, err := depth2.FromMLP(m)
+	_, err := nn.Depth2FromMLP(m)
 	return err == nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -29,7 +30,7 @@ func evalNPZFixture(t *testing.T, dir string) (*nn.MLP, string, *mat.Dense) {
 	})
 	model := nn.NewTwoLayer(V, U)
 	path := filepath.Join(dir, "model.safetensors")
-	if err := nn.SaveModel(path, model, nil, "F64"); err != nil {
+	if err := modelfile.SaveModel(path, model, nil, "F64"); err != nil {
 		t.Fatal(err)
 	}
 	X := mat.NewDense(6, 4, []float64{
@@ -102,7 +103,7 @@ func TestEvalTruthNPZ(t *testing.T) {
 		{Weight: mat.NewDense(3, 2, []float64{1, 0, 0, 1, 1, -1}), Act: nn.Identity},
 	}}
 	dp := filepath.Join(dir, "deep.safetensors")
-	if err := nn.SaveModel(dp, deep, nil, "F64"); err != nil {
+	if err := modelfile.SaveModel(dp, deep, nil, "F64"); err != nil {
 		t.Fatal(err)
 	}
 	DY := deep.Forward(X)

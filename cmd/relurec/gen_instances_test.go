@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/synth"
 )
 
@@ -94,7 +94,7 @@ func TestGenSAT6(t *testing.T) {
 				t.Fatalf("Y[%d] = %v, want %v", q, Y.At(q, 0), want)
 			}
 		}
-		net, _, err := nn.LoadModel(model)
+		net, _, err := modelfile.LoadModel(model)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/modelfile"
 )
 
 // loadRelurecScript is the one line README and docs/compress.md give
@@ -52,7 +52,7 @@ func TestLoadCompressedInTorch(t *testing.T) {
 	dir := t.TempDir()
 	mlp, calib := smallMLP(t, dir)
 	cnn := filepath.Join(dir, "cnn.safetensors")
-	if err := nn.SaveCNNModel(cnn, smallCNN(7), nil, ""); err != nil {
+	if err := modelfile.SaveCNNModel(cnn, smallCNN(7), nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -13,17 +13,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relurec/relurec/errs"
-	"github.com/relurec/relurec/internal/jsonsafe"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/experiment"
 	"github.com/relurec/relurec/internal/blasbackend"
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/synth"
 	"github.com/relurec/relurec/twolayer"
 )
@@ -114,7 +113,7 @@ func TestErrBadInput(t *testing.T) {
 		fmt.Errorf("x: %w", dataio.ErrNonFinite),
 		fmt.Errorf("x: %w", dataio.ErrNotFound),
 		fmt.Errorf("x: %w", dataio.ErrOutputIsInput),
-		fmt.Errorf("x: %w", nn.ErrModelFile),
+		fmt.Errorf("x: %w", modelfile.ErrModelFile),
 		fmt.Errorf("x: %w", synth.ErrConfig),
 		fmt.Errorf("fit: %w", twolayer.ErrInput),
 		fmt.Errorf("x: %w", experiment.ErrUnknown),
@@ -379,7 +378,7 @@ func TestRoundTrip(t *testing.T) {
 	if cert["met"] != true {
 		t.Fatalf("noiseless learn did not certify exact recovery: %v", l)
 	}
-	_, meta, err := nn.LoadModel(model)
+	_, meta, err := modelfile.LoadModel(model)
 	if err != nil {
 		t.Fatal(err)
 	}

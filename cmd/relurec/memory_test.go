@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/modelfile"
 )
 
 // Bounded reading, and a memory budget the user can raise.
@@ -88,7 +88,7 @@ func TestGenModelOutFormat(t *testing.T) {
 		if code, _, errs := cli(t, append(cmd, "--n", "100", "--out", data, "--model-out", onnx)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", cmd, code, errs)
 		}
-		if _, err := nn.LoadONNX(onnx); err != nil {
+		if _, err := modelfile.LoadONNX(onnx); err != nil {
 			t.Fatalf("%v: --model-out .onnx is not ONNX: %v", cmd, err)
 		}
 		bad := filepath.Join(dir, cmd[1]+".pt")

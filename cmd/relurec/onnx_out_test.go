@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -61,11 +62,11 @@ func TestLearnOutONNX(t *testing.T) {
 		ox := filepath.Join(dir, "m_"+dtype+".onnx")
 		learn(st, "--dtype", dtype)
 		learn(ox, "--dtype", dtype)
-		want, _, err := nn.LoadModel(st)
+		want, _, err := modelfile.LoadModel(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := nn.LoadONNX(ox)
+		got, err := modelfile.LoadONNX(ox)
 		if err != nil {
 			t.Fatalf("%s: %v", ox, err)
 		}
@@ -75,7 +76,7 @@ func TestLearnOutONNX(t *testing.T) {
 	// The extension is case-insensitive.
 	upper := filepath.Join(dir, "M.ONNX")
 	learn(upper)
-	if _, err := nn.LoadONNX(upper); err != nil {
+	if _, err := modelfile.LoadONNX(upper); err != nil {
 		t.Fatalf("--out M.ONNX did not write ONNX: %v", err)
 	}
 

@@ -22,6 +22,7 @@ import (
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 	"github.com/relurec/relurec/internal/safefile"
+	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -352,9 +353,9 @@ func checkModelExt(flag, path string) error {
 func saveNetwork(path, file string, net *nn.MLP, meta map[string]string, dtype string) error {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case extONNX:
-		return nn.SaveONNX(file, net, meta, dtype)
+		return modelfile.SaveONNX(file, net, meta, dtype)
 	case extSafetensors:
-		return nn.SaveModel(file, net, meta, dtype)
+		return modelfile.SaveModel(file, net, meta, dtype)
 	}
 	return checkModelExt("out", path)
 }
@@ -367,11 +368,11 @@ func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
 	var meta map[string]string
 	var err error
 	if strings.EqualFold(filepath.Ext(path), extONNX) {
-		m, err = nn.LoadONNX(path)
+		m, err = modelfile.LoadONNX(path)
 	} else {
-		m, meta, err = nn.LoadModel(path)
+		m, meta, err = modelfile.LoadModel(path)
 	}
-	if errors.Is(err, nn.ErrNotMLP) {
+	if errors.Is(err, modelfile.ErrNotMLP) {
 		return nil, nil, fmt.Errorf("%w\n(this command works on MLPs; relurec eval scores a CNN: relurec eval --model %s --data fashion-mnist)", err, path)
 	}
 	return m, meta, err
@@ -381,10 +382,10 @@ func loadNetwork(path string) (*nn.MLP, map[string]string, error) {
 // loadNetwork), for the commands that only run the network.
 func loadAnyNetwork(path string) (nn.Network, map[string]string, error) {
 	if strings.EqualFold(filepath.Ext(path), extONNX) {
-		n, err := nn.LoadONNXNetwork(path)
+		n, err := modelfile.LoadONNXNetwork(path)
 		return n, nil, err
 	}
-	return nn.LoadNetwork(path)
+	return modelfile.LoadNetwork(path)
 }
 
 // checkOutputs validates output paths before any work, given as

@@ -1,6 +1,7 @@
 // Package vec holds the loops over float64 slices that several packages
-// write alike: the dot product and the largest absolute value, summed and
-// compared in index order so every caller gets the same bits.
+// write alike: the dot product, scaling to unit norm and the largest
+// absolute value, summed and compared in index order so every caller gets
+// the same bits.
 package vec
 
 import "math"
@@ -35,6 +36,18 @@ func Dot4(a, b []float64) float64 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// Normalize scales v in place to unit Euclidean norm, √Dot(v, v); a zero
+// v is left as it is.
+func Normalize(v []float64) {
+	s := math.Sqrt(Dot(v, v))
+	if s == 0 {
+		return
+	}
+	for i := range v {
+		v[i] /= s
+	}
 }
 
 // MaxAbs is the largest |x[i]|, 0 for an empty x and NaN if any x[i] is NaN.

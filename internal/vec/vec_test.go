@@ -52,3 +52,18 @@ func BenchmarkDot(b *testing.B) {
 	})
 	_ = sink
 }
+
+// Normalize divides by the norm (3-4-0 becomes 0.6, 0.8, 0) and leaves a
+// zero vector as it is.
+func TestNormalize(t *testing.T) {
+	v := []float64{3, -4, 0}
+	Normalize(v)
+	if v[0] != 0.6 || v[1] != -0.8 || v[2] != 0 {
+		t.Errorf("Normalize(3, -4, 0) = %v", v)
+	}
+	z := []float64{0, 0}
+	Normalize(z)
+	if z[0] != 0 || z[1] != 0 {
+		t.Errorf("Normalize(0, 0) = %v", z)
+	}
+}

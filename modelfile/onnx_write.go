@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/nn"
 )
 
 // Writing ONNX: an MLP as an ONNX ModelProto (opset 13) that onnxruntime,
@@ -70,12 +70,8 @@ const (
 
 // SaveONNX writes m to path as an ONNX model (see WriteONNX). The write is
 // atomic: path is either left as it was or holds the whole file.
-func SaveONNX(path string, m *MLP, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteONNX(w, m, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("nn: saving ONNX model to %s: %w", path, err)
-	}
-	return nil
+func SaveONNX(path string, m *nn.MLP, meta map[string]string, dtype string) error {
+	return saveFile(path, "ONNX model", func(w io.Writer) error { return WriteONNX(w, m, meta, dtype) })
 }
 
 // WriteONNX writes m to w as an ONNX ModelProto: IR version 7, opset 13,
@@ -103,7 +99,7 @@ func SaveONNX(path string, m *MLP, meta map[string]string, dtype string) error {
 // MetaArchitecture (which overrides a caller key of that name). ReadONNX
 // reads the file back to the same MLP (bit for bit in F64), rectified
 // powers and exponentials included.
-func WriteONNX(w io.Writer, m *MLP, meta map[string]string, dtype string) error {
+func WriteONNX(w io.Writer, m *nn.MLP, meta map[string]string, dtype string) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -127,14 +123,14 @@ func onnxElemType(dtype string) (int, error) {
 	case "F32":
 		return onnxFloat, nil
 	}
-	return 0, errs.Inputf("nn: onnx: cannot write dtype %q; choose \"F64\" (exact) or \"F32\"", dtype)
+	return 0, errs.Inputf("modelfile: onnx: cannot write dtype %q; choose \"F64\" (exact) or \"F32\"", dtype)
 }
 
 // writeONNXModel writes an encoded ModelProto to w, refusing one larger
 // than a protobuf message may be.
 func writeONNXModel(w io.Writer, model *pbEnc) error {
 	if model.size > maxONNXMessage {
-		return errs.Inputf("nn: onnx: the model needs %d bytes but a protobuf message holds at most 2 GiB; save it as .safetensors", model.size)
+		return errs.Inputf("modelfile: onnx: the model needs %d bytes but a protobuf message holds at most 2 GiB; save it as .safetensors", model.size)
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	if err := model.writeTo(bw); err != nil {
@@ -144,7 +140,7 @@ func writeONNXModel(w io.Writer, model *pbEnc) error {
 }
 
 // onnxModel encodes the ModelProto of m with tensors of ONNX type elem.
-func onnxModel(m *MLP, meta map[string]string, elem int) (*pbEnc, error) {
+func onnxModel(m *nn.MLP, meta map[string]string, elem int) (*pbEnc, error) {
 	g, err := onnxGraphProto(m, elem)
 	if err != nil {
 		return nil, err
@@ -163,7 +159,9 @@ func onnxModel(m *MLP, meta map[string]string, elem int) (*pbEnc, error) {
 // onnxModelProto encodes a ModelProto around the graph g: IR version,
 // producer, doc string, opset, and meta in metadata_props (keys sorted)
 // together with the architecture arch under archKey, which overrides a
-// caller key of that name.
+// caller key of that name. The writers' doc strings ("MLP written by
+// relurec (nn.WriteONNX)" and the like) are part of the files and stay
+// fixed, so that a model always gives the same bytes.
 func onnxModelProto(g *pbEnc, doc string, meta map[string]string, archKey, arch string) *pbEnc {
 	return onnxModelProtoOpset(g, doc, meta, archKey, arch, onnxOpset)
 }
@@ -212,8 +210,8 @@ func onnxModelProtoOpset(g *pbEnc, doc string, meta map[string]string, archKey, 
 
 // onnxGraphProto encodes the GraphProto: one chain of nodes from ONNXInput
 // to ONNXOutput, the weights as initializers.
-func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
-	acts := make([]Activation, len(m.Layers))
+func onnxGraphProto(m *nn.MLP, elem int) (*pbEnc, error) {
+	acts := make([]nn.Activation, len(m.Layers))
 	for i, l := range m.Layers {
 		acts[i] = l.Act
 	}
@@ -237,7 +235,7 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 		}
 
 		r, c := l.Weight.Dims()
-		wt, err := onnxTensorProto(prefix+".weight", []int{r, c}, denseData(l.Weight), elem)
+		wt, err := onnxTensorProto(prefix+".weight", []int{r, c}, rowMajor(l.Weight), elem)
 		if err != nil {
 			return nil, err
 		}
@@ -255,12 +253,12 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 		g.msg(graphNode, onnxNodeProto("/"+prefix+"/Gemm", "Gemm", in, cur, onnxIntAttr("transB", 1)))
 
 		switch {
-		case l.Act == Identity:
-		case l.Act == ReLU:
+		case l.Act == nn.Identity:
+		case l.Act == nn.ReLU:
 			out := next("Relu")
 			g.msg(graphNode, onnxNodeProto("/"+prefix+"/Relu", "Relu", []string{cur}, out))
 			cur = out
-		case l.Act == RectExp:
+		case l.Act == nn.RectExp:
 			out := next("Relu")
 			g.msg(graphNode, onnxNodeProto("/"+prefix+"/Relu", "Relu", []string{cur}, out))
 			cur = out
@@ -278,7 +276,7 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 		default:
 			p, ok := l.Act.Power()
 			if !ok {
-				return nil, errs.Inputf("nn: onnx: layer %d has activation %q, which has no exact form in standard ONNX operators", i, l.Act)
+				return nil, errs.Inputf("modelfile: onnx: layer %d has activation %q, which has no exact form in standard ONNX operators", i, l.Act)
 			}
 			out := next("Relu")
 			g.msg(graphNode, onnxNodeProto("/"+prefix+"/Relu", "Relu", []string{cur}, out))
@@ -304,13 +302,13 @@ func onnxGraphProto(m *MLP, elem int) (*pbEnc, error) {
 
 // onnxActSteps is the number of nodes after the Gemm that an activation
 // takes.
-func onnxActSteps(a Activation) int {
+func onnxActSteps(a nn.Activation) int {
 	switch {
-	case a == Identity:
+	case a == nn.Identity:
 		return 0
-	case a == ReLU:
+	case a == nn.ReLU:
 		return 1
-	case a == RectExp:
+	case a == nn.RectExp:
 		return 3
 	}
 	return 2 // Relu, Pow
@@ -375,16 +373,9 @@ func onnxValueInfo(name string, elem int, dims []int) *pbEnc {
 	return vi
 }
 
-// denseData returns the entries of m row-major (PyTorch's layout of a
+// rowMajor returns the entries of m row-major (PyTorch's layout of a
 // weight tensor), copied.
-func denseData(m *mat.Dense) []float64 {
-	r, c := m.Dims()
-	out := make([]float64, 0, r*c)
-	for a := 0; a < r; a++ {
-		out = append(out, m.RawRowView(a)...)
-	}
-	return out
-}
+func rowMajor(m *mat.Dense) []float64 { return mat.DenseCopyOf(m).RawMatrix().Data }
 
 // onnxTensorProto encodes a TensorProto with the values in raw_data
 // (little-endian, row-major) as ONNX type elem (onnxDouble or onnxFloat);
@@ -402,7 +393,7 @@ func onnxTensorProto(name string, dims []int, vals []float64, elem int) (*pbEnc,
 		for i, v := range vals {
 			f := float32(v)
 			if math.IsInf(float64(f), 0) {
-				return nil, errs.Inputf("nn: onnx: tensor %q element %d = %g overflows float32; save as F64", name, i, v)
+				return nil, errs.Inputf("modelfile: onnx: tensor %q element %d = %g overflows float32; save as F64", name, i, v)
 			}
 			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(f))
 		}

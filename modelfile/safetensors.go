@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // file become an ErrModelFile error with a message saying what is wrong.
 //
 // This file reads the format; safetensors_write.go writes it,
-// safetensors_dtype.go converts the element types, and modelfile.go turns
+// safetensors_dtype.go converts the element types, and safetensors_mlp.go turns
 // tensors into an MLP and back.
 
 // ErrModelFile marks a model file that is corrupt, truncated, or does not

@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
 )
 
 // Model files: an MLP as safetensors tensors with nn.Sequential key names,
@@ -23,10 +23,10 @@ const MetaArchitecture = "relurec.architecture"
 
 // archLayer is one entry of the architecture metadata.
 type archLayer struct {
-	In   int        `json:"in"`
-	Out  int        `json:"out"`
-	Bias bool       `json:"bias"`
-	Act  Activation `json:"act"`
+	In   int           `json:"in"`
+	Out  int           `json:"out"`
+	Bias bool          `json:"bias"`
+	Act  nn.Activation `json:"act"`
 }
 
 // moduleIndices returns the nn.Sequential index of each layer's Linear
@@ -34,13 +34,13 @@ type archLayer struct {
 // module a PyTorch user writes for relupow<c> or reluexp, which has no
 // parameters) takes an index, identity takes none. So [ReLU, Identity]
 // layers sit at 0 and 2 (ReLU at 1).
-func moduleIndices(acts []Activation) []int {
+func moduleIndices(acts []nn.Activation) []int {
 	idx := make([]int, len(acts))
 	k := 0
 	for i, a := range acts {
 		idx[i] = k
 		k++
-		if a != Identity { // an activation module (ReLU or a custom one)
+		if a != nn.Identity { // an activation module (ReLU or a custom one)
 			k++
 		}
 	}
@@ -54,20 +54,16 @@ func moduleIndices(acts []Activation) []int {
 // (MetaArchitecture), which override caller keys of the same name. dtype ""
 // or "F64" keeps every bit, so exact recoveries survive the file; "F32"
 // halves the size at float32 precision. The write is atomic.
-func SaveModel(path string, m *MLP, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteModel(w, m, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("nn: saving model to %s: %w", path, err)
-	}
-	return nil
+func SaveModel(path string, m *nn.MLP, meta map[string]string, dtype string) error {
+	return saveFile(path, "model", func(w io.Writer) error { return WriteModel(w, m, meta, dtype) })
 }
 
 // WriteModel writes m in safetensors format to w; see SaveModel.
-func WriteModel(w io.Writer, m *MLP, meta map[string]string, dtype string) error {
+func WriteModel(w io.Writer, m *nn.MLP, meta map[string]string, dtype string) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	acts := make([]Activation, len(m.Layers))
+	acts := make([]nn.Activation, len(m.Layers))
 	arch := make([]archLayer, len(m.Layers))
 	for i, l := range m.Layers {
 		acts[i] = l.Act
@@ -77,7 +73,7 @@ func WriteModel(w io.Writer, m *MLP, meta map[string]string, dtype string) error
 	tensors := make(map[string]Tensor, 2*len(m.Layers))
 	for i, l := range m.Layers {
 		r, c := l.Weight.Dims()
-		tensors[fmt.Sprintf("%d.weight", idx[i])] = Tensor{Shape: []int{r, c}, F64: denseData(l.Weight)}
+		tensors[fmt.Sprintf("%d.weight", idx[i])] = Tensor{Shape: []int{r, c}, F64: rowMajor(l.Weight)}
 		if l.Bias != nil {
 			tensors[fmt.Sprintf("%d.bias", idx[i])] = Tensor{Shape: []int{r}, F64: append([]float64(nil), l.Bias...)}
 		}
@@ -103,15 +99,15 @@ func WriteModel(w io.Writer, m *MLP, meta map[string]string, dtype string) error
 // between them, one apart none; the last layer has no activation. Keys may
 // carry a common prefix ("net.0.weight"). Shapes must chain and all values
 // must be finite. Errors wrap ErrModelFile.
-func LoadModel(path string) (*MLP, map[string]string, error) {
-	var m *MLP
+func LoadModel(path string) (*nn.MLP, map[string]string, error) {
+	var m *nn.MLP
 	var meta map[string]string
 	err := readFile(path, func(r io.Reader) (err error) { m, meta, err = ReadModel(r); return err })
 	return m, meta, err
 }
 
 // ReadModel reads a network in safetensors format from r; see LoadModel.
-func ReadModel(r io.Reader) (*MLP, map[string]string, error) {
+func ReadModel(r io.Reader) (*nn.MLP, map[string]string, error) {
 	tensors, meta, err := ReadSafetensors(r)
 	if err != nil {
 		return nil, nil, err
@@ -150,7 +146,7 @@ func modelFileErrorf(format string, args ...any) error {
 // Linear modules from the key names, the layers from their tensors, the
 // activations from the architecture metadata or else from the module
 // indices, then checks that the shapes chain.
-func modelFromTensors(tensors map[string]Tensor, meta map[string]string) (*MLP, error) {
+func modelFromTensors(tensors map[string]Tensor, meta map[string]string) (*nn.MLP, error) {
 	if len(tensors) == 0 {
 		return nil, modelFileErrorf("the file holds no tensors")
 	}
@@ -175,7 +171,7 @@ func modelFromTensors(tensors map[string]Tensor, meta map[string]string) (*MLP, 
 			return nil, modelFileErrorf("layer %s takes %d inputs but %s gives %d outputs", mods.byIndex[mods.idx[i]].weight, layers[i].In(), mods.byIndex[mods.idx[i-1]].weight, layers[i-1].Out())
 		}
 	}
-	m := &MLP{Layers: layers}
+	m := &nn.MLP{Layers: layers}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrModelFile)
 	}
@@ -226,8 +222,8 @@ func findModules(tensors map[string]Tensor) (seqModules, error) {
 
 // linearLayers builds one layer (weight and bias, activation unset) per
 // module, checking dtypes and shapes.
-func linearLayers(tensors map[string]Tensor, mods seqModules) ([]Layer, error) {
-	layers := make([]Layer, len(mods.idx))
+func linearLayers(tensors map[string]Tensor, mods seqModules) ([]nn.Layer, error) {
+	layers := make([]nn.Layer, len(mods.idx))
 	for i, k := range mods.idx {
 		md := mods.byIndex[k]
 		w := tensors[md.weight]
@@ -255,14 +251,14 @@ func linearLayers(tensors map[string]Tensor, mods seqModules) ([]Layer, error) {
 // applyArchitecture sets the layers' activations from relurec's
 // architecture metadata, after checking that it matches the module indices
 // and the layers' shapes.
-func applyArchitecture(layers []Layer, archJSON string, mods seqModules) error {
+func applyArchitecture(layers []nn.Layer, archJSON string, mods seqModules) error {
 	var arch []archLayer
 	if err := json.Unmarshal([]byte(archJSON), &arch); err != nil {
 		return modelFileErrorf("metadata %s is not a JSON list of layers (%v)", MetaArchitecture, err)
 	}
-	acts := make([]Activation, len(arch))
+	acts := make([]nn.Activation, len(arch))
 	for i, a := range arch {
-		act, err := ParseActivation(string(a.Act))
+		act, err := nn.ParseActivation(string(a.Act))
 		if err != nil {
 			return modelFileErrorf("metadata %s: layer %d has unknown activation %q (expected \"relu\", \"identity\", \"relupow<c>\" or \"reluexp\")", MetaArchitecture, i, a.Act)
 		}
@@ -287,19 +283,19 @@ func applyArchitecture(layers []Layer, archJSON string, mods seqModules) error {
 // inferActivations sets the layers' activations from the module indices of
 // a plain PyTorch state dict: Linear modules one apart have none between
 // them, two apart a ReLU; the last layer has none.
-func inferActivations(layers []Layer, mods seqModules) error {
+func inferActivations(layers []nn.Layer, mods seqModules) error {
 	idx := mods.idx
 	if idx[0] != 0 {
 		return modelFileErrorf("the first Linear module is %s; expected %s0.weight (modules before the first Linear are not supported)", mods.byIndex[idx[0]].weight, mods.prefix)
 	}
 	for i := range layers {
-		layers[i].Act = Identity
+		layers[i].Act = nn.Identity
 		if i+1 < len(idx) {
 			switch idx[i+1] - idx[i] {
 			case 1:
-				layers[i].Act = Identity
+				layers[i].Act = nn.Identity
 			case 2:
-				layers[i].Act = ReLU
+				layers[i].Act = nn.ReLU
 			default:
 				return modelFileErrorf("modules %d and %d are %d apart: only a single ReLU may sit between Linear layers (add %s metadata to describe other architectures)",
 					idx[i], idx[i+1], idx[i+1]-idx[i], MetaArchitecture)

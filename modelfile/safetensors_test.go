@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/nn"
 )
 
 // buildFile assembles a safetensors file from a literal header and data.
@@ -90,8 +93,8 @@ func TestWriteSafetensorsErrors(t *testing.T) {
 func TestReadSafetensorsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	tensors := map[string]Tensor{
-		"w":      {Shape: []int{3, 4}, F64: randVec(rng, 12)},
-		"v":      {Shape: []int{5}, F64: randVec(rng, 5)},
+		"w":      {Shape: []int{3, 4}, F64: testutil.RandVec(rng, 12)},
+		"v":      {Shape: []int{5}, F64: testutil.RandVec(rng, 5)},
 		"s":      {Shape: []int{}, F64: []float64{math.Pi}},
 		"e":      {Shape: []int{0, 3}, F64: []float64{}},
 		"ünï\"q": {Shape: []int{1}, F64: []float64{-0.0}},
@@ -190,9 +193,9 @@ func TestReadSafetensorsCorrupt(t *testing.T) {
 
 func FuzzReadSafetensors(f *testing.F) {
 	var b bytes.Buffer
-	WriteModel(&b, &MLP{Layers: []Layer{
-		{Weight: mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6}), Bias: []float64{1, 2}, Act: ReLU},
-		{Weight: mat.NewDense(1, 2, []float64{7, 8}), Act: Identity},
+	WriteModel(&b, &nn.MLP{Layers: []nn.Layer{
+		{Weight: mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6}), Bias: []float64{1, 2}, Act: nn.ReLU},
+		{Weight: mat.NewDense(1, 2, []float64{7, 8}), Act: nn.Identity},
 	}}, map[string]string{"k": "v"}, "F32")
 	f.Add(b.Bytes())
 	f.Add(buildFile(`{"0.weight":{"dtype":"F16","shape":[1,1],"data_offsets":[0,2]}}`, []byte{0, 0x3c}))
@@ -230,9 +233,9 @@ func FuzzReadSafetensors(f *testing.F) {
 func TestSaveLoadModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	// ReLU, factored (identity) layer, ReLU, final layer: indices 0, 2, 3, 5.
-	m := randMLP(rng, []int{6, 8, 3, 7, 2}, []Activation{ReLU, Identity, ReLU, Identity})
+	m := randMLP(rng, []int{6, 8, 3, 7, 2}, []nn.Activation{nn.ReLU, nn.Identity, nn.ReLU, nn.Identity})
 	dir := t.TempDir()
-	x := randDense(rng, 50, 6)
+	x := testutil.RandDense(rng, 50, 6)
 	for _, dtype := range []string{"", "F64", "F32"} {
 		p := filepath.Join(dir, "m"+dtype+".safetensors")
 		if err := SaveModel(p, m, map[string]string{"route": "test", "format": "ignored"}, dtype); err != nil {
@@ -259,7 +262,7 @@ func TestSaveLoadModel(t *testing.T) {
 				t.Fatalf("layer %d: act %v bias %v", i, l.Act, l.Bias != nil)
 			}
 		}
-		d := maxRelDiff(got.Forward(x), m.Forward(x))
+		d := testutil.MaxRelDiff(got.Forward(x), m.Forward(x))
 		if dtype == "F32" {
 			if d > 1e-6 || d == 0 {
 				t.Fatalf("F32 round trip deviates by %g, want (0, 1e-6]", d)
@@ -269,17 +272,17 @@ func TestSaveLoadModel(t *testing.T) {
 		}
 	}
 	// A ReLU after the last layer survives thanks to the metadata.
-	m.Layers[3].Act = ReLU
+	m.Layers[3].Act = nn.ReLU
 	p := filepath.Join(dir, "lastrelu.safetensors")
 	if err := SaveModel(p, m, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := LoadModel(p); err != nil || got.Layers[3].Act != ReLU {
+	if got, _, err := LoadModel(p); err != nil || got.Layers[3].Act != nn.ReLU {
 		t.Fatalf("last ReLU: %v", err)
 	}
 
 	// Invalid models are refused before any file is written.
-	bad := &MLP{Layers: []Layer{{Weight: mat.NewDense(1, 1, []float64{math.NaN()}), Act: ReLU}}}
+	bad := &nn.MLP{Layers: []nn.Layer{{Weight: mat.NewDense(1, 1, []float64{math.NaN()}), Act: nn.ReLU}}}
 	q := filepath.Join(dir, "bad.safetensors")
 	if err := SaveModel(q, bad, nil, ""); err == nil {
 		t.Fatal("NaN model saved")
@@ -330,7 +333,7 @@ func TestLoadWithoutMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Layers) != 3 || m.Layers[0].Act != ReLU || m.Layers[1].Act != Identity || m.Layers[2].Act != Identity ||
+	if len(m.Layers) != 3 || m.Layers[0].Act != nn.ReLU || m.Layers[1].Act != nn.Identity || m.Layers[2].Act != nn.Identity ||
 		m.Layers[1].Bias != nil || len(m.Layers[2].Bias) != 2 || m.In() != 4 || m.Out() != 2 {
 		t.Fatalf("inferred %+v", m.Layers)
 	}
@@ -382,9 +385,9 @@ func TestLoadArchitectureMismatch(t *testing.T) {
 		meta map[string]string
 		msg  string
 	}{
-		"indices":    {arch([]archLayer{{4, 8, false, Identity}, {8, 1, false, Identity}}), "indices [0 1] but the file holds them at [0 2]"},
-		"shape":      {arch([]archLayer{{5, 8, false, ReLU}, {8, 1, false, Identity}}), "declared in=5"},
-		"activation": {arch([]archLayer{{4, 8, false, "tanh"}, {8, 1, false, Identity}}), "unknown activation"},
+		"indices":    {arch([]archLayer{{4, 8, false, nn.Identity}, {8, 1, false, nn.Identity}}), "indices [0 1] but the file holds them at [0 2]"},
+		"shape":      {arch([]archLayer{{5, 8, false, nn.ReLU}, {8, 1, false, nn.Identity}}), "declared in=5"},
+		"activation": {arch([]archLayer{{4, 8, false, "tanh"}, {8, 1, false, nn.Identity}}), "unknown activation"},
 		"json":       {map[string]string{MetaArchitecture: "[{"}, "not a JSON list"},
 	}
 	for name, tc := range cases {
@@ -395,4 +398,77 @@ func TestLoadArchitectureMismatch(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrModelFile containing %q", name, err, tc.msg)
 		}
 	}
+}
+
+func TestModelFileActivations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	x := testutil.RandDense(rng, 40, 5)
+	dir := t.TempDir()
+	for _, act := range []nn.Activation{nn.RectPow(2), nn.RectPow(0.5), nn.RectPow(3), nn.RectExp} {
+		m := nn.NewTwoLayerAct(testutil.RandDense(rng, 4, 5), testutil.RandDense(rng, 3, 4), act)
+		p := filepath.Join(dir, string(act)+".safetensors")
+		if err := SaveModel(p, m, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		got, meta, err := LoadModel(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Layers[0].Act != act || got.Layers[1].Act != nn.Identity {
+			t.Fatalf("%s: loaded activations %s, %s", act, got.Layers[0].Act, got.Layers[1].Act)
+		}
+		if !strings.Contains(meta[MetaArchitecture], `"act":"`+string(act)+`"`) {
+			t.Fatalf("%s: architecture %s", act, meta[MetaArchitecture])
+		}
+		// The second Linear sits after the activation module, as in
+		// nn.Sequential(Linear, Custom(), Linear).
+		tensors, _, _ := ReadSafetensors(mustOpen(t, p))
+		if _, ok := tensors["2.weight"]; !ok {
+			t.Fatalf("%s: keys %v", act, keys(tensors))
+		}
+		if d := testutil.MaxRelDiff(got.Forward(x), m.Forward(x)); d != 0 {
+			t.Fatalf("%s: round trip changes the outputs by %g", act, d)
+		}
+		// Forward applies φ.
+		want := mat.NewDense(40, 3, nil)
+		f := act.Func()
+		var pre mat.Dense
+		pre.Mul(x, m.Layers[0].Weight.T())
+		pre.Apply(func(_, _ int, v float64) float64 { return f(v) }, &pre)
+		want.Mul(&pre, m.Layers[1].Weight.T())
+		if d := testutil.MaxRelDiff(m.Forward(x), want); d > 1e-13 {
+			t.Fatalf("%s: Forward differs from φ(XVᵀ)Uᵀ by %g", act, d)
+		}
+	}
+	// A ReLU model's file is byte-identical to one written with the
+	// architecture the old code wrote (keys 0/2, act "relu").
+	m := nn.NewTwoLayer(testutil.RandDense(rng, 4, 5), testutil.RandDense(rng, 3, 4))
+	var buf bytes.Buffer
+	if err := WriteModel(&buf, m, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(`{\"in\":5,\"out\":4,\"bias\":false,\"act\":\"relu\"}`)) {
+		t.Fatalf("ReLU architecture header changed: %.300s", buf.String())
+	}
+	// Non-canonical or unknown names in a header: canonicalised or refused.
+	for name, ok := range map[string]bool{"relupow2.0": true, "ReLUPow3": true, "relupow-1": false, "swish": false} {
+		file := replaceInHeader(buf.Bytes(), `\"act\":\"relu\"`, `\"act\":\"`+name+`\"`)
+		got, _, err := ReadModel(bytes.NewReader(file))
+		if ok != (err == nil) {
+			t.Fatalf("%s: err %v", name, err)
+		}
+		if ok && !got.Layers[0].Act.Valid() {
+			t.Fatalf("%s loaded as non-canonical %q", name, got.Layers[0].Act)
+		}
+	}
+}
+
+// replaceInHeader edits the JSON header of a safetensors file and fixes its
+// 8-byte length prefix.
+func replaceInHeader(file []byte, old, new string) []byte {
+	n := binary.LittleEndian.Uint64(file[:8])
+	hdr := strings.Replace(string(file[8:8+n]), old, new, 1)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+	out = append(out, hdr...)
+	return append(out, file[8+n:]...)
 }

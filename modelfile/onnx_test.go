@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
 )
 
 // testdata/torch_mlp.onnx was written by torch.onnx.export (PyTorch 1.13,
@@ -22,7 +23,7 @@ func TestONNXFromPyTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Layers) != 3 || m.Layers[0].Act != ReLU || m.Layers[1].Act != ReLU || m.Layers[2].Act != Identity || m.Layers[2].Bias != nil {
+	if len(m.Layers) != 3 || m.Layers[0].Act != nn.ReLU || m.Layers[1].Act != nn.ReLU || m.Layers[2].Act != nn.Identity || m.Layers[2].Bias != nil {
 		t.Fatalf("architecture %+v", m.Layers)
 	}
 	x, err := dataio.ReadMatrix("testdata/torch_mlp_x.npy", "")

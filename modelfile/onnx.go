@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/boundedio"
+	"github.com/relurec/relurec/nn"
 )
 
 // Reading ONNX: this file has the entry points, the error type and the ONNX
@@ -125,8 +126,8 @@ type onnxNode struct {
 // initializers, the layers from the chain of Gemm (or MatMul followed by
 // Add) and Relu nodes from the graph input to its output. Errors wrap ErrONNX
 // and ErrModelFile.
-func LoadONNX(path string) (*MLP, error) {
-	var m *MLP
+func LoadONNX(path string) (*nn.MLP, error) {
+	var m *nn.MLP
 	err := readFile(path, func(r io.Reader) (err error) { m, err = ReadONNX(r); return err })
 	return m, err
 }
@@ -134,7 +135,7 @@ func LoadONNX(path string) (*MLP, error) {
 // ReadONNX reads an ONNX model from r; see LoadONNX. A convolutional
 // network is refused with an error wrapping ErrNotMLP (ReadONNXNetwork and
 // ReadCNNONNX read it).
-func ReadONNX(r io.Reader) (*MLP, error) {
+func ReadONNX(r io.Reader) (*nn.MLP, error) {
 	g, err := readONNXGraph(r)
 	if err != nil {
 		return nil, err

@@ -1,16 +1,16 @@
-package nn
+package modelfile
 
 import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"slices"
 	"sort"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
 )
 
 // ONNX in and out for Graph: read with the MLP reader's protobuf, node and
@@ -21,8 +21,8 @@ import (
 const MetaGraph = "relurec.graph"
 
 // LoadGraphONNX reads a Graph from an ONNX file; see ReadGraphONNX.
-func LoadGraphONNX(path string) (*Graph, error) {
-	var gr *Graph
+func LoadGraphONNX(path string) (*nn.Graph, error) {
+	var gr *nn.Graph
 	err := readFile(path, func(r io.Reader) (err error) { gr, err = ReadGraphONNX(r); return err })
 	return gr, err
 }
@@ -31,7 +31,7 @@ func LoadGraphONNX(path string) (*Graph, error) {
 // data input's declared shape [N, ...] gives one sample's shape (export
 // with a sample of the real size), the initializers and Constant nodes
 // the constants. Errors name the node and wrap ErrONNX and ErrModelFile.
-func ReadGraphONNX(r io.Reader) (*Graph, error) {
+func ReadGraphONNX(r io.Reader) (*nn.Graph, error) {
 	g, err := readONNXGraph(r)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func ReadGraphONNX(r io.Reader) (*Graph, error) {
 }
 
 // graphFromONNX builds and validates the Graph of g.
-func graphFromONNX(g *onnxGraph) (*Graph, error) {
+func graphFromONNX(g *onnxGraph) (*nn.Graph, error) {
 	in, err := g.dataInput()
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 	if len(dims) < 2 || slices.ContainsFunc(dims[1:], func(d int) bool { return d <= 0 }) {
 		return nil, onnxErrf("graph input %q has shape %v (-1: symbolic or missing); expected [N, ...] with every sample dimension given, as torch.onnx.export writes from a sample input of the real size", in, dims)
 	}
-	gr := &Graph{Input: in, InputShape: slices.Clone(dims[1:]), Output: g.outputs[0], Consts: map[string]*GraphTensor{}, Opset: g.opset}
+	gr := &nn.Graph{Input: in, InputShape: slices.Clone(dims[1:]), Output: g.outputs[0], Consts: map[string]*nn.GraphTensor{}, Opset: g.opset}
 	for name, t := range g.inits {
 		gr.Consts[name] = graphTensor(t)
 	}
@@ -57,20 +57,20 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 		if n.op == "Constant" {
 			continue
 		}
-		if !slices.Contains(graphOps, n.op) {
-			return nil, onnxErrf("unsupported operator %s (node %q); a graph may hold %v and Constant nodes", n.op, n.name, graphOps)
+		if !slices.Contains(nn.GraphOps(), n.op) {
+			return nil, onnxErrf("unsupported operator %s (node %q); a graph may hold %v and Constant nodes", n.op, n.name, nn.GraphOps())
 		}
-		gn := GraphNode{Name: n.name, Op: n.op, Inputs: slices.Clone(n.inputs), Outputs: slices.Clone(n.outs), Attrs: map[string]GraphAttr{}}
+		gn := nn.GraphNode{Name: n.name, Op: n.op, Inputs: slices.Clone(n.inputs), Outputs: slices.Clone(n.outs), Attrs: map[string]nn.GraphAttr{}}
 		for name, a := range n.attrs {
 			switch {
 			case a.hasF:
-				gn.Attrs[name] = GraphAttr{Kind: "float", F: a.f}
+				gn.Attrs[name] = nn.GraphAttr{Kind: "float", F: a.f}
 			case a.hasI:
-				gn.Attrs[name] = GraphAttr{Kind: "int", I: a.i}
+				gn.Attrs[name] = nn.GraphAttr{Kind: "int", I: a.i}
 			case a.ints != nil:
-				gn.Attrs[name] = GraphAttr{Kind: "ints", Ints: a.ints}
+				gn.Attrs[name] = nn.GraphAttr{Kind: "ints", Ints: a.ints}
 			case a.t != nil:
-				gn.Attrs[name] = GraphAttr{Kind: "tensor", T: graphTensor(a.t)}
+				gn.Attrs[name] = nn.GraphAttr{Kind: "tensor", T: graphTensor(a.t)}
 			}
 		}
 		gr.Nodes = append(gr.Nodes, gn)
@@ -85,8 +85,8 @@ func graphFromONNX(g *onnxGraph) (*Graph, error) {
 }
 
 // graphTensor is the GraphTensor of an ONNX tensor.
-func graphTensor(t *onnxTensor) *GraphTensor {
-	return &GraphTensor{Shape: slices.Clone(t.dims), Data: t.data, Int: t.dtype == onnxInt64 || t.dtype == onnxInt32}
+func graphTensor(t *onnxTensor) *nn.GraphTensor {
+	return &nn.GraphTensor{Shape: slices.Clone(t.dims), Data: t.data, Int: t.dtype == onnxInt64 || t.dtype == onnxInt32}
 }
 
 // isChain reports whether every node of g (Constant nodes aside) takes the
@@ -117,12 +117,8 @@ func (g *onnxGraph) isChain() bool {
 
 // SaveGraphONNX writes gr to path as an ONNX model (see WriteGraphONNX),
 // atomically.
-func SaveGraphONNX(path string, gr *Graph, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteGraphONNX(w, gr, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("nn: saving ONNX model to %s: %w", path, err)
-	}
-	return nil
+func SaveGraphONNX(path string, gr *nn.Graph, meta map[string]string, dtype string) error {
+	return saveFile(path, "ONNX model", func(w io.Writer) error { return WriteGraphONNX(w, gr, meta, dtype) })
 }
 
 // WriteGraphONNX writes gr to w as an ONNX ModelProto in the graph's opset
@@ -131,7 +127,7 @@ func SaveGraphONNX(path string, gr *Graph, meta map[string]string, dtype string)
 // ones as DOUBLE for dtype "" or "F64", FLOAT for "F32"; integer ones as
 // INT64), the input [N, InputShape...] and the output [N, ...]. meta goes into metadata_props, with the operator counts
 // under MetaGraph. ReadGraphONNX reads it back to the same graph.
-func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string) error {
+func WriteGraphONNX(w io.Writer, gr *nn.Graph, meta map[string]string, dtype string) error {
 	if err := gr.Validate(); err != nil {
 		return err
 	}
@@ -190,7 +186,7 @@ func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string
 		g.msg(graphInitializer, tp)
 	}
 	g.msg(graphInput, onnxValueInfo(gr.Input, elem, gr.InputShape))
-	g.msg(graphOutput, onnxValueInfo(gr.Output, elem, gr.outShape))
+	g.msg(graphOutput, onnxValueInfo(gr.Output, elem, gr.OutputShape()))
 	arch, err := json.Marshal(ops)
 	if err != nil {
 		return err
@@ -205,7 +201,7 @@ func WriteGraphONNX(w io.Writer, gr *Graph, meta map[string]string, dtype string
 
 // graphTensorProto encodes a constant as a TensorProto: INT64 when it is
 // an integer tensor, else of the element type elem.
-func graphTensorProto(name string, t *GraphTensor, elem int) (*pbEnc, error) {
+func graphTensorProto(name string, t *nn.GraphTensor, elem int) (*pbEnc, error) {
 	if t.Int {
 		return onnxInt64Tensor(name, t.Shape, t.Data), nil
 	}

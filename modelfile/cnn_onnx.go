@@ -1,16 +1,15 @@
-package nn
+package modelfile
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/nn"
 )
 
 // ONNX in and out for CNNs: the graph torch.onnx.export writes for an
@@ -20,39 +19,25 @@ import (
 // encoder.
 
 // LoadCNNONNX reads a CNN from an ONNX file; see ReadCNNONNX.
-func LoadCNNONNX(path string) (*CNN, error) {
-	var net *CNN
+func LoadCNNONNX(path string) (*nn.CNN, error) {
+	var net *nn.CNN
 	err := readFile(path, func(r io.Reader) (err error) { net, err = ReadCNNONNX(r); return err })
 	return net, err
 }
 
 // LoadONNXNetwork reads an ONNX file as a CNN if its graph has a Conv or
 // MaxPool node, else as an MLP; see ReadONNXNetwork.
-func LoadONNXNetwork(path string) (Network, error) {
-	var net Network
+func LoadONNXNetwork(path string) (nn.Network, error) {
+	var net nn.Network
 	err := readFile(path, func(r io.Reader) (err error) { net, err = ReadONNXNetwork(r); return err })
 	return net, err
-}
-
-// readFile opens path and hands it, buffered, to read; errors name the
-// file.
-func readFile(path string, read func(io.Reader) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("nn: %w", err)
-	}
-	defer f.Close()
-	if err := read(bufio.NewReaderSize(f, 1<<16)); err != nil {
-		return fmt.Errorf("nn: %s: %w", path, err)
-	}
-	return nil
 }
 
 // ReadONNXNetwork reads an ONNX model from r: a *CNN if its graph is a
 // chain with a Conv or MaxPool node (ReadCNNONNX), an *MLP if it is a
 // chain the MLP reader takes (ReadONNX), else a *Graph (ReadGraphONNX:
 // residual and mixer blocks).
-func ReadONNXNetwork(r io.Reader) (Network, error) {
+func ReadONNXNetwork(r io.Reader) (nn.Network, error) {
 	g, err := readONNXGraph(r)
 	if err != nil {
 		return nil, err
@@ -64,7 +49,7 @@ func ReadONNXNetwork(r io.Reader) (Network, error) {
 		}
 		return gr, nil
 	}
-	var net Network
+	var net nn.Network
 	if _, ok := g.convNode(); ok {
 		net, err = cnnFromGraph(g)
 	} else {
@@ -94,7 +79,7 @@ func ReadONNXNetwork(r io.Reader) (Network, error) {
 // nodes. Convolutions must have group 1, dilation 1 and symmetric explicit
 // padding; pooling ceil_mode 0, dilation 1 and no indices output. Errors
 // name the node and wrap ErrONNX and ErrModelFile.
-func ReadCNNONNX(r io.Reader) (*CNN, error) {
+func ReadCNNONNX(r io.Reader) (*nn.CNN, error) {
 	g, err := readONNXGraph(r)
 	if err != nil {
 		return nil, err
@@ -104,7 +89,7 @@ func ReadCNNONNX(r io.Reader) (*CNN, error) {
 
 // cnnBuilder walks a graph's chain of nodes and collects CNN layers.
 type cnnBuilder struct {
-	net   *CNN
+	net   *nn.CNN
 	nodes []string // the node each layer came from, for errors
 	// lin assembles Linear layers from Gemm, MatMul and Add nodes with the
 	// MLP reader's code; drain moves them to net.
@@ -115,7 +100,7 @@ type cnnBuilder struct {
 
 // cnnFromGraph builds the CNN a graph computes from its data input to its
 // output and checks its shapes, naming the node that does not fit.
-func cnnFromGraph(g *onnxGraph) (*CNN, error) {
+func cnnFromGraph(g *onnxGraph) (*nn.CNN, error) {
 	in, err := g.dataInput()
 	if err != nil {
 		return nil, err
@@ -124,7 +109,7 @@ func cnnFromGraph(g *onnxGraph) (*CNN, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &cnnBuilder{net: &CNN{Input: shape}, lin: &chainBuilder{inits: g.inits, m: &MLP{}}, cur: in}
+	b := &cnnBuilder{net: &nn.CNN{Input: shape}, lin: &chainBuilder{inits: g.inits, m: &nn.MLP{}}, cur: in}
 	for _, n := range g.nodes {
 		if err := b.step(n); err != nil {
 			return nil, err
@@ -137,8 +122,8 @@ func cnnFromGraph(g *onnxGraph) (*CNN, error) {
 	if len(b.net.Layers) == 0 {
 		return nil, onnxErrf("no layers found")
 	}
-	if _, i, err := b.net.shapes(); err != nil {
-		if i >= 0 {
+	if _, err := b.net.Shapes(); err != nil {
+		if i := b.net.FailingLayer(); i >= 0 {
 			return nil, onnxErrf("node %q: %v", b.nodes[i], err)
 		}
 		return nil, onnxErrf("%v", err)
@@ -151,19 +136,19 @@ func cnnFromGraph(g *onnxGraph) (*CNN, error) {
 
 // cnnInputShape turns the declared shape of the graph input into one
 // sample's shape: [N, C, H, W] gives C×H×W maps, [N, D] a flat vector.
-func cnnInputShape(name string, dims []int) (FeatureShape, error) {
+func cnnInputShape(name string, dims []int) (nn.FeatureShape, error) {
 	known := func(ds []int) bool { return !slices.ContainsFunc(ds, func(d int) bool { return d <= 0 }) }
 	switch {
 	case len(dims) == 4 && known(dims[1:]):
-		return FeatureShape{C: dims[1], H: dims[2], W: dims[3]}, nil
+		return nn.FeatureShape{C: dims[1], H: dims[2], W: dims[3]}, nil
 	case len(dims) == 2 && known(dims[1:]):
-		return FeatureShape{C: dims[1], H: 1, W: 1, Flat: true}, nil
+		return nn.FeatureShape{C: dims[1], H: 1, W: 1, Flat: true}, nil
 	}
-	return FeatureShape{}, onnxErrf("graph input %q has shape %v (-1: symbolic or missing); a CNN needs [N, C, H, W] with C, H and W given, as torch.onnx.export writes from a sample input of the real size", name, dims)
+	return nn.FeatureShape{}, onnxErrf("graph input %q has shape %v (-1: symbolic or missing); a CNN needs [N, C, H, W] with C, H and W given, as torch.onnx.export writes from a sample input of the real size", name, dims)
 }
 
 // add appends a layer made by node.
-func (b *cnnBuilder) add(l CNNLayer, node string) {
+func (b *cnnBuilder) add(l nn.CNNLayer, node string) {
 	b.net.Layers = append(b.net.Layers, l)
 	b.nodes = append(b.nodes, node)
 }
@@ -172,7 +157,7 @@ func (b *cnnBuilder) add(l CNNLayer, node string) {
 func (b *cnnBuilder) drain() {
 	b.lin.flush()
 	for i, l := range b.lin.m.Layers {
-		b.add(&Linear{Weight: l.Weight, Bias: l.Bias}, b.linNodes[i])
+		b.add(&nn.Linear{Weight: l.Weight, Bias: l.Bias}, b.linNodes[i])
 	}
 	b.lin.m.Layers, b.linNodes = nil, nil
 }
@@ -200,16 +185,16 @@ func (b *cnnBuilder) step(n onnxNode) error {
 		err = b.lin.add(n)
 	case "Relu":
 		b.drain()
-		b.add(&ReLULayer{}, n.name)
+		b.add(&nn.ReLULayer{}, n.name)
 	case "Conv":
 		b.drain()
-		var c *Conv2d
+		var c *nn.Conv2d
 		if c, err = b.conv(n); err == nil {
 			b.add(c, n.name)
 		}
 	case "MaxPool":
 		b.drain()
-		var p *MaxPool2d
+		var p *nn.MaxPool2d
 		if p, err = maxPool(n); err == nil {
 			b.add(p, n.name)
 		}
@@ -218,7 +203,7 @@ func (b *cnnBuilder) step(n onnxNode) error {
 			return onnxErrf("Flatten %q with axis %d; only axis 1 keeps samples as rows", n.name, a.i)
 		}
 		b.drain()
-		b.add(&Flatten{}, n.name)
+		b.add(&nn.Flatten{}, n.name)
 	case "Identity", "Dropout":
 	default:
 		return onnxErrf("unsupported operator %s (node %q); a CNN may hold Conv, Relu, MaxPool, Flatten, Gemm, MatMul, Add, Identity, Dropout and Constant nodes", n.op, n.name)
@@ -232,7 +217,7 @@ func (b *cnnBuilder) step(n onnxNode) error {
 
 // conv reads a Conv node: data, a 4-D weight and an optional bias, with
 // group 1, dilation 1 and symmetric padding.
-func (b *cnnBuilder) conv(n onnxNode) (*Conv2d, error) {
+func (b *cnnBuilder) conv(n onnxNode) (*nn.Conv2d, error) {
 	if n.inputs[0] != b.cur {
 		return nil, onnxErrf("Conv %q: the data must be input X", n.name)
 	}
@@ -250,7 +235,7 @@ func (b *cnnBuilder) conv(n onnxNode) (*Conv2d, error) {
 	if ks, ok := n.attrs["kernel_shape"]; ok && !slices.Equal(ks.ints, []int64{int64(kh), int64(kw)}) {
 		return nil, onnxErrf("Conv %q: kernel_shape %v does not match the weight %q of shape %v (kernel %d×%d)", n.name, ks.ints, w.name, w.dims, kh, kw)
 	}
-	c := &Conv2d{Weight: mat.NewDense(out, w.dims[1]*kh*kw, slices.Clone(w.data)), Kernel: [2]int{kh, kw}}
+	c := &nn.Conv2d{Weight: mat.NewDense(out, w.dims[1]*kh*kw, slices.Clone(w.data)), Kernel: [2]int{kh, kw}}
 	if c.Stride, err = pairAttr(n, "strides", [2]int{1, 1}); err != nil {
 		return nil, err
 	}
@@ -272,7 +257,7 @@ func (b *cnnBuilder) conv(n onnxNode) (*Conv2d, error) {
 
 // maxPool reads a MaxPool node. ONNX's default stride is 1 (PyTorch's is
 // the kernel), so the stride is always set explicitly.
-func maxPool(n onnxNode) (*MaxPool2d, error) {
+func maxPool(n onnxNode) (*nn.MaxPool2d, error) {
 	if len(n.inputs) != 1 || len(n.outs) > 1 && n.outs[1] != "" {
 		return nil, onnxErrf("MaxPool %q: expected one input and one output (return_indices=False)", n.name)
 	}
@@ -283,7 +268,7 @@ func maxPool(n onnxNode) (*MaxPool2d, error) {
 	if len(ks) != 2 || ks[0] <= 0 || ks[1] <= 0 {
 		return nil, onnxErrf("MaxPool %q: kernel_shape %v; expected two positive sizes (2-D pooling)", n.name, ks)
 	}
-	p := &MaxPool2d{Kernel: [2]int{int(ks[0]), int(ks[1])}}
+	p := &nn.MaxPool2d{Kernel: [2]int{int(ks[0]), int(ks[1])}}
 	var err error
 	if p.Stride, err = pairAttr(n, "strides", [2]int{1, 1}); err != nil {
 		return nil, err
@@ -351,12 +336,8 @@ func padsAttr(n onnxNode) ([2]int, error) {
 
 // SaveCNNONNX writes net to path as an ONNX model (see WriteCNNONNX),
 // atomically.
-func SaveCNNONNX(path string, net *CNN, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteCNNONNX(w, net, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("nn: saving ONNX model to %s: %w", path, err)
-	}
-	return nil
+func SaveCNNONNX(path string, net *nn.CNN, meta map[string]string, dtype string) error {
+	return saveFile(path, "ONNX model", func(w io.Writer) error { return WriteCNNONNX(w, net, meta, dtype) })
 }
 
 // WriteCNNONNX writes net to w as an ONNX ModelProto in the form
@@ -370,7 +351,7 @@ func SaveCNNONNX(path string, net *CNN, meta map[string]string, dtype string) er
 // (every bit kept), "F32" FLOAT ones. meta goes into metadata_props with
 // the architecture under MetaCNN. ReadCNNONNX reads it back to the same
 // network.
-func WriteCNNONNX(w io.Writer, net *CNN, meta map[string]string, dtype string) error {
+func WriteCNNONNX(w io.Writer, net *nn.CNN, meta map[string]string, dtype string) error {
 	if err := net.Validate(); err != nil {
 		return err
 	}
@@ -387,20 +368,20 @@ func WriteCNNONNX(w io.Writer, net *CNN, meta map[string]string, dtype string) e
 	var inits []*pbEnc
 	cur := ONNXInput
 	for i, l := range net.Layers {
-		prefix, op := fmt.Sprint(i), l.onnxOp()
+		prefix, op := fmt.Sprint(i), onnxOp(l)
 		out := fmt.Sprintf("/%d/%s_output_0", i, op)
 		if i == len(net.Layers)-1 {
 			out = ONNXOutput
 		}
 		in := []string{cur}
 		var attrs []*pbEnc
-		if w, bias := layerParams(l); w != nil {
+		if w, bias := nn.LayerParams(l); w != nil {
 			dims := []int{0, 0}
 			dims[0], dims[1] = w.Dims()
-			if c, ok := l.(*Conv2d); ok {
+			if c, ok := l.(*nn.Conv2d); ok {
 				dims = []int{c.OutChannels(), c.InChannels(), c.Kernel[0], c.Kernel[1]}
 			}
-			wt, err := onnxTensorProto(prefix+".weight", dims, denseData(w), elem)
+			wt, err := onnxTensorProto(prefix+".weight", dims, rowMajor(w), elem)
 			if err != nil {
 				return err
 			}
@@ -416,21 +397,21 @@ func WriteCNNONNX(w io.Writer, net *CNN, meta map[string]string, dtype string) e
 			}
 		}
 		switch l := l.(type) {
-		case *Conv2d:
-			s := l.strides()
+		case *nn.Conv2d:
+			s := l.Strides()
 			attrs = []*pbEnc{onnxIntsAttr("dilations", 1, 1), onnxIntAttr("group", 1),
 				onnxIntsAttr("kernel_shape", l.Kernel[0], l.Kernel[1]),
 				onnxIntsAttr("pads", l.Padding[0], l.Padding[1], l.Padding[0], l.Padding[1]),
 				onnxIntsAttr("strides", s[0], s[1])}
-		case *MaxPool2d:
-			s := l.strides()
+		case *nn.MaxPool2d:
+			s := l.Strides()
 			attrs = []*pbEnc{onnxIntAttr("ceil_mode", 0),
 				onnxIntsAttr("kernel_shape", l.Kernel[0], l.Kernel[1]),
 				onnxIntsAttr("pads", l.Padding[0], l.Padding[1], l.Padding[0], l.Padding[1]),
 				onnxIntsAttr("strides", s[0], s[1])}
-		case *Flatten:
+		case *nn.Flatten:
 			attrs = []*pbEnc{onnxIntAttr("axis", 1)}
-		case *Linear:
+		case *nn.Linear:
 			attrs = []*pbEnc{onnxIntAttr("transB", 1)}
 		}
 		g.msg(graphNode, onnxNodeProto(fmt.Sprintf("/%d/%s", i, op), op, in, out, attrs...))
@@ -451,4 +432,21 @@ func WriteCNNONNX(w io.Writer, net *CNN, meta map[string]string, dtype string) e
 	g.msg(graphInput, onnxValueInfo(ONNXInput, elem, inDims))
 	g.msg(graphOutput, onnxValueInfo(ONNXOutput, elem, outDims))
 	return writeONNXModel(w, onnxModelProto(g, "CNN written by relurec (nn.WriteCNNONNX)", meta, MetaCNN, arch))
+}
+
+// onnxOp is the ONNX operator a CNN module is written as.
+func onnxOp(l nn.CNNLayer) string {
+	switch l.(type) {
+	case *nn.Conv2d:
+		return "Conv"
+	case *nn.ReLULayer:
+		return "Relu"
+	case *nn.MaxPool2d:
+		return "MaxPool"
+	case *nn.Flatten:
+		return "Flatten"
+	case *nn.Linear:
+		return "Gemm"
+	}
+	panic(fmt.Sprintf("modelfile: no ONNX operator for the CNN module %T", l))
 }

@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"math/rand/v2"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/nn"
 )
 
 // TestTorchInterop is the Go half of examples/torch_roundtrip.py (its
@@ -23,8 +25,8 @@ func TestTorchInterop(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
 	// ReLU layer, factored layer (two Linear), ReLU layer, output.
-	m := randMLP(rng, []int{5, 8, 3, 4, 2}, []Activation{ReLU, Identity, ReLU, Identity})
-	x := randDense(rng, 200, 5)
+	m := randMLP(rng, []int{5, 8, 3, 4, 2}, []nn.Activation{nn.ReLU, nn.Identity, nn.ReLU, nn.Identity})
+	x := testutil.RandDense(rng, 200, 5)
 	y := m.Forward(x)
 	meta := map[string]string{"relurec.route": "interop-test"}
 	if err := SaveModel(filepath.Join(dir, "relurec_model.safetensors"), m, meta, "F64"); err != nil {
@@ -57,8 +59,8 @@ func TestTorchInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := maxRelDiff(net.Forward(tx), ty)
-	acts := make([]Activation, len(net.Layers))
+	dev := testutil.MaxRelDiff(net.Forward(tx), ty)
+	acts := make([]nn.Activation, len(net.Layers))
 	for i, l := range net.Layers {
 		acts[i] = l.Act
 	}

@@ -1,11 +1,12 @@
-package nn
+package modelfile
 
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/nn"
 )
 
 // onnxGraph is what readGraph reads from a GraphProto: the weights
@@ -24,12 +25,12 @@ type onnxGraph struct {
 
 // mlpFromGraph assembles the MLP the chain of nodes of g computes from its
 // one data input to its one output.
-func mlpFromGraph(g *onnxGraph) (*MLP, error) {
+func mlpFromGraph(g *onnxGraph) (*nn.MLP, error) {
 	in, err := g.dataInput()
 	if err != nil {
 		return nil, err
 	}
-	c := &chainBuilder{inits: g.inits, m: &MLP{}, cur: in}
+	c := &chainBuilder{inits: g.inits, m: &nn.MLP{}, cur: in}
 	for _, n := range g.nodes {
 		if err := c.step(n); err != nil {
 			return nil, err
@@ -201,9 +202,9 @@ func (g *onnxGraph) dataInput() (string, error) {
 // chainBuilder walks the nodes from the data input and assembles layers.
 type chainBuilder struct {
 	inits map[string]*onnxTensor
-	m     *MLP
-	pend  *Layer // the layer being assembled (weight seen, activation not yet)
-	cur   string // the name of the running value
+	m     *nn.MLP
+	pend  *nn.Layer // the layer being assembled (weight seen, activation not yet)
+	cur   string    // the name of the running value
 	// afterExp is set between the Exp and the Sub of a rectified
 	// exponential (Relu, Exp, Sub 1), which WriteONNX writes for reluexp.
 	afterExp bool
@@ -311,7 +312,7 @@ func (c *chainBuilder) gemm(n onnxNode) error {
 	}
 	c.flush()
 	out, _ := wm.Dims()
-	c.pend = &Layer{Weight: wm, Act: Identity}
+	c.pend = &nn.Layer{Weight: wm, Act: nn.Identity}
 	if len(n.inputs) > 2 && n.inputs[2] != "" {
 		ct, err := c.weightOf(n, 2)
 		if err != nil {
@@ -340,7 +341,7 @@ func (c *chainBuilder) matMul(n onnxNode) error {
 	}
 	c.flush()
 	wm := mat.NewDense(w.dims[0], w.dims[1], append([]float64(nil), w.data...))
-	c.pend = &Layer{Weight: mat.DenseCopyOf(wm.T()), Act: Identity}
+	c.pend = &nn.Layer{Weight: mat.DenseCopyOf(wm.T()), Act: nn.Identity}
 	return nil
 }
 
@@ -353,7 +354,7 @@ func (c *chainBuilder) add(n onnxNode) error {
 	if n.inputs[1] == c.cur {
 		other = 0
 	}
-	if c.pend == nil || c.pend.Act != Identity {
+	if c.pend == nil || c.pend.Act != nn.Identity {
 		return onnxErrf("Add %q does not follow a MatMul or Gemm", n.name)
 	}
 	ct, err := c.weightOf(n, other)
@@ -379,10 +380,10 @@ func (c *chainBuilder) relu(n onnxNode) error {
 	if c.pend == nil {
 		return onnxErrf("Relu %q before any Linear layer is not supported", n.name)
 	}
-	if c.pend.Act == ReLU {
+	if c.pend.Act == nn.ReLU {
 		return onnxErrf("two Relu nodes in a row (%q)", n.name)
 	}
-	c.pend.Act = ReLU
+	c.pend.Act = nn.ReLU
 	c.flush()
 	return nil
 }
@@ -393,7 +394,7 @@ func (c *chainBuilder) relu(n onnxNode) error {
 // layer's activation.
 func (c *chainBuilder) rectified(n onnxNode) error {
 	last := len(c.m.Layers) - 1
-	if c.pend != nil || last < 0 || c.m.Layers[last].Act != ReLU {
+	if c.pend != nil || last < 0 || c.m.Layers[last].Act != nn.ReLU {
 		return onnxErrf("%s %q does not follow a Relu; only relupow (Relu, Pow) and reluexp (Relu, Exp, Sub 1) are supported", n.op, n.name)
 	}
 	scalar := func() (float64, error) {
@@ -415,7 +416,7 @@ func (c *chainBuilder) rectified(n onnxNode) error {
 		if err != nil {
 			return err
 		}
-		act, err := ParseActivation(relupowPrefix + strconv.FormatFloat(p, 'g', -1, 64))
+		act, err := nn.ParseActivation(string(nn.RectPow(p)))
 		if err != nil {
 			return onnxErrf("Pow %q: %v", n.name, err)
 		}
@@ -431,7 +432,7 @@ func (c *chainBuilder) rectified(n onnxNode) error {
 			return onnxErrf("Sub %q subtracts %v after Exp; the rectified exponential subtracts 1", n.name, one)
 		}
 		c.afterExp = false
-		c.m.Layers[last].Act = RectExp
+		c.m.Layers[last].Act = nn.RectExp
 	default:
 		return onnxErrf("%s %q in this place is not supported; only relupow (Relu, Pow) and reluexp (Relu, Exp, Sub 1) are", n.op, n.name)
 	}

@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"bytes"
@@ -16,45 +16,47 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/nn"
 )
 
 // onnxWriteCases are the architectures the ONNX writer is tested on.
 func onnxWriteCases() []struct {
 	name string
-	m    *MLP
+	m    *nn.MLP
 } {
 	rng := rand.New(rand.NewPCG(31, 32))
-	noBias := func(m *MLP) *MLP {
+	noBias := func(m *nn.MLP) *nn.MLP {
 		for i := range m.Layers {
 			m.Layers[i].Bias = nil
 		}
 		return m
 	}
-	allBias := func(m *MLP) *MLP {
+	allBias := func(m *nn.MLP) *nn.MLP {
 		for i := range m.Layers {
-			m.Layers[i].Bias = randVec(rng, m.Layers[i].Out())
+			m.Layers[i].Bias = testutil.RandVec(rng, m.Layers[i].Out())
 		}
 		return m
 	}
 	return []struct {
 		name string
-		m    *MLP
+		m    *nn.MLP
 	}{
-		{"1 layer, no bias", randMLP(rng, []int{4, 3}, []Activation{Identity})},
-		{"1 layer, bias, relu", allBias(randMLP(rng, []int{5, 2}, []Activation{ReLU}))},
-		{"3 layers, no bias", noBias(randMLP(rng, []int{6, 5, 4, 3}, []Activation{ReLU, ReLU, Identity}))},
-		{"3 layers, biases", allBias(randMLP(rng, []int{6, 5, 4, 3}, []Activation{ReLU, ReLU, Identity}))},
+		{"1 layer, no bias", randMLP(rng, []int{4, 3}, []nn.Activation{nn.Identity})},
+		{"1 layer, bias, relu", allBias(randMLP(rng, []int{5, 2}, []nn.Activation{nn.ReLU}))},
+		{"3 layers, no bias", noBias(randMLP(rng, []int{6, 5, 4, 3}, []nn.Activation{nn.ReLU, nn.ReLU, nn.Identity}))},
+		{"3 layers, biases", allBias(randMLP(rng, []int{6, 5, 4, 3}, []nn.Activation{nn.ReLU, nn.ReLU, nn.Identity}))},
 		// A factored layer (identity between two Linear) and a mix of biases.
-		{"3 layers, factored, mixed biases", randMLP(rng, []int{7, 2, 5, 1}, []Activation{Identity, ReLU, ReLU})},
+		{"3 layers, factored, mixed biases", randMLP(rng, []int{7, 2, 5, 1}, []nn.Activation{nn.Identity, nn.ReLU, nn.ReLU})},
 		// The rectified power and exponential (Relu then Pow; Relu, Exp,
 		// Sub 1), which ReadONNX reads back too.
-		{"relupow2, reluexp, relupow0.5", allBias(randMLP(rng, []int{5, 4, 3, 3, 2}, []Activation{RectPow(2), RectExp, RectPow(0.5), Identity}))},
+		{"relupow2, reluexp, relupow0.5", allBias(randMLP(rng, []int{5, 4, 3, 3, 2}, []nn.Activation{nn.RectPow(2), nn.RectExp, nn.RectPow(0.5), nn.Identity}))},
 	}
 }
 
 // roundF32 returns m with every parameter rounded to float32.
-func roundF32(m *MLP) *MLP {
-	out := &MLP{}
+func roundF32(m *nn.MLP) *nn.MLP {
+	out := &nn.MLP{}
 	for _, l := range m.Layers {
 		w := mat.DenseCopyOf(l.Weight)
 		w.Apply(func(_, _ int, v float64) float64 { return float64(float32(v)) }, w)
@@ -62,13 +64,13 @@ func roundF32(m *MLP) *MLP {
 		for _, v := range l.Bias {
 			b = append(b, float64(float32(v)))
 		}
-		out.Layers = append(out.Layers, Layer{Weight: w, Bias: b, Act: l.Act})
+		out.Layers = append(out.Layers, nn.Layer{Weight: w, Bias: b, Act: l.Act})
 	}
 	return out
 }
 
 // sameMLP reports how got differs from want, bit for bit ("" if not at all).
-func sameMLP(got, want *MLP) string {
+func sameMLP(got, want *nn.MLP) string {
 	if len(got.Layers) != len(want.Layers) {
 		return fmt.Sprintf("%d layers, want %d", len(got.Layers), len(want.Layers))
 	}
@@ -139,7 +141,7 @@ func TestSaveONNX(t *testing.T) {
 		t.Fatal(d)
 	}
 	before, _ := os.ReadFile(p)
-	bad := &MLP{Layers: []Layer{{Weight: mat.NewDense(1, 1, []float64{1e300}), Act: ReLU}}}
+	bad := &nn.MLP{Layers: []nn.Layer{{Weight: mat.NewDense(1, 1, []float64{1e300}), Act: nn.ReLU}}}
 	if err := SaveONNX(p, bad, nil, "F32"); err == nil {
 		t.Fatal("a weight overflowing float32 was written as F32")
 	}
@@ -221,15 +223,15 @@ func TestONNXWriteModelFields(t *testing.T) {
 // ReadONNX does not import, which it says clearly).
 func TestONNXWriteErrors(t *testing.T) {
 	good := onnxWriteCases()[0].m
-	nan := &MLP{Layers: []Layer{{Weight: mat.NewDense(1, 2, []float64{1, math.NaN()}), Act: ReLU}}}
+	nan := &nn.MLP{Layers: []nn.Layer{{Weight: mat.NewDense(1, 2, []float64{1, math.NaN()}), Act: nn.ReLU}}}
 	for name, tc := range map[string]struct {
-		m     *MLP
+		m     *nn.MLP
 		dtype string
 	}{
-		"no layers": {&MLP{}, ""},
+		"no layers": {&nn.MLP{}, ""},
 		"nil":       {nil, ""},
 		"NaN":       {nan, ""},
-		"bad act":   {&MLP{Layers: []Layer{{Weight: mat.NewDense(1, 1, []float64{1}), Act: "tanh"}}}, ""},
+		"bad act":   {&nn.MLP{Layers: []nn.Layer{{Weight: mat.NewDense(1, 1, []float64{1}), Act: "tanh"}}}, ""},
 		"dtype F16": {good, "F16"},
 		"dtype f64": {good, "f64"},
 	} {
@@ -244,8 +246,8 @@ func TestONNXWriteErrors(t *testing.T) {
 			t.Errorf("%s: %v does not wrap ErrInput", name, err)
 		}
 	}
-	for _, act := range []Activation{RectPow(2), RectPow(0.5), RectExp} {
-		m := NewTwoLayerAct(mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6}), mat.NewDense(1, 2, []float64{1, -1}), act)
+	for _, act := range []nn.Activation{nn.RectPow(2), nn.RectPow(0.5), nn.RectExp} {
+		m := nn.NewTwoLayerAct(mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6}), mat.NewDense(1, 2, []float64{1, -1}), act)
 		var buf bytes.Buffer
 		if err := WriteONNX(&buf, m, nil, ""); err != nil {
 			t.Fatalf("%s: %v", act, err)
@@ -384,14 +386,14 @@ func TestONNXPythonCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(41, 42))
-	x := randDense(rng, 37, 6)
+	x := testutil.RandDense(rng, 37, 6)
 	xPath := filepath.Join(dir, "x.npy")
 	if err := dataio.WriteNPY(xPath, x); err != nil {
 		t.Fatal(err)
 	}
 	type model struct {
 		name  string
-		m     *MLP
+		m     *nn.MLP
 		dtype string
 	}
 	var models []model
@@ -400,8 +402,8 @@ func TestONNXPythonCheck(t *testing.T) {
 			models = append(models, model{fmt.Sprintf("case%d", i), tc.m, "F64"}, model{fmt.Sprintf("case%d_f32", i), tc.m, "F32"})
 		}
 	}
-	for _, act := range []Activation{RectPow(2), RectPow(3), RectPow(0.5), RectPow(1.7), RectExp} {
-		m := randMLP(rng, []int{6, 5, 4, 2}, []Activation{act, ReLU, Identity})
+	for _, act := range []nn.Activation{nn.RectPow(2), nn.RectPow(3), nn.RectPow(0.5), nn.RectPow(1.7), nn.RectExp} {
+		m := randMLP(rng, []int{6, 5, 4, 2}, []nn.Activation{act, nn.ReLU, nn.Identity})
 		models = append(models, model{string(act), m, "F64"}, model{string(act) + "_f32", m, "F32"})
 	}
 	args := []string{"-c", onnxCheckScript, xPath}
@@ -431,7 +433,7 @@ func TestONNXPythonCheck(t *testing.T) {
 		if r, c := y.Dims(); r != 37 || c != ref.Out() {
 			t.Fatalf("%s: onnx output %d×%d, want 37×%d", md.name, r, c, ref.Out())
 		}
-		if d := maxRelDiff(y, want); !(d <= tol) || math.IsInf(maxAbs(want), 0) {
+		if d := testutil.MaxRelDiff(y, want); !(d <= tol) || math.IsInf(testutil.MaxAbs(want), 0) {
 			t.Errorf("%s: onnx output differs from Forward by %.3g (relative), tolerance %g", md.name, d, tol)
 		} else {
 			t.Logf("%s: max relative deviation from Forward %.3g", md.name, d)

@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"bytes"
@@ -15,11 +15,14 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/testutil/nets"
+	"github.com/relurec/relurec/nn"
 )
 
 // sameCNN reports how got differs from want, parameters bit for bit ("" if
 // not at all); zero strides compare as their defaults.
-func sameCNN(got, want *CNN) string {
+func sameCNN(got, want *nn.CNN) string {
 	if got.Input != want.Input {
 		return fmt.Sprintf("input %v, want %v", got.Input, want.Input)
 	}
@@ -32,23 +35,23 @@ func sameCNN(got, want *CNN) string {
 			return fmt.Sprintf("layer %d is %T, want %T", i, l, w)
 		}
 		switch l := l.(type) {
-		case *Conv2d:
-			wc := w.(*Conv2d)
-			if l.Kernel != wc.Kernel || l.strides() != wc.strides() || l.Padding != wc.Padding {
-				return fmt.Sprintf("layer %d: kernel %v stride %v padding %v, want %v %v %v", i, l.Kernel, l.strides(), l.Padding, wc.Kernel, wc.strides(), wc.Padding)
+		case *nn.Conv2d:
+			wc := w.(*nn.Conv2d)
+			if l.Kernel != wc.Kernel || l.Strides() != wc.Strides() || l.Padding != wc.Padding {
+				return fmt.Sprintf("layer %d: kernel %v stride %v padding %v, want %v %v %v", i, l.Kernel, l.Strides(), l.Padding, wc.Kernel, wc.Strides(), wc.Padding)
 			}
-		case *MaxPool2d:
-			wp := w.(*MaxPool2d)
-			if l.Kernel != wp.Kernel || l.strides() != wp.strides() || l.Padding != wp.Padding {
-				return fmt.Sprintf("layer %d: pool %v %v %v, want %v %v %v", i, l.Kernel, l.strides(), l.Padding, wp.Kernel, wp.strides(), wp.Padding)
+		case *nn.MaxPool2d:
+			wp := w.(*nn.MaxPool2d)
+			if l.Kernel != wp.Kernel || l.Strides() != wp.Strides() || l.Padding != wp.Padding {
+				return fmt.Sprintf("layer %d: pool %v %v %v, want %v %v %v", i, l.Kernel, l.Strides(), l.Padding, wp.Kernel, wp.Strides(), wp.Padding)
 			}
 		}
-		gw, gb := layerParams(l)
-		ww, wb := layerParams(w)
+		gw, gb := nn.LayerParams(l)
+		ww, wb := nn.LayerParams(w)
 		if gw == nil {
 			continue
 		}
-		if d := sameMLP(&MLP{Layers: []Layer{{Weight: gw, Bias: gb, Act: Identity}}}, &MLP{Layers: []Layer{{Weight: ww, Bias: wb, Act: Identity}}}); d != "" {
+		if d := sameMLP(&nn.MLP{Layers: []nn.Layer{{Weight: gw, Bias: gb, Act: nn.Identity}}}, &nn.MLP{Layers: []nn.Layer{{Weight: ww, Bias: wb, Act: nn.Identity}}}); d != "" {
 			return fmt.Sprintf("layer %d: %s", i, d)
 		}
 	}
@@ -56,18 +59,18 @@ func sameCNN(got, want *CNN) string {
 }
 
 // roundCNN returns net with every parameter rounded to float32.
-func roundCNN(net *CNN) *CNN {
-	out := &CNN{Input: net.Input}
+func roundCNN(net *nn.CNN) *nn.CNN {
+	out := &nn.CNN{Input: net.Input}
 	for _, l := range net.Layers {
 		switch l := l.(type) {
-		case *Conv2d:
-			r := roundF32(&MLP{Layers: []Layer{{Weight: l.Weight, Bias: l.Bias}}}).Layers[0]
+		case *nn.Conv2d:
+			r := roundF32(&nn.MLP{Layers: []nn.Layer{{Weight: l.Weight, Bias: l.Bias}}}).Layers[0]
 			c := *l
 			c.Weight, c.Bias = r.Weight, r.Bias
 			out.Layers = append(out.Layers, &c)
-		case *Linear:
-			r := roundF32(&MLP{Layers: []Layer{{Weight: l.Weight, Bias: l.Bias}}}).Layers[0]
-			out.Layers = append(out.Layers, &Linear{Weight: r.Weight, Bias: r.Bias})
+		case *nn.Linear:
+			r := roundF32(&nn.MLP{Layers: []nn.Layer{{Weight: l.Weight, Bias: l.Bias}}}).Layers[0]
+			out.Layers = append(out.Layers, &nn.Linear{Weight: r.Weight, Bias: r.Bias})
 		default:
 			out.Layers = append(out.Layers, l)
 		}
@@ -77,14 +80,14 @@ func roundCNN(net *CNN) *CNN {
 
 // A small CNN shaped like a Fashion-MNIST classifier (two convs, two pools,
 // two Linear).
-func fashionLikeCNN(rng *rand.Rand) *CNN {
-	return &CNN{Input: FeatureShape{C: 1, H: 12, W: 12}, Layers: []CNNLayer{
-		&Conv2d{Weight: randDense(rng, 4, 9), Bias: randVec(rng, 4), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
-		&ReLULayer{}, &MaxPool2d{Kernel: [2]int{2, 2}},
-		&Conv2d{Weight: randDense(rng, 6, 36), Bias: randVec(rng, 6), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
-		&ReLULayer{}, &MaxPool2d{Kernel: [2]int{2, 2}},
-		&Flatten{}, &Linear{Weight: randDense(rng, 8, 54), Bias: randVec(rng, 8)}, &ReLULayer{},
-		&Linear{Weight: randDense(rng, 3, 8), Bias: randVec(rng, 3)},
+func fashionLikeCNN(rng *rand.Rand) *nn.CNN {
+	return &nn.CNN{Input: nn.FeatureShape{C: 1, H: 12, W: 12}, Layers: []nn.CNNLayer{
+		&nn.Conv2d{Weight: testutil.RandDense(rng, 4, 9), Bias: testutil.RandVec(rng, 4), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
+		&nn.ReLULayer{}, &nn.MaxPool2d{Kernel: [2]int{2, 2}},
+		&nn.Conv2d{Weight: testutil.RandDense(rng, 6, 36), Bias: testutil.RandVec(rng, 6), Kernel: [2]int{3, 3}, Padding: [2]int{1, 1}},
+		&nn.ReLULayer{}, &nn.MaxPool2d{Kernel: [2]int{2, 2}},
+		&nn.Flatten{}, &nn.Linear{Weight: testutil.RandDense(rng, 8, 54), Bias: testutil.RandVec(rng, 8)}, &nn.ReLULayer{},
+		&nn.Linear{Weight: testutil.RandDense(rng, 3, 8), Bias: testutil.RandVec(rng, 3)},
 	}}
 }
 
@@ -93,7 +96,7 @@ func fashionLikeCNN(rng *rand.Rand) *CNN {
 // generic readers return a *CNN; the MLP readers refuse it with ErrNotMLP.
 func TestCNNFileRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for name, net := range map[string]*CNN{"all modules": randCNN(rng), "fashion-like": fashionLikeCNN(rng)} {
+	for name, net := range map[string]*nn.CNN{"all modules": nets.RandCNN(rng), "fashion-like": fashionLikeCNN(rng)} {
 		for _, dtype := range []string{"F64", "F32"} {
 			want := net
 			if dtype == "F32" {
@@ -140,14 +143,14 @@ func TestCNNFileRoundTrip(t *testing.T) {
 	if err := WriteONNX(&buf, m, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ReadONNXNetwork(&buf); err != nil || sameMLP(n.(*MLP), m) != "" {
+	if n, err := ReadONNXNetwork(&buf); err != nil || sameMLP(n.(*nn.MLP), m) != "" {
 		t.Fatalf("ReadONNXNetwork of an MLP: %v", err)
 	}
 	buf.Reset()
 	if err := WriteModel(&buf, m, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, err := ReadNetwork(&buf); err != nil || sameMLP(n.(*MLP), m) != "" {
+	if n, _, err := ReadNetwork(&buf); err != nil || sameMLP(n.(*nn.MLP), m) != "" {
 		t.Fatalf("ReadNetwork of an MLP: %v", err)
 	}
 	// Save/Load through files.
@@ -176,7 +179,7 @@ func cnnGraphBytes(t *testing.T, edit func(nodes *[]*pbEnc, inits map[string]*pb
 		for _, d := range dims {
 			n *= d
 		}
-		tp, err := onnxTensorProto(name, dims, randVec(rng, n), onnxDouble)
+		tp, err := onnxTensorProto(name, dims, testutil.RandVec(rng, n), onnxDouble)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,8 +232,8 @@ func TestCNNONNXBad(t *testing.T) {
 	// A Linear exported as MatMul (in × out weight) then Add reads too,
 	// and so does a Conv without bias.
 	mm, err := ReadCNNONNX(bytes.NewReader(cnnGraphBytes(t, func(np *[]*pbEnc, in map[string]*pbEnc) {
-		w := net.Layers[4].(*Linear).Weight
-		in["4.weight"], _ = onnxTensorProto("4.weight", []int{36, 3}, denseData(mat.DenseCopyOf(w.T())), onnxDouble)
+		w := net.Layers[4].(*nn.Linear).Weight
+		in["4.weight"], _ = onnxTensorProto("4.weight", []int{36, 3}, rowMajor(mat.DenseCopyOf(w.T())), onnxDouble)
 		in["4.bias"], _ = onnxTensorProto("4.bias", []int{3}, []float64{1, 2, 3}, onnxDouble)
 		n := *np
 		n[0] = onnxNodeProto("conv0", "Conv", []string{"input", "0.weight"}, "a", onnxIntsAttr("pads", 1, 1, 1, 1))
@@ -240,7 +243,7 @@ func TestCNNONNXBad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("MatMul + Add: %v", err)
 	}
-	if l := mm.Layers[4].(*Linear); mm.Layers[0].(*Conv2d).Bias != nil || maxAbsDiff(l.Weight, net.Layers[4].(*Linear).Weight) != 0 || len(l.Bias) != 3 || l.Bias[2] != 3 {
+	if l := mm.Layers[4].(*nn.Linear); mm.Layers[0].(*nn.Conv2d).Bias != nil || testutil.DiffNormInf(l.Weight, net.Layers[4].(*nn.Linear).Weight) != 0 || len(l.Bias) != 3 || l.Bias[2] != 3 {
 		t.Fatalf("MatMul + Add gave %v", mm)
 	}
 	convAttrs := func(extra ...*pbEnc) []*pbEnc {
@@ -355,12 +358,12 @@ func TestCNNPythonCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(17, 18))
-	nets := map[string]*CNN{"all": randCNN(rng), "fashion": fashionLikeCNN(rng)}
+	nets := map[string]*nn.CNN{"all": nets.RandCNN(rng), "fashion": fashionLikeCNN(rng)}
 	args := []string{"-c", onnxCheckScript}
 	var order []string
 	xs := map[string]*mat.Dense{}
 	for name, net := range nets {
-		x := randDense(rng, 9, net.In())
+		x := testutil.RandDense(rng, 9, net.In())
 		xs[name] = x
 		// The check script takes one X for all models: run it per network.
 		xPath := filepath.Join(dir, name+".x.npy")
@@ -388,7 +391,7 @@ func TestCNNPythonCheck(t *testing.T) {
 			if i == 1 {
 				ref, tol = roundCNN(net), 1e-5
 			}
-			if d := maxRelDiff(y, ref.Forward(x)); !(d <= tol) {
+			if d := testutil.MaxRelDiff(y, ref.Forward(x)); !(d <= tol) {
 				t.Errorf("%s: onnx output differs from Forward by %.3g (relative), tolerance %g", filepath.Base(p), d, tol)
 			}
 		}
@@ -412,7 +415,7 @@ func TestCNNPythonCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := maxRelDiff(y, net.Forward(xs[name])); !(d <= 1e-12) {
+		if d := testutil.MaxRelDiff(y, net.Forward(xs[name])); !(d <= 1e-12) {
 			t.Errorf("%s: torch output of the loaded safetensors differs from Forward by %.3g", name, d)
 		}
 	}

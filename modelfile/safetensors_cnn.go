@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"encoding/json"
@@ -9,8 +9,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/nn"
 )
 
 // CNN model files: safetensors with the state dict of the equivalent
@@ -55,7 +55,7 @@ type cnnArchLayer struct {
 }
 
 // cnnArchJSON describes net (valid) for MetaCNN.
-func cnnArchJSON(net *CNN) (string, error) {
+func cnnArchJSON(net *nn.CNN) (string, error) {
 	a := cnnArch{Input: []int{net.Input.C, net.Input.H, net.Input.W}}
 	if net.Input.Flat {
 		a.Input = a.Input[:1]
@@ -63,18 +63,18 @@ func cnnArchJSON(net *CNN) (string, error) {
 	for _, l := range net.Layers {
 		var e cnnArchLayer
 		switch l := l.(type) {
-		case *Conv2d:
-			s, b := l.strides(), l.Bias != nil
+		case *nn.Conv2d:
+			s, b := l.Strides(), l.Bias != nil
 			e = cnnArchLayer{Type: "conv2d", In: l.InChannels(), Out: l.OutChannels(), Kernel: l.Kernel[:],
 				Stride: s[:], Padding: l.Padding[:], Bias: &b}
-		case *ReLULayer:
+		case *nn.ReLULayer:
 			e.Type = "relu"
-		case *MaxPool2d:
-			s := l.strides()
+		case *nn.MaxPool2d:
+			s := l.Strides()
 			e = cnnArchLayer{Type: "maxpool2d", Kernel: l.Kernel[:], Stride: s[:], Padding: l.Padding[:]}
-		case *Flatten:
+		case *nn.Flatten:
 			e.Type = "flatten"
-		case *Linear:
+		case *nn.Linear:
 			r, c := l.Weight.Dims()
 			b := l.Bias != nil
 			e = cnnArchLayer{Type: "linear", In: c, Out: r, Bias: &b}
@@ -87,12 +87,8 @@ func cnnArchJSON(net *CNN) (string, error) {
 
 // SaveCNNModel writes net to path as safetensors (see WriteCNNModel),
 // atomically.
-func SaveCNNModel(path string, net *CNN, meta map[string]string, dtype string) error {
-	err := dataio.AtomicWriteFile(path, func(w io.Writer) error { return WriteCNNModel(w, net, meta, dtype) })
-	if err != nil {
-		return fmt.Errorf("nn: saving model to %s: %w", path, err)
-	}
-	return nil
+func SaveCNNModel(path string, net *nn.CNN, meta map[string]string, dtype string) error {
+	return saveFile(path, "model", func(w io.Writer) error { return WriteCNNModel(w, net, meta, dtype) })
 }
 
 // WriteCNNModel writes net to w as a safetensors file that PyTorch loads
@@ -102,7 +98,7 @@ func SaveCNNModel(path string, net *CNN, meta map[string]string, dtype string) e
 // with "format": "pt" and the architecture under MetaCNN (which override
 // caller keys of those names). dtype "" or "F64" keeps every bit, "F32"
 // halves the size.
-func WriteCNNModel(w io.Writer, net *CNN, meta map[string]string, dtype string) error {
+func WriteCNNModel(w io.Writer, net *nn.CNN, meta map[string]string, dtype string) error {
 	if err := net.Validate(); err != nil {
 		return err
 	}
@@ -112,16 +108,16 @@ func WriteCNNModel(w io.Writer, net *CNN, meta map[string]string, dtype string) 
 	}
 	tensors := map[string]Tensor{}
 	for i, l := range net.Layers {
-		wm, bias := layerParams(l)
+		wm, bias := nn.LayerParams(l)
 		if wm == nil {
 			continue
 		}
 		r, c := wm.Dims()
 		shape := []int{r, c}
-		if cv, ok := l.(*Conv2d); ok {
+		if cv, ok := l.(*nn.Conv2d); ok {
 			shape = []int{r, cv.InChannels(), cv.Kernel[0], cv.Kernel[1]}
 		}
-		tensors[fmt.Sprintf("%d.weight", i)] = Tensor{Shape: shape, F64: denseData(wm)}
+		tensors[fmt.Sprintf("%d.weight", i)] = Tensor{Shape: shape, F64: rowMajor(wm)}
 		if bias != nil {
 			tensors[fmt.Sprintf("%d.bias", i)] = Tensor{Shape: []int{r}, F64: slices.Clone(bias)}
 		}
@@ -136,8 +132,8 @@ func WriteCNNModel(w io.Writer, net *CNN, meta map[string]string, dtype string) 
 }
 
 // LoadCNNModel reads a CNN from a safetensors file; see ReadCNNModel.
-func LoadCNNModel(path string) (*CNN, map[string]string, error) {
-	var net *CNN
+func LoadCNNModel(path string) (*nn.CNN, map[string]string, error) {
+	var net *nn.CNN
 	var meta map[string]string
 	err := readFile(path, func(r io.Reader) (err error) { net, meta, err = ReadCNNModel(r); return err })
 	return net, meta, err
@@ -148,7 +144,7 @@ func LoadCNNModel(path string) (*CNN, map[string]string, error) {
 // from the metadata, their parameters from "i.weight" and "i.bias", which
 // must match the declared shapes exactly (every tensor used, none missing).
 // Errors wrap ErrModelFile.
-func ReadCNNModel(r io.Reader) (*CNN, map[string]string, error) {
+func ReadCNNModel(r io.Reader) (*nn.CNN, map[string]string, error) {
 	tensors, meta, err := ReadSafetensors(r)
 	if err != nil {
 		return nil, nil, err
@@ -162,8 +158,8 @@ func ReadCNNModel(r io.Reader) (*CNN, map[string]string, error) {
 
 // LoadNetwork reads a safetensors model file as a CNN when it holds one
 // (MetaCNN metadata or 4-D weights), else as an MLP; see ReadNetwork.
-func LoadNetwork(path string) (Network, map[string]string, error) {
-	var net Network
+func LoadNetwork(path string) (nn.Network, map[string]string, error) {
+	var net nn.Network
 	var meta map[string]string
 	err := readFile(path, func(r io.Reader) (err error) { net, meta, err = ReadNetwork(r); return err })
 	return net, meta, err
@@ -171,7 +167,7 @@ func LoadNetwork(path string) (Network, map[string]string, error) {
 
 // ReadNetwork reads a safetensors model: a *CNN (ReadCNNModel) when the
 // file holds MetaCNN metadata or a 4-D weight, else an *MLP (ReadModel).
-func ReadNetwork(r io.Reader) (Network, map[string]string, error) {
+func ReadNetwork(r io.Reader) (nn.Network, map[string]string, error) {
 	tensors, meta, err := ReadSafetensors(r)
 	if err != nil {
 		return nil, nil, err
@@ -205,7 +201,7 @@ func isCNNFile(tensors map[string]Tensor, meta map[string]string) bool {
 
 // cnnFromTensors builds a CNN from the MetaCNN architecture and the
 // state-dict tensors.
-func cnnFromTensors(tensors map[string]Tensor, meta map[string]string) (*CNN, error) {
+func cnnFromTensors(tensors map[string]Tensor, meta map[string]string) (*nn.CNN, error) {
 	archJSON, ok := meta[MetaCNN]
 	if !ok {
 		return nil, modelFileErrorf("the file holds 4-D (convolution) weights but no %s metadata: a state dict does not say the input size, strides, paddings or pooling; export the model with torch.onnx.export, or add the metadata (see bench/cnn_fashion.py)", MetaCNN)
@@ -214,12 +210,12 @@ func cnnFromTensors(tensors map[string]Tensor, meta map[string]string) (*CNN, er
 	if err := json.Unmarshal([]byte(archJSON), &a); err != nil {
 		return nil, modelFileErrorf("metadata %s is not the JSON of a CNN (%v)", MetaCNN, err)
 	}
-	net := &CNN{}
+	net := &nn.CNN{}
 	switch len(a.Input) {
 	case 3:
-		net.Input = FeatureShape{C: a.Input[0], H: a.Input[1], W: a.Input[2]}
+		net.Input = nn.FeatureShape{C: a.Input[0], H: a.Input[1], W: a.Input[2]}
 	case 1:
-		net.Input = FeatureShape{C: a.Input[0], H: 1, W: 1, Flat: true}
+		net.Input = nn.FeatureShape{C: a.Input[0], H: 1, W: 1, Flat: true}
 	default:
 		return nil, modelFileErrorf("metadata %s: input %v; expected [C, H, W] or [D]", MetaCNN, a.Input)
 	}
@@ -249,7 +245,7 @@ func cnnFromTensors(tensors map[string]Tensor, meta map[string]string) (*CNN, er
 
 // archLayerOf builds module i from its architecture entry and its tensors,
 // marking them used.
-func archLayerOf(i int, e cnnArchLayer, tensors map[string]Tensor, used map[string]bool) (CNNLayer, error) {
+func archLayerOf(i int, e cnnArchLayer, tensors map[string]Tensor, used map[string]bool) (nn.CNNLayer, error) {
 	pair := func(name string, v []int) ([2]int, error) {
 		switch len(v) {
 		case 0:
@@ -285,7 +281,7 @@ func archLayerOf(i int, e cnnArchLayer, tensors map[string]Tensor, used map[stri
 	var err error
 	switch e.Type {
 	case "conv2d":
-		c := &Conv2d{}
+		c := &nn.Conv2d{}
 		if c.Kernel, err = pair("kernel", e.Kernel); err == nil {
 			if c.Stride, err = pair("stride", e.Stride); err == nil {
 				c.Padding, err = pair("padding", e.Padding)
@@ -303,11 +299,11 @@ func archLayerOf(i int, e cnnArchLayer, tensors map[string]Tensor, used map[stri
 		if e.Out <= 0 || e.In <= 0 {
 			return nil, modelFileErrorf("metadata %s: module %d (linear) has in %d, out %d; both must be positive", MetaCNN, i, e.In, e.Out)
 		}
-		l := &Linear{}
+		l := &nn.Linear{}
 		l.Weight, l.Bias, err = params([]int{e.Out, e.In})
 		return l, err
 	case "maxpool2d":
-		p := &MaxPool2d{}
+		p := &nn.MaxPool2d{}
 		if p.Kernel, err = pair("kernel", e.Kernel); err == nil {
 			if p.Stride, err = pair("stride", e.Stride); err == nil {
 				p.Padding, err = pair("padding", e.Padding)
@@ -315,9 +311,9 @@ func archLayerOf(i int, e cnnArchLayer, tensors map[string]Tensor, used map[stri
 		}
 		return p, err
 	case "relu":
-		return &ReLULayer{}, nil
+		return &nn.ReLULayer{}, nil
 	case "flatten":
-		return &Flatten{}, nil
+		return &nn.Flatten{}, nil
 	}
 	return nil, modelFileErrorf("metadata %s: module %d has type %q; expected conv2d, relu, maxpool2d, flatten or linear", MetaCNN, i, e.Type)
 }

@@ -1,4 +1,4 @@
-package nn
+package modelfile
 
 import (
 	"encoding/binary"
