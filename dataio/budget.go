@@ -99,7 +99,8 @@ func cgroupLimit() int64 {
 // the memory budget, else an error wrapping ErrTooLarge that names what
 // needs them ("X (6025 × 3002) and Y (6025 × 1)"), their size, the budget,
 // and fix, what asks for less ("use fewer --vars or --clauses"; may be
-// empty). need is a float64 so that sizes a hostile header multiplies out
+// empty), as the parts of an errs.Message so that an option it names stays
+// apart from the text ("use a smaller ", errs.Option{...}). need is a float64 so that sizes a hostile header multiplies out
 // cannot overflow; NaN and Inf count as too large.
 func CheckMemory(need float64, what string, fix ...any) error {
 	b := MemoryBudget()

@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,22 +34,7 @@ func TestNewMatchesItselfAndItsKind(t *testing.T) {
 // with errors.New instead of New(msg, kind): such an error would match no
 // kind, and the CLI would report bad input as an internal failure (exit 1).
 func TestOneVocabulary(t *testing.T) {
-	root := filepath.Join("..")
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == "." || filepath.Base(filepath.Dir(path)) == "errs" {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachModuleFile(t, func(fset *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || g.Tok != token.VAR {
@@ -68,6 +54,58 @@ func TestOneVocabulary(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// optionInText matches a reference to an options field written into a
+// string literal: "Options.Hidden", "WorstCaseOptions.Force", "Options.%s".
+var optionInText = regexp.MustCompile(`\w*Options\.([A-Z]|%)`)
+
+// TestOptionsNamedApartFromText fails when a string literal of the module
+// (outside tests) names an options field as text: an error, warning or note
+// holding it would reach the CLI's user as Go instead of the flag that sets
+// the field. Such a message is made with Options or InvalidOption (errors)
+// or as a Message (warnings, notes), which keep the Option apart.
+func TestOptionsNamedApartFromText(t *testing.T) {
+	// Text that describes a library call to its reader, never printed in
+	// place of a flag: an experiment's note on the runs it made.
+	allowed := map[string]bool{
+		`"the refined column is the same data with Options.Refine."`: true,
+		// extract.Extract's check of its numeric options (the CLI rewrites it,
+		// withFlagNames).
+		`"extract.Extract: Options.%s = %v; it must be ≥ 0 and finite (0 means the default)"`: true,
+	}
+	eachModuleFile(t, func(fset *token.FileSet, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && optionInText.MatchString(lit.Value) && !allowed[lit.Value] {
+				t.Errorf("%s: %s names an option as text; use errs.Options, errs.InvalidOption or an errs.Message with an errs.Option", fset.Position(lit.Pos()), lit.Value)
+			}
+			return true
+		})
+	})
+}
+
+// eachModuleFile calls fn with every Go file of the module's packages
+// outside tests, testdata and errs itself.
+func eachModuleFile(t *testing.T, fn func(*token.FileSet, *ast.File)) {
+	t.Helper()
+	root := filepath.Join("..")
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == "." || filepath.Base(filepath.Dir(path)) == "errs" {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		fn(fset, f)
 		return nil
 	})
 	if err != nil {
