@@ -71,9 +71,6 @@ func TestOptionsNamedApartFromText(t *testing.T) {
 	// place of a flag: an experiment's note on the runs it made.
 	allowed := map[string]bool{
 		`"the refined column is the same data with Options.Refine."`: true,
-		// extract.Extract's check of its numeric options (the CLI rewrites it,
-		// withFlagNames).
-		`"extract.Extract: Options.%s = %v; it must be ≥ 0 and finite (0 means the default)"`: true,
 	}
 	eachModuleFile(t, func(fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 
@@ -18,35 +17,9 @@ const optionAnnotation = "relurec-option"
 // errorText is err's message for the user of cmd. Library messages speak of
 // options only; this is where they become flags: an *errs.OptionError keeps
 // the options it names apart from its text, and each is written as the flag
-// of cmd that sets it (optionFlag). The one library error that still names
-// options as text, extract.Extract's check of its numeric options, goes
-// through withFlagNames.
+// of cmd that sets it (optionFlag).
 func errorText(err error, cmd *cobra.Command) string {
-	return withFlagNames(errs.ErrorText(err, optionNamer(cmd)), cmd)
-}
-
-// optionRef matches a library message's reference to an option field,
-// "Options.Hidden", optionally followed by " = " and a value.
-var optionRef = regexp.MustCompile(`\b[A-Z]?\w*Options\.([A-Z]\w*)( = )?`)
-
-// withFlagNames rewrites the option fields msg names as text into the flags
-// of cmd that set them ("Options.Hidden = 4" → "--hidden 4"). A field
-// without a flag on cmd is left as it is.
-func withFlagNames(msg string, cmd *cobra.Command) string {
-	if cmd == nil {
-		return msg
-	}
-	return optionRef.ReplaceAllStringFunc(msg, func(ref string) string {
-		m := optionRef.FindStringSubmatch(ref)
-		flag := flagForOption(cmd, m[1])
-		if flag == "" {
-			return ref
-		}
-		if m[2] != "" {
-			return "--" + flag + " "
-		}
-		return "--" + flag
-	})
+	return errs.ErrorText(err, optionNamer(cmd))
 }
 
 // flagTexts is a library's messages (a learner's warnings, its notes) for
