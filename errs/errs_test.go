@@ -1,6 +1,7 @@
 package errs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -123,5 +124,49 @@ func TestOptionError(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNotExact) || errors.Is(err, ErrInput) {
 		t.Errorf("%v: wrong kind", err)
+	}
+}
+
+// A Message reads as Go for a library caller and as the reader's names for
+// anyone else: its Options, nested Messages and the OptionErrors of an
+// error part are all written by the namer; its JSON is its String.
+func TestMessage(t *testing.T) {
+	flag := func(o Option) string { return strings.TrimSpace("--" + strings.ToLower(o.Field) + " " + o.Value) }
+	inner := InvalidOption("Options", "Hidden", "must be ≥ 0, got %d", -1)
+	m := Message{"set ", Option{Struct: "Options", Field: "Route", Value: "fpt"}, " (", Message{Option{Struct: "Options", Field: "Force"}}, "; ", fmt.Errorf("start: %w", inner), ")"}
+	if got, want := m.String(), "set Options.Route = fpt (Options.Force; start: bad input: Options.Hidden must be ≥ 0, got -1)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := m.Text(flag), "set --route fpt (--force; start: bad input: --hidden must be ≥ 0, got -1)"; got != want {
+		t.Errorf("Text(flag) = %q, want %q", got, want)
+	}
+	b, err := json.Marshal([]Message{m, Textf("%d%%", 5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := json.Marshal([]string{m.String(), "5%"}); string(b) != string(want) {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	var back []Message
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 2 || back[0].String() != m.String() {
+		t.Errorf("JSON round trip: %v, %v", back, err)
+	}
+	if Strings(nil) != nil || Texts(nil) != nil {
+		t.Error("nil lists must stay nil (a nil warnings list is JSON null, not [])")
+	}
+}
+
+// An OptionError without a kind is its message alone, for messages that
+// wrap their sentinel last; the CLI's ErrorText still finds it.
+func TestOptionErrorSentinelLast(t *testing.T) {
+	err := fmt.Errorf("%w: %w", Options(nil, "nn: ", Option{Struct: "TrainOptions", Field: "Classes"}, " must be ≥ 0"), ErrInput)
+	if got, want := err.Error(), "nn: TrainOptions.Classes must be ≥ 0: bad input"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrInput) {
+		t.Error("lost ErrInput")
+	}
+	if got, want := ErrorText(err, func(o Option) string { return "--classes" }), "nn: --classes must be ≥ 0: bad input"; got != want {
+		t.Errorf("ErrorText %q, want %q", got, want)
 	}
 }
