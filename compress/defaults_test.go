@@ -49,8 +49,9 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 		t.Fatalf("FastOptions: sequential %v, %q (%d parameters) against the zero value's %q (%d)", fast.Sequential, fast.Selection, fast.Params, zero.Selection, zero.Params)
 	}
 
-	// A graph gets the MLP's recipe: sequential, and at keep 0.2 the
-	// sensitivity allocation and distillation.
+	// A graph gets the MLP's recipe up to keep GraphAutoMaxKeep, with
+	// GraphDistillEpochs epochs: sequential, the sensitivity allocation and
+	// distillation; above it the global allocation alone.
 	grng := rand.New(rand.NewPCG(1, 2))
 	g := &nn.Graph{
 		Input: "x", InputShape: []int{30}, Output: "y", Opset: 17,
@@ -61,14 +62,26 @@ func TestDefaultOptionsByNetworkAndBudget(t *testing.T) {
 			{Name: "mm2", Op: "MatMul", Inputs: []string{"r", "W2"}, Outputs: []string{"y"}},
 		},
 	}
-	og := DefaultOptions(g)
-	og.Keep, og.Distill.Epochs = 0.2, 2
-	gres, err := CompressGraph(ctx, g, testutil.RandDense(rand.New(rand.NewPCG(8, 9)), 300, g.In()), og)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !gres.Sequential || !strings.Contains(gres.Selection, "("+string(AllocSensitivity)+" allocation)") || gres.Distill == nil {
-		t.Fatalf("graph: sequential %v, selection %q, distillation %+v", gres.Sequential, gres.Selection, gres.Distill)
+	for _, c := range []struct {
+		keep     float64
+		measured bool
+	}{{0.2, true}, {GraphAutoMaxKeep, true}, {0.7, false}} {
+		og := DefaultOptions(g)
+		if og.Distill.Epochs != GraphDistillEpochs {
+			t.Fatalf("graph: %d epochs of distillation, want %d", og.Distill.Epochs, GraphDistillEpochs)
+		}
+		og.Keep, og.Distill.Epochs = c.keep, 2
+		gres, err := CompressGraph(ctx, g, testutil.RandDense(rand.New(rand.NewPCG(8, 9)), 300, g.In()), og)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc := AllocGlobal
+		if c.measured {
+			alloc = AllocSensitivity
+		}
+		if !gres.Sequential || !strings.Contains(gres.Selection, "("+string(alloc)+" allocation)") || (gres.Distill != nil) != c.measured {
+			t.Fatalf("graph keep %g: sequential %v, selection %q, distillation %+v", c.keep, gres.Sequential, gres.Selection, gres.Distill)
+		}
 	}
 
 	cnn := tinyCNN(rand.New(rand.NewPCG(4, 5)), 6, 0)

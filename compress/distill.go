@@ -28,7 +28,7 @@ type DistillOptions struct {
 	// distillation.
 	Epochs int
 	// Auto distils only where it was measured to help: an MLP or a graph
-	// whose layer fit keeps at most DistillMaxKept of its parameters.
+	// whose layer fit keeps at most Options.AutoMaxKeep of its parameters.
 	// Elsewhere (and on a CNN) the step is skipped without error; without
 	// Auto, Epochs > 0 distils an MLP or a graph (its factors and their
 	// biases) and is an error on a CNN.
@@ -60,20 +60,19 @@ const DefaultDistillLR = 2e-3
 // most of what the layer fit loses at keep 0.05–0.2, for about 10 s.
 const DefaultDistillEpochs = 30
 
-// DistillMaxKept is the largest fraction of parameters kept at which
-// DistillOptions.Auto distils: measured on three Fashion-MNIST MLPs,
-// distillation beat the layer fit significantly at keep 0.05, 0.1 and
-// 0.2, and from 0.3 up no epoch improved on it while it cost 37–62 s.
-const DistillMaxKept = 0.25
+// GraphDistillEpochs is DefaultOptions' number of epochs for a graph: on
+// the Fashion-MNIST ViTs of docs/compress.md, 10 epochs of 4096 images
+// take about half of the minute the whole compression may.
+const GraphDistillEpochs = 10
 
 // applies reports whether the distillation runs on a compressed network
 // that can be distilled (an MLP, a graph) keeping params of dense
-// parameters.
-func (o DistillOptions) applies(params, dense int) bool {
+// parameters, with Options.AutoMaxKeep maxKeep.
+func (o DistillOptions) applies(params, dense int, maxKeep float64) bool {
 	if o.Epochs <= 0 {
 		return false
 	}
-	return !o.Auto || float64(params) <= DistillMaxKept*float64(dense)
+	return !o.Auto || float64(params) <= maxKeep*float64(dense)
 }
 
 func (o DistillOptions) withDefaults() DistillOptions {

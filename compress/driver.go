@@ -136,7 +136,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 			keep = 0.5 // prepare's default
 		}
 		_, canProbe := src.(prober)
-		o.Allocation = o.Allocation.Resolve(canProbe, keep)
+		o.Allocation = o.Allocation.Resolve(canProbe, keep, o.AutoMax())
 	}
 	mode, lo, err := o.prepare(res, L)
 	if err != nil {
@@ -192,7 +192,7 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 			o.Progress("compress", j+1, L)
 		}
 	}
-	if dist != nil && o.Distill.applies(res.Params, res.DenseParams) {
+	if dist != nil && o.Distill.applies(res.Params, res.DenseParams, o.AutoMax()) {
 		if res.Distill, err = dist.distill(ctx, o.Distill, o.Progress); err != nil {
 			return err
 		}

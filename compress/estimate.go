@@ -59,7 +59,7 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 	if keep == 0 {
 		keep = 0.5
 	}
-	alloc := o.Allocation.Resolve(true, keep)
+	alloc := o.Allocation.Resolve(true, keep, o.AutoMax())
 	refit := o.Sequential && alloc.measured()
 	probing := alloc.probes()
 	pr := math.Min(n, probeRows)
@@ -85,7 +85,7 @@ func mlpCost(net *nn.MLP, rows int, o Options) Cost {
 	}
 	dense := net.NumParams()
 	kept := int(keep * float64(dense))
-	if o.Distill.applies(kept, dense) {
+	if o.Distill.applies(kept, dense, o.AutoMax()) {
 		c.Distill = float64(o.Distill.Epochs) * n * 3 * float64(kept)
 	}
 	return c
@@ -147,7 +147,7 @@ func EstimateGraph(g *nn.Graph, n int, o Options, speed float64) Cost {
 	if keep == 0 {
 		keep = 0.5
 	}
-	alloc := o.Allocation.Resolve(true, keep)
+	alloc := o.Allocation.Resolve(true, keep, o.AutoMax())
 	layers := graphLayers(g)
 	var fit float64
 	forward := ns * madds // the original graph's activations
@@ -164,7 +164,7 @@ func EstimateGraph(g *nn.Graph, n int, o Options, speed float64) Cost {
 	}
 	c.Fit = fit + forward
 	dense := g.NumParams()
-	if o.Distill.applies(int(keep*float64(dense)), dense) {
+	if o.Distill.applies(int(keep*float64(dense)), dense, o.AutoMax()) {
 		c.Distill = float64(o.Distill.Epochs) * ns * 3 * madds
 	}
 	c.Seconds = (fit/effGraphFit + forward/effGraphForward + c.Sensitivity/effGraphForward + c.Distill/effGraphDistill) / speed

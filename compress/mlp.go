@@ -60,6 +60,11 @@ type Options struct {
 	// Off in the zero value (it is not part of Zhang & Saab's algorithm);
 	// DefaultOptions turns it on where it helps (DistillOptions.Auto).
 	Distill DistillOptions
+	// AutoMaxKeep is the largest Keep at which the recipe's measured steps
+	// run: AllocAuto's sensitivity allocation and DistillOptions.Auto's
+	// distillation. 0 means DefaultAutoMaxKeep; DefaultOptions sets
+	// GraphAutoMaxKeep for a graph.
+	AutoMaxKeep float64
 	// Progress, if non-nil, is called as layers complete (stage, done,
 	// total).
 	Progress func(stage string, done, total int)
@@ -67,22 +72,48 @@ type Options struct {
 
 // DefaultOptions returns the best measured recipe for the budget on net,
 // what `relurec compress` runs without flags: the data-driven fit (Alg
-// 2c), the sequential fit (Alg 3) for an MLP or a graph, and at budgets
-// Keep ≤ 0.25 — where they were measured to help — the split by measured
-// sensitivity (AllocAuto) and DefaultDistillEpochs epochs of distillation
-// (DistillOptions.Auto); above, the global allocation alone. A CNN is fit
-// non-sequentially, as it was measured (docs/compress.md), and AllocAuto
-// and Auto reduce to the global allocation without distillation there. On
-// three PyTorch-trained Fashion-MNIST MLPs at keep 0.05 the recipe lost 1.8
-// points of test accuracy where FastOptions lost 10.6, in about 5× the
-// time; on a ViT the sequential fit lost 0.45 points at keep 0.5 and 4.5 at
-// keep 0.3 where the fit on the original activations lost 0.96 and 18.8
-// (docs/compress.md, "Defaults" and "Transformer encoders").
+// 2c), the sequential fit (Alg 3) for an MLP or a graph, and at budgets up
+// to AutoMaxKeep — where they were measured to help — the split by
+// measured sensitivity (AllocAuto) and distillation (DistillOptions.Auto:
+// DefaultDistillEpochs epochs for an MLP, GraphDistillEpochs for a graph);
+// above, the global allocation alone. A CNN is fit non-sequentially, as it
+// was measured (docs/compress.md), and AllocAuto and Auto reduce to the
+// global allocation without distillation there. On three PyTorch-trained
+// Fashion-MNIST MLPs at keep 0.05 the recipe lost 1.8 points of test
+// accuracy where FastOptions lost 10.6, in about 5× the time; on three
+// ViTs it lost at most 2.0 points at keep 0.3 (docs/compress.md,
+// "Defaults" and "Transformer encoders").
 func DefaultOptions(net nn.Network) Options {
 	_, mlp := net.(*nn.MLP)
 	_, graph := net.(*nn.Graph)
-	return Options{Method: MethodData, Sequential: mlp || graph, Keep: 0.5, Allocation: AllocAuto,
+	o := Options{Method: MethodData, Sequential: mlp || graph, Keep: 0.5, Allocation: AllocAuto,
 		Distill: DistillOptions{Epochs: DefaultDistillEpochs, Auto: true}}
+	if graph {
+		o.AutoMaxKeep, o.Distill.Epochs = GraphAutoMaxKeep, GraphDistillEpochs
+	}
+	return o
+}
+
+// DefaultAutoMaxKeep is Options.AutoMaxKeep's default, measured on three
+// Fashion-MNIST MLPs: up to it the sensitivity allocation and distillation
+// each beat the layer fit with the global allocation significantly (keep
+// 0.05, 0.1, 0.2); from 0.3 up neither improved on it, while the probes
+// cost several times the layer fit and the distillation 37–62 s.
+const DefaultAutoMaxKeep = 0.25
+
+// GraphAutoMaxKeep is DefaultOptions' Options.AutoMaxKeep for a graph:
+// on three Fashion-MNIST ViTs the sequential fit with the global
+// allocation alone lost 4.5 points at keep 0.3 where the recipe lost
+// 1.7–2.0, and at keep 0.5 distillation gained on every seed measured
+// (docs/compress.md, "Transformer encoders").
+const GraphAutoMaxKeep = 0.5
+
+// AutoMax returns AutoMaxKeep or, when it is 0, DefaultAutoMaxKeep.
+func (o Options) AutoMax() float64 {
+	if o.AutoMaxKeep == 0 {
+		return DefaultAutoMaxKeep
+	}
+	return o.AutoMaxKeep
 }
 
 // FastOptions returns the cheap path (`relurec compress --fast`, and the

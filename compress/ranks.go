@@ -73,26 +73,20 @@ const (
 	AllocSVDLLM2 Allocation = "svd-llm-v2"
 	// AllocAuto is AllocSensitivity where the network's output can be
 	// measured with one layer compressed (an MLP, a graph) and Keep is at
-	// most AutoSensitivityMaxKeep, and AllocGlobal elsewhere (a CNN, a
-	// larger budget): the best measured rule for the budget
-	// (DefaultOptions; Allocation.Resolve).
+	// most Options.AutoMaxKeep, and AllocGlobal elsewhere (a CNN, a larger
+	// budget): the best measured rule for the budget (DefaultOptions;
+	// Allocation.Resolve).
 	AllocAuto Allocation = "auto"
 )
 
-// AutoSensitivityMaxKeep is the largest Keep at which AllocAuto measures
-// sensitivities: below it the sensitivity allocation beat global
-// significantly (docs/compress.md), above it the two were within test-set
-// noise on every model measured (keep 0.3–0.9) while the probes cost
-// several times the layer fit.
-const AutoSensitivityMaxKeep = 0.25
-
 // Resolve returns the allocation a names for a network that can (probe)
-// or cannot be probed, at budget keep: AllocAuto's choice, else a.
-func (a Allocation) Resolve(probe bool, keep float64) Allocation {
+// or cannot be probed, at budget keep, with Options.AutoMaxKeep maxKeep:
+// AllocAuto's choice, else a.
+func (a Allocation) Resolve(probe bool, keep, maxKeep float64) Allocation {
 	if a != AllocAuto {
 		return a
 	}
-	if probe && keep <= AutoSensitivityMaxKeep {
+	if probe && keep <= maxKeep {
 		return AllocSensitivity
 	}
 	return AllocGlobal

@@ -75,10 +75,10 @@ low-rank compression of deep neural networks").
 
 Without flags it runs the best measured recipe for the budget: the
 data-driven fit, sequential for an MLP or an ONNX graph (--sequential),
-and for one keeping at most 25% of its parameters the budget split by
-measured sensitivity (--allocation auto) and 30 epochs of distillation
-(--distill); above 25%, where they were measured to gain nothing on MLPs,
-the global allocation alone. On three PyTorch-trained Fashion-MNIST
+and for an MLP keeping at most 25% of its parameters (a graph: 50%) the
+budget split by measured sensitivity (--allocation auto) and 30 epochs of
+distillation (a graph: 10; --distill); above, where they were measured to
+gain nothing on MLPs, the global allocation alone. On three PyTorch-trained Fashion-MNIST
 784-512-256-10 MLPs at keep 0.05 it lost 1.8 points of test accuracy where
 --fast lost 10.6, in about 5× the time (docs/compress.md); the estimated
 time is printed before it starts. --fast is the cheap path:
@@ -161,7 +161,7 @@ arithmetic of a dynamic batch; torch.onnx.export, opset 13-17) is compressed
 weight by weight: every MatMul or Gemm by a constant weight (Q, K, V, output
 projection, MLP) fitted on the activations that reach it (every axis but the
 last as rows, e.g. images × tokens), written back as two MatMul nodes in the
-file's opset (ONNX out only; 2048 calibration samples by default; the
+file's opset (ONNX out only; 4096 calibration samples by default; the
 measured allocations run the graph on 256 of them per measurement). The compressed model is written atomically to
 --out, as safetensors or ONNX by its extension (.safetensors or .onnx), plus
 <out>.manifest.json; on error nothing is written.`
@@ -213,7 +213,7 @@ func newCompressCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Calib, "calib", "", "calibration inputs, rows are samples (.npy, .npz with --calib-name, .csv, IDX)")
 	f.StringVar(&opt.CalibName, "calib-name", opt.CalibName, "name of the array inside an .npz given to --calib or --holdout")
 	f.StringVar(&opt.Data, "data", "", "a named data set instead of --calib: fashion-mnist")
-	f.IntVar(&opt.CalibSamples, "calib-samples", opt.CalibSamples, "use the first N calibration rows (0 = all); without the flag 20000 for an MLP (10000 with --fast), 4096 for a CNN, 2048 for a graph")
+	f.IntVar(&opt.CalibSamples, "calib-samples", opt.CalibSamples, "use the first N calibration rows (0 = all); without the flag 20000 for an MLP (10000 with --fast), 4096 for a CNN or a graph")
 	f.StringVar(&opt.Holdout, "holdout", "", "held-out inputs on which layer errors are also reported")
 	f.StringVar((*string)(&opt.Method), "method", string(opt.Method), "per-layer method: "+methodList())
 	f.BoolVar(&opt.Fast, "fast", false, "the cheap path: non-sequential, global allocation, no distillation (flags given still apply)")
@@ -415,7 +415,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 // its own).
 func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast, calibGiven bool) (string, *compress.Cost) {
 	rows, _ := x.Dims()
-	alloc := o.Allocation.Resolve(compress.CanProbe(t.net), o.Keep)
+	alloc := o.Allocation.Resolve(compress.CanProbe(t.net), o.Keep, o.AutoMax())
 	fit := "non-sequential"
 	if o.Sequential {
 		fit = "sequential"
@@ -426,9 +426,9 @@ func compressPlan(t *compressTarget, o compress.Options, x *mat.Dense, fast, cal
 		plan += fmt.Sprintf(", keep %g, %s allocation", o.Keep, alloc)
 	}
 	switch {
-	case o.Distill.Epochs == 0 || !t.distills || o.Distill.Auto && keep && o.Keep > compress.DistillMaxKept:
+	case o.Distill.Epochs == 0 || !t.distills || o.Distill.Auto && keep && o.Keep > o.AutoMax():
 	case o.Distill.Auto && !keep:
-		plan += fmt.Sprintf(", %d epochs of distillation if ≤ %g of the parameters are kept", o.Distill.Epochs, compress.DistillMaxKept)
+		plan += fmt.Sprintf(", %d epochs of distillation if ≤ %g of the parameters are kept", o.Distill.Epochs, o.AutoMax())
 	default:
 		plan += fmt.Sprintf(", %d epochs of distillation", o.Distill.Epochs)
 	}
