@@ -13,38 +13,16 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/testutil/nets"
 	"github.com/relurec/relurec/nn"
 )
-
-// mlpGraph is y = ReLU(x·W1 + b1)·W2 + b2 as a Graph, with weights drawn
-// from rng.
-func mlpGraph(rng *rand.Rand, in, hidden, out int) *nn.Graph {
-	c := func(shape ...int) *nn.GraphTensor {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		return &nn.GraphTensor{Shape: shape, Data: testutil.RandVec(rng, n)}
-	}
-	return &nn.Graph{
-		Input: "x", InputShape: []int{in}, Output: "y",
-		Consts: map[string]*nn.GraphTensor{"W1": c(in, hidden), "b1": c(hidden), "W2": c(hidden, out), "b2": c(out)},
-		Nodes: []nn.GraphNode{
-			{Name: "mm1", Op: "MatMul", Inputs: []string{"x", "W1"}, Outputs: []string{"a"}},
-			{Name: "add1", Op: "Add", Inputs: []string{"a", "b1"}, Outputs: []string{"b"}},
-			{Name: "relu", Op: "Relu", Inputs: []string{"b"}, Outputs: []string{"h"}},
-			{Name: "mm2", Op: "MatMul", Inputs: []string{"h", "W2"}, Outputs: []string{"c"}},
-			{Name: "add2", Op: "Add", Inputs: []string{"c", "b2"}, Outputs: []string{"y"}},
-		},
-	}
-}
 
 // DistillGraph brings a graph whose weights were perturbed back towards
 // the outputs of the original: the held-out error falls, the constants
 // not named stay as they are, and the kept epoch is the best held-out one.
 func TestDistillGraph(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	teacher := mlpGraph(rng, 12, 8, 3)
+	teacher := nets.ResidualGraph(rng)
 	student := &nn.Graph{Input: teacher.Input, InputShape: teacher.InputShape, Output: teacher.Output, Nodes: teacher.Nodes, Consts: map[string]*nn.GraphTensor{}}
 	for k, c := range teacher.Consts {
 		student.Consts[k] = &nn.GraphTensor{Shape: c.Shape, Data: slices.Clone(c.Data)}
@@ -54,7 +32,7 @@ func TestDistillGraph(t *testing.T) {
 			student.Consts[name].Data[i] += 0.3 * rng.NormFloat64()
 		}
 	}
-	b2 := slices.Clone(student.Consts["b2"].Data)
+	wh := slices.Clone(student.Consts["Wh"].Data)
 	x := testutil.RandDense(rng, 300, teacher.In())
 	xt, xh := x.Slice(0, 250, 0, teacher.In()).(*mat.Dense), x.Slice(250, 300, 0, teacher.In()).(*mat.Dense)
 	zt, zh := teacher.Forward(xt), teacher.Forward(xh)
@@ -73,7 +51,7 @@ func TestDistillGraph(t *testing.T) {
 	if best := *res.Epochs[res.BestEpoch-1].HoldoutLoss; math.Abs(best-after) > 1e-12*after {
 		t.Errorf("the graph's held-out error %.6g is not the best epoch's %.6g", after, best)
 	}
-	if !slices.Equal(b2, student.Consts["b2"].Data) {
+	if !slices.Equal(wh, student.Consts["Wh"].Data) {
 		t.Error("a constant not named changed")
 	}
 	if _, err := DistillGraph(context.Background(), student, []string{"h"}, xt, zt, DistillOptions{}); err == nil {
@@ -85,7 +63,7 @@ func TestDistillGraph(t *testing.T) {
 // budget, naming the option that shrinks it, and runs with that option.
 func TestDistillGraphOverBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	g := mlpGraph(rng, 16, 4096, 2) // 100 kB of values per sample
+	g := nets.ResidualGraph(rng)
 	x := testutil.RandDense(rng, 40, g.In())
 	z := g.Forward(x)
 	// Room for the values of 20 samples: not for a batch of 40 run forward
