@@ -13,9 +13,9 @@ import (
 	"github.com/relurec/relurec/internal/parallel"
 )
 
-// ErrInput marks a caller's data or option that a training or evaluation
-// routine cannot use: a label out of range, inputs of the wrong width, a
-// non-positive batch size. The CLI maps it to exit status 2.
+// ErrInput marks a caller's data or option that a routine of this package
+// cannot use: a label out of range, inputs of the wrong width, a network
+// that does not validate. The CLI maps it to exit status 2.
 // It is the shared errs.ErrInput, so errors.Is matches it whichever package
 // returned the error.
 var ErrInput = errs.ErrInput
