@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -107,7 +108,7 @@ func CompressCNN(ctx context.Context, net *nn.CNN, x0 *mat.Dense, o Options) (*C
 	res := &CNNResult{}
 	if m, ok := mergeFactoredCNN(net); ok {
 		net = m
-		res.Warnings = append(res.Warnings, "the network holds factored layers; they were multiplied out before compression")
+		res.Warnings = append(res.Warnings, errs.Message{"the network holds factored layers; they were multiplied out before compression"})
 	}
 	if err := checkCalibration(x0, net.In(), fmt.Sprintf("the network takes %d inputs (%v)", net.In(), net.Input)); err != nil {
 		return nil, err

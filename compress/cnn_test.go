@@ -155,7 +155,7 @@ func TestCompressCNNBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(again.Warnings) == 0 || !strings.Contains(again.Warnings[0], "factored") || again.DenseParams != net.NumParams() {
+	if len(again.Warnings) == 0 || !strings.Contains(again.Warnings[0].String(), "factored") || again.DenseParams != net.NumParams() {
 		t.Fatalf("recompression: warnings %v, dense params %d", again.Warnings, again.DenseParams)
 	}
 }

@@ -2,6 +2,7 @@ package compress
 
 import (
 	"context"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
 	"math/rand/v2"
@@ -98,7 +99,7 @@ func TestDeadUnitsCompressWithoutWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		warn := res.Warnings
+		warn := errs.Strings(res.Warnings)
 		for _, l := range res.Layers {
 			warn = append(warn, l.Warnings...)
 		}

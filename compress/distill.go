@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/train"
@@ -101,17 +102,17 @@ func objectiveName(o train.Objective) string {
 func (o DistillOptions) validate() error {
 	switch {
 	case o.Epochs < 0:
-		return fmt.Errorf("%w: DistillOptions.Epochs must be ≥ 0 (0 = no distillation), got %d", ErrInput, o.Epochs)
+		return errs.InvalidOption("DistillOptions", "Epochs", "must be ≥ 0 (0 = no distillation), got %d", o.Epochs)
 	case o.Epochs == 0:
 		return nil
 	case !(o.LearningRate > 0) || math.IsInf(o.LearningRate, 0):
-		return fmt.Errorf("%w: DistillOptions.LearningRate must be positive and finite, got %g", ErrInput, o.LearningRate)
+		return errs.InvalidOption("DistillOptions", "LearningRate", "must be positive and finite, got %g", o.LearningRate)
 	case !(o.Temperature > 0) || math.IsInf(o.Temperature, 0):
-		return fmt.Errorf("%w: DistillOptions.Temperature must be positive and finite, got %g", ErrInput, o.Temperature)
+		return errs.InvalidOption("DistillOptions", "Temperature", "must be positive and finite, got %g", o.Temperature)
 	case o.BatchSize < 0:
-		return fmt.Errorf("%w: DistillOptions.BatchSize must be positive, got %d", ErrInput, o.BatchSize)
+		return errs.InvalidOption("DistillOptions", "BatchSize", "must be positive, got %d", o.BatchSize)
 	case !(o.HoldoutFraction > 0 && o.HoldoutFraction < 1):
-		return fmt.Errorf("%w: DistillOptions.HoldoutFraction must lie in (0, 1), got %g", ErrInput, o.HoldoutFraction)
+		return errs.InvalidOption("DistillOptions", "HoldoutFraction", "must lie in (0, 1), got %g", o.HoldoutFraction)
 	}
 	return train.CheckObjective(o.Objective)
 }
@@ -148,7 +149,7 @@ type DistillReport struct {
 // positive. Errors caused by the input wrap ErrInput.
 func Distill(ctx context.Context, net *nn.MLP, res *Result, x0 *mat.Dense, o DistillOptions) error {
 	if o.Epochs <= 0 {
-		return fmt.Errorf("compress: Distill needs DistillOptions.Epochs > 0, got %d: %w", o.Epochs, ErrInput)
+		return fmt.Errorf("%w: %w", errs.Options(nil, "compress: Distill needs ", errs.Option{Struct: "DistillOptions", Field: "Epochs"}, fmt.Sprintf(" > 0, got %d", o.Epochs)), ErrInput)
 	}
 	if err := o.withDefaults().validate(); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -118,11 +119,11 @@ func compressLayers(ctx context.Context, src layerSource, x0 *mat.Dense, o Optio
 	res.Sequential = o.Sequential
 	whole, _ := src.(wholeNetwork)
 	if whole == nil && o.Holdout != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("held-out per-layer errors are not computed for a %s; Options.Holdout was ignored", src.kind()))
+		res.Warnings = append(res.Warnings, errs.Message{"held-out per-layer errors are not computed for a " + src.kind() + "; ", errs.Option{Struct: "Options", Field: "Holdout"}, " was ignored"})
 	}
 	dist, _ := src.(distiller)
 	if dist == nil && o.Distill.Epochs > 0 && !o.Distill.Auto {
-		return fmt.Errorf("compress: distillation (Options.Distill) is implemented for MLPs and graphs, not for a %s; compress without it: %w", src.kind(), ErrInput)
+		return fmt.Errorf("%w: %w", errs.Options(nil, "compress: distillation (", errs.Option{Struct: "Options", Field: "Distill"}, ") is implemented for MLPs and graphs, not for a "+src.kind()+"; compress without it"), ErrInput)
 	}
 	layers, err := src.layers()
 	if err != nil {
@@ -404,7 +405,7 @@ func (o *Options) prepare(res *Result, L int) (rankMode, LayerOptions, error) {
 		}
 	}
 	if !o.Method.FitsCompressedInputs() && o.Sequential {
-		res.Warnings = append(res.Warnings, string(o.Method)+" whitens with the original activations (X̌ = X); the sequential flag does not apply")
+		res.Warnings = append(res.Warnings, errs.Message{string(o.Method) + " whitens with the original activations (X̌ = X); the sequential flag does not apply"})
 	}
 	res.Method = o.Method
 	return mode, lo, nil
@@ -453,7 +454,7 @@ type layerOutcome struct {
 // appended to warnings). With X̌ given and MethodData, a layer kept dense
 // that has a bias is refit by least squares on X̌ (Alg 3 applied to every
 // layer).
-func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnings *[]string) (layerOutcome, error) {
+func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnings *[]errs.Message) (layerOutcome, error) {
 	i, prob, cost := s.index, s.prob, s.cost
 	dd, d2 := prob.W.Dims()
 	r := s.rank
@@ -465,7 +466,7 @@ func (o *Options) fitStep(s layerStep, lo LayerOptions, rep *LayerReport, warnin
 		keepDense = r == 0
 		if r > 0 && !cost.worthFactoring(min(r, cost.maxRank)) {
 			keepDense = true
-			*warnings = append(*warnings, fmt.Sprintf("layer %d: rank %d would store %d ≥ %d parameters of the dense layer; kept dense", i, r, cost.factoredParams(r), cost.dense))
+			*warnings = append(*warnings, errs.Textf("layer %d: rank %d would store %d ≥ %d parameters of the dense layer; kept dense", i, r, cost.factoredParams(r), cost.dense))
 		}
 	default:
 		r = 0

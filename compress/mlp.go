@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -151,8 +152,10 @@ type Result struct {
 	// ASVD-style allocation chose the ranks from.
 	Profiles []RankProfile `json:"profiles,omitempty"`
 	// Distill reports the end-to-end distillation (Options.Distill).
-	Distill  *DistillReport `json:"distill,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Distill *DistillReport `json:"distill,omitempty"`
+	// Warnings name the options they refer to apart from their text
+	// (errs.Message); their String and JSON are the library's text.
+	Warnings []errs.Message `json:"warnings,omitempty"`
 	Elapsed  time.Duration  `json:"elapsed"`
 }
 
@@ -185,7 +188,7 @@ func CompressMLP(ctx context.Context, net *nn.MLP, x0 *mat.Dense, o Options) (*R
 	res := &Result{}
 	if net.HasFactored() {
 		net = net.Merge()
-		res.Warnings = append(res.Warnings, "the network holds factored layers; they were multiplied out before compression")
+		res.Warnings = append(res.Warnings, errs.Message{"the network holds factored layers; they were multiplied out before compression"})
 	}
 	if err := checkCalibration(x0, net.In(), fmt.Sprintf("the network takes %d inputs", net.In())); err != nil {
 		return nil, err

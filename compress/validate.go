@@ -1,7 +1,7 @@
 package compress
 
 import (
-	"fmt"
+	"github.com/relurec/relurec/errs"
 	"slices"
 	"strings"
 )
@@ -16,27 +16,27 @@ func (o Options) Validate() error {
 		for i, m := range Methods {
 			names[i] = string(m)
 		}
-		return fmt.Errorf("%w: Options.Method must be one of %s, got %q", ErrInput, strings.Join(names, ", "), o.Method)
+		return errs.InvalidOption("Options", "Method", "must be one of %s, got %q", strings.Join(names, ", "), o.Method)
 	}
 	if o.Allocation != "" && !slices.Contains(Allocations, o.Allocation) {
 		names := make([]string, len(Allocations))
 		for i, a := range Allocations {
 			names[i] = string(a)
 		}
-		return fmt.Errorf("%w: Options.Allocation must be one of %s, got %q", ErrInput, strings.Join(names, ", "), o.Allocation)
+		return errs.InvalidOption("Options", "Allocation", "must be one of %s, got %q", strings.Join(names, ", "), o.Allocation)
 	}
 	switch o.Layer.Bias {
 	case "", BiasCenter, BiasAugment, BiasKeep:
 	default:
-		return fmt.Errorf("%w: LayerOptions.Bias must be center, augment or keep, got %q", ErrInput, o.Layer.Bias)
+		return errs.InvalidOption("LayerOptions", "Bias", "must be center, augment or keep, got %q", o.Layer.Bias)
 	}
 	switch o.Layer.Route {
 	case "", RouteAuto, RouteQR, RouteGram, RouteProjection:
 	default:
-		return fmt.Errorf("%w: LayerOptions.Route must be auto, qr, gram or projection, got %q", ErrInput, o.Layer.Route)
+		return errs.InvalidOption("LayerOptions", "Route", "must be auto, qr, gram or projection, got %q", o.Layer.Route)
 	}
 	if o.Layer.Ridge < 0 {
-		return fmt.Errorf("%w: LayerOptions.Ridge must be ≥ 0, got %g", ErrInput, o.Layer.Ridge)
+		return errs.InvalidOption("LayerOptions", "Ridge", "must be ≥ 0, got %g", o.Layer.Ridge)
 	}
 	return o.Distill.withDefaults().validate()
 }

@@ -3,6 +3,7 @@ package dataio
 import (
 	"bufio"
 	"fmt"
+	"github.com/relurec/relurec/errs"
 	"math"
 	"os"
 	"strconv"
@@ -98,17 +99,19 @@ func cgroupLimit() int64 {
 // the memory budget, else an error wrapping ErrTooLarge that names what
 // needs them ("X (6025 × 3002) and Y (6025 × 1)"), their size, the budget,
 // and fix, what asks for less ("use fewer --vars or --clauses"; may be
-// empty). need is a float64 so that sizes a hostile header multiplies out
+// empty), as the parts of an errs.Message so that an option it names stays
+// apart from the text ("use a smaller ", errs.Option{...}). need is a float64 so that sizes a hostile header multiplies out
 // cannot overflow; NaN and Inf count as too large.
-func CheckMemory(need float64, what, fix string) error {
+func CheckMemory(need float64, what string, fix ...any) error {
 	b := MemoryBudget()
 	if need <= float64(b) {
 		return nil
 	}
-	if fix != "" {
-		fix = "; " + fix
+	msg := errs.Message{fmt.Sprintf("%s: %s needed but the memory budget is %s", what, FormatBytes(need), FormatBytes(float64(b)))}
+	if errs.Message(fix).String() != "" {
+		msg = append(msg, "; ", errs.Message(fix))
 	}
-	return fmt.Errorf("%s: %s needed but the memory budget is %s%s: %w", what, FormatBytes(need), FormatBytes(float64(b)), fix, ErrTooLarge)
+	return fmt.Errorf("%w: %w", errs.Options(nil, msg...), ErrTooLarge)
 }
 
 // checkBudget refuses a rows × cols float64 matrix larger than the memory

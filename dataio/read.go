@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/boundedio"
 )
 
@@ -58,7 +59,7 @@ type ReadOptions struct {
 // when ctx is cancelled (checked at every 64 KiB read).
 func ReadMatrixContext(ctx context.Context, path string, opt ReadOptions) (*mat.Dense, error) {
 	if opt.MaxRows < 0 {
-		return nil, fmt.Errorf("dataio: ReadOptions.MaxRows is %d; expected 0 (all rows) or a positive count", opt.MaxRows)
+		return nil, errs.Options(nil, "dataio: ", errs.Option{Struct: "ReadOptions", Field: "MaxRows"}, fmt.Sprintf(" is %d; expected 0 (all rows) or a positive count", opt.MaxRows))
 	}
 	cfg := readCfg{ctx: ctx, maxRows: opt.MaxRows}
 	if isIDXPath(path) {

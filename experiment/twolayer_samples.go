@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
@@ -198,7 +199,7 @@ func samplesOne(ctx context.Context, p samplesParams, teacher *nn.MLP, n int, se
 		run.Route = r.Route
 		run.Residual = fptr(r.Certificate.Residual)
 		run.CertMet = r.Certificate.Met
-		run.Warnings = r.Warnings
+		run.Warnings = errs.Strings(r.Warnings)
 		e, err := metrics.CompareTwoLayer(teacher, r.Model)
 		if err != nil {
 			run.Error = "compare: " + err.Error()

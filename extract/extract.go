@@ -312,7 +312,7 @@ func (e *extractor) certifyNet(ctx context.Context, net *nn.Depth2, res *Result)
 
 func (o *Options) defaults() error {
 	bad := func(name string, v float64) error {
-		return errs.Inputf("extract.Extract: Options.%s = %v; it must be ≥ 0 and finite (0 means the default)", name, v)
+		return errs.Options(errs.ErrInput, "extract.Extract: ", errs.Option{Struct: "Options", Field: name, Value: fmt.Sprint(v)}, "; it must be ≥ 0 and finite (0 means the default)")
 	}
 	for name, v := range map[string]float64{"MaxQueries": float64(o.MaxQueries), "PolishTol": math.Abs(o.PolishTol), "Hidden": float64(o.Hidden), "CertTol": o.CertTol, "CertQueries": float64(o.CertQueries), "Grid": float64(o.Grid), "Reach": o.Reach, "MaxLines": float64(o.MaxLines), "Batch": float64(o.Batch)} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {

@@ -70,7 +70,7 @@ func (o Options) Validate() error {
 		v    float64
 	}{{"Gamma", o.Gamma}, {"Nu", o.Nu}, {"NuC", o.NuC}, {"Tau", o.Tau}, {"Rho", o.Rho}, {"Tol", o.Tol}, {"PosTol", o.PosTol}, {"CertTol", o.CertTol}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Errorf("%w: Options.%s = %v must be finite and ≥ 0", ErrInput, f.name, f.v)
+			return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: f.name, Value: fmt.Sprint(f.v)}, " must be finite and ≥ 0")
 		}
 	}
 	if o.MaxIter < 0 {

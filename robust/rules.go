@@ -82,7 +82,7 @@ func (o *Options) check(d int) error {
 		return err
 	}
 	if o.Rule == RuleOracle && o.Tau == 0 && o.Lambda == 0 && len(o.OracleZW) != d {
-		return fmt.Errorf("%w: the oracle threshold needs Options.OracleZW = z + w of length %d, got %d", ErrInput, d, len(o.OracleZW))
+		return errs.Options(ErrInput, "the oracle threshold needs ", errs.Option{Struct: "Options", Field: "OracleZW", Value: "z + w"}, fmt.Sprintf(" of length %d, got %d", d, len(o.OracleZW)))
 	}
 	if o.Alpha == 0 {
 		o.Alpha = 0.05

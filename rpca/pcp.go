@@ -277,7 +277,7 @@ func (o Options) Validate() error {
 	}{{"Lambda", o.Lambda}, {"Mu0", o.Mu0}, {"Rho", o.Rho}, {"MuMax", o.MuMax}, {"Tol", o.Tol}, {"RankTol", o.RankTol}, {"FlagTol", o.FlagTol}} {
 		name, v := f.name, f.v
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: Options.%s = %v must be finite and ≥ 0 (0 means the default)", ErrInput, name, v)
+			return errs.Options(ErrInput, errs.Option{Struct: "Options", Field: name, Value: fmt.Sprint(v)}, " must be finite and ≥ 0 (0 means the default)")
 		}
 	}
 	if o.MaxIter < 0 || o.Rank < 0 {

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -33,7 +34,7 @@ func DistillGraph(ctx context.Context, g *nn.Graph, params []string, x, teacher 
 		n, _ := x.Dims()
 		bs = min(bs, n)
 	}
-	if err := dataio.CheckMemory(2*float64(bs)*g.SampleBytes(), fmt.Sprintf("nn: DistillGraph: the values and gradients of a batch of %d samples", bs), "use a smaller DistillOptions.BatchSize"); err != nil {
+	if err := dataio.CheckMemory(2*float64(bs)*g.SampleBytes(), fmt.Sprintf("nn: DistillGraph: the values and gradients of a batch of %d samples", bs), "use a smaller ", errs.Option{Struct: "DistillOptions", Field: "BatchSize"}); err != nil {
 		return nil, err
 	}
 	return distill(ctx, "DistillGraph", newGraphTrainer(g, params), x, teacher, opt)

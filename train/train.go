@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -90,6 +91,12 @@ func (o Options) withDefaults() Options {
 // that value.
 const MaxInferredClasses = 1000
 
+// classesOption is TrainOptions.Classes as a message names it, with value
+// when the message tells what it is set to.
+func classesOption(value string) errs.Option {
+	return errs.Option{Struct: "TrainOptions", Field: "Classes", Value: value}
+}
+
 // ClassCount returns the number of classes C of a classifier trained on
 // labels with o: Options.Classes when it is set, and every label must
 // then lie in [0, C); otherwise max(label)+1, which must not exceed
@@ -98,7 +105,7 @@ const MaxInferredClasses = 1000
 // label's value and row.
 func (o Options) ClassCount(labels []int) (int, error) {
 	if o.Classes < 0 {
-		return 0, fmt.Errorf("nn: TrainOptions.Classes must be ≥ 0 (0 infers it from the labels), got %d: %w", o.Classes, ErrInput)
+		return 0, fmt.Errorf("%w: %w", errs.Options(nil, "nn: ", classesOption(""), fmt.Sprintf(" must be ≥ 0 (0 infers it from the labels), got %d", o.Classes)), ErrInput)
 	}
 	if len(labels) == 0 {
 		return 0, fmt.Errorf("nn: no labels: %w", ErrInput)
@@ -109,9 +116,9 @@ func (o Options) ClassCount(labels []int) (int, error) {
 		case l < 0:
 			return 0, fmt.Errorf("nn: label %d at row %d is negative; labels are class indices 0 … C−1: %w", l, i, ErrInput)
 		case o.Classes > 0 && l >= o.Classes:
-			return 0, fmt.Errorf("nn: label %d at row %d is outside [0, %d) for TrainOptions.Classes = %d: %w", l, i, o.Classes, o.Classes, ErrInput)
+			return 0, fmt.Errorf("%w: %w", errs.Options(nil, fmt.Sprintf("nn: label %d at row %d is outside [0, %d) for ", l, i, o.Classes), classesOption(strconv.Itoa(o.Classes))), ErrInput)
 		case o.Classes == 0 && l >= MaxInferredClasses:
-			return 0, fmt.Errorf("nn: label %d at row %d would make %d classes, more than the %d inferred from the labels alone; set TrainOptions.Classes to the number of classes if that many are intended: %w", l, i, l+1, MaxInferredClasses, ErrInput)
+			return 0, fmt.Errorf("%w: %w", errs.Options(nil, fmt.Sprintf("nn: label %d at row %d would make %d classes, more than the %d inferred from the labels alone; set ", l, i, l+1, MaxInferredClasses), classesOption(""), " to the number of classes if that many are intended"), ErrInput)
 		}
 		classes = max(classes, l+1)
 	}
@@ -191,7 +198,7 @@ func MLP(ctx context.Context, m *nn.MLP, x *mat.Dense, labels []int, opt Options
 	}
 	n, _ := x.Dims()
 	if opt.Classes != 0 && opt.Classes != m.Out() {
-		return nil, fmt.Errorf("nn: Train: the network has %d outputs but TrainOptions.Classes = %d: %w", m.Out(), opt.Classes, ErrInput)
+		return nil, fmt.Errorf("%w: %w", errs.Options(nil, fmt.Sprintf("nn: Train: the network has %d outputs but ", m.Out()), classesOption(strconv.Itoa(opt.Classes))), ErrInput)
 	}
 	if err := nn.CheckLabels(labels, n, m.Out()); err != nil {
 		return nil, err

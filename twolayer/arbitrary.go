@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -206,7 +207,7 @@ func Alg8Select(ctx context.Context, X, Y, S *mat.Dense, candidates []*mat.Dense
 	}
 	res := &out.Result
 	if bestV == nil || best >= out.ZeroResidual {
-		res.Warnings = append(res.Warnings, "no candidate beat the trivial answer U = 0; returning it (Alg 8's special case)")
+		res.Warnings = append(res.Warnings, errs.Message{"no candidate beat the trivial answer U = 0; returning it (Alg 8's special case)"})
 		bestV = mat.NewDense(k, d, nil)
 		for p := 0; p < k; p++ {
 			bestV.Set(p, p%d, 1)

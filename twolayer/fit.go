@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -94,7 +95,7 @@ type exactAttempt struct {
 	// found holds the rows certified so far.
 	found certifiedRows
 	// why says why an attempt with parityOnly returned no result.
-	why string
+	why errs.Message
 }
 
 // fitTensor runs the Gaussian tensor routes: exact (Alg 4 + 5) when Y is
@@ -122,7 +123,7 @@ func fitTensor(ctx context.Context, p *problem, opt Options, sel *Selection, att
 	st, at, err := r.next(0)
 	if err != nil {
 		if parityOnly && ctx.Err() == nil {
-			att.why = fmt.Sprintf("the %s could not be computed (%v)", r.plan[at].name, err)
+			att.why = errs.Message{"the " + r.plan[at].name + " could not be computed (", err, ")"}
 			return nil, nil
 		}
 		return nil, err
@@ -159,7 +160,7 @@ type tensorRun struct {
 	// plan lists the starts the exact route tries in turn (planStarts).
 	plan []plannedStart
 	// skipped holds the warnings of the starts next could not compute.
-	skipped []string
+	skipped []errs.Message
 	res     *Result
 }
 
@@ -194,14 +195,15 @@ func (r *tensorRun) planStarts() (planned bool, err error) {
 	}
 	if r.parityOnly {
 		if len(r.plan) == 0 {
-			att.why = "the zero-set and parity starts do not apply (they need data from a ReLU network with Y exactly rank k, or k = m, and Options.Start auto)"
+			att.why = errs.Message{"the zero-set and parity starts do not apply (they need data from a ReLU network with Y exactly rank k, or k = m, and ", errs.Option{Struct: "Options", Field: "Start"}, " auto)"}
 			return false, nil
 		}
 	} else if len(r.plan) == 0 && !momentsFit && att.parityTried {
 		// Below the moment starts' floor nothing is left to look for the
 		// units the first starts missed.
-		return false, fmt.Errorf("%w: %s; the moment starts that look for the rest need n ≥ %s = %d samples for d=%d, k=%d (got %d): give more samples, or --route noisy (Options.Route noisy) for an approximate answer",
-			ErrNotExact, att.why, tensorFloor.rule, minSamples(p.d, exactK), p.d, exactK, p.n)
+		return false, errs.Options(ErrNotExact, att.why,
+			fmt.Sprintf("; the moment starts that look for the rest need n ≥ %s = %d samples for d=%d, k=%d (got %d): give more samples, or --route noisy (", tensorFloor.rule, minSamples(p.d, exactK), p.d, exactK, p.n),
+			errs.Option{Struct: "Options", Field: "Route"}, " noisy) for an approximate answer")
 	} else if len(r.plan) == 0 || momentsFit {
 		if rows := startRows(p, opt); rows < p.n {
 			r.plan = append(r.plan, plannedStart{"quick tensor start", func() (*Start, error) { return tensorStartRows(ctx, p, r.opt, rows) }})
@@ -222,7 +224,7 @@ func (r *tensorRun) next(i int) (*Start, int, error) {
 		if err == nil || i == len(r.plan)-1 || r.ctx.Err() != nil {
 			return st, i, err
 		}
-		r.skipped = append(r.skipped, fmt.Sprintf("the %s could not be computed (%v); went on to the %s", r.plan[i].name, err, r.plan[i+1].name))
+		r.skipped = append(r.skipped, errs.Message{"the " + r.plan[i].name + " could not be computed (", err, "); went on to the " + r.plan[i+1].name})
 	}
 }
 
@@ -230,7 +232,7 @@ func (r *tensorRun) next(i int) (*Start, int, error) {
 // starts skipped before it), the data's precision, the route selection's
 // checks and the hidden width.
 func (r *tensorRun) newResult(st *Start, sel *Selection) {
-	r.res = &Result{Warnings: append(r.skipped, st.Warnings...)}
+	r.res = &Result{Warnings: append(r.skipped, errs.Texts(st.Warnings)...)}
 	r.res.Diagnostics.Precision = certify.PrecisionName(r.p.roundoff)
 	diag := &r.res.Diagnostics
 	diag.Selection = sel
@@ -255,7 +257,7 @@ func (r *tensorRun) noteStart(st *Start) {
 	diag.JennrichTries, diag.JennrichGap = st.JennrichTries, st.JennrichGap
 	diag.StartRows = st.Rows
 	if st.zeroSet == nil && st.JennrichGap < 1e-3 {
-		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
+		r.res.Warnings = append(r.res.Warnings, errs.Textf("the decomposition of the %s has a small eigenvalue gap (%.1e): the start may be inaccurate", st.name(), st.JennrichGap))
 	}
 }
 
@@ -276,7 +278,7 @@ func (r *tensorRun) exactStarts(st *Start, at int) (res *Result, tried *Start, w
 		last := at == len(r.plan)-1
 		if V, U, F, resid, reason, ok, err = exactRoute(r.ctx, r.p.X, r.p.Y, r.p.roundoff, st, r.opt, r.res, !last || r.parityOnly, found); err != nil {
 			if r.parityOnly && r.ctx.Err() == nil {
-				r.att.why = fmt.Sprintf("the polish of the %s failed (%v)", st.name(), err)
+				r.att.why = errs.Message{"the polish of the " + st.name() + " failed (", err, ")"}
 				return nil, st, "", true, nil
 			}
 			// A start whose retries fail to decompose is one more start
@@ -294,7 +296,7 @@ func (r *tensorRun) exactStarts(st *Start, at int) (res *Result, tried *Start, w
 		if st, at, err = r.next(at + 1); err != nil {
 			return nil, st, "", true, err
 		}
-		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
+		r.res.Warnings = append(r.res.Warnings, errs.Textf("the %s did not certify every unit (%s); started again with the %s", was, reason, st.name()))
 		r.res.Warnings = append(r.res.Warnings, r.skipped...)
 		r.noteStart(st)
 		r.res.Diagnostics.InitAngleError = 0
@@ -313,7 +315,7 @@ func (r *tensorRun) exactStarts(st *Start, at int) (res *Result, tried *Start, w
 // float64 are refined by least squares and certified at their precision.
 func (r *tensorRun) noisyFallback(st *Start, why string) (*Result, error) {
 	if r.parityOnly {
-		r.att.why = fmt.Sprintf("the %s did not certify every unit (%s)", st.name(), why)
+		r.att.why = errs.Textf("the %s did not certify every unit (%s)", st.name(), why)
 		return nil, nil
 	}
 	if r.opt.Route == UseExact {
@@ -503,7 +505,7 @@ func (ep *exactPolisher) retryStarts(how string) (string, error) {
 		if _, err := ep.polish(V2, fmt.Sprintf("exact polish (start %d)", retry+1)); err != nil {
 			return "", err
 		}
-		ep.res.Warnings = append(ep.res.Warnings, fmt.Sprintf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
+		ep.res.Warnings = append(ep.res.Warnings, errs.Textf("the %s left %d of %d units uncertified; its decomposition %d (fresh random contractions) certified %d more", st.name(), k-before, k, retry+1, len(found.rows)-before))
 		how = fmt.Sprintf("every unit was polished to an exact row (%d decompositions of the %s)", retry+1, st.name())
 	}
 	return how, nil
@@ -531,7 +533,7 @@ func (ep *exactPolisher) refinedStart() (string, error) {
 	if _, err := ep.polish(ref.V, "exact polish (refined start)"); err != nil {
 		return "", err
 	}
-	ep.res.Warnings = append(ep.res.Warnings, fmt.Sprintf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+	ep.res.Warnings = append(ep.res.Warnings, errs.Textf("%d of %d units were still uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
 	return "every unit was polished to an exact row after refining the start", nil
 }
 
@@ -575,10 +577,10 @@ func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *
 		// The moment estimate has unit rows, but an e^x − 1 unit's row norm
 		// is part of the function: only the refinement can fit it.
 		opt.Refine = true
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the activation %s has no scaling symmetry, so the moment estimate (unit rows) is refined by least squares to fit the row norms", opt.Activation))
+		res.Warnings = append(res.Warnings, errs.Textf("the activation %s has no scaling symmetry, so the moment estimate (unit rows) is refined by least squares to fit the row norms", opt.Activation))
 	}
 	if !opt.Refine {
-		res.Warnings = append(res.Warnings, "this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (Options.Refine) usually lowers the weight error 10–100× on noisy data")
+		res.Warnings = append(res.Warnings, errs.Message{"this is the paper's moment estimate, which is consistent but statistically inefficient; the optional refinement (", errs.Option{Struct: "Options", Field: "Refine"}, ") usually lowers the weight error 10–100× on noisy data"})
 		return V, U, nil
 	}
 	ref, err := Refine(ctx, X, Y, V, U, opt.Activation, 0, func(done, total int) { opt.progress("refine", done, total) })
@@ -589,10 +591,10 @@ func noisyRoute(ctx context.Context, X, Y, Vstart *mat.Dense, opt Options, res *
 	res.Diagnostics.RefineIterations = ref.Iterations
 	res.Diagnostics.RefineConverged = ref.Converged
 	if !ref.Converged {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the refinement stopped without converging (%s after %d iterations)", ref.Status, ref.Iterations))
+		res.Warnings = append(res.Warnings, errs.Textf("the refinement stopped without converging (%s after %d iterations)", ref.Status, ref.Iterations))
 	}
 	if ref.After > ref.Before {
-		res.Warnings = append(res.Warnings, "the refinement did not lower the residual; keeping the unrefined estimate")
+		res.Warnings = append(res.Warnings, errs.Message{"the refinement did not lower the residual; keeping the unrefined estimate"})
 		return V, U, nil
 	}
 	return ref.V, ref.U, nil

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -595,7 +596,7 @@ func (f *fptRun) checkSampleFloor() error {
 			return fmt.Errorf("%w: the FPT route needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d (orthonormal V*; more if V* is ill-conditioned), got %d: with fewer than d·2^k = %d, a unit is expected to be seen alone on fewer than d samples", ErrInput, need, d, k, n, floor)
 		}
 		if n < need {
-			f.res.Warnings = append(f.res.Warnings, fmt.Sprintf("n = %d is below the recommended 4·d·2^k = %d samples; some unit may be seen alone on fewer than d = %d samples", n, need, d))
+			f.res.Warnings = append(f.res.Warnings, errs.Textf("n = %d is below the recommended 4·d·2^k = %d samples; some unit may be seen alone on fewer than d = %d samples", n, need, d))
 		}
 	}
 	return nil
@@ -629,7 +630,7 @@ func (f *fptRun) classRows(ctx context.Context) (*mat.Dense, error) {
 				V.SetRow(j, b)
 				done[j] = true
 				w, fit = a, pfit
-				f.res.Warnings = append(f.res.Warnings, fmt.Sprintf("output directions %s and its opposite are both columns of U*: the samples where both units are active were separated by the alternating pair fit", fmtVec(c.Direction)))
+				f.res.Warnings = append(f.res.Warnings, errs.Textf("output directions %s and its opposite are both columns of U*: the samples where both units are active were separated by the alternating pair fit", fmtVec(c.Direction)))
 			}
 		}
 		if j := antipode(c, classes); fit > classFitTol && j >= 0 {
@@ -672,7 +673,7 @@ func (f *fptRun) checkWidth() error {
 		return fmt.Errorf("%w: needs n ≥ 4·d·2^k = %d samples for d=%d, k=%d, got %d: %d output directions occur on ≥ d samples (sizes %v) but %d more occur on fewer than d (sizes %v), so some hidden units cannot be solved; pass more samples (or Hidden if those classes are spurious)", ErrInput, FPTMinSamples(d, k+len(smallSizes)), d, k+len(smallSizes), n, k, classSizes(big), len(smallSizes), smallSizes)
 	}
 	if opt.Hidden > 0 && len(smallSizes) > 0 {
-		f.res.Warnings = append(f.res.Warnings, fmt.Sprintf("%d small classes of collinear rows (sizes %v) were ignored", len(smallSizes), smallSizes))
+		f.res.Warnings = append(f.res.Warnings, errs.Textf("%d small classes of collinear rows (sizes %v) were ignored", len(smallSizes), smallSizes))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/ica"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
@@ -259,7 +260,7 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 		return nil, err
 	}
 	k := est.K
-	res := &Result{Route: RouteICA, Warnings: append([]string{}, est.Warnings...)}
+	res := &Result{Route: RouteICA, Warnings: errs.Texts(est.Warnings)}
 	diag := &res.Diagnostics
 	diag.Hidden, diag.HiddenInferred, diag.SingularValuesY = k, est.Inferred, est.SingularValues
 	if k < Y.RawMatrix().Cols && !est.ExactRank {
@@ -304,7 +305,7 @@ func fitICA(ctx context.Context, p *problem, opt ICAOptions) (*Result, error) {
 		return nil, fmt.Errorf("%w: every unit polished but the residual %.1e exceeds %.0e", ErrNotExact, resid, opt.CertTol)
 	}
 	if dev := orthonormalityGap(V); dev > 1e-6 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the recovered V is not orthonormal (max |V·Vᵀ − I| = %.1e): the ICA route's assumption does not hold, although the residual certifies this answer", dev))
+		res.Warnings = append(res.Warnings, errs.Textf("the recovered V is not orthonormal (max |V·Vᵀ − I| = %.1e): the ICA route's assumption does not hold, although the residual certifies this answer", dev))
 	}
 	status := fmt.Sprintf("FastICA (%v) converged in %d iterations", opt.Nonlinearity, est.ICAIterations)
 	if !est.ICAConverged {
@@ -342,7 +343,7 @@ func (ip *icaPolisher) polish(start *mat.Dense, stage string) error {
 	diag.Units = reps
 	for i, r := range reps {
 		if r.OK && r.Sign < 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("unit %d: the skewness sign rule gave the wrong sign (the polish corrected it)", i))
+			res.Warnings = append(res.Warnings, errs.Textf("unit %d: the skewness sign rule gave the wrong sign (the polish corrected it)", i))
 		}
 		if r.OK {
 			diag.InitAngleError = math.Max(diag.InitAngleError, r.Angle)
@@ -367,7 +368,7 @@ func (ip *icaPolisher) refinedStart(V0 *mat.Dense, k int) error {
 	if err := ip.polish(ref.V, "exact polish (refined start)"); err != nil {
 		return err
 	}
-	ip.res.Warnings = append(ip.res.Warnings, fmt.Sprintf("the ICA start left %d of %d units uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
+	ip.res.Warnings = append(ip.res.Warnings, errs.Textf("the ICA start left %d of %d units uncertified; a least-squares refinement of the start (%d iterations) certified %d more", k-before, k, ref.Iterations, len(found.rows)-before))
 	return nil
 }
 

@@ -141,7 +141,7 @@ func TestICANonOrthonormal(t *testing.T) {
 	}
 	warned := false
 	for _, w := range res.Warnings {
-		warned = warned || strings.Contains(w, "not orthonormal")
+		warned = warned || strings.Contains(w.String(), "not orthonormal")
 	}
 	if !warned {
 		t.Errorf("no orthonormality warning: %q", res.Warnings)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -190,6 +191,8 @@ type Result struct {
 	// Certificate is the residual on the fitted data (Met only on RouteExact).
 	Certificate Certificate
 	Diagnostics Diagnostics
-	Warnings    []string
-	Elapsed     time.Duration
+	// Warnings are Messages, apart from their text the options they
+	// name; their String (and JSON) is the text a library caller reads.
+	Warnings []errs.Message
+	Elapsed  time.Duration
 }

@@ -59,7 +59,7 @@ func TestQuickStartFallsBackOnUnrepresentativeRows(t *testing.T) {
 	}
 	again := false
 	for _, w := range res.Warnings {
-		again = again || strings.Contains(w, "started again with the tensor start from all")
+		again = again || strings.Contains(w.String(), "started again with the tensor start from all")
 	}
 	t.Logf("start rows %d, second start %v, warnings %q", res.Diagnostics.StartRows, again, res.Warnings)
 	if !again || res.Diagnostics.StartRows != n {

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 )
@@ -31,7 +32,7 @@ type Selection struct {
 	Residual *ResidualCheck `json:"residual,omitempty"`
 	// Considered lists, in order, the routes considered and why each was
 	// taken or passed over.
-	Considered []string `json:"considered"`
+	Considered []errs.Message `json:"considered"`
 }
 
 // icaOrthogonality is the largest |cos| between two rows of the ICA start
@@ -86,7 +87,7 @@ type selector struct {
 	n, d, m  int
 	k        int // hidden width: given, or inferred from Y's spectrum
 	sel      *Selection
-	warnings []string
+	warnings []errs.Message
 	// gaussianDone records that sel.Gaussian is set (or X too small to check).
 	gaussianDone bool
 	// att carries the exact attempt of exactFirst to fitTensor.
@@ -94,7 +95,7 @@ type selector struct {
 }
 
 func (s *selector) note(format string, args ...any) {
-	s.sel.Considered = append(s.sel.Considered, fmt.Sprintf(format, args...))
+	s.sel.Considered = append(s.sel.Considered, errs.Textf(format, args...))
 }
 
 // take finishes a result of the route chosen for reason why.
@@ -193,10 +194,10 @@ func (s *selector) exactFirst() (*Result, error) {
 	case res != nil:
 		return s.take(res, "exact first", "exact data: the exact route from its first starts, the cheapest that can certify, runs before the other routes' screens"), nil
 	case !s.att.parityTried:
-		s.note("exact first: not applicable (%s)", s.att.why)
+		s.sel.Considered = append(s.sel.Considered, errs.Message{"exact first: not applicable (", s.att.why, ")"})
 	default:
-		s.note("exact first: %s; %d certified rows kept for the tensor start", s.att.why, len(s.att.found.rows))
-		s.warnings = append(s.warnings, fmt.Sprintf("%s; the route choice went on", s.att.why))
+		s.sel.Considered = append(s.sel.Considered, errs.Message{"exact first: ", s.att.why, fmt.Sprintf("; %d certified rows kept for the tensor start", len(s.att.found.rows))})
+		s.warnings = append(s.warnings, errs.Message{s.att.why, "; the route choice went on"})
 	}
 	return nil, nil
 }
@@ -224,7 +225,7 @@ func (s *selector) worstCase() (*Result, error) {
 	why := fmt.Sprintf("n = %d is below the Gaussian routes' floor of %d samples", s.n, floor)
 	if nonGaussian {
 		why = fmt.Sprintf("X does not look Gaussian (%s)", s.sel.Gaussian.Worst)
-		s.warnings = append(s.warnings, fmt.Sprintf("%s: the Gaussian routes have no guarantee here", why))
+		s.warnings = append(s.warnings, errs.Textf("%s: the Gaussian routes have no guarantee here", why))
 	}
 	work := WorstCaseWork(s.n, s.k)
 	switch {
@@ -233,7 +234,7 @@ func (s *selector) worstCase() (*Result, error) {
 	case !s.sel.ExactRank || s.sel.Rank != s.k:
 		s.note("worst case: %s, but Y is not exactly rank %d (rank %d), which Alg 2 needs", why, s.k, s.sel.Rank)
 	case work > defaultMaxWork && !s.opt.Force:
-		s.note("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (Options.Force)", why, work, defaultMaxWork)
+		s.sel.Considered = append(s.sel.Considered, errs.Message{fmt.Sprintf("worst case: %s, but its search (%.1e LP units) is above the limit %.0e (", why, work, defaultMaxWork), errs.Option{Struct: "Options", Field: "Force"}, ")"})
 	default:
 		res, _, err := worstCase(s.ctx, s.p, WorstCaseOptions{Options: s.opt})
 		if err == nil {
@@ -362,7 +363,7 @@ func (s *selector) sparse() (*Result, error) {
 			return nil, err
 		}
 		s.note("sparse: %s, but %v; falling back to the noisy route", why, err)
-		s.warnings = append(s.warnings, fmt.Sprintf("Y looks sparsely corrupted but the sparse-noise route could not certify (%v): the noisy route's estimate is biased by the corruptions", err))
+		s.warnings = append(s.warnings, errs.Message{"Y looks sparsely corrupted but the sparse-noise route could not certify (", err, "): the noisy route's estimate is biased by the corruptions"})
 		return nil, nil
 	}
 	return s.take(&sr.Result, "sparse", why), nil

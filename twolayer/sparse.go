@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/linalg"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/rpca"
@@ -138,7 +139,7 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 	if err != nil {
 		return nil, err
 	}
-	res.Warnings = append(res.Warnings, st.Warnings...)
+	res.Warnings = append(res.Warnings, errs.Texts(st.Warnings)...)
 	diag := &res.Diagnostics
 	diag.Hidden, diag.HiddenInferred = st.K, opt.Hidden == 0
 	diag.SingularValuesY = st.SingularValues
@@ -175,7 +176,7 @@ func fitSparse(ctx context.Context, p *problem, opt SparseOptions) (*SparseResul
 	res.Reason = fmt.Sprintf("robust PCA (%d iterations, rank %d, %d entries flagged, debiased %v) then %s; U by ℓ1 regression on the original Y: residual %.1e on the %.2f%% of entries not flagged as corrupted",
 		pc.Iterations, pc.Rank, pc.NNZ, sd.Debiased, reason, res.Certificate.Residual, 100*(1-sd.FlaggedFraction))
 	if sd.Flagged != pc.NNZ {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("robust PCA flagged %d entries, the final network leaves %d unexplained", pc.NNZ, sd.Flagged))
+		res.Warnings = append(res.Warnings, errs.Textf("robust PCA flagged %d entries, the final network leaves %d unexplained", pc.NNZ, sd.Flagged))
 	}
 	res.Elapsed = time.Since(began)
 	if !res.Certificate.Met {
@@ -209,7 +210,7 @@ func sparsePCP(ctx context.Context, Y *mat.Dense, opt SparseOptions, o Options, 
 	sd.Debiased = pc.Debias != nil && pc.Debias.Accepted
 	sd.PCPFlagged = pc.NNZ
 	for _, w := range pc.Warnings {
-		res.Warnings = append(res.Warnings, "robust PCA: "+w)
+		res.Warnings = append(res.Warnings, errs.Message{"robust PCA: " + w})
 	}
 	if pc.Rank == 0 {
 		return nil, fmt.Errorf("%w: robust PCA found no low-rank part in Y", ErrNotExact)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/hermite"
 	"github.com/relurec/relurec/internal/kern"
 	"github.com/relurec/relurec/internal/outer"
@@ -663,13 +665,15 @@ func reduceOutputs(p *problem, hidden int, route string, floor sampleFloor) (*ou
 	}
 	k := r.K
 	if k > min(d, m) {
-		return nil, fmt.Errorf("%w: %d hidden units cannot be identified by %s from d=%d inputs and m=%d outputs: it needs k ≤ min(d, m) (V* and U* of full rank k); for m < k set Options.Route = fpt, or use the depth-2 learner (package depth2; it learns any width from one output, with biases)", ErrInput, k, route, d, m)
+		return nil, errs.Options(ErrInput, fmt.Sprintf("%d hidden units cannot be identified by %s from d=%d inputs and m=%d outputs: it needs k ≤ min(d, m) (V* and U* of full rank k); for m < k set ", k, route, d, m),
+			errs.Option{Struct: "Options", Field: "Route", Value: string(UseFPT)}, ", or use the depth-2 learner (package depth2; it learns any width from one output, with biases)")
 	}
 	if need := floor.need(d, k); n < need {
 		return nil, fmt.Errorf("%w: %s needs n ≥ %s = %d samples for d=%d, k=%d; got %d", ErrInput, route, floor.rule, need, d, k, n)
 	}
 	if rk := linalg.NumericalRank(sY, p.rankTol); rk < k {
-		return nil, fmt.Errorf("%w: Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; set Options.Hidden = %d, or use the FPT route for rank-deficient U*", ErrInput, rk, k, route, rk)
+		return nil, errs.Options(ErrInput, fmt.Sprintf("Y has numerical rank %d < k = %d, so U* cannot have full column rank k as %s needs; set ", rk, k, route),
+			errs.Option{Struct: "Options", Field: "Hidden", Value: strconv.Itoa(rk)}, ", or use the FPT route for rank-deficient U*")
 	}
 	r.ExactRank = k < m && sY[k] <= p.rankTol*sY[0]
 	return r, nil

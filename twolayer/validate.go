@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -87,21 +88,21 @@ func (o Options) withDefaults() Options {
 // reading any data.
 func (o Options) Validate() error {
 	if o.CertTol < 0 || math.IsNaN(o.CertTol) || math.IsInf(o.CertTol, 0) {
-		return fmt.Errorf("%w: Options.CertTol must be ≥ 0 (0 means 1e-10), got %g", ErrInput, o.CertTol)
+		return errs.InvalidOption("Options", "CertTol", "must be ≥ 0 (0 means 1e-10), got %g", o.CertTol)
 	}
 	o = o.withDefaults()
 	if !slices.Contains(Routes, o.Route) {
-		return fmt.Errorf("%w: Options.Route must be one of %s, got %q", ErrInput, routeList(), o.Route)
+		return errs.InvalidOption("Options", "Route", "must be one of %s, got %q", routeList(), o.Route)
 	}
 	switch o.Whiten {
 	case WhitenAuto, WhitenAlways, WhitenNever:
 	default:
-		return fmt.Errorf("%w: Options.Whiten must be auto, always or never, got %q", ErrInput, o.Whiten)
+		return errs.InvalidOption("Options", "Whiten", "must be auto, always or never, got %q", o.Whiten)
 	}
 	switch o.Start {
 	case StartAuto, StartParity, StartTensor:
 	default:
-		return fmt.Errorf("%w: Options.Start must be auto, parity or tensor, got %q", ErrInput, o.Start)
+		return errs.InvalidOption("Options", "Start", "must be auto, parity or tensor, got %q", o.Start)
 	}
 	if err := checkActivation(o.Activation); err != nil {
 		return err
@@ -142,7 +143,7 @@ func routeList() string {
 // negative width is an error.
 func checkHidden(hidden int) error {
 	if hidden < 0 {
-		return fmt.Errorf("%w: Options.Hidden must be ≥ 0 (0 infers k from the rank of Y), got %d", ErrInput, hidden)
+		return errs.InvalidOption("Options", "Hidden", "must be ≥ 0 (0 infers k from the rank of Y), got %d", hidden)
 	}
 	return nil
 }

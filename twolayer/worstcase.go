@@ -180,8 +180,10 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	if rep.Work > opt.MaxWork {
 		rep.EstimatedSeconds = estimateSeconds(prob)
 		if !opt.Force {
-			return nil, rep, fmt.Errorf("%w: %w: the worst-case route (Alg 2) on n = %d samples with k = %d units needs ≈ %.2g work units (C(2n,k)·2k; limit %.0e), an estimated %s or less on this machine (C(n,k) = %.3g sign systems, ~%.3g candidate patterns); it is exponential in k and meant for k ≤ 3, n ≤ ~60. Set WorstCaseOptions.Force to run it anyway, or use fewer samples",
-				ErrInput, ErrWorkLimit, n, k, rep.Work, opt.MaxWork, humanSeconds(rep.EstimatedSeconds), binom(n, k), GenericPatternCount(n, k))
+			return nil, rep, fmt.Errorf("%w: %w", ErrInput, errs.Options(ErrWorkLimit,
+				fmt.Sprintf("the worst-case route (Alg 2) on n = %d samples with k = %d units needs ≈ %.2g work units (C(2n,k)·2k; limit %.0e), an estimated %s or less on this machine (C(n,k) = %.3g sign systems, ~%.3g candidate patterns); it is exponential in k and meant for k ≤ 3, n ≤ ~60. Set ",
+					n, k, rep.Work, opt.MaxWork, humanSeconds(rep.EstimatedSeconds), binom(n, k), GenericPatternCount(n, k)),
+				errs.Option{Struct: "WorstCaseOptions", Field: "Force"}, " to run it anyway, or use fewer samples"))
 		}
 	}
 
@@ -211,10 +213,10 @@ func worstCase(ctx context.Context, p *problem, opt WorstCaseOptions) (*Result, 
 	res.Diagnostics.SingularValuesY = s
 	res.Diagnostics.CondF = condF
 	if prob.r < prob.d {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("X has rank %d < d = %d: V is only determined on the row span of X (the returned rows have no component outside it)", prob.r, prob.d))
+		res.Warnings = append(res.Warnings, errs.Textf("X has rank %d < d = %d: V is only determined on the row span of X (the returned rows have no component outside it)", prob.r, prob.d))
 	}
 	if rep.LPFailures > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("gonum's simplex broke down on %d of %d LPs (treated as infeasible)", rep.LPFailures, rep.LPs))
+		res.Warnings = append(res.Warnings, errs.Textf("gonum's simplex broke down on %d of %d LPs (treated as infeasible)", rep.LPFailures, rep.LPs))
 	}
 	res.Elapsed = time.Since(began)
 	return res, rep, nil

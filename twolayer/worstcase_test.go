@@ -160,7 +160,7 @@ func TestWorstCaseAdversarial(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.Certificate.Met || len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "rank 3") {
+		if !res.Certificate.Met || len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0].String(), "rank 3") {
 			t.Fatalf("certificate %+v, warnings %q", res.Certificate, res.Warnings)
 		}
 	})

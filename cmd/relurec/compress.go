@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 
 	"github.com/spf13/cobra"
@@ -368,6 +369,7 @@ func (a *app) runCompress(cmd *cobra.Command, opt compressOptions, ranks string)
 	}
 	compressTime := time.Since(cstart)
 	res := &cn.res
+	withFlagTexts(res.Warnings, cmd) // the library's warnings name options; the user reads flags
 	out := compressResult{Command: "compress", Result: *res, Modules: cn.modules, Estimate: estimate, Options: opt, Out: opt.Out, Manifest: dataio.ManifestPath(opt.Out)}
 	evalStart := time.Now()
 	if err := out.evaluate(in.test, opt.Data, t.net, cn.model); err != nil {
@@ -751,7 +753,7 @@ func printCompress(w io.Writer, out *compressResult, compressTime time.Duration)
 			l.In, l.Out, rank, l.Params, l.DenseParams, l.Error, ho, l.Energy)})
 	}
 	table(w, lrows)
-	warn := append([]string{}, r.Warnings...)
+	warn := errs.Strings(r.Warnings)
 	for _, l := range r.Layers {
 		for _, m := range l.Warnings {
 			warn = append(warn, fmt.Sprintf("layer %d: %s", l.Layer, m))

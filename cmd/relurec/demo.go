@@ -96,15 +96,12 @@ func (a *app) runDemo(cmd *cobra.Command, g twoLayerGen, refine bool) error {
 	if err != nil {
 		return err
 	}
-	for i, w := range res.Warnings {
-		res.Warnings[i] = withFlagNames(w, cmd)
-	}
 	out := demoResult{
 		Command: "demo", Problem: g, NoiseSigma: gen.sigma,
 		Route: res.Route, Reason: res.Reason, Certificate: res.Certificate,
 		Errors: e, SecondsGen: genTime.Seconds(), SecondsFit: fitTime.Seconds(),
 	}
-	out.Warnings, out.Notes = splitWarnings(res.Certificate.Met, res.Warnings)
+	out.Warnings, out.Notes = splitWarnings(res.Certificate.Met, flagTexts(res.Warnings, cmd))
 	var notCertified error
 	if !res.Certificate.Met {
 		unrefined := ""

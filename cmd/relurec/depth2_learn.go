@@ -147,9 +147,6 @@ func (a *app) runLearnDepth2(cmd *cobra.Command, df *dataFlags, opt learnDepth2O
 
 // finishDepth2 writes and prints a depth-2 answer.
 func (a *app) finishDepth2(cmd *cobra.Command, run learnRun, opt learnDepth2Options, res *depth2.Result) error {
-	for i, w := range res.Warnings {
-		res.Warnings[i] = withFlagNames(w, cmd)
-	}
 	mlp := res.Model.MLP()
 	out := newLearnDepth2Result(run, opt, res, mlp)
 	unrefined := ""

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 
@@ -16,18 +15,43 @@ import (
 const optionAnnotation = "relurec-option"
 
 // errorText is err's message for the user of cmd. Library messages speak of
-// options only; this is where they become flags. An *errs.OptionError keeps
+// options only; this is where they become flags: an *errs.OptionError keeps
 // the options it names apart from its text, and each is written as the flag
-// of cmd that sets it (flagForOption); a message that is only text goes
-// through withFlagNames.
+// of cmd that sets it (optionFlag).
 func errorText(err error, cmd *cobra.Command) string {
-	msg := err.Error()
-	if cmd != nil {
-		for _, oe := range optionErrors(err) {
-			msg = strings.Replace(msg, oe.Message(errs.Option.String), oe.Message(func(o errs.Option) string { return optionFlag(cmd, o) }), 1)
-		}
+	return errs.ErrorText(err, optionNamer(cmd))
+}
+
+// flagTexts is a library's messages (a learner's warnings, its notes) for
+// the user of cmd, each option written as the flag that sets it.
+func flagTexts(ms []errs.Message, cmd *cobra.Command) []string {
+	if ms == nil {
+		return nil
 	}
-	return withFlagNames(msg, cmd)
+	name := optionNamer(cmd)
+	ss := make([]string, len(ms))
+	for i, m := range ms {
+		ss[i] = m.Text(name)
+	}
+	return ss
+}
+
+// withFlagTexts replaces each of ms in place by its text for the user of
+// cmd (flagTexts), for messages that sit inside a library struct the
+// command writes whole (a learner's diagnostics).
+func withFlagTexts(ms []errs.Message, cmd *cobra.Command) {
+	for i, s := range flagTexts(ms, cmd) {
+		ms[i] = errs.Message{s}
+	}
+}
+
+// optionNamer names options as the flags of cmd that set them
+// (optionFlag), or as Go without cmd.
+func optionNamer(cmd *cobra.Command) func(errs.Option) string {
+	if cmd == nil {
+		return errs.Option.String
+	}
+	return func(o errs.Option) string { return optionFlag(cmd, o) }
 }
 
 // optionFlag writes o as the flag of cmd that sets it, with its value
@@ -41,57 +65,6 @@ func optionFlag(cmd *cobra.Command, o errs.Option) string {
 		return "--" + flag + " " + o.Value
 	}
 	return "--" + flag
-}
-
-// optionErrors lists the *errs.OptionError values in err's chain.
-func optionErrors(err error) []*errs.OptionError {
-	var found []*errs.OptionError
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if oe, ok := err.(*errs.OptionError); ok {
-			found = append(found, oe)
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				walk(e)
-			}
-		}
-	}
-	walk(err)
-	return found
-}
-
-// optionRef matches a library message's reference to an option field:
-// "Options.Hidden", "WorstCaseOptions.Force", optionally followed by " = "
-// and a value ("set Options.Hidden = 4").
-var optionRef = regexp.MustCompile(`\b[A-Z]?\w*Options\.([A-Z]\w*)( = )?`)
-
-// withFlagNames rewrites the option fields a library message given as text
-// names (a learner's warnings and notes are strings, and so are the errors
-// not yet made with errs.Options) into the flags of cmd that set them, so a
-// user of the CLI reads "--hidden 4" where a library caller reads
-// "Options.Hidden = 4". A field without a flag on cmd is left as it is.
-func withFlagNames(msg string, cmd *cobra.Command) string {
-	if cmd == nil {
-		return msg
-	}
-	return optionRef.ReplaceAllStringFunc(msg, func(ref string) string {
-		m := optionRef.FindStringSubmatch(ref)
-		flag := flagForOption(cmd, m[1])
-		if flag == "" {
-			return ref
-		}
-		if m[2] != "" {
-			return "--" + flag + " "
-		}
-		return "--" + flag
-	})
 }
 
 // flagForOption returns the name of cmd's flag that sets the option field

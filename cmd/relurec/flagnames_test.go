@@ -19,7 +19,11 @@ func TestKebab(t *testing.T) {
 	}
 }
 
-func TestWithFlagNames(t *testing.T) {
+// A library message names its options apart from its text: each is written
+// as the flag that sets it, annotated or in kebab case, with its value; an
+// option without a flag stays as Go; an error inside a message is written
+// as errorText writes it.
+func TestFlagTexts(t *testing.T) {
 	c := &cobra.Command{Use: "x"}
 	c.Flags().Int("hidden", 0, "")
 	c.Flags().Bool("force", false, "")
@@ -27,14 +31,22 @@ func TestWithFlagNames(t *testing.T) {
 	if err := c.Flags().SetAnnotation("gamma-bound", optionAnnotation, []string{"Gamma"}); err != nil {
 		t.Fatal(err)
 	}
-	for in, want := range map[string]string{
-		"bad input: Y has rank 3 < k = 5; set Options.Hidden = 3": "bad input: Y has rank 3 < k = 5; set --hidden 3",
-		"above the limit (WorstCaseOptions.Force)":                "above the limit (--force)",
-		"increase γ (Options.Gamma)":                              "increase γ (--gamma-bound)",
-		"needs the bias density (Options.Bias)":                   "needs the bias density (Options.Bias)",
+	opt := func(s, f, v string) errs.Option { return errs.Option{Struct: s, Field: f, Value: v} }
+	for _, tc := range []struct {
+		msg       errs.Message
+		lib, want string
+	}{
+		{errs.Message{"Y has rank 3 < k = 5; set ", opt("Options", "Hidden", "3")}, "Y has rank 3 < k = 5; set Options.Hidden = 3", "Y has rank 3 < k = 5; set --hidden 3"},
+		{errs.Message{"above the limit (", opt("WorstCaseOptions", "Force", ""), ")"}, "above the limit (WorstCaseOptions.Force)", "above the limit (--force)"},
+		{errs.Message{"increase γ (", opt("Options", "Gamma", ""), ")"}, "increase γ (Options.Gamma)", "increase γ (--gamma-bound)"},
+		{errs.Message{"needs the bias density (", opt("Options", "Bias", ""), ")"}, "needs the bias density (Options.Bias)", "needs the bias density (Options.Bias)"},
+		{errs.Message{"skipped (", errs.InvalidOption("Options", "Hidden", "must be ≥ 0, got %d", -1), ")"}, "skipped (bad input: Options.Hidden must be ≥ 0, got -1)", "skipped (bad input: --hidden must be ≥ 0, got -1)"},
 	} {
-		if got := withFlagNames(in, c); got != want {
-			t.Errorf("withFlagNames(%q) = %q, want %q", in, got, want)
+		if got := tc.msg.String(); got != tc.lib {
+			t.Errorf("String() = %q, want %q", got, tc.lib)
+		}
+		if got := flagTexts([]errs.Message{tc.msg}, c); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("flagTexts(%q) = %q, want %q", tc.lib, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relurec/relurec/depth2"
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/jsonsafe"
 	"github.com/relurec/relurec/learner"
 
@@ -208,21 +209,17 @@ func (a *app) runLearnTwoLayer(cmd *cobra.Command, command string, df *dataFlags
 // finishTwoLayer writes and prints a two-layer answer.
 func (a *app) finishTwoLayer(cmd *cobra.Command, run learnRun, opt learnTwoLayerOptions, res *twolayer.Result) error {
 	// The library's notes name options; the user reads flags.
-	for i, w := range res.Warnings {
-		res.Warnings[i] = withFlagNames(w, cmd)
-	}
+	warnings := flagTexts(res.Warnings, cmd)
 	if sel := res.Diagnostics.Selection; sel != nil {
-		for i, c := range sel.Considered {
-			sel.Considered[i] = withFlagNames(c, cmd)
-		}
+		withFlagTexts(sel.Considered, cmd)
 	}
 	out := newLearnResult(run, opt, res)
 	unrefined := ""
 	if res.Route == twolayer.RouteNoisy && res.Diagnostics.RefineIterations == 0 {
-		unrefined = withFlagNames("Options.Refine fits it by least squares", cmd)
+		unrefined = "--refine fits it by least squares"
 	}
 	var notCertified error
-	out.Outcome, notCertified = judge(run.x, run.y, res.Model, out.Hidden, res.Certificate, res.Warnings, opt.Approximate, unrefined)
+	out.Outcome, notCertified = judge(run.x, run.y, res.Model, out.Hidden, res.Certificate, warnings, opt.Approximate, unrefined)
 	out.Timings = run.timings()
 	run.man.Timings = out.Timings
 	run.man.Results = jsonsafe.Finite(map[string]any{
@@ -329,7 +326,7 @@ func (out *learnResult) rows(res *twolayer.Result, fitTime time.Duration) [][2]s
 		{"certificate", cert},
 	}...)
 	if sel := res.Diagnostics.Selection; sel != nil {
-		rows = append(rows, labelled("routes considered", sel.Considered)...)
+		rows = append(rows, labelled("routes considered", errs.Strings(sel.Considered))...)
 	}
 	if res.Diagnostics.Whitened {
 		rows = append(rows, [2]string{"inputs", fmt.Sprintf("whitened (κ of the sample covariance %.3g)", res.Diagnostics.CondCovariance)})

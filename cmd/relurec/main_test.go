@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,13 +29,23 @@ import (
 )
 
 // cli runs relurec in-process with args and returns the exit status, stdout
-// and stderr.
+// and stderr. Every run checks that what the command printed names no
+// library option as Go (libraryOption): its user reads flags.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, &out, &errb)
+	for _, s := range []string{out.String(), errb.String()} {
+		if ref := libraryOption.FindString(s); ref != "" {
+			t.Errorf("%v printed the library option %q where its flag belongs:\n%s", args, ref, s)
+		}
+	}
 	return code, out.String(), errb.String()
 }
+
+// libraryOption matches a library message's reference to an options field
+// ("Options.Hidden", "WorstCaseOptions.Force").
+var libraryOption = regexp.MustCompile(`\b\w*Options\.[A-Z]\w*`)
 
 // decodeOne checks that s is exactly one JSON object and decodes it.
 func decodeOne(t *testing.T, s string) map[string]any {
