@@ -91,10 +91,10 @@ func (o Options) withDefaults() Options {
 // that value.
 const MaxInferredClasses = 1000
 
-// classesOption is TrainOptions.Classes as a message names it, with value
+// classesOption is Options.Classes as a message names it, with value
 // when the message tells what it is set to.
 func classesOption(value string) errs.Option {
-	return errs.Option{Struct: "TrainOptions", Field: "Classes", Value: value}
+	return errs.Option{Struct: "Options", Field: "Classes", Value: value}
 }
 
 // ClassCount returns the number of classes C of a classifier trained on
