@@ -10,6 +10,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 // Work counts (flops) for one 10000×784 → 512 layer, X̌ = X:
@@ -92,7 +93,7 @@ func benchFashionMLP(b *testing.B) (*nn.MLP, *mat.Dense) {
 	}
 	net, _ := nn.NewMLP([]int{784, 512, 256, 10}, 1)
 	small := tr.Head(2000)
-	if _, err := nn.Train(context.Background(), net, small.X, small.Labels, nn.TrainOptions{Epochs: 1}); err != nil {
+	if _, err := train.MLP(context.Background(), net, small.X, small.Labels, train.Options{Epochs: 1}); err != nil {
 		b.Fatal(err)
 	}
 	return net, tr.Head(10000).X

@@ -12,6 +12,7 @@ import (
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 // DistillOptions tunes the end-to-end distillation that can follow the
@@ -36,12 +37,12 @@ type DistillOptions struct {
 	// LearningRate is Adam's step size on a cosine schedule; default
 	// DefaultDistillLR.
 	LearningRate float64
-	// Temperature of both softmaxes (nn.DistillOptions); default 4.
+	// Temperature of both softmaxes (train.DistillOptions); default 4.
 	Temperature float64
-	// Objective is nn.DistillOptions.Objective: "softmax" or "logits"
+	// Objective is train.DistillOptions.Objective: "softmax" or "logits"
 	// (the squared error of the outputs). Default "softmax" for an MLP and
 	// "logits" for a graph, whose outputs need not be class logits.
-	Objective nn.DistillObjective
+	Objective train.Objective
 	// BatchSize; default 128.
 	BatchSize int
 	// HoldoutFraction of the calibration rows, the last ones, is kept out
@@ -92,8 +93,8 @@ func (o DistillOptions) withDefaults() DistillOptions {
 }
 
 // objectiveName is DistillOptions.Objective with the default spelled out.
-func objectiveName(o nn.DistillObjective) string {
-	return string(cmp.Or(o, nn.ObjectiveSoftmax))
+func objectiveName(o train.Objective) string {
+	return string(cmp.Or(o, train.ObjectiveSoftmax))
 }
 
 // validate checks the options that do not need the data.
@@ -112,11 +113,11 @@ func (o DistillOptions) validate() error {
 	case !(o.HoldoutFraction > 0 && o.HoldoutFraction < 1):
 		return errs.InvalidOption("DistillOptions", "HoldoutFraction", "must lie in (0, 1), got %g", o.HoldoutFraction)
 	}
-	return nn.CheckDistillObjective(o.Objective)
+	return train.CheckObjective(o.Objective)
 }
 
 // DistillReport is the evidence of the distillation step. Divergences are
-// the objective nn.Distill minimises (by default T²·KL between the original
+// the objective train.Distill minimises (by default T²·KL between the original
 // and compressed networks' tempered softmax plus ½ the squared difference
 // of the rows' mean logits), agreements the fraction of rows on which both predict the same class,
 // on the held-out calibration rows, before and after.
@@ -171,18 +172,18 @@ func Distill(ctx context.Context, net *nn.MLP, res *Result, x0 *mat.Dense, o Dis
 }
 
 // student is a compressed network distill fits: its outputs, and the fit
-// (nn.Distill or nn.DistillGraph on its trained parameters).
+// (train.Distill or train.DistillGraph on its trained parameters).
 type student struct {
 	net nn.Network
-	fit func(ctx context.Context, x, teacher *mat.Dense, o nn.DistillOptions) (*nn.TrainResult, error)
+	fit func(ctx context.Context, x, teacher *mat.Dense, o train.DistillOptions) (*train.Result, error)
 }
 
 // mlpStudent is a compressed MLP as a student: every weight and bias,
 // the factors balanced first.
 func mlpStudent(c *nn.MLP) student {
-	return student{net: c, fit: func(ctx context.Context, x, teacher *mat.Dense, o nn.DistillOptions) (*nn.TrainResult, error) {
+	return student{net: c, fit: func(ctx context.Context, x, teacher *mat.Dense, o train.DistillOptions) (*train.Result, error) {
 		c.BalanceFactors()
-		return nn.Distill(ctx, c, x, teacher, o)
+		return train.Distill(ctx, c, x, teacher, o)
 	}}
 }
 
@@ -204,8 +205,8 @@ func distill(ctx context.Context, net nn.Network, c student, x0 *mat.Dense, o Di
 	if err != nil {
 		return nil, err
 	}
-	tr, err := c.fit(ctx, xt, zt, nn.DistillOptions{
-		TrainOptions: nn.TrainOptions{Epochs: o.Epochs, BatchSize: o.BatchSize, LearningRate: o.LearningRate, Seed: o.Seed,
+	tr, err := c.fit(ctx, xt, zt, train.DistillOptions{
+		Options: train.Options{Epochs: o.Epochs, BatchSize: o.BatchSize, LearningRate: o.LearningRate, Seed: o.Seed,
 			Progress: func(_ string, done, total int) {
 				if progress != nil {
 					progress("distill", done, total)

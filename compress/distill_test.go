@@ -12,7 +12,7 @@ import (
 
 	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/metrics"
-	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 // Distillation after the layer fit keeps the parameter count and brings
@@ -58,7 +58,7 @@ func TestDistillImprovesFidelity(t *testing.T) {
 			}
 			floats.Scale(1/sum, row)
 		}
-		return nn.SoftCrossEntropy(z, p, temp, nil)
+		return train.SoftCrossEntropy(z, p, temp, nil)
 	}
 	kp, kd := kl(plain.Model.Forward(test.X)), kl(dist.Model.Forward(test.X))
 	ap, _ := plain.Model.Evaluate(test.X, test.Labels)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 // GraphRows is the largest number of rows a graph's weight is fit on: a
@@ -230,14 +231,14 @@ func (s *graphSource) distill(ctx context.Context, o DistillOptions, progress fu
 		return nil, nil // every weight kept as it was
 	}
 	if o.Objective == "" {
-		o.Objective = nn.ObjectiveLogits
+		o.Objective = train.ObjectiveLogits
 	}
 	for _, l := range s.ls {
 		l.balance()
 	}
 	g := s.out
-	return distill(ctx, s.g, student{net: g, fit: func(ctx context.Context, x, teacher *mat.Dense, no nn.DistillOptions) (*nn.TrainResult, error) {
-		return nn.DistillGraph(ctx, g, names, x, teacher, no)
+	return distill(ctx, s.g, student{net: g, fit: func(ctx context.Context, x, teacher *mat.Dense, no train.DistillOptions) (*train.Result, error) {
+		return train.DistillGraph(ctx, g, names, x, teacher, no)
 	}}, s.x0, o, progress)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/testutil"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 // teacher returns a random 3-layer ReLU MLP whose first layer has low-rank
@@ -311,12 +312,12 @@ func smallFashionMLP(t *testing.T, sizes []int) (*nn.MLP, *mat.Dense, *dataio.La
 	if err != nil {
 		t.Fatal(err)
 	}
-	train := te.Head(6000)
+	trainSet := te.Head(6000)
 	net, err := nn.NewMLP(sizes, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 10, Seed: 1}); err != nil {
+	if _, err := train.MLP(context.Background(), net, trainSet.X, trainSet.Labels, train.Options{Epochs: 10, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	f := fashionMLP{net, te.Slice(6000, 8000).X, te.Slice(8000, 10000)}

@@ -14,6 +14,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 // Experiments for [ZS25] (Zhang & Saab, low-rank compression).
@@ -208,7 +209,7 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 	if err := dataio.FashionMNISTAvailable(""); err != nil {
 		return nil, err
 	}
-	train, err := dataio.LoadFashionMNIST("", "train")
+	trainSet, err := dataio.LoadFashionMNIST("", "train")
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 	seeds := cfg.seeds(1, 1)
 	arch := []int{784, 512, 256, 10}
 	res.Architecture, res.Epochs, res.Calibration, res.Keeps = arch, epochs, 10000, keeps
-	calib := train.Head(res.Calibration).X
+	calib := trainSet.Head(res.Calibration).X
 	total := seeds * len(keeps) * len(methods)
 	done := 0
 	for s := 0; s < seeds; s++ {
@@ -233,7 +234,7 @@ func runFashion(ctx context.Context, cfg Config, name string, keeps []float64, m
 			return nil, err
 		}
 		st := time.Now()
-		if _, err := nn.Train(ctx, net, train.X, train.Labels, nn.TrainOptions{Epochs: epochs, Seed: seed,
+		if _, err := train.MLP(ctx, net, trainSet.X, trainSet.Labels, train.Options{Epochs: epochs, Seed: seed,
 			Progress: func(_ string, d, t int) { cfg.progress(name+": training", d, t) }}); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/testutil/nets"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -22,7 +23,7 @@ const maxFuzzSample = 4096
 // or give a Graph that evaluates samples without a panic, one output row
 // of Out() values per sample.
 func FuzzReadONNXGraph(f *testing.F) {
-	for _, g := range []*nn.Graph{residualGraph(rand.New(rand.NewPCG(1, 2))), reshapeGraph()} {
+	for _, g := range []*nn.Graph{nets.ResidualGraph(rand.New(rand.NewPCG(1, 2))), reshapeGraph()} {
 		var buf bytes.Buffer
 		if err := WriteGraphONNX(&buf, g, nil, "F32"); err != nil {
 			f.Fatal(err)
@@ -70,7 +71,7 @@ func FuzzReadONNXGraph(f *testing.F) {
 	})
 }
 
-// reshapeGraph uses the operators residualGraph does not: on samples of
+// reshapeGraph uses the operators nets.ResidualGraph does not: on samples of
 // 2 × 3 values, Reshape to 6, Sub, Mul, Div by constants, Softmax, Flatten,
 // Dropout and Identity.
 func reshapeGraph() *nn.Graph {

@@ -14,6 +14,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/internal/memtest"
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/internal/testutil/nets"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -21,7 +22,7 @@ import (
 // outputs, bit for bit in F64.
 func TestGraphONNXRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	g := residualGraph(rng)
+	g := nets.ResidualGraph(rng)
 	g.Nodes[len(g.Nodes)-1].Attrs["alpha"] = nn.GraphAttr{Kind: "float", F: 0.5}
 	var buf bytes.Buffer
 	if err := WriteGraphONNX(&buf, g, map[string]string{"k": "v"}, "F64"); err != nil {
@@ -52,7 +53,7 @@ func TestGraphONNXPythonCheck(t *testing.T) {
 	if py == "" {
 		t.Skipf("no python3 with the onnx module (tried %s); install python3-onnx or set RELUREC_PYTHON", tried)
 	}
-	graphs := map[string]*nn.Graph{"residual": residualGraph(rand.New(rand.NewPCG(7, 8)))}
+	graphs := map[string]*nn.Graph{"residual": nets.ResidualGraph(rand.New(rand.NewPCG(7, 8)))}
 	for path := range vitFixtures {
 		g, err := LoadGraphONNX(path)
 		if err != nil {
@@ -104,7 +105,7 @@ func TestGraphRefusesMalformedNodes(t *testing.T) {
 			g.Consts["W1"] = &nn.GraphTensor{Shape: []int{1 << 32, 1 << 32}}
 		}, `"W1"`},
 	} {
-		g := residualGraph(rng)
+		g := nets.ResidualGraph(rng)
 		tc.edit(g)
 		err := g.Validate()
 		if err == nil || !errors.Is(err, nn.ErrInput) || !strings.Contains(err.Error(), tc.want) {

@@ -273,4 +273,4 @@ func (c *CNN) Evaluate(x *mat.Dense, labels []int) (Metrics, error) {
 
 // Predict returns the index of the largest output of each row of
 // c.Forward(x) (the first one on ties), like torch.argmax(model(x), dim=1).
-func (c *CNN) Predict(x *mat.Dense) []int { return argmaxRows(c.Forward(x)) }
+func (c *CNN) Predict(x *mat.Dense) []int { return ArgmaxRows(c.Forward(x)) }

@@ -1,7 +1,8 @@
 // Package nn holds relurec's network types and everything done to a network
-// rather than learnt: the forward pass, the canonical form that removes the
-// symmetries of ReLU units, gradients, and training and distillation by
-// Adam. Reading and writing networks as files is package modelfile's.
+// rather than learnt: the forward pass, evaluation as a classifier, the
+// canonical form that removes the symmetries of ReLU units, and the
+// gradients training needs. Training and distillation by Adam are package
+// train's; reading and writing networks as files is package modelfile's.
 //
 // An MLP is a list of Layers, each act(x·Wᵀ + b) with W in PyTorch's
 // nn.Linear layout (out × in) and samples as rows, so Forward maps an n×d

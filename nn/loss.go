@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -12,9 +13,9 @@ import (
 	"github.com/relurec/relurec/internal/parallel"
 )
 
-// ErrInput marks a caller's data or option that a training or evaluation
-// routine cannot use: a label out of range, inputs of the wrong width, a
-// non-positive batch size. The CLI maps it to exit status 2.
+// ErrInput marks a caller's data or option that a routine of this package
+// cannot use: a label out of range, inputs of the wrong width, a network
+// that does not validate. The CLI maps it to exit status 2.
 // It is the shared errs.ErrInput, so errors.Is matches it whichever package
 // returned the error.
 var ErrInput = errs.ErrInput
@@ -92,6 +93,11 @@ type Metrics struct {
 // evalChunk is the number of rows scored by one task of Evaluate.
 const evalChunk = 1024
 
+// EvaluateRows is how many of n rows Evaluate scores at once (a chunk of
+// rows per core), and so how many rows of activations it holds: what a
+// caller that budgets the memory of an evaluation counts.
+func EvaluateRows(n int) int { return min(max(n, 0), runtime.GOMAXPROCS(0)*evalChunk) }
+
 // Evaluate scores the network as a classifier on x (n×In) with integer labels
 // in [0, Out): accuracy and mean cross-entropy of the logits m.Forward(x). It
 // runs in fixed chunks of rows on all cores and sums the chunks in order, so
@@ -131,7 +137,7 @@ func evaluateChunks(x *mat.Dense, labels []int, in, out int, fwd func(xs, z *mat
 		z := mat.NewDense(r1-r0, out, nil)
 		fwd(x.Slice(r0, r1, 0, d).(*mat.Dense), z)
 		losses[c] = SoftmaxCrossEntropy(z, labels[r0:r1], nil) * float64(r1-r0)
-		correct[c] = countCorrect(z, labels[r0:r1])
+		correct[c] = CountCorrect(z, labels[r0:r1])
 	})
 	var res Metrics
 	for c := range losses {
@@ -146,11 +152,11 @@ func evaluateChunks(x *mat.Dense, labels []int, in, out int, fwd func(xs, z *mat
 
 // Predict returns the index of the largest logit of each row of m.Forward(x)
 // (the first one on ties), like torch.argmax(model(x), dim=1).
-func (m *MLP) Predict(x *mat.Dense) []int { return argmaxRows(m.Forward(x)) }
+func (m *MLP) Predict(x *mat.Dense) []int { return ArgmaxRows(m.Forward(x)) }
 
-// argmaxRows returns the index of the largest entry of each row of z (the
-// first one on ties).
-func argmaxRows(z *mat.Dense) []int {
+// ArgmaxRows returns the index of the largest entry of each row of z (the
+// first one on ties): the classes a classifier with logits z predicts.
+func ArgmaxRows(z *mat.Dense) []int {
 	n, _ := z.Dims()
 	out := make([]int, n)
 	for i := range out {
@@ -169,7 +175,9 @@ func argmax(row []float64) int {
 	return best
 }
 
-func countCorrect(z *mat.Dense, labels []int) int {
+// CountCorrect counts the rows of the logits z whose largest entry (the
+// first one on ties) is at the row's label.
+func CountCorrect(z *mat.Dense, labels []int) int {
 	k := 0
 	for i, l := range labels {
 		if argmax(z.RawRowView(i)) == l {

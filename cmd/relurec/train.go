@@ -13,6 +13,7 @@ import (
 
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/train"
 )
 
 func newTrainCmd(a *app) *cobra.Command {
@@ -47,7 +48,7 @@ type trainMLPResult struct {
 	Samples      int                `json:"samples"`
 	Train        nn.Metrics         `json:"train"`
 	Test         *nn.Metrics        `json:"test,omitempty"`
-	Epochs       []nn.EpochStats    `json:"epochs"`
+	Epochs       []train.EpochStats `json:"epochs"`
 	Seconds      float64            `json:"seconds"`
 	Timings      map[string]float64 `json:"timings"`
 	Options      trainMLPOptions    `json:"options"`
@@ -133,7 +134,7 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 	if err := opt.validate(hidden); err != nil {
 		return err
 	}
-	train, test, inputs, err := labeledSplits(opt.Data, opt.XName, opt.YName)
+	trainSet, test, inputs, err := labeledSplits(opt.Data, opt.XName, opt.YName)
 	if err != nil {
 		return err
 	}
@@ -142,13 +143,13 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 		return err
 	}
 	readTime := time.Since(start)
-	to := nn.TrainOptions{
+	to := train.Options{
 		Epochs: opt.Epochs, BatchSize: opt.BatchSize, LearningRate: opt.LearningRate,
 		Schedule: opt.Schedule, WeightDecay: opt.WeightDecay, Seed: opt.Seed, Classes: opt.Classes,
 	}
 	// The class count sizes the output layer: check the labels against it
 	// before any memory is spent on the network.
-	classes, err := to.ClassCount(train.Labels)
+	classes, err := to.ClassCount(trainSet.Labels)
 	if err != nil {
 		return err
 	}
@@ -158,9 +159,9 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 		}
 	}
 	to.Classes = classes
-	_, d := train.X.Dims()
+	_, d := trainSet.X.Dims()
 	sizes := append(append([]int{d}, opt.Hidden...), classes)
-	if err := dataio.CheckMemory(nn.TrainingBytes(sizes, train.Rows(), to),
+	if err := dataio.CheckMemory(train.MLPBytes(sizes, trainSet.Rows(), to),
 		"training a "+archName(sizes)+" network (weights, Adam's moments, gradients and activations)",
 		"use fewer --classes, narrower --hidden layers or a smaller --batch-size"); err != nil {
 		return err
@@ -172,7 +173,7 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 	progress, clear := a.progress()
 	to.Progress = progress
 	trainStart := time.Now()
-	tr, err := nn.Train(cmd.Context(), net, train.X, train.Labels, to)
+	tr, err := train.MLP(cmd.Context(), net, trainSet.X, trainSet.Labels, to)
 	clear()
 	if err != nil {
 		return err
@@ -181,9 +182,9 @@ func (a *app) runTrainMLP(cmd *cobra.Command, opt trainMLPOptions, hidden string
 	evalStart := time.Now()
 	out := trainMLPResult{
 		Command: "train mlp", Out: opt.Out, Architecture: sizes, Parameters: net.NumParams(),
-		Samples: train.Rows(), Epochs: tr.Epochs, Options: opt, Manifest: dataio.ManifestPath(opt.Out),
+		Samples: trainSet.Rows(), Epochs: tr.Epochs, Options: opt, Manifest: dataio.ManifestPath(opt.Out),
 	}
-	if err := out.evaluate(net, train, test); err != nil {
+	if err := out.evaluate(net, trainSet, test); err != nil {
 		return err
 	}
 	out.Timings = map[string]float64{

@@ -44,3 +44,36 @@ func RandCNN(rng *rand.Rand) *nn.CNN {
 		&nn.Linear{Weight: testutil.RandDense(rng, 5, 6), Bias: testutil.RandVec(rng, 5)})
 	return net
 }
+
+// RandTensor is a graph constant of the shape with standard normal entries.
+func RandTensor(rng *rand.Rand, shape ...int) *nn.GraphTensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return &nn.GraphTensor{Shape: shape, Data: testutil.RandVec(rng, n)}
+}
+
+// ResidualGraph is a tiny mixer-like block on samples of 3 tokens × 4
+// channels: h = x + ReLU(x·W1 + b1)·W2, the mean over the channels of hᵀ
+// (so per token), then Gemm(·, Wh, bh) with transB. Package nn's own
+// tests build the same graph (they cannot import this package).
+func ResidualGraph(rng *rand.Rand) *nn.Graph {
+	return &nn.Graph{
+		Input: "x", InputShape: []int{3, 4}, Output: "y",
+		Consts: map[string]*nn.GraphTensor{
+			"W1": RandTensor(rng, 4, 5), "b1": RandTensor(rng, 5), "W2": RandTensor(rng, 5, 4),
+			"Wh": RandTensor(rng, 2, 3), "bh": RandTensor(rng, 2),
+		},
+		Nodes: []nn.GraphNode{
+			{Name: "mm1", Op: "MatMul", Inputs: []string{"x", "W1"}, Outputs: []string{"a"}},
+			{Name: "add1", Op: "Add", Inputs: []string{"b1", "a"}, Outputs: []string{"b"}},
+			{Name: "relu", Op: "Relu", Inputs: []string{"b"}, Outputs: []string{"c"}},
+			{Name: "mm2", Op: "MatMul", Inputs: []string{"c", "W2"}, Outputs: []string{"d"}},
+			{Name: "res", Op: "Add", Inputs: []string{"x", "d"}, Outputs: []string{"h"}},
+			{Name: "tr", Op: "Transpose", Inputs: []string{"h"}, Outputs: []string{"ht"}, Attrs: map[string]nn.GraphAttr{"perm": {Kind: "ints", Ints: []int64{0, 2, 1}}}},
+			{Name: "mean", Op: "ReduceMean", Inputs: []string{"ht"}, Outputs: []string{"m"}, Attrs: map[string]nn.GraphAttr{"axes": {Kind: "ints", Ints: []int64{1}}, "keepdims": {Kind: "int", I: 0}}},
+			{Name: "head", Op: "Gemm", Inputs: []string{"m", "Wh", "bh"}, Outputs: []string{"y"}, Attrs: map[string]nn.GraphAttr{"transB": {Kind: "int", I: 1}}},
+		},
+	}
+}

@@ -1,11 +1,10 @@
-package nn
+package train
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -15,12 +14,19 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/nn"
 )
 
-// TrainOptions controls Train. The zero value works: 10 epochs of Adam
-// (Kingma & Ba 2015) with minibatches of 128, learning rate 1e-3 on a cosine
-// schedule, seed 0.
-type TrainOptions struct {
+// ErrInput marks a caller's data or option that training cannot use: a
+// label out of range, inputs of the wrong width, a non-positive batch
+// size. It is the shared errs.ErrInput, so errors.Is matches it whichever
+// package returned the error.
+var ErrInput = errs.ErrInput
+
+// Options controls the Adam loop of MLP, Distill and DistillGraph. The
+// zero value works: 10 epochs of Adam (Kingma & Ba 2015) with minibatches
+// of 128, learning rate 1e-3 on a cosine schedule, seed 0.
+type Options struct {
 	// Epochs is the number of passes over the data. Default 10.
 	Epochs int
 	// BatchSize is the number of samples per step. Default 128. The last,
@@ -39,7 +45,7 @@ type TrainOptions struct {
 	// Default 0.
 	WeightDecay float64
 	// Classes is the number of classes C: labels lie in [0, C) and the
-	// network has C outputs (Train checks both). 0 leaves it to the labels:
+	// network has C outputs (MLP checks both). 0 leaves it to the labels:
 	// ClassCount then infers max(label)+1, at most MaxInferredClasses.
 	Classes int
 	// Seed seeds the order of the samples in each epoch. The same seed, data
@@ -54,7 +60,7 @@ type TrainOptions struct {
 	Progress func(stage string, done, total int)
 }
 
-func (o TrainOptions) withDefaults() TrainOptions {
+func (o Options) withDefaults() Options {
 	if o.Epochs == 0 {
 		o.Epochs = 10
 	}
@@ -80,24 +86,24 @@ func (o TrainOptions) withDefaults() TrainOptions {
 }
 
 // MaxInferredClasses is the largest class count ClassCount infers from the
-// labels alone (TrainOptions.Classes = 0). A single stray label such as 1e6
+// labels alone (Options.Classes = 0). A single stray label such as 1e6
 // would otherwise size the output layer — and the memory of training — by
 // that value.
 const MaxInferredClasses = 1000
 
-// classesOption is TrainOptions.Classes as a message names it, with value
+// classesOption is Options.Classes as a message names it, with value
 // when the message tells what it is set to.
 func classesOption(value string) errs.Option {
-	return errs.Option{Struct: "TrainOptions", Field: "Classes", Value: value}
+	return errs.Option{Struct: "Options", Field: "Classes", Value: value}
 }
 
 // ClassCount returns the number of classes C of a classifier trained on
-// labels with o: TrainOptions.Classes when it is set, and every label must
+// labels with o: Options.Classes when it is set, and every label must
 // then lie in [0, C); otherwise max(label)+1, which must not exceed
 // MaxInferredClasses. It is the check to run before sizing a network's
 // output layer from the labels. Errors wrap ErrInput and name the offending
 // label's value and row.
-func (o TrainOptions) ClassCount(labels []int) (int, error) {
+func (o Options) ClassCount(labels []int) (int, error) {
 	if o.Classes < 0 {
 		return 0, fmt.Errorf("%w: %w", errs.Options(nil, "nn: ", classesOption(""), fmt.Sprintf(" must be ≥ 0 (0 infers it from the labels), got %d", o.Classes)), ErrInput)
 	}
@@ -122,14 +128,14 @@ func (o TrainOptions) ClassCount(labels []int) (int, error) {
 	return classes, nil
 }
 
-// TrainingBytes estimates the memory Train and the Evaluate after it take
+// MLPBytes estimates the memory MLP and the Evaluate after it take
 // for a network of the given layer sizes (as NewMLP takes them) on n
 // samples with opt, so that a caller can refuse sizes too large for the
 // machine before it allocates the network: the network, Adam's two moments
 // and the gradient (four values a parameter), a batch's inputs,
 // activations and their gradients, and the chunks of rows Evaluate scores
 // at once on all cores. The samples themselves are not counted.
-func TrainingBytes(sizes []int, n int, opt TrainOptions) float64 {
+func MLPBytes(sizes []int, n int, opt Options) float64 {
 	opt = opt.withDefaults()
 	if len(sizes) == 0 {
 		return 0
@@ -140,7 +146,7 @@ func TrainingBytes(sizes []int, n int, opt TrainOptions) float64 {
 		params += float64(sizes[i])*float64(sizes[i+1]) + float64(sizes[i+1])
 		units += float64(sizes[i+1])
 	}
-	evaluated := float64(min(max(n, 0), runtime.GOMAXPROCS(0)*evalChunk)) // rows scored at once
+	evaluated := float64(nn.EvaluateRows(n)) // rows scored at once
 	return 8 * (4*params + batch*(float64(sizes[0])+2*units) + evaluated*units)
 }
 
@@ -149,17 +155,17 @@ type EpochStats struct {
 	Epoch int `json:"epoch"`
 	// TrainLoss and TrainAccuracy average the minibatch losses and
 	// accuracies of the epoch (measured before each step's update).
-	TrainLoss     float64  `json:"train_loss"`
-	TrainAccuracy float64  `json:"train_accuracy"`
-	Validation    *Metrics `json:"validation,omitempty"`
+	TrainLoss     float64     `json:"train_loss"`
+	TrainAccuracy float64     `json:"train_accuracy"`
+	Validation    *nn.Metrics `json:"validation,omitempty"`
 	// HoldoutLoss is Distill's divergence on DistillOptions.Holdout.
 	HoldoutLoss  *float64 `json:"holdout_loss,omitempty"`
 	LearningRate float64  `json:"learning_rate"` // at the epoch's end
 	Seconds      float64  `json:"seconds"`
 }
 
-// TrainResult is what Train and Distill return.
-type TrainResult struct {
+// Result is what MLP, Distill and DistillGraph return.
+type Result struct {
 	Epochs []EpochStats `json:"epochs"`
 	// StartHoldoutLoss and BestEpoch report Distill's early stopping: the
 	// held-out divergence before training and the epoch whose weights were
@@ -170,7 +176,7 @@ type TrainResult struct {
 	Elapsed          time.Duration `json:"elapsed"`
 }
 
-// Train fits m in place to classify the rows of x (n×In) into labels in
+// MLP fits m in place to classify the rows of x (n×In) into labels in
 // [0, Out) by minimising the mean softmax cross-entropy of its logits with
 // minibatch Adam, exactly as torch.optim.Adam (or AdamW with WeightDecay)
 // with bias correction does. Every layer must be ReLU or Identity; gradients
@@ -179,10 +185,10 @@ type TrainResult struct {
 // into output blocks with a fixed summation order, so results do not depend
 // on GOMAXPROCS.
 //
-// Train honours ctx between steps; on cancellation it returns the statistics
+// MLP honours ctx between steps; on cancellation it returns the statistics
 // so far with ctx's error, leaving m at the last completed step. Errors
 // caused by the data or options wrap ErrInput.
-func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOptions) (*TrainResult, error) {
+func MLP(ctx context.Context, m *nn.MLP, x *mat.Dense, labels []int, opt Options) (*Result, error) {
 	opt = opt.withDefaults()
 	if err := checkMLP("Train", m); err != nil {
 		return nil, err
@@ -194,7 +200,7 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 	if opt.Classes != 0 && opt.Classes != m.Out() {
 		return nil, fmt.Errorf("%w: %w", errs.Options(nil, fmt.Sprintf("nn: Train: the network has %d outputs but ", m.Out()), classesOption(strconv.Itoa(opt.Classes))), ErrInput)
 	}
-	if err := CheckLabels(labels, n, m.Out()); err != nil {
+	if err := nn.CheckLabels(labels, n, m.Out()); err != nil {
 		return nil, err
 	}
 	batchLabels := make([]int, min(opt.BatchSize, n))
@@ -203,19 +209,19 @@ func Train(ctx context.Context, m *MLP, x *mat.Dense, labels []int, opt TrainOpt
 		for r, i := range idx {
 			lab[r] = labels[i]
 		}
-		return SoftmaxCrossEntropy(logits, lab, grad), countCorrect(logits, lab)
+		return nn.SoftmaxCrossEntropy(logits, lab, grad), nn.CountCorrect(logits, lab)
 	}, nil)
 }
 
 // checkMLP checks that m is a valid network of ReLU and Identity layers,
-// the ones Train and Distill differentiate. fn names the caller in
+// the ones MLP and Distill differentiate. fn names the caller in
 // messages; errors wrap ErrInput.
-func checkMLP(fn string, m *MLP) error {
+func checkMLP(fn string, m *nn.MLP) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInput)
 	}
 	for i, l := range m.Layers {
-		if l.Act != ReLU && l.Act != Identity {
+		if l.Act != nn.ReLU && l.Act != nn.Identity {
 			return fmt.Errorf("nn: %s: layer %d has activation %s; training supports relu and identity layers only: %w", fn, i, l.Act, ErrInput)
 		}
 	}
@@ -228,7 +234,7 @@ func checkMLP(fn string, m *MLP) error {
 func checkTraining(fn string, m interface {
 	In() int
 	Out() int
-}, x *mat.Dense, opt TrainOptions) error {
+}, x *mat.Dense, opt Options) error {
 	if x == nil || x.IsEmpty() {
 		return fmt.Errorf("nn: %s: the inputs x are nil or empty; expected n×%d (the network's input width): %w", fn, m.In(), ErrInput)
 	}
@@ -256,7 +262,7 @@ func checkTraining(fn string, m interface {
 			return fmt.Errorf("nn: %s: validation inputs have %d columns, training inputs %d: %w", fn, vd, m.In(), ErrInput)
 		}
 		vn, _ := opt.Validation.Dims()
-		if err := CheckLabels(opt.ValidationLabels, vn, m.Out()); err != nil {
+		if err := nn.CheckLabels(opt.ValidationLabels, vn, m.Out()); err != nil {
 			return fmt.Errorf("validation: %w", err)
 		}
 	}
@@ -274,7 +280,7 @@ type trainable interface {
 	In() int
 	Out() int
 	Forward(x *mat.Dense) *mat.Dense
-	Evaluate(x *mat.Dense, labels []int) (Metrics, error)
+	Evaluate(x *mat.Dense, labels []int) (nn.Metrics, error)
 	// params lists the parameters, each with the slice gradient writes
 	// its gradient into; they stay the same slices while it trains.
 	params() []param
@@ -287,15 +293,15 @@ type trainable interface {
 // param is one parameter slice of a trainable and its gradient.
 type param struct {
 	value, grad []float64
-	// decay: TrainOptions.WeightDecay applies (weights, not biases).
+	// decay: Options.WeightDecay applies (weights, not biases).
 	decay bool
 }
 
-// adamLoop is the minibatch Adam loop of Train and Distill with the
+// adamLoop is the minibatch Adam loop of MLP and Distill with the
 // checked, defaulted options opt and the loss of a batch.
 // afterEpoch, if non-nil, is called with each epoch's statistics before
 // they are recorded.
-func adamLoop(ctx context.Context, m trainable, x *mat.Dense, opt TrainOptions, loss batchLoss, afterEpoch func(*EpochStats)) (*TrainResult, error) {
+func adamLoop(ctx context.Context, m trainable, x *mat.Dense, opt Options, loss batchLoss, afterEpoch func(*EpochStats)) (*Result, error) {
 	start := time.Now()
 	n, _ := x.Dims()
 	bs := min(opt.BatchSize, n)
@@ -305,7 +311,7 @@ func adamLoop(ctx context.Context, m trainable, x *mat.Dense, opt TrainOptions, 
 	ad := newAdam(ps)
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x747261696e)) // "train"
 	perm := make([]int, n)
-	res := &TrainResult{}
+	res := &Result{}
 	step := 0
 	for ep := 0; ep < opt.Epochs; ep++ {
 		epStart := time.Now()
@@ -366,11 +372,11 @@ func adamLoop(ctx context.Context, m trainable, x *mat.Dense, opt TrainOptions, 
 // mlpTrainer is an MLP as a trainable: its weights and biases, and the
 // workspace of a minibatch.
 type mlpTrainer struct {
-	*MLP
+	*nn.MLP
 	ws *workspace
 }
 
-func newMLPTrainer(m *MLP, bs int) *mlpTrainer {
+func newMLPTrainer(m *nn.MLP, bs int) *mlpTrainer {
 	return &mlpTrainer{MLP: m, ws: newWorkspace(m, bs)}
 }
 
@@ -404,7 +410,7 @@ type workspace struct {
 	db [][]float64
 }
 
-func newWorkspace(m *MLP, bs int) *workspace {
+func newWorkspace(m *nn.MLP, bs int) *workspace {
 	L := len(m.Layers)
 	ws := &workspace{
 		xb: mat.NewDense(bs, m.In(), nil),
@@ -429,7 +435,7 @@ func rows(a *mat.Dense, r int) *mat.Dense {
 // gradient computes the loss on the samples idx and its gradient with respect
 // to every weight and bias (into ws.dw, ws.db), and returns the mean loss and
 // the number of samples the loss counts as correct.
-func (ws *workspace) gradient(m *MLP, x *mat.Dense, idx []int, lossOf batchLoss) (float64, int) {
+func (ws *workspace) gradient(m *nn.MLP, x *mat.Dense, idx []int, lossOf batchLoss) (float64, int) {
 	b := len(idx)
 	_, d := x.Dims()
 	xb := rows(ws.xb, b)
@@ -446,7 +452,7 @@ func (ws *workspace) gradient(m *MLP, x *mat.Dense, idx []int, lossOf batchLoss)
 			if l.Bias != nil {
 				floats.Add(row, l.Bias)
 			}
-			if l.Act == ReLU {
+			if l.Act == nn.ReLU {
 				for j, v := range row {
 					if !(v > 0) {
 						row[j] = 0
@@ -460,7 +466,7 @@ func (ws *workspace) gradient(m *MLP, x *mat.Dense, idx []int, lossOf batchLoss)
 	logits := rows(ws.h[L-1], b)
 	g := rows(ws.g[L-1], b)
 	loss, ok := lossOf(logits, g, idx)
-	if m.Layers[L-1].Act == ReLU {
+	if m.Layers[L-1].Act == nn.ReLU {
 		maskReLU(g, logits)
 	}
 	for i := L - 1; i >= 0; i-- {
@@ -480,7 +486,7 @@ func (ws *workspace) gradient(m *MLP, x *mat.Dense, idx []int, lossOf batchLoss)
 		if i > 0 {
 			gp := rows(ws.g[i-1], b)
 			gp.Mul(g, l.Weight)
-			if m.Layers[i-1].Act == ReLU {
+			if m.Layers[i-1].Act == nn.ReLU {
 				maskReLU(gp, prev)
 			}
 			g = gp
@@ -520,7 +526,7 @@ func newAdam(ps []param) *adam {
 
 // step applies one Adam update with learning rate lr to the parameters
 // ps, from their gradients.
-func (a *adam) step(ps []param, lr float64, o TrainOptions) {
+func (a *adam) step(ps []param, lr float64, o Options) {
 	a.t++
 	c1 := 1 - math.Pow(o.Beta1, float64(a.t))
 	c2 := 1 - math.Pow(o.Beta2, float64(a.t))
@@ -538,10 +544,10 @@ func (a *adam) step(ps []param, lr float64, o TrainOptions) {
 	}
 }
 
-// DistillOptions controls Distill: the TrainOptions of the Adam loop (their
+// DistillOptions controls Distill: the Options of the Adam loop (their
 // Classes field is ignored) and the temperature.
 type DistillOptions struct {
-	TrainOptions
+	Options
 	// Temperature T softens the teacher's and the student's softmax before
 	// they are compared (Hinton, Vinyals & Dean 2015, "Distilling the
 	// knowledge in a neural network"). Default 1. A large T approaches
@@ -553,7 +559,7 @@ type DistillOptions struct {
 	// row, and without the term the logits drift away from the teacher's
 	// while the predictions get closer); ObjectiveLogits the logits themselves, by
 	// the mean of ½‖z − t‖² (logit regression, Ba & Caruana 2014).
-	Objective DistillObjective
+	Objective Objective
 	// Holdout and HoldoutTeacher, if set, are inputs and their teacher
 	// logits kept out of training. The divergence on them is measured
 	// before training and after every epoch (EpochStats.HoldoutLoss), and
@@ -565,7 +571,7 @@ type DistillOptions struct {
 
 // Distill fits m in place so that its softmax output on the rows of x
 // matches the teacher logits (n × Out, e.g. the dense network's output on x):
-// minibatch Adam, as Train, on the mean Kullback–Leibler divergence
+// minibatch Adam, as MLP, on the mean Kullback–Leibler divergence
 // T²·KL(softmax(t/T) ‖ softmax(z/T)) between the teacher's row t and the
 // student's logits z, plus ½(z̄ − t̄)² on the rows' mean logits (the one
 // direction the divergence is blind to), or on the logits' squared error
@@ -573,10 +579,10 @@ type DistillOptions struct {
 // is fitted to the network it came from on unlabelled calibration data.
 // EpochStats' TrainLoss is that objective and TrainAccuracy the fraction
 // of samples whose largest logit is the teacher's. Same determinism and
-// cancellation as Train, except that with a Holdout a cancelled run, like a
+// cancellation as MLP, except that with a Holdout a cancelled run, like a
 // finished one, ends on the best held-out epoch's weights; errors wrap
 // ErrInput.
-func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
+func Distill(ctx context.Context, m *nn.MLP, x, teacher *mat.Dense, opt DistillOptions) (*Result, error) {
 	if err := checkMLP("Distill", m); err != nil {
 		return nil, err
 	}
@@ -584,16 +590,16 @@ func Distill(ctx context.Context, m *MLP, x, teacher *mat.Dense, opt DistillOpti
 	if x != nil {
 		n, _ = x.Dims()
 	}
-	return distill(ctx, "Distill", newMLPTrainer(m, max(1, min(opt.TrainOptions.withDefaults().BatchSize, n))), x, teacher, opt)
+	return distill(ctx, "Distill", newMLPTrainer(m, max(1, min(opt.Options.withDefaults().BatchSize, n))), x, teacher, opt)
 }
 
 // distill is Distill on any trainable; fn names the caller in messages.
-func distill(ctx context.Context, fn string, m trainable, x, teacher *mat.Dense, opt DistillOptions) (*TrainResult, error) {
-	opt.TrainOptions = opt.TrainOptions.withDefaults()
+func distill(ctx context.Context, fn string, m trainable, x, teacher *mat.Dense, opt DistillOptions) (*Result, error) {
+	opt.Options = opt.Options.withDefaults()
 	if opt.Temperature == 0 {
 		opt.Temperature = 1
 	}
-	if err := checkTraining(fn, m, x, opt.TrainOptions); err != nil {
+	if err := checkTraining(fn, m, x, opt.Options); err != nil {
 		return nil, err
 	}
 	if !(opt.Temperature > 0) || math.IsInf(opt.Temperature, 0) {
@@ -612,19 +618,19 @@ func distill(ctx context.Context, fn string, m trainable, x, teacher *mat.Dense,
 	if err != nil {
 		return nil, err
 	}
-	p, classes := obj.targets(teacher), argmaxRows(teacher)
+	p, classes := obj.targets(teacher), nn.ArgmaxRows(teacher)
 	bs := min(opt.BatchSize, n)
 	_, pc := p.Dims()
 	pb := mat.NewDense(bs, pc, nil)
 	lab := make([]int, bs)
-	res, err := adamLoop(ctx, m, x, opt.TrainOptions, func(logits, grad *mat.Dense, idx []int) (float64, int) {
+	res, err := adamLoop(ctx, m, x, opt.Options, func(logits, grad *mat.Dense, idx []int) (float64, int) {
 		b := len(idx)
 		for r, i := range idx {
 			copy(pb.RawRowView(r), p.RawRowView(i))
 			lab[r] = classes[i]
 		}
 		loss := obj.loss(logits, rows(pb, b), grad)
-		return loss, countCorrect(logits, lab[:b])
+		return loss, nn.CountCorrect(logits, lab[:b])
 	}, keep.epochEnd)
 	if keep != nil && res != nil {
 		keep.restore()
@@ -633,13 +639,13 @@ func distill(ctx context.Context, fn string, m trainable, x, teacher *mat.Dense,
 	return res, err
 }
 
-// DistillObjective names what distillation matches (DistillOptions.Objective).
-type DistillObjective string
+// Objective names what distillation matches (DistillOptions.Objective).
+type Objective string
 
 // The distillation objectives; "" is ObjectiveSoftmax.
 const (
-	ObjectiveSoftmax DistillObjective = "softmax"
-	ObjectiveLogits  DistillObjective = "logits"
+	ObjectiveSoftmax Objective = "softmax"
+	ObjectiveLogits  Objective = "logits"
 )
 
 // distillObjective is what Distill matches: targets turns teacher logits
@@ -649,10 +655,10 @@ type distillObjective struct {
 	loss    func(z, target, grad *mat.Dense) float64
 }
 
-// CheckDistillObjective returns the error Distill gives for
+// CheckObjective returns the error Distill gives for
 // DistillOptions.Objective = name, nil for a valid one: callers check it
 // before work that precedes the distillation.
-func CheckDistillObjective(name DistillObjective) error {
+func CheckObjective(name Objective) error {
 	_, err := DistillOptions{Objective: name, Temperature: 1}.objective()
 	return err
 }

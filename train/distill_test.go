@@ -1,4 +1,4 @@
-package nn
+package train
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/internal/testutil"
+	"github.com/relurec/relurec/nn"
 )
 
 // SoftCrossEntropy is a divergence: zero when the student's tempered
@@ -55,14 +56,14 @@ func TestSoftCrossEntropy(t *testing.T) {
 // logits), early stopping on the true held-out logits leaves it untouched.
 func TestDistill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 7))
-	teacher, _ := NewMLP([]int{8, 16, 3}, 1)
+	teacher, _ := nn.NewMLP([]int{8, 16, 3}, 1)
 	for _, l := range teacher.Layers {
 		l.Weight.Scale(3, l.Weight) // confident teacher
 	}
 	x, hx := testutil.RandDense(rng, 2000, 8), testutil.RandDense(rng, 500, 8)
 	tz, hz := teacher.Forward(x), teacher.Forward(hx)
-	student, _ := NewMLP([]int{8, 16, 3}, 2)
-	opt := DistillOptions{TrainOptions: TrainOptions{Epochs: 20, LearningRate: 1e-2, Seed: 1}, Holdout: hx, HoldoutTeacher: hz}
+	student, _ := nn.NewMLP([]int{8, 16, 3}, 2)
+	opt := DistillOptions{Options: Options{Epochs: 20, LearningRate: 1e-2, Seed: 1}, Holdout: hx, HoldoutTeacher: hz}
 	res, err := Distill(context.Background(), student, x, tz, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestDistill(t *testing.T) {
 
 func TestDistillBadInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
-	m, _ := NewMLP([]int{4, 5, 3}, 1)
+	m, _ := nn.NewMLP([]int{4, 5, 3}, 1)
 	x := testutil.RandDense(rng, 10, 4)
 	good := m.Forward(x)
 	cases := map[string]struct {
@@ -123,31 +124,6 @@ func TestDistillBadInput(t *testing.T) {
 	}
 }
 
-// BalanceFactors keeps the function and equalises, per inner unit, the
-// norms of the two factors, however unequal they start.
-func TestBalanceFactors(t *testing.T) {
-	rng := rand.New(rand.NewPCG(10, 11))
-	first := Layer{Weight: testutil.RandDense(rng, 3, 6), Bias: []float64{1, -2, 3}, Act: Identity}
-	first.Weight.Scale(1e3, first.Weight)
-	m := &MLP{Layers: []Layer{first, {Weight: testutil.RandDense(rng, 4, 3), Bias: make([]float64, 4), Act: ReLU}, {Weight: testutil.RandDense(rng, 2, 4), Act: Identity}}}
-	x := testutil.RandDense(rng, 20, 6)
-	before := m.Forward(x)
-	m.BalanceFactors()
-	after := m.Forward(x)
-	var d mat.Dense
-	d.Sub(after, before)
-	if e := mat.Norm(&d, 2) / mat.Norm(before, 2); e > 1e-14 {
-		t.Fatalf("balancing changed the outputs by %g (relative)", e)
-	}
-	for k := 0; k < 3; k++ {
-		a := mat.Norm(m.Layers[0].Weight.RowView(k), 2)
-		b := mat.Norm(m.Layers[1].Weight.ColView(k), 2)
-		if math.Abs(a-b) > 1e-12*a {
-			t.Fatalf("unit %d: factor norms %g and %g", k, a, b)
-		}
-	}
-}
-
 // Both objectives' gradients are their derivatives (central differences);
 // the softmax objective sees a whole-row shift of the logits, which the
 // divergence alone does not, and the logits objective is zero only at the
@@ -159,7 +135,7 @@ func TestDistillObjectives(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		floats.AddConst(3, shifted.RawRowView(i))
 	}
-	for _, name := range []DistillObjective{ObjectiveSoftmax, ObjectiveLogits} {
+	for _, name := range []Objective{ObjectiveSoftmax, ObjectiveLogits} {
 		obj, err := DistillOptions{Temperature: 2, Objective: name}.objective()
 		if err != nil {
 			t.Fatal(err)
@@ -197,7 +173,7 @@ func TestDistillObjectives(t *testing.T) {
 // A NaN among the training inputs is refused, as it is among the held-out
 // ones (accepted, it would make every epoch's loss NaN and keep the start).
 func TestDistillRefusesNaNInputs(t *testing.T) {
-	m, err := NewMLP([]int{3, 4, 2}, 1)
+	m, err := nn.NewMLP([]int{3, 4, 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +183,7 @@ func TestDistillRefusesNaNInputs(t *testing.T) {
 	}
 	teacher := m.Forward(x)
 	x.Set(2, 1, math.NaN())
-	_, err = Distill(context.Background(), m, x, teacher, DistillOptions{TrainOptions: TrainOptions{Epochs: 1}})
+	_, err = Distill(context.Background(), m, x, teacher, DistillOptions{Options: Options{Epochs: 1}})
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "NaN") {
 		t.Fatalf("err = %v, want ErrInput naming the NaN", err)
 	}
