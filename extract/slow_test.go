@@ -14,6 +14,7 @@ import (
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
+	"github.com/relurec/relurec/train"
 )
 
 // torchInit draws nn.Sequential(Linear(d, m), ReLU, Linear(m, p)) with
@@ -54,15 +55,15 @@ func TestSlowTorchSized(t *testing.T) {
 	}
 }
 
-// TestSlowFashionTrained trains 784-64-10 on Fashion-MNIST (nn.Train, Adam,
+// TestSlowFashionTrained trains 784-64-10 on Fashion-MNIST (train.MLP, Adam,
 // 2 epochs), rounds its parameters to float32 (what an ONNX or float32
 // safetensors export holds), and extracts it from queries evaluated in
 // float64.
 func TestSlowFashionTrained(t *testing.T) {
-	train, test := loadFashion(t)
+	trainSet, test := loadFashion(t)
 	for seed := uint64(1); seed <= 2; seed++ {
 		net := torchInit(784, 64, 10, seed)
-		if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 2, Seed: seed}); err != nil {
+		if _, err := train.MLP(context.Background(), net, trainSet.X, trainSet.Labels, train.Options{Epochs: 2, Seed: seed}); err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range net.Layers {
@@ -134,13 +135,13 @@ func deadUnits(net *nn.MLP) int {
 	return dead
 }
 
-// TestSlowFashionFloat32 trains 784-32-10 on Fashion-MNIST (nn.Train, Adam,
+// TestSlowFashionFloat32 trains 784-32-10 on Fashion-MNIST (train.MLP, Adam,
 // 2 epochs) and extracts it from an oracle computing in float32; it scores
 // argmax agreement and relative logit error on the 10 000 test images.
 func TestSlowFashionFloat32(t *testing.T) {
-	train, test := loadFashion(t)
+	trainSet, test := loadFashion(t)
 	net := torchInit(784, 32, 10, 1)
-	if _, err := nn.Train(context.Background(), net, train.X, train.Labels, nn.TrainOptions{Epochs: 2, Seed: 1}); err != nil {
+	if _, err := train.MLP(context.Background(), net, trainSet.X, trainSet.Labels, train.Options{Epochs: 2, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	oracle := float32Oracle(net)
@@ -174,12 +175,12 @@ func TestSlowFashionFloat32(t *testing.T) {
 
 // loadFashion returns Fashion-MNIST's training and test sets, skipping the
 // test when the files are not installed.
-func loadFashion(t *testing.T) (train, test *dataio.Labeled) {
+func loadFashion(t *testing.T) (trainSet, test *dataio.Labeled) {
 	t.Helper()
 	if err := dataio.FashionMNISTAvailable(""); err != nil {
 		t.Skip(err)
 	}
-	train, err := dataio.LoadFashionMNIST("", "train")
+	trainSet, err := dataio.LoadFashionMNIST("", "train")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +188,5 @@ func loadFashion(t *testing.T) (train, test *dataio.Labeled) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return train, test
+	return trainSet, test
 }
