@@ -43,8 +43,10 @@ type compressOptions struct {
 	Distill      int                 `json:"distill,omitempty"`
 	DistillAuto  bool                `json:"distill_auto,omitempty"`
 	DistillLR    float64             `json:"distill_lr,omitempty"`
-	Out          string              `json:"out"`
-	DType        string              `json:"dtype"`
+	// AutoMaxKeep is the preset's compress.Options.AutoMaxKeep (no flag).
+	AutoMaxKeep float64 `json:"auto_max_keep,omitempty"`
+	Out         string  `json:"out"`
+	DType       string  `json:"dtype"`
 }
 
 // compressResult is what compress prints and stores in the manifest.
@@ -518,6 +520,7 @@ func (opt *compressOptions) preset(cmd *cobra.Command, model nn.Network) {
 	if !fl.Changed("distill") {
 		opt.Distill, opt.DistillAuto = base.Distill.Epochs, base.Distill.Auto
 	}
+	opt.AutoMaxKeep = base.AutoMaxKeep
 }
 
 // rankSelection checks that at most one of --keep, --ranks, --energy and
@@ -575,9 +578,10 @@ func (opt *compressOptions) library(holdout *mat.Dense) compress.Options {
 	return compress.Options{
 		Method: opt.Method, Sequential: opt.Sequential, Keep: opt.Keep, Allocation: opt.Allocation,
 		Ranks: opt.Ranks, Energy: opt.Energy, TargetError: opt.TargetError,
-		Layer:   compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
-		Distill: compress.DistillOptions{Epochs: opt.Distill, Auto: opt.DistillAuto, LearningRate: opt.DistillLR},
-		Holdout: holdout,
+		Layer:       compress.LayerOptions{Bias: opt.Bias, Route: opt.Route, Ridge: opt.Ridge},
+		Distill:     compress.DistillOptions{Epochs: opt.Distill, Auto: opt.DistillAuto, LearningRate: opt.DistillLR},
+		AutoMaxKeep: opt.AutoMaxKeep,
+		Holdout:     holdout,
 	}
 }
 

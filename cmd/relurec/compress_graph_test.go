@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/compress"
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/modelfile"
 	"github.com/relurec/relurec/nn"
@@ -77,6 +78,10 @@ func TestCompressGraphCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	v := decodeOne(t, stdout)
+	// A graph's default recipe reaches keep 0.5 (compress.GraphAutoMaxKeep).
+	if d, ok := v["distill"].(map[string]any); !ok || d["epochs"].(float64) != compress.GraphDistillEpochs || !strings.Contains(v["selection"].(string), "sensitivity") {
+		t.Fatalf("default at keep 0.5: selection %v, distillation %v", v["selection"], v["distill"])
+	}
 	params, budget := int(v["params"].(float64)), int(v["budget"].(float64))
 	if budget != int(0.5*float64(g.NumParams())) || params > budget || len(v["modules"].([]any)) != 3 {
 		t.Fatalf("params %d, budget %d, modules %v", params, budget, v["modules"])
