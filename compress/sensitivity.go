@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/internal/parallel"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -140,23 +141,43 @@ func newOutputProbe(ref *mat.Dense, output func(i int, f Factored) (*mat.Dense, 
 	return p
 }
 
-// measure records layer i's error at rank r (once).
-func (p *probe) measure(ctx context.Context, i, r int) error {
-	if _, ok := p.sq[i][r]; ok {
-		return nil
+// measure records the errors of the layers at the ranks of pairs ({layer,
+// rank}) not measured yet. The measurements are independent and run in
+// parallel; they are recorded in the order given, so the result does not
+// depend on GOMAXPROCS.
+func (p *probe) measure(ctx context.Context, pairs ...[2]int) error {
+	var todo [][2]int
+	for _, q := range pairs {
+		if _, ok := p.sq[q[0]][q[1]]; !ok && !slices.Contains(todo, q) {
+			todo = append(todo, q)
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	sq := make([]float64, len(todo))
+	errs := make([]error, len(todo))
+	parallel.For(len(todo), func(_, k int) {
+		if errs[k] = ctx.Err(); errs[k] == nil {
+			sq[k], errs[k] = p.error(todo[k][0], todo[k][1])
+		}
+	})
+	for k, q := range todo {
+		if errs[k] != nil {
+			return errs[k]
+		}
+		p.sq[q[0]][q[1]] = sq[k]
+		p.forwards++
 	}
+	return nil
+}
+
+// error is the squared relative output error with layer i at rank r.
+func (p *probe) error(i, r int) (float64, error) {
 	if p.output != nil {
 		y, err := p.output(i, p.fits[i].Rank(r))
 		if err != nil {
-			return fmt.Errorf("layer %d at rank %d: %w", i, r, err)
+			return 0, fmt.Errorf("layer %d at rank %d: %w", i, r, err)
 		}
 		e := diffNorm(p.ref, y)
-		p.sq[i][r] = e * e / p.refNorm2
-		p.forwards++
-		return nil
+		return e * e / p.refNorm2, nil
 	}
 	L := len(p.net.Layers)
 	x := activate(p.fits[i].Rank(r).Apply(p.xs[i]), p.net.Layers[i].Act)
@@ -168,14 +189,12 @@ func (p *probe) measure(ctx context.Context, i, r int) error {
 		}
 		w, b, err := leastSquares(x, p.ys[j])
 		if err != nil {
-			return fmt.Errorf("layer %d, refit of layer %d at rank %d: %w", i, j, r, err)
+			return 0, fmt.Errorf("layer %d, refit of layer %d at rank %d: %w", i, j, r, err)
 		}
 		x = activate(preact(x, w, b), lj.Act)
 	}
 	e := diffNorm(p.xs[L], x)
-	p.sq[i][r] = e * e / p.refNorm2
-	p.forwards++
-	return nil
+	return e * e / p.refNorm2, nil
 }
 
 // curves interpolates each layer's measurements (which include rank 1 and
@@ -241,15 +260,17 @@ const refineRounds = 8
 // allocation lands corrects exactly the estimates it relies on, at a few
 // extra passes instead of a dense grid.
 func measuredAllocation(ctx context.Context, p *probe, budget int, strategy Allocation) ([]int, error) {
+	var grid [][2]int
 	for i, f := range p.fits {
 		if f == nil {
 			continue
 		}
 		for _, r := range rankGrid(p.costs[i].maxWorth()) {
-			if err := p.measure(ctx, i, r); err != nil {
-				return nil, err
-			}
+			grid = append(grid, [2]int{i, r})
 		}
+	}
+	if err := p.measure(ctx, grid...); err != nil {
+		return nil, err
 	}
 	for round := 0; ; round++ {
 		ranks, _, err := allocateMeasured(p.costs, p.curves(), budget, strategy)
@@ -257,17 +278,19 @@ func measuredAllocation(ctx context.Context, p *probe, budget int, strategy Allo
 			return ranks, err
 		}
 		before := p.forwards
+		var next [][2]int
 		for i, r := range ranks {
 			if r == 0 || p.fits[i] == nil {
 				continue
 			}
 			for _, q := range []int{r, r + 1} {
 				if q <= p.costs[i].maxWorth() {
-					if err := p.measure(ctx, i, q); err != nil {
-						return nil, err
-					}
+					next = append(next, [2]int{i, q})
 				}
 			}
+		}
+		if err := p.measure(ctx, next...); err != nil {
+			return nil, err
 		}
 		if p.forwards == before {
 			return ranks, nil
