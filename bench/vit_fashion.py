@@ -13,8 +13,8 @@
 3. Checks relurec against PyTorch: `relurec eval --model vit.onnx --data fashion-mnist` reports
    PyTorch's float64 test accuracy, and `relurec eval --model vit.onnx --truth truth.npz` (the test
    images X and PyTorch's float64 logits Y) matches to 1e-5; so does the numpy evaluator below.
-4. With --compress 0.5[,0.3,…]: `relurec compress --model vit.onnx --data fashion-mnist --keep F
-   --sequential --allocation sensitivity` (the flags after --keep are --compress-flags; every
+4. With --compress 0.5[,0.3,…]: `relurec compress --model vit.onnx --data fashion-mnist --keep F`
+   (its default recipe; --compress-flags adds flags after --keep; every
    constant weight matrix — Q, K, V, out projection, MLP, embedding, head — factored from the
    activations that reach it) to small_F.onnx, then
    - onnx.checker.check_model(full_check=True) accepts small_F.onnx;
@@ -260,8 +260,8 @@ def main():
     ap.add_argument("--relurec", default="", help="relurec binary (default: go build ./cmd/relurec)")
     ap.add_argument("--min-accuracy", type=float, default=0.84)
     ap.add_argument("--compress", default="", help="comma-separated --keep fractions to compress with relurec and check")
-    ap.add_argument("--compress-flags", default="--sequential --allocation sensitivity",
-                    help="further flags of relurec compress (default: the recipe of docs/compress.md)")
+    ap.add_argument("--compress-flags", default="",
+                    help="further flags of relurec compress (default: none, its default recipe)")
     ap.add_argument("--max-loss", type=float, default=1.0, help="accuracy points keep ≥ 0.5 may lose")
     ap.add_argument("--max-loss-low", type=float, default=2.5, help="accuracy points keeps below 0.5 may lose")
     ap.add_argument("--train-only", action="store_true", help="train and export, no relurec checks")
