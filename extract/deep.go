@@ -1,0 +1,713 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/synth"
+)
+
+// LayerResult is the extraction of one hidden layer of a deeper network.
+type LayerResult struct {
+	// Units is the number of units found, Width the number given in
+	// Options.Widths (0: not given).
+	Units int `json:"units"`
+	Width int `json:"width,omitempty"`
+	// Queries counts the rows sent to the oracle for this layer (its line
+	// searches, Jacobians, hyperplane tests and orientation tests).
+	Queries int `json:"queries"`
+	Lines   int `json:"lines"`
+	Kinks   int `json:"kinks"`
+	// Deeper counts kinks whose Jacobian jump was one unit's but whose
+	// critical set is not a hyperplane: units of later layers, measured
+	// and set aside.
+	Deeper int `json:"deeper"`
+	// Flipped counts units whose orientation the column test reversed.
+	Flipped int `json:"flipped"`
+	// Check says how the layer was checked before the next was
+	// extracted, and Passed whether it passed.
+	Check  string `json:"check"`
+	Passed bool   `json:"passed"`
+}
+
+// cand is a unit read off a kink in deep mode, not yet tested.
+type cand struct {
+	u unit
+	k *kink
+}
+
+// planeTestPoints is the number of random points of a candidate's
+// hyperplane at which the hyperplane test looks for a kink, and
+// planeTestNeed how many must show one.
+const (
+	planeTestPoints = 4
+	planeTestNeed   = 2
+)
+
+// learnLineDeep is learnLine for the first hidden layer of a deeper
+// network: a unit's slope change along a line depends on which units of
+// the later layers are active, so Jacobians are not carried across known
+// kinks; the pieces either side of every new kink are measured, and each
+// jump that is one unit's becomes a candidate, kept only if its critical
+// set is a hyperplane (planeTest): the kinks of later layers' units are
+// bent surfaces, flat only within one activation region of this layer.
+func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
+	var jobs []*jacJob
+	seen := map[*piece]bool{}
+	add := func(p *piece) {
+		if !seen[p] {
+			seen[p] = true
+			jobs = append(jobs, e.pieceJob(lr, p))
+		}
+	}
+	for g, ki := range lr.kinkAt {
+		if ki >= 0 && lr.kinks[ki].unit < 0 {
+			add(lr.pieces[g])
+			add(lr.pieces[g+1])
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if err := e.measure(ctx, jobs); err != nil {
+		return err
+	}
+	var cands []cand
+	for g, ki := range lr.kinkAt {
+		if ki < 0 || lr.kinks[ki].unit >= 0 {
+			continue
+		}
+		P, Q := lr.pieces[g], lr.pieces[g+1]
+		if P.J == nil || Q.J == nil {
+			continue
+		}
+		rec, ok := e.readUnit(lr, lr.kinks[ki], P.J, Q.J)
+		if !ok {
+			continue
+		}
+		if e.known(rec, cands) {
+			e.diag.Duplicates++
+			continue
+		}
+		cands = append(cands, cand{rec, lr.kinks[ki]})
+	}
+	ok, err := e.planeTest(ctx, cands)
+	if err != nil {
+		return err
+	}
+	for i, c := range cands {
+		if !ok[i] {
+			e.deeper++
+			continue
+		}
+		c.k.unit = len(e.units)
+		e.units = append(e.units, c.u)
+	}
+	return nil
+}
+
+// known reports a unit record already among the units or the candidates.
+func (e *extractor) known(rec unit, cands []cand) bool {
+	for _, u := range e.units {
+		if sameUnit(u, rec) {
+			return true
+		}
+	}
+	for _, c := range cands {
+		if sameUnit(c.u, rec) {
+			return true
+		}
+	}
+	return false
+}
+
+// planeTest tells which candidates' critical sets are hyperplanes: at
+// planeTestPoints random points y of the candidate's hyperplane (inside
+// the domain, away from the known units' hyperplanes) it queries f at y +
+// τ·ŵ for τ ∈ {−2ε, −ε, 0, ε, 2ε}; f has a kink at y when it is straight on
+// either side (second differences at rounding level) and bent at τ = 0.
+// A candidate passes with planeTestNeed kinks (a unit of this layer can
+// be invisible at a point where the later layers ignore it; a later
+// layer's surface passes through such a point only by accident).
+func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error) {
+	ok := make([]bool, len(cands))
+	if len(cands) == 0 {
+		return ok, nil
+	}
+	const nTau = 5
+	taus := []float64{-2, -1, 0, 1, 2}
+	X := mat.NewDense(len(cands)*planeTestPoints*nTau, e.d, nil)
+	sigma := math.Sqrt(float64(e.d))
+	for c, cd := range cands {
+		for pt := 0; pt < planeTestPoints; pt++ {
+			y, eps := e.planePoint(cd.u, sigma)
+			for k, tau := range taus {
+				row := X.RawRowView((c*planeTestPoints+pt)*nTau + k)
+				for j := range row {
+					row[j] = y[j] + tau*eps*cd.u.w[j]
+				}
+			}
+		}
+	}
+	Y, err := e.o.query(ctx, X)
+	if err != nil {
+		return nil, err
+	}
+	e.diag.QueriesPlane += len(cands) * planeTestPoints * nTau
+	p := e.o.p
+	for c := range cands {
+		scale := make([]float64, p)
+		for r := 0; r < planeTestPoints*nTau; r++ {
+			for o := 0; o < p; o++ {
+				scale[o] = math.Max(scale[o], math.Abs(Y.At(c*planeTestPoints*nTau+r, o)))
+			}
+		}
+		kinks := 0
+		for pt := 0; pt < planeTestPoints; pt++ {
+			f := func(k, o int) float64 { return Y.At((c*planeTestPoints+pt)*nTau+k, o) }
+			straight, bent := true, false
+			for o := 0; o < p; o++ {
+				tol := 10 * e.eta * (scale[o] + 1e-300)
+				l2 := f(0, o) - 2*f(1, o) + f(2, o)
+				r2 := f(2, o) - 2*f(3, o) + f(4, o)
+				b2 := f(1, o) - 2*f(2, o) + f(3, o)
+				if math.Abs(l2) > tol || math.Abs(r2) > tol {
+					straight = false
+				}
+				if math.Abs(b2) > 100*tol {
+					bent = true
+				}
+			}
+			if straight && bent {
+				kinks++
+			}
+		}
+		ok[c] = kinks >= planeTestNeed
+	}
+	return ok, nil
+}
+
+// planePoint returns a random point of unit u's hyperplane inside the
+// domain, the farthest from the known units' hyperplanes and the walls of
+// 16 tries, and the test offset ε: a quarter of that distance, at most
+// 0.01·σ.
+func (e *extractor) planePoint(u unit, sigma float64) ([]float64, float64) {
+	var best []float64
+	bestM := math.Inf(-1)
+	for try := 0; try < 16; try++ {
+		var y []float64
+		if e.dom != nil {
+			y = e.dom.sample(e.rng)
+		} else {
+			y = make([]float64, e.d)
+			for j := range y {
+				y[j] = e.rng.NormFloat64()
+			}
+		}
+		z := dotf(u.w, y) + u.b
+		for j := range y {
+			y[j] -= z * u.w[j]
+		}
+		m := e.distance(y)
+		if m > bestM {
+			best, bestM = y, m
+		}
+	}
+	return best, math.Min(bestM/4, 0.01*sigma)
+}
+
+// distance is the Euclidean distance from x to the nearest known unit's
+// hyperplane or wall (negative outside the domain).
+func (e *extractor) distance(x []float64) float64 {
+	m := math.Inf(1)
+	for _, u := range e.units {
+		m = math.Min(m, math.Abs(dotf(u.w, x)+u.b))
+	}
+	for _, u := range e.walls() {
+		m = math.Min(m, dotf(u.w, x)+u.b)
+	}
+	return m
+}
+
+// newExtractor sets up the extraction of a network with d inputs (a
+// stage's space) from oracle o.
+func newExtractor(d int, opt Options, o *counted) *extractor {
+	return &extractor{d: d, opt: opt, o: o, rng: synth.NewRand(opt.Seed), etaFloor: 1e-13}
+}
+
+// frame is the affine map x = P·h + q from a stage's space to the
+// oracle's inputs (P nil: the identity), with the stage's domain.
+type frame struct {
+	P   *mat.Dense
+	q   []float64
+	dom *domain
+}
+
+// deepRun holds the state of extractDeep.
+type deepRun struct {
+	d      int
+	opt    Options
+	root   *counted
+	layers []LayerResult
+	warn   []string
+	diag   Diagnostics
+	// Ws, bs are the hidden layers found so far, rows of unit norm, in
+	// the space of the previous layer's pre-activations.
+	Ws []*mat.Dense
+	bs [][]float64
+}
+
+// extractDeep extracts a network with len(opt.Widths) ≥ 2 hidden layers
+// layer by layer (see the package comment).
+func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, error) {
+	start := time.Now()
+	r := &deepRun{d: d, opt: opt, root: &counted{f: oracle, d: d}}
+	if opt.MaxQueries > 0 {
+		r.root.limit = opt.MaxQueries - opt.CertQueries
+	}
+	net, failed, err := r.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Layers: r.layers, Network: net}
+	for _, l := range r.layers {
+		res.Units += l.Units
+		res.Lines += l.Lines
+		res.Kinks += l.Kinks
+	}
+	tol, err := r.certify(ctx, net, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Queries, res.Calls, res.Outputs = r.root.queries, r.root.calls, r.root.p
+	r.diag.QueriesCert = opt.CertQueries
+	r.diag.QueriesSearch = res.Queries - r.diag.QueriesJacobian - r.diag.QueriesCert - r.diag.QueriesRefine - r.diag.QueriesPlane - r.diag.QueriesOrient
+	res.Diagnostics = r.diag
+	res.Warnings = r.warn
+	res.Elapsed = time.Since(start)
+	if !res.Certificate.Met {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries))
+		if failed == "" {
+			failed = fmt.Sprintf("extracted network's relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries)
+		}
+	}
+	if failed != "" && opt.Exact {
+		return res, fmt.Errorf("%w: %s (units per layer: %s)", errs.ErrNotExact, failed, res.unitsText())
+	}
+	return res, nil
+}
+
+// unitsText lists the units found per layer, e.g. "32, 16".
+func (res *Result) unitsText() string {
+	s := ""
+	for i, l := range res.Layers {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(l.Units)
+	}
+	return s
+}
+
+// run extracts the layers in turn. It returns the network (nil when a
+// layer failed its check, with the reason in failed).
+func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err error) {
+	L := len(r.opt.Widths)
+	fr := frame{}
+	dim := r.d
+	for k := 0; k < L; k++ {
+		if k > 0 {
+			if fr, err = r.frameAfter(k); err != nil {
+				return nil, err.Error(), nil
+			}
+			dim, _ = r.Ws[k-1].Dims()
+		}
+		so := r.opt
+		so.Hidden = r.opt.Widths[k]
+		so.Seed = r.opt.Seed + uint64(k)*0x9e3779b97f4a7c15
+		if p := r.opt.Progress; p != nil {
+			name := fmt.Sprintf("layer %d of %d: lines", k+1, L)
+			so.Progress = func(stage string, done, total int) {
+				if stage == "lines" {
+					stage = name
+				}
+				p(stage, done, total)
+			}
+		}
+		o := &counted{f: r.root.query, d: dim}
+		if fr.P == nil {
+			o.f = func(ctx context.Context, X *mat.Dense) (*mat.Dense, error) { return r.root.query(ctx, X) }
+		} else {
+			o.f = affineOracle(r.root, fr.P, fr.q)
+		}
+		e := newExtractor(dim, so, o)
+		e.dom = fr.dom
+		e.deep = k < L-1
+		before := r.root.queries
+		lay := LayerResult{Width: r.opt.Widths[k]}
+		stop, err := e.search(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		if stop != "" {
+			r.warn = append(r.warn, fmt.Sprintf("layer %d: %s", k+1, stop))
+		}
+		lay.Units, lay.Lines, lay.Deeper = len(e.units), len(e.lines), e.deeper
+		for _, lr := range e.lines {
+			lay.Kinks += len(lr.kinks)
+		}
+		r.addDiag(e.diag)
+		if e.deep {
+			W := mat.NewDense(max(len(e.units), 1), dim, nil)
+			b := make([]float64, len(e.units))
+			for i, u := range e.units {
+				W.SetRow(i, u.w)
+				b[i] = u.b
+			}
+			if len(e.units) == 0 {
+				lay.Check = "no unit found"
+				lay.Queries = r.root.queries - before
+				r.layers = append(r.layers, lay)
+				return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
+			}
+			r.Ws, r.bs = append(r.Ws, W), append(r.bs, b)
+			flipped, msg, err := r.orient(ctx, k)
+			if err != nil {
+				return nil, "", err
+			}
+			lay.Flipped = flipped
+			lay.Check = fmt.Sprintf("every unit's critical set is a hyperplane (kinks at %d of %d random points of it or more); orientations by the column test at %d points", planeTestNeed, planeTestPoints, orientPoints)
+			lay.Passed = msg == ""
+			lay.Queries = r.root.queries - before
+			r.layers = append(r.layers, lay)
+			if msg != "" {
+				return nil, fmt.Sprintf("layer %d: %s", k+1, msg), nil
+			}
+			continue
+		}
+		last, err := e.assemble(true)
+		if err != nil {
+			return nil, "", err
+		}
+		r.warn = append(r.warn, prefixed(fmt.Sprintf("layer %d: ", k+1), e.warn)...)
+		lay.Check = fmt.Sprintf("the units reproduce the oracle on the searched segments (relative residual %.1e)", e.diag.LineResidual)
+		lay.Passed = last != nil && e.diag.LineResidual <= e.searchTol()
+		lay.Queries = r.root.queries - before
+		r.layers = append(r.layers, lay)
+		if last == nil {
+			return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
+		}
+		return r.network(last.W, last.B, last.A, last.C), "", nil
+	}
+	return nil, "", nil
+}
+
+// prefixed returns the messages with a prefix.
+func prefixed(prefix string, msgs []string) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = prefix + m
+	}
+	return out
+}
+
+// addDiag adds a stage's query counts and diagnostics to the run's.
+func (r *deepRun) addDiag(g Diagnostics) {
+	d := &r.diag
+	d.QueriesJacobian += g.QueriesJacobian
+	d.QueriesRefine += g.QueriesRefine
+	d.QueriesPlane += g.QueriesPlane
+	d.Jacobians += g.Jacobians
+	d.JacobianRetries += g.JacobianRetries
+	d.KnownKinks += g.KnownKinks
+	d.Duplicates += g.Duplicates
+	d.Rejected += g.Rejected
+	d.Polished += g.Polished
+	d.PolishRejected += g.PolishRejected
+	d.Unresolved += g.Unresolved
+	d.Noise = math.Max(d.Noise, g.Noise)
+	d.MaxRank2 = math.Max(d.MaxRank2, g.MaxRank2)
+	d.SignResidual = g.SignResidual
+	d.LineResidual = g.LineResidual
+}
+
+// network assembles the hidden layers found and the last stage's output
+// layer into an MLP.
+func (r *deepRun) network(W *mat.Dense, b []float64, A *mat.Dense, c []float64) *nn.MLP {
+	net := &nn.MLP{}
+	for k := range r.Ws {
+		net.Layers = append(net.Layers, nn.Layer{Weight: mat.DenseCopyOf(r.Ws[k]), Bias: append([]float64(nil), r.bs[k]...), Act: nn.ReLU})
+	}
+	net.Layers = append(net.Layers,
+		nn.Layer{Weight: mat.DenseCopyOf(W), Bias: append([]float64(nil), b...), Act: nn.ReLU},
+		nn.Layer{Weight: mat.DenseCopyOf(A), Bias: append([]float64(nil), c...), Act: nn.Identity})
+	return net
+}
+
+// certify sets res's certificate: net's relative residual on CertQueries
+// fresh standard Gaussian inputs. It returns the tolerance.
+func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float64, error) {
+	opt := r.opt
+	if opt.Progress != nil {
+		opt.Progress("certify", 0, opt.CertQueries)
+	}
+	r.root.limit = 0
+	rng := synth.NewRand(opt.Seed ^ 0x5bd1e995)
+	X := mat.NewDense(opt.CertQueries, r.d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	Y, err := r.root.query(ctx, X)
+	if err != nil {
+		return 0, err
+	}
+	tol := opt.CertTol
+	if tol == 0 {
+		tol = math.Max(certify.DefaultTol(certify.Float64Roundoff), 100*r.diag.Noise)
+	}
+	if net == nil {
+		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
+	} else {
+		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
+	}
+	return tol, nil
+}
+
+// orientPoints is the number of points of the column test.
+const orientPoints = 8
+
+// orient resolves the orientations of hidden layer k (0-based), found
+// with unit normals of arbitrary sign, by the column test: in the frame
+// where layer k's units are taken as active (x = P·h + q, h > 0), a unit
+// found with the wrong orientation is inactive at every such point (its
+// true pre-activation is −h_i < 0), so the Jacobian of f with respect to
+// h_i is zero there, while a unit found the right way round moves f
+// unless the later layers ignore it at that point. Units whose column is
+// zero at all orientPoints random points are flipped; the test is then
+// repeated at new points, and a unit still silent everywhere fails the
+// layer's check (msg). It returns the number of units flipped.
+func (r *deepRun) orient(ctx context.Context, k int) (flipped int, msg string, err error) {
+	W, b := r.Ws[k], r.bs[k]
+	m, _ := W.Dims()
+	rng := synth.NewRand(r.opt.Seed + uint64(k) + 77)
+	for pass := 0; pass < 2; pass++ {
+		fr, err := r.frameAfter(k + 1)
+		if err != nil {
+			return flipped, err.Error(), nil
+		}
+		silent, err := r.silentColumns(ctx, fr, m, rng)
+		if err != nil {
+			return flipped, "", err
+		}
+		var bad []int
+		for i, s := range silent {
+			if !s {
+				continue
+			}
+			if pass == 1 {
+				bad = append(bad, i)
+				continue
+			}
+			row := W.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+			b[i] = -b[i]
+			flipped++
+		}
+		if pass == 1 && len(bad) > 0 {
+			return flipped, fmt.Sprintf("%d units silent at every test point in either orientation (units %v)", len(bad), bad), nil
+		}
+		if pass == 0 && flipped == 0 {
+			break
+		}
+	}
+	return flipped, "", nil
+}
+
+// silentColumns measures, at orientPoints random points h of frame fr's
+// domain, the forward differences of f along each coordinate h_i (step
+// 1e-2·min(h, 1)), and reports the coordinates whose difference is zero
+// (below 1e-9 of the largest) at every point.
+func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.Rand) ([]bool, error) {
+	rows := m + 1
+	H := mat.NewDense(orientPoints*rows, m, nil)
+	for t := 0; t < orientPoints; t++ {
+		h := fr.dom.sample(rng)
+		step := 1e-2 * math.Min(math.Max(fr.dom.margin(h), 1e-6), 1)
+		for i := 0; i < rows; i++ {
+			row := H.RawRowView(t*rows + i)
+			copy(row, h)
+			if i > 0 {
+				row[i-1] += step
+			}
+		}
+	}
+	Y, err := affineOracle(r.root, fr.P, fr.q)(ctx, H)
+	if err != nil {
+		return nil, err
+	}
+	r.diag.QueriesOrient += orientPoints * rows
+	_, p := Y.Dims()
+	silent := make([]bool, m)
+	for i := range silent {
+		silent[i] = true
+	}
+	for t := 0; t < orientPoints; t++ {
+		f0 := Y.RawRowView(t * rows)
+		norms := make([]float64, m)
+		top := 0.0
+		for i := 0; i < m; i++ {
+			fi := Y.RawRowView(t*rows + 1 + i)
+			s := 0.0
+			for o := 0; o < p; o++ {
+				s += (fi[o] - f0[o]) * (fi[o] - f0[o])
+			}
+			norms[i] = math.Sqrt(s)
+			top = math.Max(top, norms[i])
+		}
+		for i := range norms {
+			if norms[i] > 1e-9*top {
+				silent[i] = false
+			}
+		}
+	}
+	return silent, nil
+}
+
+// frameAfter is the frame of stage k (k ≥ 1): the space of hidden layer
+// k's pre-activations h (layer k as found so far, 1-based), mapped to
+// inputs where every unit of layers 1…k is active: x = P·h + q with
+// W_k·…·W_1·P = I. The domain is h > 0; earlier layers' pre-activations
+// must stay positive too, which adds walls (layers ≥ 2).
+func (r *deepRun) frameAfter(k int) (frame, error) {
+	// Compose the affine map layer by layer: x = P·h + q for the current
+	// layer's pre-activations h, starting from the inputs.
+	var P *mat.Dense
+	var q []float64
+	var walls []unit
+	var center []float64
+	for l := 0; l < k; l++ {
+		W, b := r.Ws[l], r.bs[l]
+		m, n := W.Dims()
+		Wp, err := pinv(W)
+		if err != nil {
+			return frame{}, fmt.Errorf("layer %d's rows are linearly dependent (%v): it cannot be inverted on its active region", l+1, err)
+		}
+		// h_{l-1} = Wp·(h − b) + n_c, n_c in the null space of W chosen so
+		// that the centre of the previous domain maps to a centre here.
+		off := make([]float64, n)
+		hc := make([]float64, m)
+		if l == 0 {
+			// The inputs: no walls; the centre of layer 1's domain is 1.
+			for i := range hc {
+				hc[i] = 1
+			}
+		} else {
+			// Walls of the previous space carried over: w·(Wp(h − b) + n_c) + c > 0.
+			prevCenter := center
+			zc := make([]float64, m)
+			for i := 0; i < m; i++ {
+				zc[i] = dotf(W.RawRowView(i), prevCenter) + b[i]
+			}
+			hc = zc
+			// n_c = prevCenter − Wp·(zc − b): the centre maps back to
+			// itself.
+			var t mat.VecDense
+			diff := make([]float64, m)
+			for i := range diff {
+				diff[i] = zc[i] - b[i]
+			}
+			t.MulVec(Wp, mat.NewVecDense(m, diff))
+			for j := range off {
+				off[j] = prevCenter[j] - t.AtVec(j)
+			}
+		}
+		// Offset: h_{l−1} = Wp·h + (off − Wp·b).
+		var Wb mat.VecDense
+		Wb.MulVec(Wp, mat.NewVecDense(m, b))
+		o := make([]float64, n)
+		for j := range o {
+			o[j] = off[j] - Wb.AtVec(j)
+		}
+		var newWalls []unit
+		for _, u := range walls {
+			// u.w·(Wp·h + o) + u.b
+			var wp mat.VecDense
+			wp.MulVec(Wp.T(), mat.NewVecDense(n, u.w))
+			newWalls = append(newWalls, normWall(wp.RawVector().Data, dotf(u.w, o)+u.b))
+		}
+		if l > 0 {
+			// The previous layer's own pre-activations must be positive.
+			for j := 0; j < n; j++ {
+				newWalls = append(newWalls, normWall(mat.Row(nil, j, Wp), o[j]))
+			}
+		}
+		walls = newWalls
+		// Compose x = P·h_{l−1} + q with h_{l−1} = Wp·h + o.
+		if P == nil {
+			P, q = Wp, o
+		} else {
+			var NP mat.Dense
+			NP.Mul(P, Wp)
+			var Po mat.VecDense
+			Po.MulVec(P, mat.NewVecDense(n, o))
+			for j := range q {
+				q[j] += Po.AtVec(j)
+			}
+			P = &NP
+		}
+		center = hc
+	}
+	m := len(center)
+	dom := orthant(m)
+	if len(walls) > 0 {
+		dom.walls = append(dom.walls, walls...)
+		dom.halfNormal = false
+		copy(dom.center, center)
+		dom.radius = math.Max(dom.margin(center), 1e-3)
+		if dom.margin(center) <= 0 {
+			return frame{}, fmt.Errorf("layer %d's active region is empty around the chosen centre", k)
+		}
+	}
+	return frame{P: P, q: q, dom: dom}, nil
+}
+
+// normWall returns the wall w·x + b > 0 scaled to a unit normal.
+func normWall(w []float64, b float64) unit {
+	n := math.Sqrt(dotf(w, w))
+	u := unit{w: make([]float64, len(w)), b: b / n}
+	for j := range w {
+		u.w[j] = w[j] / n
+		u.winf = math.Max(u.winf, math.Abs(u.w[j]))
+	}
+	return u
+}
+
+// pinv returns the pseudo-inverse Wᵀ(W·Wᵀ)⁻¹ of a full-row-rank W.
+func pinv(W *mat.Dense) (*mat.Dense, error) {
+	m, n := W.Dims()
+	if m > n {
+		return nil, fmt.Errorf("%d rows in %d dimensions", m, n)
+	}
+	var G mat.SymDense
+	G.SymOuterK(1, W)
+	var ch mat.Cholesky
+	if !ch.Factorize(&G) {
+		return nil, errors.New("singular Gram matrix")
+	}
+	var X mat.Dense
+	if err := ch.SolveTo(&X, W); err != nil {
+		return nil, err
+	}
+	return mat.DenseCopyOf(X.T()), nil
+}
