@@ -489,17 +489,19 @@ const orientPoints = 8
 // with unit normals of arbitrary sign, by the column test: in the frame
 // where layer k's units are taken as active (x = P·h + q, h > 0), a unit
 // found with the wrong orientation is inactive at every such point (its
-// true pre-activation is −h_i < 0), so the Jacobian of f with respect to
-// h_i is zero there, while a unit found the right way round moves f
-// unless the later layers ignore it at that point. Units whose column is
-// zero at all orientPoints random points are flipped; the test is then
-// repeated at new points, and a unit still silent everywhere fails the
-// layer's check (msg). It returns the number of units flipped.
+// true pre-activation is −h_i < 0), so f does not move with h_i there,
+// while a unit found the right way round moves f unless the later layers
+// ignore it at that point. So a unit whose column is non-zero at one
+// point is confirmed; the others are flipped and tested again at new
+// points, up to orientRounds rounds. A unit silent in every round fails
+// the layer's check (msg). It returns the number of units left flipped.
 func (r *deepRun) orient(ctx context.Context, k int) (flipped int, msg string, err error) {
 	W, b := r.Ws[k], r.bs[k]
 	m, _ := W.Dims()
 	rng := synth.NewRand(r.opt.Seed + uint64(k) + 77)
-	for pass := 0; pass < 2; pass++ {
+	confirmed := make([]bool, m)
+	flip := make([]bool, m)
+	for round := 0; round < orientRounds; round++ {
 		fr, err := r.frameAfter(k + 1)
 		if err != nil {
 			return flipped, err.Error(), nil
@@ -508,41 +510,59 @@ func (r *deepRun) orient(ctx context.Context, k int) (flipped int, msg string, e
 		if err != nil {
 			return flipped, "", err
 		}
-		var bad []int
+		left := 0
 		for i, s := range silent {
+			if confirmed[i] {
+				continue
+			}
 			if !s {
+				confirmed[i] = true
 				continue
 			}
-			if pass == 1 {
-				bad = append(bad, i)
-				continue
-			}
+			left++
 			row := W.RawRowView(i)
 			for j := range row {
 				row[j] = -row[j]
 			}
 			b[i] = -b[i]
-			flipped++
+			flip[i] = !flip[i]
 		}
-		if pass == 1 && len(bad) > 0 {
-			return flipped, fmt.Sprintf("%d units silent at every test point in either orientation (units %v)", len(bad), bad), nil
-		}
-		if pass == 0 && flipped == 0 {
+		if left == 0 {
 			break
 		}
+	}
+	var bad []int
+	for i := range flip {
+		if flip[i] {
+			flipped++
+		}
+		if !confirmed[i] {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) > 0 {
+		return flipped, fmt.Sprintf("%d units silent at every test point in either orientation (units %v)", len(bad), bad), nil
 	}
 	return flipped, "", nil
 }
 
+// orientRounds caps the rounds of the column test.
+const orientRounds = 8
+
 // silentColumns measures, at orientPoints random points h of frame fr's
 // domain, the forward differences of f along each coordinate h_i (step
 // 1e-2·min(h, 1)), and reports the coordinates whose difference is zero
-// (below 1e-9 of the largest) at every point.
+// (below 1e-9 of the largest and 1e-12 of |f|) at every point.
 func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.Rand) ([]bool, error) {
 	rows := m + 1
 	H := mat.NewDense(orientPoints*rows, m, nil)
 	for t := 0; t < orientPoints; t++ {
 		h := fr.dom.sample(rng)
+		if fr.dom.halfNormal {
+			for i := range h {
+				h[i] += 0.1 // away from the faces: steps well above rounding
+			}
+		}
 		step := 1e-2 * math.Min(math.Max(fr.dom.margin(h), 1e-6), 1)
 		for i := 0; i < rows; i++ {
 			row := H.RawRowView(t*rows + i)
@@ -575,8 +595,12 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.
 			norms[i] = math.Sqrt(s)
 			top = math.Max(top, norms[i])
 		}
+		// A silent column holds rounding only: relative to f, not only to
+		// the other columns (which can be rounding too, where the later
+		// layers are all inactive).
+		floor := 1e-12 * math.Sqrt(dotf(f0, f0))
 		for i := range norms {
-			if norms[i] > 1e-9*top {
+			if norms[i] > 1e-9*top && norms[i] > floor {
 				silent[i] = false
 			}
 		}

@@ -404,7 +404,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 			// The first layer of a deeper network: no model to check the
 			// lines against; the search ends with the units given, or
 			// after lines that bring none.
-			if len(e.units) > before {
+			if len(e.units) > before || e.onEdges() {
 				dq = 0
 			} else {
 				dq++
@@ -424,7 +424,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		}
 		// A clean line: every kink on it was a unit already found.
 		clean := len(e.units) == before && e.diag.Rejected == rejected
-		if clean {
+		if clean && !e.onEdges() {
 			quiet++
 		} else {
 			quiet = 0
@@ -496,14 +496,22 @@ func (e *extractor) newLine() *line {
 	return l
 }
 
+// onEdges reports a search on an orthant that has not yet run along
+// every edge (axisLine): lines without a new unit say little until then.
+func (e *extractor) onEdges() bool {
+	return e.dom != nil && e.dom.halfNormal && len(e.lines) < e.d
+}
+
 // maxLines is Options.MaxLines or its default (64, 160 for a coarse
-// oracle).
+// oracle, 64 more than the edges of an orthant).
 func (e *extractor) maxLines() int {
 	switch {
 	case e.opt.MaxLines > 0:
 		return e.opt.MaxLines
 	case e.coarse():
 		return 160
+	case e.dom != nil && e.dom.halfNormal:
+		return 64 + e.d // the orthant's edges first
 	}
 	return 64
 }
