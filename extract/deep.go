@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
@@ -49,8 +51,8 @@ type cand struct {
 // hyperplane at which the hyperplane test looks for a kink, and
 // planeTestNeed how many must show one.
 const (
-	planeTestPoints = 4
-	planeTestNeed   = 2
+	planeTestPoints = 8
+	planeTestNeed   = 5
 )
 
 // learnLineDeep is learnLine for the first hidden layer of a deeper
@@ -112,6 +114,37 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 		c.k.unit = len(e.units)
 		e.units = append(e.units, c.u)
 	}
+	return nil
+}
+
+// keepBest trims the units of deep mode to the width given (Hidden) when
+// more passed the hyperplane test: all are tested again at 4·planeTestPoints
+// new points, and those with the most kinks stay (a later layer's
+// surface passes the test only at points in the activation region it was
+// found in, which in few dimensions can hold several of them).
+func (e *extractor) keepBest(ctx context.Context) error {
+	if e.opt.Hidden == 0 || len(e.units) <= e.opt.Hidden {
+		return nil
+	}
+	cands := make([]cand, len(e.units))
+	for i, u := range e.units {
+		cands[i] = cand{u: u}
+	}
+	for rep := 0; rep < 4; rep++ {
+		units := e.units
+		e.units = nil // every unit is a candidate: keep none out of distance
+		_, err := e.planeTest(ctx, cands)
+		e.units = units
+		if err != nil {
+			return err
+		}
+		for i := range cands {
+			e.units[i].score += cands[i].u.score
+		}
+	}
+	sort.SliceStable(e.units, func(a, b int) bool { return e.units[a].score > e.units[b].score })
+	e.deeper += len(e.units) - e.opt.Hidden
+	e.units = e.units[:e.opt.Hidden]
 	return nil
 }
 
@@ -192,6 +225,7 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 			}
 		}
 		ok[c] = kinks >= planeTestNeed
+		cands[c].u.score = kinks
 	}
 	return ok, nil
 }
@@ -299,6 +333,9 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 		if failed == "" {
 			failed = fmt.Sprintf("extracted network's relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries)
 		}
+	}
+	if failed != "" && net == nil {
+		res.Warnings = append(res.Warnings, failed)
 	}
 	if failed != "" && opt.Exact {
 		return res, fmt.Errorf("%w: %s (units per layer: %s)", errs.ErrNotExact, failed, res.unitsText())
@@ -609,16 +646,18 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.
 }
 
 // frameAfter is the frame of stage k (k ≥ 1): the space of hidden layer
-// k's pre-activations h (layer k as found so far, 1-based), mapped to
-// inputs where every unit of layers 1…k is active: x = P·h + q with
-// W_k·…·W_1·P = I. The domain is h > 0; earlier layers' pre-activations
-// must stay positive too, which adds walls (layers ≥ 2).
+// k's pre-activations h (1-based, as found so far), mapped to inputs where
+// every unit of layers 1…k is active: x = P·h + q with W_k·…·W_1·P = I on
+// h's space. Layer 1's pre-activations reach every h (its rows are
+// independent), so stage 1's domain is the orthant h > 0. A later layer's
+// h = W_l·h' + b_l is reached from a slice of the previous space: h' =
+// h'_c + W_l⁺·(h − h_c), through a centre h'_c of the previous domain
+// where layer l is active with the largest margin (a linear program); the
+// previous domain's walls, carried into h's space, bound the new one.
 func (r *deepRun) frameAfter(k int) (frame, error) {
-	// Compose the affine map layer by layer: x = P·h + q for the current
-	// layer's pre-activations h, starting from the inputs.
 	var P *mat.Dense
 	var q []float64
-	var walls []unit
+	var walls []unit // walls of the current space beyond its orthant
 	var center []float64
 	for l := 0; l < k; l++ {
 		W, b := r.Ws[l], r.bs[l]
@@ -627,57 +666,41 @@ func (r *deepRun) frameAfter(k int) (frame, error) {
 		if err != nil {
 			return frame{}, fmt.Errorf("layer %d's rows are linearly dependent (%v): it cannot be inverted on its active region", l+1, err)
 		}
-		// h_{l-1} = Wp·(h − b) + n_c, n_c in the null space of W chosen so
-		// that the centre of the previous domain maps to a centre here.
-		off := make([]float64, n)
-		hc := make([]float64, m)
+		// h' = Wp·h + o.
+		var o []float64
 		if l == 0 {
-			// The inputs: no walls; the centre of layer 1's domain is 1.
-			for i := range hc {
-				hc[i] = 1
+			var Wb mat.VecDense
+			Wb.MulVec(Wp, mat.NewVecDense(m, b))
+			o = make([]float64, n)
+			for j := range o {
+				o[j] = -Wb.AtVec(j)
 			}
+			center = nil
 		} else {
-			// Walls of the previous space carried over: w·(Wp(h − b) + n_c) + c > 0.
-			prevCenter := center
+			prev := append(orthant(n).walls, walls...)
+			hs, t, err := activeCenter(prev, W, b)
+			if err != nil || t <= 0 {
+				return frame{}, fmt.Errorf("no point found where every unit of layers 1–%d is active (%v, margin %.1e)", l+1, err, t)
+			}
 			zc := make([]float64, m)
-			for i := 0; i < m; i++ {
-				zc[i] = dotf(W.RawRowView(i), prevCenter) + b[i]
+			for i := range zc {
+				zc[i] = dotf(W.RawRowView(i), hs) + b[i]
 			}
-			hc = zc
-			// n_c = prevCenter − Wp·(zc − b): the centre maps back to
-			// itself.
-			var t mat.VecDense
-			diff := make([]float64, m)
-			for i := range diff {
-				diff[i] = zc[i] - b[i]
+			var Wz mat.VecDense
+			Wz.MulVec(Wp, mat.NewVecDense(m, zc))
+			o = make([]float64, n)
+			for j := range o {
+				o[j] = hs[j] - Wz.AtVec(j)
 			}
-			t.MulVec(Wp, mat.NewVecDense(m, diff))
-			for j := range off {
-				off[j] = prevCenter[j] - t.AtVec(j)
+			walls = walls[:0:0]
+			for _, u := range prev {
+				var wp mat.VecDense
+				wp.MulVec(Wp.T(), mat.NewVecDense(n, u.w))
+				walls = append(walls, normWall(wp.RawVector().Data, dotf(u.w, o)+u.b))
 			}
+			center = zc
 		}
-		// Offset: h_{l−1} = Wp·h + (off − Wp·b).
-		var Wb mat.VecDense
-		Wb.MulVec(Wp, mat.NewVecDense(m, b))
-		o := make([]float64, n)
-		for j := range o {
-			o[j] = off[j] - Wb.AtVec(j)
-		}
-		var newWalls []unit
-		for _, u := range walls {
-			// u.w·(Wp·h + o) + u.b
-			var wp mat.VecDense
-			wp.MulVec(Wp.T(), mat.NewVecDense(n, u.w))
-			newWalls = append(newWalls, normWall(wp.RawVector().Data, dotf(u.w, o)+u.b))
-		}
-		if l > 0 {
-			// The previous layer's own pre-activations must be positive.
-			for j := 0; j < n; j++ {
-				newWalls = append(newWalls, normWall(mat.Row(nil, j, Wp), o[j]))
-			}
-		}
-		walls = newWalls
-		// Compose x = P·h_{l−1} + q with h_{l−1} = Wp·h + o.
+		// Compose x = P·h' + q with h' = Wp·h + o.
 		if P == nil {
 			P, q = Wp, o
 		} else {
@@ -690,20 +713,83 @@ func (r *deepRun) frameAfter(k int) (frame, error) {
 			}
 			P = &NP
 		}
-		center = hc
 	}
-	m := len(center)
+	m, _ := r.Ws[k-1].Dims()
 	dom := orthant(m)
-	if len(walls) > 0 {
+	if center != nil {
 		dom.walls = append(dom.walls, walls...)
 		dom.halfNormal = false
 		copy(dom.center, center)
-		dom.radius = math.Max(dom.margin(center), 1e-3)
-		if dom.margin(center) <= 0 {
+		dom.radius = dom.margin(center)
+		if dom.radius <= 0 {
 			return frame{}, fmt.Errorf("layer %d's active region is empty around the chosen centre", k)
 		}
 	}
 	return frame{P: P, q: q, dom: dom}, nil
+}
+
+// centerBox bounds the coordinates of activeCenter's point.
+const centerBox = 4
+
+// activeCenter returns the point h of the domain bounded by walls (which
+// include h ≥ 0) where min(walls, W·h + b) is largest, with every
+// coordinate at most centerBox, and that margin: the linear program
+// max t s.t. wall_i(h) ≥ t, W·h + b ≥ t, h ≤ centerBox, t ≤ centerBox,
+// solved in standard form by the simplex method.
+func activeCenter(walls []unit, W *mat.Dense, b []float64) ([]float64, float64, error) {
+	m, n := W.Dims()
+	nw := len(walls)
+	// Variables: h (n), t, slacks of the walls (nw), of the units (m),
+	// of the box (n), of t's bound (1).
+	cols := n + 1 + nw + m + n + 1
+	rows := nw + m + n + 1
+	A := mat.NewDense(rows, cols, nil)
+	rhs := make([]float64, rows)
+	r := 0
+	for i, u := range walls {
+		for j := 0; j < n; j++ {
+			A.Set(r, j, u.w[j])
+		}
+		A.Set(r, n, -1)
+		A.Set(r, n+1+i, -1)
+		rhs[r] = -u.b
+		r++
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			A.Set(r, j, W.At(i, j))
+		}
+		A.Set(r, n, -1)
+		A.Set(r, n+1+nw+i, -1)
+		rhs[r] = -b[i]
+		r++
+	}
+	for j := 0; j < n; j++ {
+		A.Set(r, j, 1)
+		A.Set(r, n+1+nw+m+j, 1)
+		rhs[r] = centerBox
+		r++
+	}
+	A.Set(r, n, 1)
+	A.Set(r, cols-1, 1)
+	rhs[r] = centerBox
+	// Standard form wants b ≥ 0: negate rows with a negative right side.
+	for i := range rhs {
+		if rhs[i] < 0 {
+			rhs[i] = -rhs[i]
+			row := A.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+		}
+	}
+	c := make([]float64, cols)
+	c[n] = -1
+	_, x, err := lp.Simplex(c, A, rhs, 1e-10, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append([]float64(nil), x[:n]...), x[n], nil
 }
 
 // normWall returns the wall w·x + b > 0 scaled to a unit normal.

@@ -180,6 +180,9 @@ type unit struct {
 	// polishTries).
 	polished bool
 	tries    int
+	// score counts the points where the hyperplane test saw the unit's
+	// kink (deep mode).
+	score int
 }
 
 // jpoint is a measured Jacobian and where.
@@ -410,6 +413,9 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 				dq++
 			}
 			if e.opt.Hidden > 0 && len(e.units) >= e.opt.Hidden || dq >= 2 && (e.opt.Hidden == 0 || dq >= 3) {
+				if err := e.keepBest(ctx); err != nil {
+					return e.stopMsg(err)
+				}
 				if e.opt.PolishTol > 0 {
 					if err := e.polish(ctx, e.opt.PolishTol); err != nil {
 						return e.stopMsg(err)
