@@ -312,6 +312,9 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	for len(r.layers) < len(opt.Widths) {
+		r.layers = append(r.layers, LayerResult{Width: opt.Widths[len(r.layers)], Check: "not reached"})
+	}
 	res := &Result{Layers: r.layers, Network: net}
 	for _, l := range r.layers {
 		res.Units += l.Units
@@ -361,7 +364,16 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 	L := len(r.opt.Widths)
 	fr := frame{}
 	dim := r.d
-	for k := 0; k < L; k++ {
+	k := 0
+	defer func() {
+		// The budget running out in a test or a frame ends the run like
+		// a failed layer.
+		if errors.Is(err, errBudget) {
+			net, err = nil, nil
+			failed = fmt.Sprintf("layer %d: the query budget (MaxQueries = %d) ran out", k+1, r.opt.MaxQueries)
+		}
+	}()
+	for ; k < L; k++ {
 		if k > 0 {
 			if fr, err = r.frameAfter(k); err != nil {
 				return nil, err.Error(), nil

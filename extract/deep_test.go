@@ -2,8 +2,11 @@ package extract
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -50,5 +53,19 @@ func TestExtractTwoHiddenLayers(t *testing.T) {
 			net := deepTeacher(t, sizes, seed)
 			checkDeep(t, net, Options{Seed: seed, Widths: sizes[1 : len(sizes)-1]}, 1e-8)
 		}
+	}
+}
+
+// A query budget too small for the first layer ends the extraction with
+// an error wrapping errs.ErrNotExact (Exact) that lists the units found
+// per layer.
+func TestExtractDeepBudgetNotExact(t *testing.T) {
+	net := deepTeacher(t, []int{10, 6, 4, 3}, 1)
+	res, err := Extract(context.Background(), FromMLP(net), 10, Options{Seed: 1, Widths: []int{6, 4}, MaxQueries: 600, Exact: true})
+	if !errors.Is(err, errs.ErrNotExact) || !strings.Contains(err.Error(), "units per layer") || res == nil || res.Certificate.Met {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+	if res.Queries > 600 || len(res.Layers) != 2 || res.Layers[0].Passed && res.Layers[1].Passed {
+		t.Errorf("result %+v", res)
 	}
 }

@@ -441,7 +441,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		// A line with no new unit (its other kinks rejected as merged,
 		// which a coarsely rounding oracle leaves on most lines) is worth
 		// checking whether the units found already reproduce the oracle.
-		done := len(e.units) == before
+		done := len(e.units) == before && !e.onEdges()
 		if e.opt.Hidden > 0 {
 			done = len(e.units) >= e.opt.Hidden || quiet >= 3
 		}
