@@ -52,7 +52,7 @@ type cand struct {
 // planeTestNeed how many must show one.
 const (
 	planeTestPoints = 8
-	planeTestNeed   = 5
+	planeTestNeed   = 4
 )
 
 // learnLineDeep is learnLine for the first hidden layer of a deeper
@@ -117,21 +117,23 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 	return nil
 }
 
-// keepBest trims the units of deep mode to the width given (Hidden) when
-// more passed the hyperplane test: all are tested again at 4·planeTestPoints
-// new points, and those with the most kinks stay (a later layer's
-// surface passes the test only at points in the activation region it was
-// found in, which in few dimensions can hold several of them).
+// keepBest re-tests the units of deep mode at 4·planeTestPoints new
+// points each and drops those with kinks at fewer than keepFrac of all
+// their test points; with the width given (Hidden), at most that many
+// stay, those with the most kinks. A later layer's surface passes the
+// first test only at points in the activation region it was found in,
+// which in few dimensions can hold several of them; a unit of this layer
+// is invisible only where the later layers ignore it.
 func (e *extractor) keepBest(ctx context.Context) error {
-	if e.opt.Hidden == 0 || len(e.units) <= e.opt.Hidden {
+	if len(e.units) == 0 {
 		return nil
 	}
 	cands := make([]cand, len(e.units))
 	for i, u := range e.units {
 		cands[i] = cand{u: u}
 	}
+	units := e.units
 	for rep := 0; rep < 4; rep++ {
-		units := e.units
 		e.units = nil // every unit is a candidate: keep none out of distance
 		_, err := e.planeTest(ctx, cands)
 		e.units = units
@@ -139,14 +141,25 @@ func (e *extractor) keepBest(ctx context.Context) error {
 			return err
 		}
 		for i := range cands {
-			e.units[i].score += cands[i].u.score
+			units[i].score += cands[i].u.score
 		}
 	}
-	sort.SliceStable(e.units, func(a, b int) bool { return e.units[a].score > e.units[b].score })
-	e.deeper += len(e.units) - e.opt.Hidden
-	e.units = e.units[:e.opt.Hidden]
+	sort.SliceStable(units, func(a, b int) bool { return units[a].score > units[b].score })
+	keep := 0
+	for keep < len(units) && float64(units[keep].score) >= keepFrac*5*planeTestPoints {
+		keep++
+	}
+	if e.opt.Hidden > 0 {
+		keep = min(keep, e.opt.Hidden)
+	}
+	e.deeper += len(units) - keep
+	e.units = units[:keep]
 	return nil
 }
+
+// keepFrac is the share of its test points at which a unit of deep mode
+// must show its kink.
+const keepFrac = 0.3
 
 // known reports a unit record already among the units or the candidates.
 func (e *extractor) known(rec unit, cands []cand) bool {
@@ -180,9 +193,15 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 	taus := []float64{-2, -1, 0, 1, 2}
 	X := mat.NewDense(len(cands)*planeTestPoints*nTau, e.d, nil)
 	sigma := math.Sqrt(float64(e.d))
+	skip := make([]bool, len(cands)*planeTestPoints)
 	for c, cd := range cands {
 		for pt := 0; pt < planeTestPoints; pt++ {
-			y, eps := e.planePoint(cd.u, sigma)
+			y, eps, ok := e.planePoint(cd.u, sigma)
+			if !ok {
+				// No point inside: a test point that cannot pass.
+				y, eps = e.dom.center, 0
+				skip[c*planeTestPoints+pt] = true
+			}
 			for k, tau := range taus {
 				row := X.RawRowView((c*planeTestPoints+pt)*nTau + k)
 				for j := range row {
@@ -220,7 +239,7 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 					bent = true
 				}
 			}
-			if straight && bent {
+			if straight && bent && !skip[c*planeTestPoints+pt] {
 				kinks++
 			}
 		}
@@ -233,30 +252,74 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 // planePoint returns a random point of unit u's hyperplane inside the
 // domain, the farthest from the known units' hyperplanes and the walls of
 // 16 tries, and the test offset ε: a quarter of that distance, at most
-// 0.01·σ.
-func (e *extractor) planePoint(u unit, sigma float64) ([]float64, float64) {
-	var best []float64
+// 1e-4·σ (small, so that the surfaces of later layers' units rarely pass
+// within it). Without a domain the tries are projections of Gaussian
+// points; on a domain they are where the segment between two random
+// points of it crosses the hyperplane (inside, the domain being convex),
+// or, when no pair straddles it, where an edge of the orthant does. ok is
+// false when no try lands inside the domain.
+func (e *extractor) planePoint(u unit, sigma float64) (y []float64, eps float64, ok bool) {
 	bestM := math.Inf(-1)
-	for try := 0; try < 16; try++ {
-		var y []float64
-		if e.dom != nil {
-			y = e.dom.sample(e.rng)
-		} else {
-			y = make([]float64, e.d)
-			for j := range y {
-				y[j] = e.rng.NormFloat64()
-			}
-		}
-		z := dotf(u.w, y) + u.b
-		for j := range y {
-			y[j] -= z * u.w[j]
-		}
-		m := e.distance(y)
-		if m > bestM {
-			best, bestM = y, m
+	consider := func(x []float64) {
+		if m := e.distance(x); m > bestM {
+			y, bestM = x, m
 		}
 	}
-	return best, math.Min(bestM/4, 0.01*sigma)
+	for try := 0; try < 16; try++ {
+		if e.dom == nil {
+			x := make([]float64, e.d)
+			for j := range x {
+				x[j] = e.rng.NormFloat64()
+			}
+			z := dotf(u.w, x) + u.b
+			for j := range x {
+				x[j] -= z * u.w[j]
+			}
+			consider(x)
+			continue
+		}
+		p, q := e.dom.sample(e.rng), e.dom.sample(e.rng)
+		zp, zq := dotf(u.w, p)+u.b, dotf(u.w, q)+u.b
+		if zp*zq >= 0 {
+			continue
+		}
+		a := zp / (zp - zq)
+		x := make([]float64, e.d)
+		for j := range x {
+			x[j] = p[j] + a*(q[j]-p[j])
+		}
+		consider(x)
+	}
+	if bestM <= 0 && e.dom != nil && e.dom.halfNormal {
+		for _, k := range e.rng.Perm(e.d) {
+			// axisEdge·1 + t·e_k on the hyperplane.
+			if u.w[k] == 0 {
+				continue
+			}
+			t := -(axisEdge*sum(u.w) + u.b) / u.w[k]
+			if t <= 0 {
+				continue
+			}
+			x := make([]float64, e.d)
+			for j := range x {
+				x[j] = axisEdge
+			}
+			x[k] += t
+			consider(x)
+		}
+	}
+	if bestM <= 0 {
+		return nil, 0, false
+	}
+	return y, math.Min(bestM/4, 1e-4*sigma), true
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
 }
 
 // distance is the Euclidean distance from x to the nearest known unit's
