@@ -441,7 +441,7 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 			if fr, err = r.frameAfter(k); err != nil {
 				return nil, err.Error(), nil
 			}
-			dim, _ = r.Ws[k-1].Dims()
+			dim, _ = r.Ws[0].Dims()
 		}
 		so := r.opt
 		so.Hidden = r.opt.Widths[k]
@@ -479,20 +479,27 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		}
 		r.addDiag(e.diag)
 		if e.deep {
-			W := mat.NewDense(max(len(e.units), 1), dim, nil)
-			b := make([]float64, len(e.units))
-			for i, u := range e.units {
-				W.SetRow(i, u.w)
-				b[i] = u.b
-			}
 			if len(e.units) == 0 {
 				lay.Check = "no unit found"
 				lay.Queries = r.root.queries - before
 				r.layers = append(r.layers, lay)
 				return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
 			}
+			W := mat.NewDense(len(e.units), dim, nil)
+			b := make([]float64, len(e.units))
+			for i, u := range e.units {
+				W.SetRow(i, u.w)
+				b[i] = u.b
+			}
+			if k > 0 {
+				// Units found in the first layer's space: rows over the
+				// previous layer's pre-activations.
+				if W, b, _, err = r.lift(k, W, b, nil); err != nil {
+					return nil, fmt.Sprintf("layer %d: %v", k+1, err), nil
+				}
+			}
 			r.Ws, r.bs = append(r.Ws, W), append(r.bs, b)
-			flipped, msg, err := r.orient(ctx, k)
+			flipped, msg, err := r.orient(ctx, k+1)
 			if err != nil {
 				return nil, "", err
 			}
@@ -518,7 +525,11 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		if last == nil {
 			return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
 		}
-		return r.network(last.W, last.B, last.A, last.C), "", nil
+		W, b, A, err := r.lift(k, last.W, last.B, last.A)
+		if err != nil {
+			return nil, fmt.Sprintf("layer %d: %v", k+1, err), nil
+		}
+		return r.network(W, b, A, last.C), "", nil
 	}
 	return nil, "", nil
 }
@@ -597,28 +608,38 @@ func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float6
 // orientPoints is the number of points of the column test.
 const orientPoints = 8
 
-// orient resolves the orientations of hidden layer k (0-based), found
+// orient resolves the orientations of hidden layer n (1-based), found
 // with unit normals of arbitrary sign, by the column test: in the frame
-// where layer k's units are taken as active (x = P·h + q, h > 0), a unit
-// found with the wrong orientation is inactive at every such point (its
-// true pre-activation is −h_i < 0), so f does not move with h_i there,
+// where layer n's units are taken as active, a unit found with the wrong
+// orientation is inactive at every such point (its true pre-activation is
+// −h_i < 0), so f does not move with h_i there (along the direction of
+// the first layer's space that changes h_i alone, a column of M⁺ for the
+// composite h = M·h₁ + β),
 // while a unit found the right way round moves f unless the later layers
 // ignore it at that point. So a unit whose column is non-zero at one
 // point is confirmed; the others are flipped and tested again at new
 // points, up to orientRounds rounds. A unit silent in every round fails
 // the layer's check (msg). It returns the number of units left flipped.
-func (r *deepRun) orient(ctx context.Context, k int) (flipped int, msg string, err error) {
-	W, b := r.Ws[k], r.bs[k]
+func (r *deepRun) orient(ctx context.Context, n int) (flipped int, msg string, err error) {
+	if n >= 2 {
+		return r.orientEach(ctx, n)
+	}
+	W, b := r.Ws[n-1], r.bs[n-1]
 	m, _ := W.Dims()
-	rng := synth.NewRand(r.opt.Seed + uint64(k) + 77)
+	rng := synth.NewRand(r.opt.Seed + uint64(n) + 77)
 	confirmed := make([]bool, m)
 	flip := make([]bool, m)
 	for round := 0; round < orientRounds; round++ {
-		fr, err := r.frameAfter(k + 1)
+		fr, err := r.frameAfter(n)
 		if err != nil {
 			return flipped, err.Error(), nil
 		}
-		silent, err := r.silentColumns(ctx, fr, m, rng)
+		M, _ := r.composite(n)
+		D, err := pinv(M)
+		if err != nil {
+			return flipped, err.Error(), nil
+		}
+		silent, err := r.silentColumns(ctx, fr, D, rng)
 		if err != nil {
 			return flipped, "", err
 		}
@@ -658,16 +679,111 @@ func (r *deepRun) orient(ctx context.Context, k int) (flipped int, msg string, e
 	return flipped, "", nil
 }
 
+// orientEach is orient for a layer n ≥ 2, unit by unit: the region where
+// every unit of layers 1…n is active (by the orientations being tested)
+// can be empty while some are wrong, so unit i is tested where layers
+// 1…n−1 and unit i alone are active: there, moving along the direction
+// that changes unit i's pre-activation alone moves f when the orientation
+// is right (unless the later layers ignore it) and never when it is
+// wrong. A unit whose region is empty in one orientation takes the other.
+func (r *deepRun) orientEach(ctx context.Context, n int) (flipped int, msg string, err error) {
+	W, b := r.Ws[n-1], r.bs[n-1]
+	m, _ := W.Dims()
+	base, err := r.frameAfter(n - 1)
+	if err != nil {
+		return 0, err.Error(), nil
+	}
+	rng := synth.NewRand(r.opt.Seed + uint64(n) + 77)
+	M, _ := r.composite(n)
+	D, err := pinv(M)
+	if err != nil {
+		return 0, err.Error(), nil
+	}
+	var bad []int
+	for i := 0; i < m; i++ {
+		d := mat.Col(nil, i, D)
+		confirmed, flip := false, false
+		for round := 0; round < orientRounds && !confirmed; round++ {
+			Mi, beta := r.composite(n)
+			dom := &domain{walls: append(append([]unit(nil), base.dom.walls...), normWall(Mi.RawRowView(i), beta[i])), center: make([]float64, len(d))}
+			center, t, lerr := activeCenter(dom.walls, len(d))
+			if lerr == nil && t > 0 {
+				dom.center, dom.radius, dom.cur = center, t, append([]float64(nil), center...)
+				moving, err := r.moves(ctx, base, dom, d, rng)
+				if err != nil {
+					return flipped, "", err
+				}
+				if moving {
+					confirmed = true
+					continue
+				}
+			}
+			row := W.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+			b[i] = -b[i]
+			flip = !flip
+		}
+		if flip {
+			flipped++
+		}
+		if !confirmed {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) > 0 {
+		return flipped, fmt.Sprintf("%d units silent at every test point in either orientation (units %v)", len(bad), bad), nil
+	}
+	return flipped, "", nil
+}
+
+// moves reports whether f, seen through frame fr, moves along direction d
+// at one of orientPoints random points of dom (forward differences, step
+// 1e-2·min(margin, 1)/‖d‖, against rounding: 1e-12 of |f|).
+func (r *deepRun) moves(ctx context.Context, fr frame, dom *domain, d []float64, rng *rand.Rand) (bool, error) {
+	dim := len(d)
+	H := mat.NewDense(2*orientPoints, dim, nil)
+	nd := math.Max(1, math.Sqrt(dotf(d, d)))
+	for t := 0; t < orientPoints; t++ {
+		h := dom.sample(rng)
+		step := 1e-2 * math.Min(math.Max(dom.margin(h), 1e-6), 1) / nd
+		H.SetRow(2*t, h)
+		row := H.RawRowView(2*t + 1)
+		copy(row, h)
+		for j := range row {
+			row[j] += step * d[j]
+		}
+	}
+	Y, err := affineOracle(r.root, fr.P, fr.q)(ctx, H)
+	if err != nil {
+		return false, err
+	}
+	r.diag.QueriesOrient += 2 * orientPoints
+	for t := 0; t < orientPoints; t++ {
+		f0, f1 := Y.RawRowView(2*t), Y.RawRowView(2*t+1)
+		diff := 0.0
+		for o := range f0 {
+			diff += (f1[o] - f0[o]) * (f1[o] - f0[o])
+		}
+		if math.Sqrt(diff) > 1e-12*math.Sqrt(dotf(f0, f0)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // orientRounds caps the rounds of the column test.
 const orientRounds = 8
 
 // silentColumns measures, at orientPoints random points h of frame fr's
-// domain, the forward differences of f along each coordinate h_i (step
-// 1e-2·min(h, 1)), and reports the coordinates whose difference is zero
-// (below 1e-9 of the largest and 1e-12 of |f|) at every point.
-func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.Rand) ([]bool, error) {
+// domain, the forward differences of f along each column of D (step
+// 1e-2·min(margin, 1)/‖d‖), and reports the columns whose difference is
+// zero (below 1e-9 of the largest and 1e-12 of |f|) at every point.
+func (r *deepRun) silentColumns(ctx context.Context, fr frame, D *mat.Dense, rng *rand.Rand) ([]bool, error) {
+	dim, m := D.Dims()
 	rows := m + 1
-	H := mat.NewDense(orientPoints*rows, m, nil)
+	H := mat.NewDense(orientPoints*rows, dim, nil)
 	for t := 0; t < orientPoints; t++ {
 		h := fr.dom.sample(rng)
 		if fr.dom.halfNormal {
@@ -675,12 +791,16 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.
 				h[i] += 0.1 // away from the faces: steps well above rounding
 			}
 		}
-		step := 1e-2 * math.Min(math.Max(fr.dom.margin(h), 1e-6), 1)
 		for i := 0; i < rows; i++ {
 			row := H.RawRowView(t*rows + i)
 			copy(row, h)
-			if i > 0 {
-				row[i-1] += step
+			if i == 0 {
+				continue
+			}
+			d := mat.Col(nil, i-1, D)
+			step := 1e-2 * math.Min(math.Max(fr.dom.margin(h), 1e-6), 1) / math.Max(1, math.Sqrt(dotf(d, d)))
+			for j := range row {
+				row[j] += step * d[j]
 			}
 		}
 	}
@@ -720,104 +840,128 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, m int, rng *rand.
 	return silent, nil
 }
 
-// frameAfter is the frame of stage k (k ≥ 1): the space of hidden layer
-// k's pre-activations h (1-based, as found so far), mapped to inputs where
-// every unit of layers 1…k is active: x = P·h + q with W_k·…·W_1·P = I on
-// h's space. Layer 1's pre-activations reach every h (its rows are
-// independent), so stage 1's domain is the orthant h > 0. A later layer's
-// h = W_l·h' + b_l is reached from a slice of the previous space: h' =
-// h'_c + W_l⁺·(h − h_c), through a centre h'_c of the previous domain
-// where layer l is active with the largest margin (a linear program); the
-// previous domain's walls, carried into h's space, bound the new one.
-func (r *deepRun) frameAfter(k int) (frame, error) {
-	var P *mat.Dense
-	var q []float64
-	var walls []unit // walls of the current space beyond its orthant
-	var center []float64
-	for l := 0; l < k; l++ {
-		W, b := r.Ws[l], r.bs[l]
-		m, n := W.Dims()
-		Wp, err := pinv(W)
-		if err != nil {
-			return frame{}, fmt.Errorf("layer %d's rows are linearly dependent (%v): it cannot be inverted on its active region", l+1, err)
-		}
-		// h' = Wp·h + o.
-		var o []float64
-		if l == 0 {
-			var Wb mat.VecDense
-			Wb.MulVec(Wp, mat.NewVecDense(m, b))
-			o = make([]float64, n)
-			for j := range o {
-				o[j] = -Wb.AtVec(j)
-			}
-			center = nil
-		} else {
-			prev := append(orthant(n).walls, walls...)
-			hs, t, err := activeCenter(prev, W, b)
-			if err != nil || t <= 0 {
-				return frame{}, fmt.Errorf("no point found where every unit of layers 1–%d is active (%v, margin %.1e)", l+1, err, t)
-			}
-			zc := make([]float64, m)
-			for i := range zc {
-				zc[i] = dotf(W.RawRowView(i), hs) + b[i]
-			}
-			var Wz mat.VecDense
-			Wz.MulVec(Wp, mat.NewVecDense(m, zc))
-			o = make([]float64, n)
-			for j := range o {
-				o[j] = hs[j] - Wz.AtVec(j)
-			}
-			walls = walls[:0:0]
-			for _, u := range prev {
-				var wp mat.VecDense
-				wp.MulVec(Wp.T(), mat.NewVecDense(n, u.w))
-				walls = append(walls, normWall(wp.RawVector().Data, dotf(u.w, o)+u.b))
-			}
-			center = zc
-		}
-		// Compose x = P·h' + q with h' = Wp·h + o.
-		if P == nil {
-			P, q = Wp, o
-		} else {
-			var NP mat.Dense
-			NP.Mul(P, Wp)
-			var Po mat.VecDense
-			Po.MulVec(P, mat.NewVecDense(n, o))
-			for j := range q {
-				q[j] += Po.AtVec(j)
-			}
-			P = &NP
-		}
+// frameAfter is the frame in which every unit of layers 1…n (n ≥ 1, as
+// found so far) is active: the space of the first layer's pre-activations
+// h₁, reached from the inputs by x = P·h₁ + q with W₁·P = I (the first
+// layer's rows are independent, so every h₁ is reached), and the domain
+// h₁ > 0 (the orthant), cut, for n ≥ 2, by the walls M_l·h₁ + β_l > 0 of
+// the later layers' units (l = 2…n, the composite affine maps of
+// composite), sampled by hit-and-run from a centre found by linear
+// programming.
+func (r *deepRun) frameAfter(n int) (frame, error) {
+	W1, b1 := r.Ws[0], r.bs[0]
+	m1, _ := W1.Dims()
+	P, err := pinv(W1)
+	if err != nil {
+		return frame{}, fmt.Errorf("layer 1's rows are linearly dependent (%v): it cannot be inverted on its active region", err)
 	}
-	m, _ := r.Ws[k-1].Dims()
-	dom := orthant(m)
-	if center != nil {
-		dom.walls = append(dom.walls, walls...)
-		dom.halfNormal = false
-		copy(dom.center, center)
-		dom.radius = dom.margin(center)
-		if dom.radius <= 0 {
-			return frame{}, fmt.Errorf("layer %d's active region is empty around the chosen centre", k)
+	var Pb mat.VecDense
+	Pb.MulVec(P, mat.NewVecDense(m1, b1))
+	q := make([]float64, Pb.Len())
+	for j := range q {
+		q[j] = -Pb.AtVec(j)
+	}
+	dom := orthant(m1)
+	if n >= 2 {
+		for l := 2; l <= n; l++ {
+			M, beta := r.composite(l)
+			rows, _ := M.Dims()
+			for i := 0; i < rows; i++ {
+				dom.walls = append(dom.walls, normWall(M.RawRowView(i), beta[i]))
+			}
 		}
+		center, t, err := activeCenter(dom.walls, m1)
+		if err != nil || t <= 0 {
+			return frame{}, fmt.Errorf("no point found where every unit of layers 1–%d is active (%v, margin %.1e)", n, err, t)
+		}
+		dom.halfNormal = false
+		dom.center = center
+		dom.radius = t
+		dom.cur = append([]float64(nil), center...)
 	}
 	return frame{P: P, q: q, dom: dom}, nil
+}
+
+// composite returns the affine map h_n = M·h₁ + β from the first layer's
+// pre-activations to layer n's on the region where layers 1…n−1 are
+// active (M the identity for n = 1).
+func (r *deepRun) composite(n int) (*mat.Dense, []float64) {
+	m1, _ := r.Ws[0].Dims()
+	M := mat.NewDense(m1, m1, nil)
+	for i := 0; i < m1; i++ {
+		M.Set(i, i, 1)
+	}
+	beta := make([]float64, m1)
+	for l := 1; l < n; l++ {
+		W, b := r.Ws[l], r.bs[l]
+		var NM mat.Dense
+		NM.Mul(W, M)
+		var Wb mat.VecDense
+		Wb.MulVec(W, mat.NewVecDense(len(beta), beta))
+		nb := make([]float64, len(b))
+		for i := range nb {
+			nb[i] = Wb.AtVec(i) + b[i]
+		}
+		M, beta = &NM, nb
+	}
+	return M, beta
+}
+
+// lift turns units found in the first layer's space (rows W, offsets b,
+// output columns A when given) into units of layer k+1 (0-based k ≥ 1)
+// over layer k's pre-activations h = M·h₁ + β: a row w = u·M with u =
+// w·M⁺, offset b − u·β, u scaled to unit norm (b and A's column with it).
+// A row off M's row space is not a unit of that layer: an error.
+func (r *deepRun) lift(k int, W *mat.Dense, b []float64, A *mat.Dense) (*mat.Dense, []float64, *mat.Dense, error) {
+	M, beta := r.composite(k)
+	Mp, err := pinv(M)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var U mat.Dense
+	U.Mul(W, Mp)
+	var back mat.Dense
+	back.Mul(&U, M)
+	back.Sub(&back, W)
+	if res := mat.Norm(&back, 2) / mat.Norm(W, 2); res > 1e-6 {
+		return nil, nil, nil, fmt.Errorf("the units found are not functions of layer %d's outputs (relative residual %.1e)", k, res)
+	}
+	m, _ := U.Dims()
+	nb := make([]float64, m)
+	var nA *mat.Dense
+	if A != nil {
+		nA = mat.DenseCopyOf(A)
+	}
+	for i := 0; i < m; i++ {
+		row := U.RawRowView(i)
+		s := math.Sqrt(dotf(row, row))
+		nb[i] = (b[i] - dotf(row, beta)) / s
+		for j := range row {
+			row[j] /= s
+		}
+		if nA != nil {
+			p, _ := nA.Dims()
+			for o := 0; o < p; o++ {
+				nA.Set(o, i, nA.At(o, i)*s)
+			}
+		}
+	}
+	return &U, nb, nA, nil
 }
 
 // centerBox bounds the coordinates of activeCenter's point.
 const centerBox = 4
 
-// activeCenter returns the point h of the domain bounded by walls (which
-// include h ≥ 0) where min(walls, W·h + b) is largest, with every
-// coordinate at most centerBox, and that margin: the linear program
-// max t s.t. wall_i(h) ≥ t, W·h + b ≥ t, h ≤ centerBox, t ≤ centerBox,
-// solved in standard form by the simplex method.
-func activeCenter(walls []unit, W *mat.Dense, b []float64) ([]float64, float64, error) {
-	m, n := W.Dims()
+// activeCenter returns the point h ≥ 0 (n coordinates, each at most
+// centerBox) where the smallest of the walls is largest, and that margin:
+// the linear program max t s.t. wall_i(h) ≥ t, h ≤ centerBox, t ≤
+// centerBox, solved in standard form by the simplex method.
+func activeCenter(walls []unit, n int) ([]float64, float64, error) {
 	nw := len(walls)
-	// Variables: h (n), t, slacks of the walls (nw), of the units (m),
-	// of the box (n), of t's bound (1).
-	cols := n + 1 + nw + m + n + 1
-	rows := nw + m + n + 1
+	// Variables: h (n), t, slacks of the walls (nw), of the box (n), of
+	// t's bound (1).
+	cols := n + 1 + nw + n + 1
+	rows := nw + n + 1
 	A := mat.NewDense(rows, cols, nil)
 	rhs := make([]float64, rows)
 	r := 0
@@ -830,18 +974,9 @@ func activeCenter(walls []unit, W *mat.Dense, b []float64) ([]float64, float64, 
 		rhs[r] = -u.b
 		r++
 	}
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			A.Set(r, j, W.At(i, j))
-		}
-		A.Set(r, n, -1)
-		A.Set(r, n+1+nw+i, -1)
-		rhs[r] = -b[i]
-		r++
-	}
 	for j := 0; j < n; j++ {
 		A.Set(r, j, 1)
-		A.Set(r, n+1+nw+m+j, 1)
+		A.Set(r, n+1+nw+j, 1)
 		rhs[r] = centerBox
 		r++
 	}

@@ -23,6 +23,9 @@ type domain struct {
 	radius float64
 	// halfNormal draws the orthant's points as |N(0,1)| per coordinate.
 	halfNormal bool
+	// cur is the state of the hit-and-run walk that samples a general
+	// domain.
+	cur []float64
 }
 
 // orthant is the domain {h : h_k > 0 for all k} of dim coordinates,
@@ -48,10 +51,9 @@ func (dom *domain) margin(x []float64) float64 {
 	return m
 }
 
-// sample returns a random point of the domain: the centre plus a
-// Gaussian step whose size is halved until the point is inside (the
-// orthant's points are |N(0,1)| per coordinate, half of them scaled by
-// 0.02).
+// sample returns a random point of the domain: on the orthant |N(0,1)|
+// per coordinate, half of them scaled by 0.02; on a general domain the
+// next point of a hit-and-run walk from its centre.
 func (dom *domain) sample(rng *rand.Rand) []float64 {
 	dim := len(dom.center)
 	x := make([]float64, dim)
@@ -68,17 +70,27 @@ func (dom *domain) sample(rng *rand.Rand) []float64 {
 		}
 		return x
 	}
-	s := dom.radius
-	for try := 0; try < 60; try++ {
-		for k := range x {
-			x[k] = dom.center[k] + s*rng.NormFloat64()
+	// Hit-and-run: from the walk's point, along a random direction, to a
+	// uniform point of the chord (kept off the walls), a few steps per
+	// sample; unbounded chords are cut at 10·(1 + ‖centre‖).
+	lim := 10 * (1 + math.Sqrt(dotf(dom.center, dom.center)))
+	v := make([]float64, dim)
+	for step := 0; step < 8; step++ {
+		for k := range v {
+			v[k] = rng.NormFloat64()
 		}
-		if dom.margin(x) > 0 {
-			return x
+		lo, hi := dom.segment(dom.cur, v)
+		lo, hi = math.Max(lo, -lim), math.Min(hi, lim)
+		t := lo + (hi-lo)*(0.02+0.96*rng.Float64())
+		next := make([]float64, dim)
+		for k := range next {
+			next[k] = dom.cur[k] + t*v[k]
 		}
-		s /= 2
+		if dom.margin(next) > 0 {
+			dom.cur = next
+		}
 	}
-	copy(x, dom.center)
+	copy(x, dom.cur)
 	return x
 }
 

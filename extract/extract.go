@@ -497,7 +497,11 @@ func (e *extractor) newLine() *line {
 		l.v[j] /= nv
 	}
 	if e.dom != nil {
+		// An unbounded side of the domain is searched as far as a whole
+		// line would be.
+		reach := e.opt.Reach * math.Sqrt(float64(e.d))
 		l.lo, l.hi = e.dom.segment(l.x0, l.v)
+		l.lo, l.hi = math.Max(l.lo, -reach), math.Min(l.hi, reach)
 	}
 	return l
 }
