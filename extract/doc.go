@@ -77,37 +77,38 @@
 //	/usr/bin/python3 bench/extract_fashion.py --seeds 3
 //
 // Deeper networks (Options.Widths, two or more hidden layers). The layers
-// are extracted in turn, each checked before the next, in the space of
-// the previous layer's pre-activations:
+// are extracted in turn, each checked before the next:
 //
-//  1. Stage k's space. Stage 1 is the input space. Once layers 1…k are
-//     known (rows of unit norm, orientations resolved), the inputs where
-//     all their units are active form a region on which they are one
-//     affine map h = M·x + β (h: layer k's pre-activations, M full row
-//     rank while the widths do not grow). Stage k+1 queries f at x = P·h +
-//     q with M·P = I, so it sees the rest of the network, g(h), directly
-//     on h: a network with one hidden layer fewer. Its domain is where
-//     every known unit is active: h > 0 (the orthant) for stage 2; for
-//     stage 3 and later a slice of the previous domain through a centre
-//     where every known unit is active with the largest margin (a linear
-//     program), bounded by the previous walls carried over. A Jacobian in
-//     stage k+1 costs m_k + 2 queries instead of d + 2. This is the
-//     "peeling" alternative to Carlini et al.'s reuse of input-space
-//     critical points for deeper layers (there a layer-2 unit's Jacobian
-//     jump gives its weight row over the active layer-1 units, solved by
-//     least squares and unified over critical points with different
-//     activation patterns); peeling gives whole rows at once and needs no
-//     unification.
-//  2. A stage that is not the last searches lines as in the one-layer
-//     case, on segments of its domain (lines through two random points of
-//     it, and on the orthant first along each edge, h = 0.02·1 + t·e_k,
-//     which crosses every later hyperplane that meets the orthant — a
-//     unit active on all but a thin corner is missed by random lines), and
-//     reads a unit off every new kink's Jacobian jump. The jump is rank
-//     one for every unit of every layer; the units of this stage's first
-//     layer are those whose critical set is a hyperplane (as in Carlini et
-//     al., whose first-layer critical points are those lying on one
-//     hyperplane): the
+//  1. Frames. Layer 1 is searched in the input space. Once it is known
+//     (rows of unit norm, orientations resolved), the later layers are
+//     searched in the space of its pre-activations h₁: f is queried at x =
+//     P·h₁ + q with W₁·P = I, which reaches every h₁ (the rows are
+//     independent while m₁ ≤ d) and, for h₁ > 0, makes every layer-1 unit
+//     active, so the queries see the rest of the network directly, a
+//     network of one hidden layer fewer, and a Jacobian costs m₁ + 2
+//     queries instead of d + 2. Layer n+1 is searched on the polytope of
+//     h₁ where every known unit of layers 2…n is active too (walls M_l·h₁ +
+//     β_l > 0 from the composite affine maps there); on it, layer n+1's
+//     units are hyperplanes in h₁, lifted to rows over layer n's
+//     pre-activations by u = w·M_n⁺ (a row off M_n's row space is
+//     refused). This is the "peeling" alternative to Carlini et al.'s
+//     reuse of input-space critical points for deeper layers (there a
+//     layer-2 unit's Jacobian jump gives its weight row over the active
+//     layer-1 units, solved by least squares and unified over critical
+//     points with different activation patterns); peeling gives whole rows
+//     at once and needs no unification, but only where every known unit is
+//     active.
+//  2. A layer that is not the last is searched as in the one-layer case,
+//     on segments of the domain: lines through two random points of it
+//     (|N(0,1)| per coordinate, half of them ×0.02, on the orthant;
+//     hit-and-run from a linear-programming centre on a polytope), and on
+//     the orthant first along each edge, h = 0.02·1 + t·e_k, which crosses
+//     every later hyperplane that meets the orthant (a unit active on all
+//     but a thin corner is missed by random lines). A unit is read off
+//     every new kink's Jacobian jump; the jump is rank one for the units
+//     of every layer, and the units of the layer sought are those whose
+//     critical set is a hyperplane (as in Carlini et al., whose
+//     first-layer critical points are those lying on one hyperplane): the
 //     kink must show up, straight on either side and bent at τ = 0, at 4
 //     or more of 8 random points of the hyperplane inside the domain
 //     (y + τ·ŵ, τ ∈ {0, ±ε, ±2ε}, ε ≤ 1e-4·σ); the surfaces of later
@@ -119,33 +120,38 @@
 //     its position alone: a unit's slope change along a line depends on
 //     the later layers, so Jacobians are measured on both sides of every
 //     new kink and not carried across known ones.
-//  3. Orientations of such a layer: the column test. In the next stage's
-//     frame (every unit of the layer taken as active), a unit found with
-//     the wrong orientation is inactive everywhere (its true
-//     pre-activation is −h_i), so f does not move with h_i: its column of
-//     the Jacobian (forward differences, one query per unit and point) is
-//     rounding only, relative to the others and to |f|. A unit with a
-//     non-zero column at one of 8 random points is confirmed (a wrongly
-//     oriented unit cannot move f); the silent ones are flipped and tested
-//     at new points, up to 8 rounds. Canales-Martínez et al.'s neuron
-//     wiggle finds signs from input-space wiggles; the column test needs
-//     the next stage's frame, which peeling builds anyway.
+//  3. Orientations of such a layer: the column test. Where a unit is taken
+//     as active, a unit found with the wrong orientation is inactive (its
+//     true pre-activation is −h_i < 0), so f does not move along the
+//     direction that changes h_i alone; a unit found the right way round
+//     moves f unless the later layers ignore it there. A unit with a
+//     moving column (forward differences above rounding, relative to the
+//     others and to |f|) at one of 8 random points is confirmed; the
+//     silent ones are flipped and tested at new points, up to 8 rounds.
+//     Layer 1 is tested all at once on the orthant of its frame; a later
+//     layer unit by unit, where the earlier layers and that unit alone are
+//     active (the region where all of them are can be empty while some
+//     orientations are wrong). Canales-Martínez et al.'s neuron wiggle
+//     finds signs from input-space wiggles instead; the column test needs
+//     the frame, which peeling builds anyway.
 //  4. The layer's check: every unit passed the hyperplane test and every
 //     orientation was confirmed by a moving column (LayerResult.Check,
 //     Passed). A layer that fails it ends the extraction with what was
-//     found.
-//  5. The last stage is the one-layer extraction on its domain (lines on
-//     segments, edges first; its orientations and output bias as above),
-//     and the whole network is certified on fresh standard Gaussian
-//     inputs like a one-layer one.
+//     found (an error wrapping errs.ErrNotExact with Exact).
+//  5. The last layer is the one-layer extraction on its domain (segments,
+//     edges first; its orientations and output bias from the affine part
+//     as above), and the whole network is certified on fresh standard
+//     Gaussian inputs like a one-layer one.
 //
 // Measured: 784-32-16-10 and 784-64-32-10 (PyTorch's initialisation and
-// trained on Fashion-MNIST), every parameter within ≈ 1e-10 after
+// trained on Fashion-MNIST), every parameter within 3.2e-9 after
 // alignment from 2^16.7 – 2^19.5 queries in seconds (docs/extract.md).
 // Three hidden layers (784-32-16-16-10): the first two layers are found
-// whole; the third stage's slice of the second layer's active region is
-// too narrow to cross every unit's hyperplane, so the certificate is not
-// met.
+// whole; the third layer's units seldom switch on the polytope where all
+// 16 second-layer units are active, so few are found and the certificate
+// is not met. Extracting it needs the regions where only some of them are
+// active, with the partial rows unified (Carlini et al.'s step), which is
+// not done.
 //
 // Deviations from Carlini et al.: their critical points come from binary
 // search along lines and their weights from second differences at each
