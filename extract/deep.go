@@ -284,17 +284,9 @@ func (e *extractor) planePoint(u unit, sigma float64) (y []float64, eps float64,
 			consider(x)
 			continue
 		}
-		p, q := e.dom.sample(e.rng), e.dom.sample(e.rng)
-		zp, zq := dotf(u.w, p)+u.b, dotf(u.w, q)+u.b
-		if zp*zq >= 0 {
-			continue
+		if x, ok := e.crossing(u); ok {
+			consider(x)
 		}
-		a := zp / (zp - zq)
-		x := make([]float64, e.d)
-		for j := range x {
-			x[j] = p[j] + a*(q[j]-p[j])
-		}
-		consider(x)
 	}
 	if bestM <= 0 && e.dom != nil && e.dom.halfNormal {
 		for _, k := range e.rng.Perm(e.d) {
@@ -318,6 +310,26 @@ func (e *extractor) planePoint(u unit, sigma float64) (y []float64, eps float64,
 		return nil, 0, false
 	}
 	return y, math.Min(bestM/4, 1e-4*sigma), true
+}
+
+// crossing returns where the segment between two random points of the
+// domain crosses unit u's hyperplane (inside the domain, which is
+// convex), trying 4 pairs; ok is false when none straddles it.
+func (e *extractor) crossing(u unit) ([]float64, bool) {
+	for try := 0; try < 4; try++ {
+		p, q := e.dom.sample(e.rng), e.dom.sample(e.rng)
+		zp, zq := dotf(u.w, p)+u.b, dotf(u.w, q)+u.b
+		if zp*zq >= 0 {
+			continue
+		}
+		a := zp / (zp - zq)
+		x := make([]float64, e.d)
+		for j := range x {
+			x[j] = p[j] + a*(q[j]-p[j])
+		}
+		return x, true
+	}
+	return nil, false
 }
 
 func sum(x []float64) float64 {
@@ -461,6 +473,9 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 				p(stage, done, total)
 			}
 		}
+		if k >= 2 && k == L-1 {
+			return r.lastLayerByRegions(ctx, k, so)
+		}
 		o := &counted{f: r.root.query, d: dim}
 		if fr.P == nil {
 			o.f = func(ctx context.Context, X *mat.Dense) (*mat.Dense, error) { return r.root.query(ctx, X) }
@@ -540,6 +555,54 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 	return nil, "", nil
 }
 
+// lastLayerByRegions is run's last step for three or more hidden layers:
+// the last layer from lastByRegions, the output bias as the mean residual
+// on 64 fresh Gaussian inputs.
+func (r *deepRun) lastLayerByRegions(ctx context.Context, k int, so Options) (*nn.MLP, string, error) {
+	before := r.root.queries
+	lay := LayerResult{Width: r.opt.Widths[k]}
+	W, b, A, lines, kinks, msg, err := r.lastByRegions(ctx, k, so)
+	if err != nil {
+		return nil, "", err
+	}
+	lay.Lines, lay.Kinks = lines, kinks
+	lay.Check = "units unified from activation regions of the layer before, every input seen"
+	defer func() {
+		lay.Queries = r.root.queries - before
+		r.layers = append(r.layers, lay)
+	}()
+	if W == nil {
+		lay.Check = msg
+		return nil, fmt.Sprintf("layer %d: %s", k+1, msg), nil
+	}
+	lay.Units, _ = W.Dims()
+	lay.Passed = msg == ""
+	p, _ := A.Dims()
+	net := r.network(W, b, A, make([]float64, p))
+	rng := synth.NewRand(so.Seed + 4099)
+	X := mat.NewDense(64, r.d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	Y, err := r.root.query(ctx, X)
+	if err != nil {
+		return nil, "", err
+	}
+	F := net.Forward(X)
+	c := net.Layers[len(net.Layers)-1].Bias
+	for o := range c {
+		s := 0.0
+		for i := 0; i < 64; i++ {
+			s += Y.At(i, o) - F.At(i, o)
+		}
+		c[o] = s / 64
+	}
+	if msg != "" {
+		r.warn = append(r.warn, fmt.Sprintf("layer %d: %s", k+1, msg))
+	}
+	return net, "", nil
+}
+
 // prefixed returns the messages with a prefix.
 func prefixed(prefix string, msgs []string) []string {
 	out := make([]string, len(msgs))
@@ -601,7 +664,7 @@ func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float6
 	}
 	tol := opt.CertTol
 	if tol == 0 {
-		tol = math.Max(deepCertTol, 100*r.diag.Noise)
+		tol = math.Max(certify.DefaultTol(certify.Float64Roundoff), 100*r.diag.Noise)
 	}
 	if net == nil {
 		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
@@ -610,12 +673,6 @@ func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float6
 	}
 	return tol, nil
 }
-
-// deepCertTol is the certificate's default tolerance for a network with
-// several hidden layers: each layer is measured in the frame the layers
-// before it make, so their errors add up (a trained 784-64-32-10 came
-// out with parameters within 6.7e-9 and a residual of 1.1e-10).
-const deepCertTol = 1e-9
 
 // orientPoints is the number of points of the column test.
 const orientPoints = 8

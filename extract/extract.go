@@ -38,8 +38,7 @@ type Options struct {
 	Hidden int `json:"hidden"`
 	// CertTol is the relative residual ‖Y − f̂(X)‖_F/‖Y‖_F on fresh
 	// Gaussian queries below which the extraction counts as exact.
-	// Default 1e-10 (certify.DefaultTol for float64; 1e-9 for several
-	// hidden layers, whose layers' errors add up), or 100 times the
+	// Default 1e-10 (certify.DefaultTol for float64), or 100 times the
 	// oracle's measured relative rounding if that is larger (float32
 	// arithmetic: ≈ 5e-6), with a warning.
 	CertTol float64 `json:"cert_tol"`

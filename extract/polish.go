@@ -94,6 +94,13 @@ func (e *extractor) planPolish(pp *polishPoints, i int) (polishPlan, bool) {
 	for r := 0; r < polishCandidates; r++ {
 		row := C.RawRowView(r)
 		if e.dom != nil {
+			// Inside the domain: where the segment between two of its
+			// points crosses the hyperplane (a projection would mostly
+			// leave it), or the projection when no pair of a few does.
+			if y, ok := e.crossing(u); ok {
+				copy(row, y)
+				continue
+			}
 			copy(row, e.dom.sample(e.rng))
 		} else {
 			for j := range row {

@@ -165,7 +165,7 @@ func newExtractCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.hidden, "hidden", "", "hidden units, if known (0 = search until the units found reproduce the model); for a deeper network one width per hidden layer, e.g. 32,16 (0,0: two hidden layers, widths not known)")
 	f.IntVar(&opt.MaxQueries, "max-queries", 0, "query budget (0 = none)")
 	f.IntVar(&opt.MaxLines, "max-lines", 0, "most random lines to search (0 = 64, or 160 for a model computing in float32)")
-	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual on fresh queries that certifies the extraction (0 = 1e-10, 1e-9 for several hidden layers)")
+	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual on fresh queries that certifies the extraction (0 = 1e-10)")
 	f.Uint64Var(&opt.Seed, "seed", 0, "random seed for the lines and the certificate's queries")
 	f.StringVar(&opt.Out, "out", "", "output model file ("+modelFormatsHelp+"); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
