@@ -473,9 +473,6 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 				p(stage, done, total)
 			}
 		}
-		if k >= 2 && k == L-1 {
-			return r.lastLayerByRegions(ctx, k, so)
-		}
 		o := &counted{f: r.root.query, d: dim}
 		if fr.P == nil {
 			o.f = func(ctx context.Context, X *mat.Dense) (*mat.Dense, error) { return r.root.query(ctx, X) }
@@ -553,54 +550,6 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		return r.network(W, b, A, last.C), "", nil
 	}
 	return nil, "", nil
-}
-
-// lastLayerByRegions is run's last step for three or more hidden layers:
-// the last layer from lastByRegions, the output bias as the mean residual
-// on 64 fresh Gaussian inputs.
-func (r *deepRun) lastLayerByRegions(ctx context.Context, k int, so Options) (*nn.MLP, string, error) {
-	before := r.root.queries
-	lay := LayerResult{Width: r.opt.Widths[k]}
-	W, b, A, lines, kinks, msg, err := r.lastByRegions(ctx, k, so)
-	if err != nil {
-		return nil, "", err
-	}
-	lay.Lines, lay.Kinks = lines, kinks
-	lay.Check = "units unified from activation regions of the layer before, every input seen"
-	defer func() {
-		lay.Queries = r.root.queries - before
-		r.layers = append(r.layers, lay)
-	}()
-	if W == nil {
-		lay.Check = msg
-		return nil, fmt.Sprintf("layer %d: %s", k+1, msg), nil
-	}
-	lay.Units, _ = W.Dims()
-	lay.Passed = msg == ""
-	p, _ := A.Dims()
-	net := r.network(W, b, A, make([]float64, p))
-	rng := synth.NewRand(so.Seed + 4099)
-	X := mat.NewDense(64, r.d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	Y, err := r.root.query(ctx, X)
-	if err != nil {
-		return nil, "", err
-	}
-	F := net.Forward(X)
-	c := net.Layers[len(net.Layers)-1].Bias
-	for o := range c {
-		s := 0.0
-		for i := 0; i < 64; i++ {
-			s += Y.At(i, o) - F.At(i, o)
-		}
-		c[o] = s / 64
-	}
-	if msg != "" {
-		r.warn = append(r.warn, fmt.Sprintf("layer %d: %s", k+1, msg))
-	}
-	return net, "", nil
 }
 
 // prefixed returns the messages with a prefix.

@@ -142,22 +142,16 @@
 //     edges first; its orientations and output bias from the affine part
 //     as above), and the whole network is certified on fresh standard
 //     Gaussian inputs like a one-layer one.
-//  6. With three or more hidden layers the last layer's units seldom
-//     switch where every unit of the layer before is active, so it is
-//     searched region by region of that layer's activation patterns
-//     (lastByRegions; seeds cycle through its units so that each is active
-//     in some region): in a region the rest is a one-hidden-layer network
-//     whose units give A_{:,j}·W_{j,S} and A_{:,j}·b_j exactly over the
-//     active inputs S, and a unit's partial rows, recognised by the
-//     direction of A_{:,j}, are unified into whole ones (Carlini et al.'s
-//     unification). Units with an input never seen active are left out.
 //
 // Measured: 784-32-16-10 and 784-64-32-10 (PyTorch's initialisation and
 // trained on Fashion-MNIST), every parameter within 3.8e-9 after
 // alignment from 2^16.7 – 2^19 queries in seconds (docs/extract.md).
 // Three hidden layers (784-32-16-16-10): the first two layers are found
-// whole, of the third only the units whose every input was seen active
-// (5 of 16), so the certificate is not met.
+// whole; the third layer's units seldom switch on the polytope where all
+// 16 second-layer units are active (1–5 of 16 found), so the certificate
+// is not met. It needs the regions where only some second-layer units
+// are active, with each unit's partial rows unified (Carlini et al.'s
+// step; docs/extract.md says how far a first attempt got).
 //
 // Deviations from Carlini et al.: their critical points come from binary
 // search along lines and their weights from second differences at each
