@@ -26,10 +26,11 @@ Jacobian across each (the critical-point approach of the cryptanalytic
 extraction literature, Carlini, Jagielski, Mironov 2020), then resolve the units'
 signs and the output layer by least squares (package extract). A deeper network
 is extracted layer by layer, each layer checked before the next: the first
-layer's units are the kinks whose critical set is a hyperplane; the next layer
-is searched on inputs where every known unit is active, in the space of the
-known layer's outputs. The answer is certified by its relative residual on
-fresh Gaussian queries.
+layer's units are the kinks whose critical set is a hyperplane; the later layers
+are searched on inputs where every known unit is active, in the space of the
+first layer's outputs. Two hidden layers are extracted (784-64-32-10 in seconds);
+a third does not certify yet (exit 3). The answer is certified by its relative
+residual on fresh Gaussian queries.
 
 The model answers either in-process, from a file (--teacher: a .safetensors or
 .onnx nn.Sequential of Linear layers with ReLU between them; relurec only calls
@@ -85,8 +86,8 @@ const extractExample = `  # A model file you hold (the query count is what an at
   # Known width, a query budget
   relurec extract --teacher mlp.safetensors --hidden 64 --max-queries 500000 --out extracted.onnx
 
-  # Two hidden layers (784-64-32-10): the depth and widths come from the file,
-  # or from --hidden for a served model (0 = width not known)
+  # Two hidden layers (784-64-32-10): the depth comes from the file (the widths
+  # are searched), or from --hidden for a served model (0 = width not known)
   relurec extract --teacher mlp2.safetensors --out extracted2.safetensors
   relurec extract --query-cmd 'python3 serve.py' --d 784 --hidden 64,32 --out extracted2.safetensors
 
