@@ -4,9 +4,10 @@
 For each seed this script
   1. trains nn.Sequential(nn.Linear(784, H), nn.ReLU(), nn.Linear(H, 10)) with
      biases on Fashion-MNIST (Adam, lr 1e-3, batches of 128, --epochs) and
-     reports its test accuracy;
+     reports its test accuracy; --hidden 64,32 trains Linear(784, 64), ReLU,
+     Linear(64, 32), ReLU, Linear(32, 10) (any number of hidden layers);
   2. exports it as ONNX (torch.onnx.export, float32 weights) and as
-     safetensors (float32, keys 0.weight, 0.bias, 2.weight, 2.bias);
+     safetensors (float32, keys 0.weight, 0.bias, 2.weight, 2.bias, ...);
   3. runs `relurec extract --teacher model.onnx` and `--teacher
      model.safetensors` (relurec runs the file in-process as the only access
      to it) and `--query-cmd` against this script's own --serve mode, a
@@ -25,6 +26,7 @@ agreement 1 and logits within 1e-4 relative.
     /usr/bin/python3 bench/extract_fashion.py                   # H = 64, 1 seed
     /usr/bin/python3 bench/extract_fashion.py --hidden 128 --seeds 3
     /usr/bin/python3 bench/extract_fashion.py --hidden 32 --serve-dtype float32
+    /usr/bin/python3 bench/extract_fashion.py --hidden 64,32 --seeds 3
 
 Needs python3-torch, python3-onnx optional (torch.onnx.export works without
 it), python3-numpy, the Fashion-MNIST files (scripts/install-datasets.sh) and
@@ -77,8 +79,15 @@ def serve(path, dtype):
     from numpy.lib import format as npformat
     torch.set_num_threads(1)
     state = torch.load(path)
-    model = nn.Sequential(nn.Linear(state["0.weight"].shape[1], state["0.weight"].shape[0]), nn.ReLU(),
-                          nn.Linear(state["2.weight"].shape[1], state["2.weight"].shape[0]))
+    mods = []
+    for k in range(0, 2 * len(state) // 2, 2):
+        if "%d.weight" % k not in state:
+            break
+        if mods:
+            mods.append(nn.ReLU())
+        w = state["%d.weight" % k]
+        mods.append(nn.Linear(w.shape[1], w.shape[0]))
+    model = nn.Sequential(*mods)
     model.load_state_dict(state)
     tdtype = {"float64": torch.float64, "float32": torch.float32}[dtype]
     model = model.to(tdtype)
@@ -124,8 +133,13 @@ def read_safetensors(path):
 def logits_score(model, path, xte, dtype):
     """Argmax agreement and the largest relative logit error, over the test images, of the extracted model (float64) vs model served in dtype."""
     got = read_safetensors(path)
-    x = xte.double().numpy()
-    f = np.maximum(x @ got["0.weight"].T + got["0.bias"], 0) @ got["2.weight"].T + got["2.bias"]
+    f = xte.double().numpy()
+    for k in range(0, 2 * len(got), 2):
+        if "%d.weight" % k not in got:
+            break
+        if k > 0:
+            f = np.maximum(f, 0)
+        f = f @ got["%d.weight" % k].T + got["%d.bias" % k]
     with torch.no_grad():
         tdtype = {"float64": torch.float64, "float32": torch.float32}[dtype]
         y = model.to(tdtype)(xte.to(tdtype)).double().numpy()
@@ -135,27 +149,39 @@ def logits_score(model, path, xte, dtype):
     return agree, rel
 
 
-def param_error(model, path):
-    """Largest error of the extracted parameters vs model's, up to permutation and positive scaling."""
+def param_error(model, path, relative=False):
+    """Largest error of the extracted parameters vs model's, up to permutation and positive scaling of each
+    hidden layer's units (each unit's weight row scaled to unit norm, the scale moved into the next layer):
+    absolute, or with relative=True divided by the largest entry of each of the truth's tensors."""
     got = read_safetensors(path)
     want = {k: v.detach().double().numpy() for k, v in model.state_dict().items()}
-
-    def norm(s):
-        r = np.linalg.norm(s["0.weight"], axis=1)
-        return s["0.weight"] / r[:, None], s["0.bias"] / r, s["2.weight"] * r[None, :], s["2.bias"]
-
-    tw, tb, ta, tc = norm(want)
-    gw, gb, ga, gc = norm(got)
-    if gw.shape != tw.shape:
+    n = len(want) // 2
+    keys = ["%d" % (2 * i) for i in range(n)]
+    if any(got.get(k + ".weight", np.zeros(0)).shape != want[k + ".weight"].shape for k in keys):
         return float("inf")
-    order = np.argmax(tw @ gw.T, axis=1)
-    gw, gb, ga = gw[order], gb[order], ga[:, order]
-    return float(max(np.abs(tw - gw).max(), np.abs(tb - gb).max(), np.abs(ta - ga).max(), np.abs(tc - gc).max()))
+    worst = 0.0
+    perm = None
+    for i, k in enumerate(keys):
+        tw, tb = want[k + ".weight"].copy(), want[k + ".bias"].copy()
+        gw, gb = got[k + ".weight"].copy(), got[k + ".bias"].copy()
+        if perm is not None:
+            gw = gw[:, perm]
+        if i < n - 1:
+            rt, rg = np.linalg.norm(tw, axis=1), np.linalg.norm(gw, axis=1)
+            tw, tb, gw, gb = tw / rt[:, None], tb / rt, gw / rg[:, None], gb / rg
+            want[keys[i + 1] + ".weight"] = want[keys[i + 1] + ".weight"] * rt[None, :]
+            got[keys[i + 1] + ".weight"] = got[keys[i + 1] + ".weight"] * rg[None, :]
+            perm = np.argmax(tw @ gw.T, axis=1)
+            gw, gb = gw[perm], gb[perm]
+        for t, g in ((tw, gw), (tb, gb)):
+            e = np.abs(t - g).max()
+            worst = max(worst, e / np.abs(t).max() if relative else e)
+    return float(worst)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--hidden", default="64", help="hidden widths, e.g. 64 or 64,32")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--relurec", default="./relurec")
@@ -170,6 +196,7 @@ def main():
     if not os.path.exists(args.relurec):
         subprocess.run(["go", "build", "-o", args.relurec, "./cmd/relurec"], check=True)
     exe = os.path.abspath(args.relurec)
+    widths = [int(w) for w in args.hidden.split(",")]
     torch.set_num_threads(1)
     xtr = torch.from_numpy(idx(os.path.join(DATA, "train-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
     ytr = torch.from_numpy(idx(os.path.join(DATA, "train-labels-idx1-ubyte.gz")).astype(np.int64))
@@ -179,7 +206,7 @@ def main():
     print("%4s %8s %13s %9s %9s %9s %10s %8s %10s %6s %8s" % ("seed", "test acc", "access", "queries", "units", "time_s", "param_err", "argmax", "logit_rel", "exit", "peak_MiB"))
     for seed in range(args.seeds):
         torch.manual_seed(seed)
-        model = train_mlp([784, args.hidden, 10], args.epochs, xtr, ytr)
+        model = train_mlp([784, *widths, 10], args.epochs, xtr, ytr)
         with torch.no_grad():
             acc = (model(xte).argmax(1) == yte).float().mean().item()
         with tempfile.TemporaryDirectory() as tmp:
@@ -190,7 +217,7 @@ def main():
             write_safetensors(st_path, model.state_dict())
             torch.save(model.state_dict(), pt_path)
             serve_cmd = "%s %s --serve-dtype %s --serve %s" % (sys.executable, os.path.abspath(__file__), args.serve_dtype, pt_path)
-            runs = [("query-cmd", ["--query-cmd", serve_cmd, "--d", "784"])]
+            runs = [("query-cmd", ["--query-cmd", serve_cmd, "--d", "784"] + (["--hidden", "0," * (len(widths) - 1) + "0"] if len(widths) > 1 else []))]
             if args.serve_dtype == "float64":
                 runs = [("onnx", ["--teacher", onnx_path]), ("safetensors", ["--teacher", st_path])] + runs
             for name, flags in runs:
@@ -200,10 +227,14 @@ def main():
                     ok = False
                     print("%4d %8.4f %13s %9d %9d %9.2f %10s %8s %10s %6d %8.0f  <-- nothing extracted" % (seed, acc, name, res["queries"], res["units"], wall, "-", "-", "-", code, res["peak_memory_bytes"] / 2**20))
                     continue
-                err = res["weights"]["max_err"] if "weights" in res else param_error(model, out)
+                if len(widths) > 1:
+                    # Deeper networks: the largest error relative to each tensor's largest entry.
+                    err = res["layer_weights"]["max_rel"] if "layer_weights" in res else param_error(model, out, relative=True)
+                else:
+                    err = res["weights"]["max_err"] if "weights" in res else param_error(model, out)
                 agree, rel = logits_score(model, out, xte, args.serve_dtype)
                 if args.serve_dtype == "float64":
-                    good = code == 0 and err <= 1e-8 and res["units"] == args.hidden
+                    good = code == 0 and err <= 1e-8 and res["units"] == sum(widths)
                     why = "not within 1e-8"
                 else:
                     good = code == 0 and agree == 1.0 and rel <= 1e-4

@@ -12,7 +12,6 @@ import (
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
-	"github.com/relurec/relurec/internal/rng"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -25,6 +24,11 @@ type Options struct {
 	// certificate included. 0: no cap. When the cap stops the search,
 	// the units found so far are assembled and certified, with a warning.
 	MaxQueries int `json:"max_queries"`
+	// Widths are the hidden layers' widths, input side first, for a
+	// network with several hidden layers (a 0 entry: not known); its
+	// length is the depth. Two or more entries select the layer-by-layer
+	// extraction (Hidden is then ignored); one entry is Hidden.
+	Widths []int `json:"widths,omitempty"`
 	// Hidden is the number of hidden units m, if known: the search stops
 	// once m units are found and reproduce the oracle on the searched
 	// lines. 0 searches until a line brings no new unit and the units
@@ -74,8 +78,15 @@ type Options struct {
 // Result is an extracted network and the evidence behind it.
 type Result struct {
 	// Model is the extracted network in the normalisation of
-	// nn.Depth2.Normalize: ‖w_i‖ = 1, units sorted by ‖A_{:,i}‖.
+	// nn.Depth2.Normalize: ‖w_i‖ = 1, units sorted by ‖A_{:,i}‖ (one
+	// hidden layer; nil for deeper networks).
 	Model *nn.Depth2 `json:"-"`
+	// Network is the extracted network as Linear–ReLU–…–Linear layers
+	// (every hidden unit's weight row of unit norm), for any depth.
+	Network *nn.MLP `json:"-"`
+	// Layers reports each hidden layer of a network with several
+	// (Options.Widths); Units is then the total over the layers.
+	Layers []LayerResult `json:"layers,omitempty"`
 	// Queries is the number of rows sent to the oracle (the query count
 	// the literature compares), Calls the number of oracle calls.
 	Queries int `json:"queries"`
@@ -127,6 +138,11 @@ type Diagnostics struct {
 	// PolishTol); PolishRejected those whose re-measurement disagreed.
 	Polished       int `json:"polished"`
 	PolishRejected int `json:"polish_rejected"`
+	// QueriesPlane counts the hyperplane tests' queries and
+	// QueriesOrient the column tests' (networks with several hidden
+	// layers).
+	QueriesPlane  int `json:"queries_plane,omitempty"`
+	QueriesOrient int `json:"queries_orient,omitempty"`
 	// Unresolved counts clusters of kinks too close to separate.
 	Unresolved int `json:"unresolved"`
 	// Noise is the largest median relative bend of a straight grid
@@ -163,6 +179,9 @@ type unit struct {
 	// polishTries).
 	polished bool
 	tries    int
+	// score counts the points where the hyperplane test saw the unit's
+	// kink (deep mode).
+	score int
 }
 
 // jpoint is a measured Jacobian and where.
@@ -172,7 +191,13 @@ type jpoint struct {
 }
 
 type extractor struct {
-	d        int
+	d int
+	// dom restricts the queries to a domain (nil: all of R^d); deep
+	// makes the units the first hidden layer of a deeper network (see
+	// deep.go).
+	dom      *domain
+	deep     bool
+	pending  []cand
 	opt      Options
 	o        *counted
 	rng      *rand.Rand
@@ -184,6 +209,9 @@ type extractor struct {
 	etaFloor float64
 	eta      float64
 	noiseMed float64
+	// deeper counts candidates of deep mode whose critical set was not a
+	// hyperplane.
+	deeper int
 }
 
 // Extract recovers a one-hidden-layer ReLU network f(x) = A·ReLU(W·x + b) +
@@ -204,12 +232,20 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if err := opt.defaults(); err != nil {
 		return nil, err
 	}
-	e := &extractor{d: d, opt: opt, o: &counted{f: oracle, d: d}, rng: rng.New(opt.Seed), etaFloor: 1e-13}
 	if opt.MaxQueries > 0 {
 		need := opt.CertQueries + 4*(d+2)
 		if opt.MaxQueries < need {
 			return nil, errs.Inputf("extract.Extract: MaxQueries = %d cannot pay for even two Jacobians (2·(d+2)), a line and the certificate: need at least %d", opt.MaxQueries, need)
 		}
+	}
+	if len(opt.Widths) == 1 {
+		opt.Hidden = opt.Widths[0]
+	}
+	if len(opt.Widths) > 1 {
+		return extractDeep(ctx, oracle, d, opt)
+	}
+	e := newExtractor(d, opt, &counted{f: oracle, d: d})
+	if opt.MaxQueries > 0 {
 		e.o.limit = opt.MaxQueries - opt.CertQueries
 	}
 	stop, err := e.search(ctx)
@@ -232,6 +268,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if net != nil {
 		res.Units = net.Hidden() // refine may drop a copy of a unit
 	}
+
 	for _, lr := range e.lines {
 		res.Kinks += len(lr.kinks)
 	}
@@ -304,6 +341,7 @@ func (e *extractor) certifyNet(ctx context.Context, net *nn.Depth2, res *Result)
 	if net != nil {
 		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
 		res.Model = net.Normalize()
+		res.Network = res.Model.MLP()
 	} else {
 		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
 	}
@@ -313,6 +351,11 @@ func (e *extractor) certifyNet(ctx context.Context, net *nn.Depth2, res *Result)
 func (o *Options) defaults() error {
 	bad := func(name string, v float64) error {
 		return errs.Options(errs.ErrInput, "extract.Extract: ", errs.Option{Struct: "Options", Field: name, Value: fmt.Sprint(v)}, "; it must be ≥ 0 and finite (0 means the default)")
+	}
+	for i, w := range o.Widths {
+		if w < 0 {
+			return errs.Inputf("extract.Extract: Options.Widths[%d] = %d; widths must be ≥ 0 (0: not known)", i, w)
+		}
 	}
 	for name, v := range map[string]float64{"MaxQueries": float64(o.MaxQueries), "PolishTol": math.Abs(o.PolishTol), "Hidden": float64(o.Hidden), "CertTol": o.CertTol, "CertQueries": float64(o.CertQueries), "Grid": float64(o.Grid), "Reach": o.Reach, "MaxLines": float64(o.MaxLines), "Batch": float64(o.Batch)} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -338,21 +381,13 @@ func (o *Options) defaults() error {
 // when it stopped for another reason.
 func (e *extractor) search(ctx context.Context) (string, error) {
 	maxKinks := max(e.opt.Hidden, 16)
-	quiet := 0
+	quiet, dq := 0, 0
 	for ln := 0; ln < e.maxLines(); ln++ {
 		grid := e.opt.Grid
 		if grid == 0 {
 			grid = 8 * maxKinks
 		}
-		l := &line{x0: make([]float64, e.d), v: make([]float64, e.d)}
-		for j := range l.x0 {
-			l.x0[j] = e.rng.NormFloat64()
-			l.v[j] = e.rng.NormFloat64()
-		}
-		nv := math.Sqrt(dotf(l.v, l.v))
-		for j := range l.v {
-			l.v[j] /= nv
-		}
+		l := e.newLine()
 		before, rejected := len(e.units), e.diag.Rejected
 		lr, err := e.searchLine(ctx, l, grid)
 		if err == nil {
@@ -367,9 +402,34 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if e.opt.Progress != nil {
 			e.opt.Progress("lines", len(e.units), e.opt.Hidden)
 		}
+		if e.deep {
+			// The first layer of a deeper network: no model to check the
+			// lines against; the search ends with the units given, or
+			// after lines that bring none.
+			if len(e.units) > before || e.onEdges() {
+				dq = 0
+			} else {
+				dq++
+			}
+			if e.opt.Hidden > 0 && len(e.units) >= e.opt.Hidden || dq >= 2 && (e.opt.Hidden == 0 || dq >= 3) {
+				if err := e.keepBest(ctx); err != nil {
+					return e.stopMsg(err)
+				}
+				if e.opt.PolishTol > 0 {
+					if err := e.polish(ctx, e.opt.PolishTol); err != nil {
+						return e.stopMsg(err)
+					}
+				}
+				if e.opt.Hidden > 0 && len(e.units) < e.opt.Hidden {
+					return fmt.Sprintf("%d lines in a row found no new unit: %d of %d units found", dq, len(e.units), e.opt.Hidden), nil
+				}
+				return "", nil
+			}
+			continue
+		}
 		// A clean line: every kink on it was a unit already found.
 		clean := len(e.units) == before && e.diag.Rejected == rejected
-		if clean {
+		if clean && !e.onEdges() {
 			quiet++
 		} else {
 			quiet = 0
@@ -380,7 +440,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		// A line with no new unit (its other kinks rejected as merged,
 		// which a coarsely rounding oracle leaves on most lines) is worth
 		// checking whether the units found already reproduce the oracle.
-		done := len(e.units) == before
+		done := len(e.units) == before && !e.onEdges()
 		if e.opt.Hidden > 0 {
 			done = len(e.units) >= e.opt.Hidden || quiet >= 3
 		}
@@ -410,14 +470,57 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 	return fmt.Sprintf("stopped after MaxLines = %d lines", e.maxLines()), nil
 }
 
+// newLine returns a random line: through a standard Gaussian point in a
+// random direction, or, on a domain, through two random points of it,
+// searched on the segment the domain leaves. On an orthant the first
+// lines run along its edges (axisLine).
+func (e *extractor) newLine() *line {
+	l := &line{x0: make([]float64, e.d), v: make([]float64, e.d)}
+	if e.dom != nil && e.dom.halfNormal && len(e.lines) < e.d {
+		return e.dom.axisLine(len(e.lines), e.opt.Reach)
+	}
+	if e.dom != nil {
+		p, q := e.dom.sample(e.rng), e.dom.sample(e.rng)
+		copy(l.x0, p)
+		for j := range l.v {
+			l.v[j] = q[j] - p[j]
+		}
+	} else {
+		for j := range l.x0 {
+			l.x0[j] = e.rng.NormFloat64()
+			l.v[j] = e.rng.NormFloat64()
+		}
+	}
+	nv := math.Sqrt(dotf(l.v, l.v))
+	for j := range l.v {
+		l.v[j] /= nv
+	}
+	if e.dom != nil {
+		// An unbounded side of the domain is searched as far as a whole
+		// line would be.
+		reach := e.opt.Reach * math.Sqrt(float64(e.d))
+		l.lo, l.hi = e.dom.segment(l.x0, l.v)
+		l.lo, l.hi = math.Max(l.lo, -reach), math.Min(l.hi, reach)
+	}
+	return l
+}
+
+// onEdges reports a search on an orthant that has not yet run along
+// every edge (axisLine): lines without a new unit say little until then.
+func (e *extractor) onEdges() bool {
+	return e.dom != nil && e.dom.halfNormal && len(e.lines) < e.d
+}
+
 // maxLines is Options.MaxLines or its default (64, 160 for a coarse
-// oracle).
+// oracle, 64 more than the edges of an orthant).
 func (e *extractor) maxLines() int {
 	switch {
 	case e.opt.MaxLines > 0:
 		return e.opt.MaxLines
 	case e.coarse():
 		return 160
+	case e.dom != nil && e.dom.halfNormal:
+		return 64 + e.d // the orthant's edges first
 	}
 	return 64
 }

@@ -190,7 +190,8 @@ func (e *extractor) readJacobian(j *jacJob, Y *mat.Dense, r0 int, steps, checks 
 }
 
 // knownMargin is the largest coordinate step from x that crosses no known
-// unit's hyperplane (unit skip excepted): min_k |z_k(x)|/‖ŵ_k‖_∞.
+// unit's hyperplane (unit skip excepted) nor leaves the domain:
+// min_k |z_k(x)|/‖ŵ_k‖_∞ over units and walls.
 func (e *extractor) knownMargin(x []float64, skip int) float64 {
 	m := math.Inf(1)
 	for i, u := range e.units {
@@ -199,6 +200,11 @@ func (e *extractor) knownMargin(x []float64, skip int) float64 {
 		}
 		z := math.Abs(dotf(u.w, x) + u.b)
 		m = math.Min(m, z/u.winf)
+	}
+	if e.dom != nil {
+		for _, u := range e.dom.walls {
+			m = math.Min(m, (dotf(u.w, x)+u.b)/u.winf)
+		}
 	}
 	return m
 }

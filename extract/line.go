@@ -13,11 +13,20 @@ import (
 // vector): the sampled parameters t (sorted) and the outputs there.
 type line struct {
 	x0, v []float64
-	t     []float64
-	y     [][]float64
+	// lo < hi bound the searched segment when the extraction runs on a
+	// domain (both 0 otherwise: the whole reach).
+	lo, hi float64
+	// edge marks a line along an edge of an orthant, whose kinks gather
+	// near its start lo.
+	edge bool
+	t    []float64
+	y    [][]float64
 	// verified lists the kinks confirmed by searchLine.
 	verified []vkink
 }
+
+// bounded reports a line searched only on its segment [lo, hi].
+func (l *line) bounded() bool { return l.hi > l.lo }
 
 // at writes x(t) into dst.
 func (l *line) at(t float64, dst []float64) {
@@ -233,10 +242,22 @@ func (e *extractor) searchLine(ctx context.Context, l *line, grid int) (*lineRes
 	thMax := math.Atan(e.opt.Reach)
 	ts := make([]float64, grid+1)
 	for k := range ts {
+		if l.bounded() {
+			// A segment of a domain: its kinks are spread over it, or,
+			// along an edge, dense near its start (uniform in
+			// atan(t − lo)).
+			ts[k] = l.lo + (l.hi-l.lo)*float64(k)/float64(grid)
+			if l.edge {
+				ts[k] = l.lo + math.Tan(math.Atan(l.hi-l.lo)*float64(k)/float64(grid))
+			}
+			continue
+		}
 		th := -thMax + 2*thMax*float64(k)/float64(grid)
 		ts[k] = sigma * math.Tan(th)
 	}
-	ts[grid/2] = 0
+	if !l.bounded() {
+		ts[grid/2] = 0
+	}
 	if err := e.add(ctx, l, ts); err != nil {
 		return nil, err
 	}
@@ -251,12 +272,18 @@ func (e *extractor) searchLine(ctx context.Context, l *line, grid int) (*lineRes
 		var hyps []hyp
 		for _, r := range runs(st) {
 			i, j := r[0], r[1]
-			if i < 1 || j > len(l.t)-2 {
-				continue // touches an end: no affine piece beyond it
-			}
 			w := l.t[j] - l.t[i]
 			if w <= 1e-11*math.Max(1, math.Abs(l.t[i])) {
 				continue // unresolved cluster
+			}
+			if i < 1 || j > len(l.t)-2 {
+				// Touches an end: no affine piece beyond it. A whole line
+				// holds every kink well inside; a segment's may lie next
+				// to its ends, which a sub-grid brackets.
+				if l.bounded() {
+					sub = append(sub, subgrid(l.t[i], l.t[j])...)
+				}
+				continue
 			}
 			if st.lin[i-1] && st.lin[j] {
 				if h, ok := l.hypothesis(i, j, eta, scale); ok {
@@ -397,6 +424,9 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	var ts []float64
 	for q := 0; q < triples; q++ {
 		t := sigma * (2*e.rng.Float64() - 1)
+		if l.bounded() {
+			t = l.lo + (l.hi-l.lo-2e-5*sigma)*e.rng.Float64()
+		}
 		ts = append(ts, t, t+1e-5*sigma, t+2e-5*sigma)
 	}
 	if err := e.add(ctx, tight, ts); err != nil {

@@ -33,6 +33,13 @@ func (e *extractor) identify(lr *lineResult) {
 			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx)+10*(u.estW*nx/sqd+u.est) {
 				continue
 			}
+			if e.deep {
+				// A first-layer unit's slope change depends on the
+				// layers after it: its position alone identifies it.
+				k.unit = i
+				e.diag.KnownKinks++
+				break
+			}
 			dev := 0.0
 			for o, a := range u.a {
 				dev = math.Max(dev, math.Abs(k.ds[o]-a*math.Abs(wv)))
@@ -52,6 +59,9 @@ func (e *extractor) identify(lr *lineResult) {
 // are known.
 func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 	e.identify(lr)
+	if e.deep {
+		return e.learnLineDeep(ctx, lr)
+	}
 	// Plan: in each chain of pieces joined by located kinks, measure the
 	// piece left of the first new kink and the piece right of every new
 	// kink; the rest follow by propagation.
@@ -209,6 +219,24 @@ func offRankOne(vals []float64, d int) bool {
 // ŵ = ±w/‖w‖ depending on which side the unit is active on) and adds it
 // unless it is a unit already found.
 func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
+	rec, ok := e.readUnit(lr, k, JL, JR)
+	if !ok {
+		return
+	}
+	for _, u := range e.units {
+		if sameUnit(u, rec) {
+			e.diag.Duplicates++
+			return
+		}
+	}
+	k.unit = len(e.units)
+	e.units = append(e.units, rec)
+}
+
+// readUnit reads the unit record off the Jacobian jump across kink k and
+// checks it against the slope change measured along the line; ok is false
+// (and the kink counted as rejected) when the jump is not one unit's.
+func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, bool) {
 	_, d := JL.Dims()
 	var dJ mat.Dense
 	dJ.Sub(JR, JL)
@@ -216,7 +244,7 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	w, a, r2, errEff, ok := unitFromJump(&dJ, lr.l.v, errJ)
 	if !ok {
 		e.diag.Rejected++
-		return
+		return unit{}, false
 	}
 	// The jump along the line must be the measured slope change.
 	wv := dotf(w, lr.l.v)
@@ -227,21 +255,13 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	}
 	if dev > 1e-4*dsInf+10*errJ {
 		e.diag.Rejected++
-		return
+		return unit{}, false
 	}
 	e.diag.MaxRank2 = math.Max(e.diag.MaxRank2, r2)
 	x := make([]float64, d)
 	lr.l.at(k.t, x)
 	b := -dotf(w, x)
-	rec := newUnitRec(w, b, a, errEff, x)
-	for _, u := range e.units {
-		if sameUnit(u, rec) {
-			e.diag.Duplicates++
-			return
-		}
-	}
-	k.unit = len(e.units)
-	e.units = append(e.units, rec)
+	return newUnitRec(w, b, a, errEff, x), true
 }
 
 // newUnitRec returns the unit record, with the expected errors of ŵ and b̂
@@ -401,14 +421,15 @@ func (e *extractor) fitOutputBias(net *nn.Depth2) bool {
 	return true
 }
 
-// bulk returns the searched lines' samples with |t| ≤ 2√d.
+// bulk returns the searched lines' samples with |t| ≤ 2√d (all samples
+// of a domain's segments).
 func (e *extractor) bulk() (*mat.Dense, *mat.Dense) {
 	lim := 2 * math.Sqrt(float64(e.d))
 	var xs, ys [][]float64
 	for _, lr := range e.lines {
 		l := lr.l
 		for k, t := range l.t {
-			if math.Abs(t) > lim {
+			if math.Abs(t) > lim && !l.bounded() {
 				continue
 			}
 			x := make([]float64, e.d)

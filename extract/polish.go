@@ -93,8 +93,19 @@ func (e *extractor) planPolish(pp *polishPoints, i int) (polishPlan, bool) {
 	u := e.units[i]
 	for r := 0; r < polishCandidates; r++ {
 		row := C.RawRowView(r)
-		for j := range row {
-			row[j] = e.rng.NormFloat64()
+		if e.dom != nil {
+			// Inside the domain: where the segment between two of its
+			// points crosses the hyperplane (a projection would mostly
+			// leave it), or the projection when no pair of a few does.
+			if y, ok := e.crossing(u); ok {
+				copy(row, y)
+				continue
+			}
+			copy(row, e.dom.sample(e.rng))
+		} else {
+			for j := range row {
+				row[j] = e.rng.NormFloat64()
+			}
 		}
 		z := dotf(u.w, row) + u.b
 		for j := range row {
@@ -116,6 +127,12 @@ func (e *extractor) planPolish(pp *polishPoints, i int) (polishPlan, bool) {
 				marg = math.Min(marg, math.Abs(zr[k]+bias[k])/e.units[k].winf)
 			}
 		}
+		// The domain's walls bound the step like hyperplanes, except that
+		// a candidate outside the domain has a negative margin.
+		xr := C.RawRowView(r)
+		for _, wl := range e.walls() {
+			marg = math.Min(marg, (dotf(wl.w, xr)+wl.b)/wl.winf)
+		}
 		for _, f := range []float64{0.25, 0.5, 1} {
 			delta := f * marg * u.winf
 			h := delta / u.winf
@@ -125,6 +142,9 @@ func (e *extractor) planPolish(pp *polishPoints, i int) (polishPlan, bool) {
 				}
 				z := zr[k] + bias[k]
 				h = math.Min(h, (math.Abs(z)-delta*math.Abs(cos[k]))/e.units[k].winf)
+			}
+			for _, wl := range e.walls() {
+				h = math.Min(h, (dotf(wl.w, xr)+wl.b-delta*math.Abs(dotf(wl.w, u.w)))/wl.winf)
 			}
 			if h > bestH {
 				best, bestH, bestDelta = r, h, delta

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -17,17 +18,24 @@ import (
 	"github.com/relurec/relurec/nn"
 )
 
-const extractLong = `Extract a one-hidden-layer ReLU network y = A·ReLU(W·x + b) + c from
-queries alone: the model is a black box that answers inputs with outputs. The
-queries locate the kinks of the piecewise-linear function along random lines and
-measure the jump of its Jacobian across each (the critical-point approach of the
-cryptanalytic extraction literature, Carlini, Jagielski, Mironov 2020), then
-resolve the units' signs and the output layer by least squares (package extract).
-The answer is certified by its relative residual on fresh Gaussian queries.
+const extractLong = `Extract a ReLU network y = A·ReLU(W·x + b) + c, or one with more hidden layers
+(Linear, ReLU, Linear, ReLU, …, Linear), from queries alone: the model is a black
+box that answers inputs with outputs. The queries locate the kinks of the
+piecewise-linear function along random lines and measure the jump of its
+Jacobian across each (the critical-point approach of the cryptanalytic
+extraction literature, Carlini, Jagielski, Mironov 2020), then resolve the units'
+signs and the output layer by least squares (package extract). A deeper network
+is extracted layer by layer, each layer checked before the next: the first
+layer's units are the kinks whose critical set is a hyperplane; the later layers
+are searched on inputs where every known unit is active, in the space of the
+first layer's outputs. Two hidden layers are extracted (784-64-32-10 in seconds);
+a third does not certify yet (exit 3). The answer is certified by its relative
+residual on fresh Gaussian queries.
 
 The model answers either in-process, from a file (--teacher: a .safetensors or
-.onnx nn.Sequential(Linear, ReLU, Linear); relurec only calls it, and then also
-reports the parameter error against it), or from another process (--query-cmd):
+.onnx nn.Sequential of Linear layers with ReLU between them; relurec only calls
+it, and then also reports the parameter error against it), or from another
+process (--query-cmd; --hidden gives the depth, e.g. --hidden 32,16 or 0,0):
 the command is started once with sh -c, and each batch of queries is one .npy
 array (n×d, float64) on its stdin, answered by one .npy array (n×outputs) on its
 stdout. In Python:
@@ -56,9 +64,9 @@ SIGTERM, and its group SIGKILL within another second. An interrupt kills the
 group at once.
 
 The extracted model is written like learn's (safetensors with 0.weight, 0.bias,
-2.weight, 2.bias, or ONNX), with the query count in its metadata. The report
-gives the units found, the queries, the time and the peak memory; progress is
-shown on a terminal.
+2.weight, 2.bias, … or ONNX), with the query count in its metadata. The report
+gives the units found and the queries (per layer for a deeper network), the
+time and the peak memory; progress is shown on a terminal.
 
 An extraction whose certificate is not met (units missed, a query budget that
 ran out, an oracle whose rounding defeats the search) exits with status 3 and
@@ -78,6 +86,11 @@ const extractExample = `  # A model file you hold (the query count is what an at
   # Known width, a query budget
   relurec extract --teacher mlp.safetensors --hidden 64 --max-queries 500000 --out extracted.onnx
 
+  # Two hidden layers (784-64-32-10): the depth comes from the file (the widths
+  # are searched), or from --hidden for a served model (0 = width not known)
+  relurec extract --teacher mlp2.safetensors --out extracted2.safetensors
+  relurec extract --query-cmd 'python3 serve.py' --d 784 --hidden 64,32 --out extracted2.safetensors
+
   # Keep what a budget-stopped extraction found (exit status 3 all the same)
   relurec extract --teacher mlp.onnx --max-queries 50000 --approximate --out partial.safetensors`
 
@@ -89,6 +102,8 @@ type extractOptions struct {
 	// queryTimeout bounds each batch of --query-cmd; it does not change
 	// the result, so the manifest leaves it out.
 	queryTimeout time.Duration
+	// hidden is --hidden as given: one width, or one per hidden layer.
+	hidden string
 	extract.Options
 	Out         string `json:"out"`
 	DType       string `json:"dtype"`
@@ -107,16 +122,23 @@ type extractResult struct {
 	Calls   int `json:"calls"`
 	Lines   int `json:"lines"`
 	Kinks   int `json:"kinks"`
-	// Hidden is --hidden, the units expected (0: not given).
-	Hidden      int                 `json:"hidden,omitempty"`
-	Certificate certify.Certificate `json:"certificate"`
-	Diagnostics extract.Diagnostics `json:"diagnostics"`
+	// Hidden is --hidden, the units expected (0: not given), and Widths
+	// the widths per hidden layer for a deeper network.
+	Hidden int   `json:"hidden,omitempty"`
+	Widths []int `json:"widths,omitempty"`
+	// Layers reports each hidden layer of a deeper network: units found,
+	// queries, lines, and its check.
+	Layers      []extract.LayerResult `json:"layers,omitempty"`
+	Certificate certify.Certificate   `json:"certificate"`
+	Diagnostics extract.Diagnostics   `json:"diagnostics"`
 	// Outcome: warnings and notes, and whether the model was written.
 	Outcome
 	// Weights compares the extracted parameters with the teacher's (up to
 	// permutation and positive scaling) when --teacher was given.
 	Weights *metrics.Depth2Error `json:"weights,omitempty"`
-	Seconds float64              `json:"seconds"`
+	// LayerWeights is that comparison for a deeper network, per layer.
+	LayerWeights *metrics.MLPError `json:"layer_weights,omitempty"`
+	Seconds      float64           `json:"seconds"`
 	// PeakMemory is the process's peak resident set size in bytes (0:
 	// unknown on this system).
 	PeakMemory int64          `json:"peak_memory_bytes"`
@@ -141,7 +163,7 @@ func newExtractCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.QueryCmd, "query-cmd", "", "a command answering .npy queries on stdin with .npy outputs on stdout (instead of --teacher)")
 	f.IntVar(&opt.D, "d", 0, "input dimension (required with --query-cmd)")
 	f.DurationVar(&opt.queryTimeout, "query-timeout", opt.queryTimeout, "how long --query-cmd may take to read and answer one batch of queries, e.g. 30s or 10m")
-	f.IntVar(&opt.Hidden, "hidden", 0, "hidden units, if known (0 = search until the units found reproduce the model)")
+	f.StringVar(&opt.hidden, "hidden", "", "hidden units, if known (0 = search until the units found reproduce the model); for a deeper network one width per hidden layer, e.g. 32,16 (0,0: two hidden layers, widths not known)")
 	f.IntVar(&opt.MaxQueries, "max-queries", 0, "query budget (0 = none)")
 	f.IntVar(&opt.MaxLines, "max-lines", 0, "most random lines to search (0 = 64, or 160 for a model computing in float32)")
 	f.Float64Var(&opt.CertTol, "cert-tol", 0, "relative residual on fresh queries that certifies the extraction (0 = 1e-10)")
@@ -165,6 +187,17 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 	if opt.queryTimeout <= 0 {
 		return usageErrorf("--query-timeout is %v; expected a positive duration such as 30s or 5m", opt.queryTimeout)
 	}
+	widths, err := parseWidths(opt.hidden)
+	if err != nil {
+		return err
+	}
+	opt.Hidden, opt.Widths = 0, nil
+	switch {
+	case len(widths) == 1:
+		opt.Hidden = widths[0]
+	case len(widths) > 1:
+		opt.Widths = widths
+	}
 	var inputs []string
 	if opt.Teacher != "" {
 		inputs = append(inputs, opt.Teacher)
@@ -177,7 +210,7 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 		return err
 	}
 	ctx := a.context()
-	oracle, teacher, d, q, err := openOracle(opt)
+	oracle, teacher, d, q, err := openOracle(&opt)
 	if err != nil {
 		return err
 	}
@@ -194,23 +227,28 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 	// written, so that committing them is the command's last step.
 	q.finish(ctx)
 	out := extractResult{
-		Command: "extract", Out: opt.Out, D: d, Outputs: res.Outputs, Hidden: opt.Hidden,
+		Command: "extract", Out: opt.Out, D: d, Outputs: res.Outputs, Hidden: opt.Hidden, Widths: opt.Widths, Layers: res.Layers,
 		Units: res.Units, Queries: res.Queries, Calls: res.Calls, Lines: res.Lines, Kinks: res.Kinks,
 		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
 		Options: opt, Manifest: dataio.ManifestPath(opt.Out),
 	}
 	var notCertified error
 	out.Outcome, notCertified = settle(res.Certificate, res.Warnings, opt.Approximate && res.Model != nil, out.finding(res.Warnings))
-	var model *nn.MLP
-	if res.Model != nil {
-		model = res.Model.MLP()
-	}
-	if teacher != nil && model != nil {
+	model := res.Network
+	switch {
+	case teacher == nil || model == nil:
+	case len(model.Layers) == 2:
 		w, err := metrics.CompareDepth2(teacher, model, false)
 		if err != nil {
 			return err
 		}
 		out.Weights = &w
+	default:
+		// Widths that differ from the teacher's (units missed) leave
+		// nothing to align.
+		if w, err := metrics.CompareMLP(teacher, model); err == nil {
+			out.LayerWeights = &w
+		}
 	}
 	if out.Written {
 		timings := map[string]float64{"extract": res.Elapsed.Seconds()}
@@ -218,7 +256,7 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 		man.Results = jsonsafe.Finite(map[string]any{"queries": res.Queries, "units": res.Units, "certificate": res.Certificate, "weights": out.Weights, "diagnostics": res.Diagnostics, "warnings": res.Warnings})
 		meta := map[string]string{
 			"producer": "relurec extract", "relurec_version": relurecVersion(),
-			"queries": strconv.Itoa(res.Queries), "hidden": strconv.Itoa(res.Units),
+			"queries": strconv.Itoa(res.Queries), "hidden": hiddenMeta(res),
 			"certificate_residual": strconv.FormatFloat(res.Certificate.Residual, 'g', -1, 64),
 			"certificate_tol":      strconv.FormatFloat(res.Certificate.Tol, 'g', -1, 64),
 			"certificate_met":      strconv.FormatBool(res.Certificate.Met),
@@ -242,6 +280,10 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 // not certified: the units (of --hidden, when given), the queries and the
 // extraction's warnings.
 func (out *extractResult) finding(warnings []string) string {
+	if len(out.Layers) > 0 {
+		return fmt.Sprintf("The extraction found %s hidden units per layer on %d lines with %d queries: %s.",
+			out.layerUnits(), out.Lines, out.Queries, strings.Join(warnings, "; "))
+	}
 	of := ""
 	if out.Hidden > 0 {
 		of = fmt.Sprintf(" of the %d given by --hidden", out.Hidden)
@@ -250,17 +292,69 @@ func (out *extractResult) finding(warnings []string) string {
 		out.Units, of, out.Lines, out.Queries, strings.Join(warnings, "; "))
 }
 
+// layerUnits lists a deeper network's units found per layer, with the
+// widths given ("32, 16" or "32 of 32, 15 of 16").
+func (out *extractResult) layerUnits() string {
+	parts := make([]string, len(out.Layers))
+	for i, l := range out.Layers {
+		parts[i] = strconv.Itoa(l.Units)
+		if l.Width > 0 {
+			parts[i] = fmt.Sprintf("%d of %d", l.Units, l.Width)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hiddenMeta is the model file's "hidden" metadata: the units, or the
+// widths per layer of a deeper network ("32,16").
+func hiddenMeta(res *extract.Result) string {
+	if len(res.Layers) == 0 {
+		return strconv.Itoa(res.Units)
+	}
+	parts := make([]string, len(res.Layers))
+	for i, l := range res.Layers {
+		parts[i] = strconv.Itoa(l.Units)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseWidths reads --hidden: empty, one width, or a comma-separated
+// width per hidden layer.
+func parseWidths(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 {
+			return nil, usageErrorf("--hidden %q: expected a width ≥ 0 (0 = not known), or one per hidden layer separated by commas, e.g. 32,16", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // openOracle is the model's access: the teacher file run in-process (also
 // returned, to score the extraction) or the query command (q, nil for a
 // teacher).
-func openOracle(opt extractOptions) (oracle extract.Oracle, teacher *nn.MLP, d int, q *queryCommand, err error) {
+func openOracle(opt *extractOptions) (oracle extract.Oracle, teacher *nn.MLP, d int, q *queryCommand, err error) {
 	if opt.Teacher != "" {
 		teacher, _, err = loadNetwork(opt.Teacher)
 		if err != nil {
 			return nil, nil, 0, nil, inputErrorf("--teacher %s: %v", opt.Teacher, err)
 		}
-		if err := checkOneHiddenLayer(teacher); err != nil {
+		if err := checkReLUMLP(teacher); err != nil {
 			return nil, nil, 0, nil, inputErrorf("--teacher %s: %v", opt.Teacher, err)
+		}
+		// The depth is the file's; the widths are searched unless given.
+		depth := len(teacher.Layers) - 1
+		given := max(len(opt.Widths), 1)
+		if opt.hidden != "" && given != depth {
+			return nil, nil, 0, nil, usageErrorf("--hidden %s gives %d hidden layers; --teacher %s has %d", opt.hidden, given, opt.Teacher, depth)
+		}
+		if depth > 1 && len(opt.Widths) == 0 {
+			opt.Widths = make([]int, depth)
 		}
 		return extract.FromMLP(teacher), teacher, teacher.Layers[0].In(), nil, nil
 	}
@@ -271,15 +365,23 @@ func openOracle(opt extractOptions) (oracle extract.Oracle, teacher *nn.MLP, d i
 	return q.query, nil, opt.D, q, nil
 }
 
-// checkOneHiddenLayer accepts Linear–ReLU–Linear networks, the model extract
+// checkReLUMLP accepts Linear–ReLU–…–Linear networks, the models extract
 // recovers.
-func checkOneHiddenLayer(m *nn.MLP) error {
-	if len(m.Layers) != 2 || m.Layers[0].Act != nn.ReLU || m.Layers[1].Act != nn.Identity {
+func checkReLUMLP(m *nn.MLP) error {
+	ok := len(m.Layers) >= 2
+	for i, l := range m.Layers {
+		want := nn.ReLU
+		if i == len(m.Layers)-1 {
+			want = nn.Identity
+		}
+		ok = ok && l.Act == want
+	}
+	if !ok {
 		acts := make([]string, len(m.Layers))
 		for i, l := range m.Layers {
 			acts[i] = string(l.Act)
 		}
-		return fmt.Errorf("extract recovers Linear–ReLU–Linear networks; this one has %d layers with activations %v", len(m.Layers), acts)
+		return fmt.Errorf("extract recovers Linear–ReLU–…–Linear networks (ReLU after every Linear layer but the last); this one has %d layers with activations %v", len(m.Layers), acts)
 	}
 	return nil
 }
@@ -293,11 +395,29 @@ func (out *extractResult) rows() [][2]string {
 	rows := [][2]string{
 		{"model", fmt.Sprintf("d=%d inputs, %d outputs", out.D, out.Outputs)},
 		{"hidden units", found},
-		{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, least-squares polish %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesRefine, out.Diagnostics.QueriesCert)},
-		{"certificate", certificateText(out.Certificate) + " on fresh Gaussian queries"},
 	}
+	if len(out.Layers) > 0 {
+		rows[1][1] = fmt.Sprintf("%s per layer on %d lines (%d kinks)", out.layerUnits(), out.Lines, out.Kinks)
+		for i, l := range out.Layers {
+			status := "passed"
+			if !l.Passed {
+				status = "failed"
+			}
+			rows = append(rows, [2]string{fmt.Sprintf("layer %d", i+1), fmt.Sprintf("%d units, %d queries, %d lines, %d kinks of later layers set aside; check %s: %s", l.Units, l.Queries, l.Lines, l.Deeper, status, l.Check)})
+		}
+	}
+	rows = append(rows,
+		[2]string{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, least-squares polish %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesRefine, out.Diagnostics.QueriesCert)},
+		[2]string{"certificate", certificateText(out.Certificate) + " on fresh Gaussian queries"})
 	if w := out.Weights; w != nil {
 		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max parameter error %.2e (W %.1e, b %.1e, A %.1e, c %.1e)", w.MaxErr, w.MaxErrW, w.MaxErrB, w.MaxErrA, w.MaxErrC)})
+	}
+	if w := out.LayerWeights; w != nil {
+		var per []string
+		for _, l := range w.Layers {
+			per = append(per, fmt.Sprintf("%.1e", math.Max(l.RelW, l.RelB)))
+		}
+		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max relative parameter error %.2e after alignment (per layer %s)", w.MaxRel, strings.Join(per, ", "))})
 	}
 	mem := "unknown"
 	if out.PeakMemory > 0 {

@@ -18,6 +18,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/dataio"
+	"github.com/relurec/relurec/modelfile"
+	"github.com/relurec/relurec/nn"
 )
 
 // serveEnv, when set to a model file, makes the test binary a query server
@@ -233,5 +235,83 @@ func TestExtractNotCertifiedExits3(t *testing.T) {
 	// The human table says how many of the units were found.
 	if code, stdout, _ = cli(t, args...); code != exitNotCertified || !strings.Contains(stdout, "6 of 8 found") || !strings.Contains(stdout, "peak resident") {
 		t.Errorf("table: exit %d\n%s", code, stdout)
+	}
+}
+
+// A teacher with two hidden layers is extracted layer by layer, its
+// parameters within 1e-8 after alignment and the units and queries per
+// layer reported; the same through --query-cmd with --hidden giving the
+// depth; a --hidden that contradicts the file's depth exits 2, and a
+// teacher that is not Linear–ReLU–…–Linear is refused with exit 2.
+func TestExtractTwoHiddenLayersCLI(t *testing.T) {
+	dir := t.TempDir()
+	net, err := nn.NewMLP([]int{12, 6, 4, 3}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teacher := filepath.Join(dir, "deep.safetensors")
+	if err := modelfile.SaveModel(teacher, net, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "x.safetensors")
+	code, stdout, errs := cli(t, "extract", "--teacher", teacher, "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("extract: exit %d: %s", code, errs)
+	}
+	res := decodeOne(t, stdout)
+	layers, _ := res["layers"].([]any)
+	lw, _ := res["layer_weights"].(map[string]any)
+	if len(layers) != 2 || lw == nil || lw["max_rel"].(float64) > 1e-8 || res["certificate"].(map[string]any)["met"] != true {
+		t.Fatalf("report: %v", res)
+	}
+	for i, want := range []float64{6, 4} {
+		l := layers[i].(map[string]any)
+		if l["units"].(float64) != want || l["queries"].(float64) <= 0 || l["passed"] != true {
+			t.Errorf("layer %d: %v", i+1, l)
+		}
+	}
+	got, _, err := loadNetwork(out)
+	if err != nil || len(got.Layers) != 3 {
+		t.Fatalf("written model: %v, %v", got, err)
+	}
+	// The human table: units and queries per layer.
+	if code, stdout, _ = cli(t, "extract", "--teacher", teacher, "--out", out); code != 0 || !strings.Contains(stdout, "6, 4 per layer") || !strings.Contains(stdout, "layer 2") {
+		t.Errorf("table: exit %d\n%s", code, stdout)
+	}
+	// Served by another process: the depth from --hidden.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(serveEnv, teacher)
+	code, stdout, errs = cli(t, "extract", "--query-cmd", self, "--d", "12", "--hidden", "6,4", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("--query-cmd: exit %d: %s", code, errs)
+	}
+	if res := decodeOne(t, stdout); res["certificate"].(map[string]any)["met"] != true || len(res["layers"].([]any)) != 2 {
+		t.Errorf("--query-cmd report: %v", res)
+	}
+	// A budget too small: exit 3, the units found per layer, nothing
+	// written.
+	none := filepath.Join(dir, "none.safetensors")
+	if code, _, errs = cli(t, "extract", "--teacher", teacher, "--max-queries", "600", "--out", none); code != exitNotCertified || !strings.Contains(errs, "hidden units per layer") {
+		t.Errorf("budget: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(none); err == nil {
+		t.Errorf("%s written", none)
+	}
+	if code, _, errs = cli(t, "extract", "--teacher", teacher, "--hidden", "6", "--out", out); code != 2 || !strings.Contains(errs, "--hidden") {
+		t.Errorf("--hidden with the wrong depth: exit %d, %s", code, errs)
+	}
+	if code, _, errs = cli(t, "extract", "--teacher", teacher, "--hidden", "6,x", "--out", out); code != 2 || !strings.Contains(errs, "--hidden") {
+		t.Errorf("--hidden 6,x: exit %d, %s", code, errs)
+	}
+	net.Layers[1].Act = nn.Identity
+	bad := filepath.Join(dir, "linear.safetensors")
+	if err := modelfile.SaveModel(bad, net, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs = cli(t, "extract", "--teacher", bad, "--out", out); code != 2 || !strings.Contains(errs, "ReLU") {
+		t.Errorf("non-ReLU teacher: exit %d, %s", code, errs)
 	}
 }

@@ -1,0 +1,1051 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+
+	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/rng"
+	"github.com/relurec/relurec/nn"
+)
+
+// LayerResult is the extraction of one hidden layer of a deeper network.
+type LayerResult struct {
+	// Units is the number of units found, Width the number given in
+	// Options.Widths (0: not given).
+	Units int `json:"units"`
+	Width int `json:"width,omitempty"`
+	// Queries counts the rows sent to the oracle for this layer (its line
+	// searches, Jacobians, hyperplane tests and orientation tests).
+	Queries int `json:"queries"`
+	Lines   int `json:"lines"`
+	Kinks   int `json:"kinks"`
+	// Deeper counts kinks whose Jacobian jump was one unit's but whose
+	// critical set is not a hyperplane: units of later layers, measured
+	// and set aside.
+	Deeper int `json:"deeper"`
+	// Flipped counts units whose orientation the column test reversed.
+	Flipped int `json:"flipped"`
+	// Check says how the layer was checked before the next was
+	// extracted, and Passed whether it passed.
+	Check  string `json:"check"`
+	Passed bool   `json:"passed"`
+}
+
+// cand is a unit read off a kink in deep mode, not yet tested.
+type cand struct {
+	u unit
+	k *kink
+}
+
+// planeTestPoints is the number of random points of a candidate's
+// hyperplane at which the hyperplane test looks for a kink, and
+// planeTestNeed how many must show one.
+const (
+	planeTestPoints = 8
+	planeTestNeed   = 4
+)
+
+// learnLineDeep is learnLine for the first hidden layer of a deeper
+// network: a unit's slope change along a line depends on which units of
+// the later layers are active, so Jacobians are not carried across known
+// kinks; the pieces either side of every new kink are measured, and each
+// jump that is one unit's becomes a candidate, kept only if its critical
+// set is a hyperplane (planeTest): the kinks of later layers' units are
+// bent surfaces, flat only within one activation region of this layer.
+func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
+	var jobs []*jacJob
+	seen := map[*piece]bool{}
+	add := func(p *piece) {
+		if !seen[p] {
+			seen[p] = true
+			jobs = append(jobs, e.pieceJob(lr, p))
+		}
+	}
+	for g, ki := range lr.kinkAt {
+		if ki >= 0 && lr.kinks[ki].unit < 0 {
+			add(lr.pieces[g])
+			add(lr.pieces[g+1])
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if err := e.measure(ctx, jobs); err != nil {
+		return err
+	}
+	var cands []cand
+	for g, ki := range lr.kinkAt {
+		if ki < 0 || lr.kinks[ki].unit >= 0 {
+			continue
+		}
+		P, Q := lr.pieces[g], lr.pieces[g+1]
+		if P.J == nil || Q.J == nil {
+			continue
+		}
+		rec, ok := e.readUnit(lr, lr.kinks[ki], P.J, Q.J)
+		if !ok {
+			continue
+		}
+		if e.known(rec, cands) {
+			e.diag.Duplicates++
+			continue
+		}
+		cands = append(cands, cand{rec, lr.kinks[ki]})
+	}
+	ok, err := e.planeTest(ctx, cands)
+	if err != nil {
+		return err
+	}
+	for i, c := range cands {
+		if !ok[i] {
+			e.deeper++
+			continue
+		}
+		c.k.unit = len(e.units)
+		e.units = append(e.units, c.u)
+	}
+	return nil
+}
+
+// keepBest re-tests the units of deep mode at 4·planeTestPoints new
+// points each and drops those with kinks at fewer than keepFrac of them;
+// with the width given (Hidden), at most that many stay, those with the
+// most kinks. A later layer's surface passes the
+// first test only at points in the activation region it was found in,
+// which in few dimensions can hold several of them; a unit of this layer
+// is invisible only where the later layers ignore it.
+func (e *extractor) keepBest(ctx context.Context) error {
+	if len(e.units) == 0 {
+		return nil
+	}
+	cands := make([]cand, len(e.units))
+	for i, u := range e.units {
+		cands[i] = cand{u: u}
+	}
+	units := e.units
+	for i := range units {
+		units[i].score = 0 // the re-test's points only
+	}
+	for rep := 0; rep < 4; rep++ {
+		e.units = nil // every unit is a candidate: keep none out of distance
+		_, err := e.planeTest(ctx, cands)
+		e.units = units
+		if err != nil {
+			return err
+		}
+		for i := range cands {
+			units[i].score += cands[i].u.score
+		}
+	}
+	sort.SliceStable(units, func(a, b int) bool { return units[a].score > units[b].score })
+	keep := 0
+	for keep < len(units) && float64(units[keep].score) >= keepFrac*4*planeTestPoints {
+		keep++
+	}
+	if e.opt.Hidden > 0 {
+		keep = min(keep, e.opt.Hidden)
+	}
+	e.deeper += len(units) - keep
+	e.units = units[:keep]
+	return nil
+}
+
+// keepFrac is the share of the re-test's points at which a unit of deep
+// mode must show its kink: a later layer's local plane, off the region it
+// was found in, shows none; a unit of this layer whose later layers
+// ignore it over most of its hyperplane shows few (a trained 784-64-32-10
+// has one at 9 of 40).
+const keepFrac = 0.1
+
+// known reports a unit record already among the units or the candidates.
+func (e *extractor) known(rec unit, cands []cand) bool {
+	for _, u := range e.units {
+		if sameUnit(u, rec) {
+			return true
+		}
+	}
+	for _, c := range cands {
+		if sameUnit(c.u, rec) {
+			return true
+		}
+	}
+	return false
+}
+
+// planeTest tells which candidates' critical sets are hyperplanes: at
+// planeTestPoints random points y of the candidate's hyperplane (inside
+// the domain, away from the known units' hyperplanes) it queries f at y +
+// τ·ŵ for τ ∈ {−2ε, −ε, 0, ε, 2ε}; f has a kink at y when it is straight on
+// either side (second differences at rounding level) and bent at τ = 0.
+// A candidate passes with planeTestNeed kinks (a unit of this layer can
+// be invisible at a point where the later layers ignore it; a later
+// layer's surface passes through such a point only by accident).
+func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error) {
+	ok := make([]bool, len(cands))
+	if len(cands) == 0 {
+		return ok, nil
+	}
+	const nTau = 5
+	taus := []float64{-2, -1, 0, 1, 2}
+	X := mat.NewDense(len(cands)*planeTestPoints*nTau, e.d, nil)
+	sigma := math.Sqrt(float64(e.d))
+	skip := make([]bool, len(cands)*planeTestPoints)
+	for c, cd := range cands {
+		for pt := 0; pt < planeTestPoints; pt++ {
+			y, eps, ok := e.planePoint(cd.u, sigma)
+			if !ok {
+				// No point inside: a test point that cannot pass.
+				y, eps = e.dom.center, 0
+				skip[c*planeTestPoints+pt] = true
+			}
+			for k, tau := range taus {
+				row := X.RawRowView((c*planeTestPoints+pt)*nTau + k)
+				for j := range row {
+					row[j] = y[j] + tau*eps*cd.u.w[j]
+				}
+			}
+		}
+	}
+	Y, err := e.o.query(ctx, X)
+	if err != nil {
+		return nil, err
+	}
+	e.diag.QueriesPlane += len(cands) * planeTestPoints * nTau
+	p := e.o.p
+	for c := range cands {
+		scale := make([]float64, p)
+		for r := 0; r < planeTestPoints*nTau; r++ {
+			for o := 0; o < p; o++ {
+				scale[o] = math.Max(scale[o], math.Abs(Y.At(c*planeTestPoints*nTau+r, o)))
+			}
+		}
+		kinks := 0
+		for pt := 0; pt < planeTestPoints; pt++ {
+			f := func(k, o int) float64 { return Y.At((c*planeTestPoints+pt)*nTau+k, o) }
+			straight, bent := true, false
+			for o := 0; o < p; o++ {
+				tol := 10 * e.eta * (scale[o] + 1e-300)
+				l2 := f(0, o) - 2*f(1, o) + f(2, o)
+				r2 := f(2, o) - 2*f(3, o) + f(4, o)
+				b2 := f(1, o) - 2*f(2, o) + f(3, o)
+				if math.Abs(l2) > tol || math.Abs(r2) > tol {
+					straight = false
+				}
+				if math.Abs(b2) > 100*tol {
+					bent = true
+				}
+			}
+			if straight && bent && !skip[c*planeTestPoints+pt] {
+				kinks++
+			}
+		}
+		ok[c] = kinks >= planeTestNeed
+		cands[c].u.score = kinks
+	}
+	return ok, nil
+}
+
+// planePoint returns a random point of unit u's hyperplane inside the
+// domain, the farthest from the known units' hyperplanes and the walls of
+// 16 tries, and the test offset ε: a quarter of that distance, at most
+// 1e-4·σ (small, so that the surfaces of later layers' units rarely pass
+// within it). Without a domain the tries are projections of Gaussian
+// points; on a domain they are where the segment between two random
+// points of it crosses the hyperplane (inside, the domain being convex),
+// or, when no pair straddles it, where an edge of the orthant does. ok is
+// false when no try lands inside the domain.
+func (e *extractor) planePoint(u unit, sigma float64) (y []float64, eps float64, ok bool) {
+	bestM := math.Inf(-1)
+	consider := func(x []float64) {
+		if m := e.distance(x); m > bestM {
+			y, bestM = x, m
+		}
+	}
+	for try := 0; try < 16; try++ {
+		if e.dom == nil {
+			x := make([]float64, e.d)
+			for j := range x {
+				x[j] = e.rng.NormFloat64()
+			}
+			z := dotf(u.w, x) + u.b
+			for j := range x {
+				x[j] -= z * u.w[j]
+			}
+			consider(x)
+			continue
+		}
+		if x, ok := e.crossing(u); ok {
+			consider(x)
+		}
+	}
+	if bestM <= 0 && e.dom != nil && e.dom.halfNormal {
+		for _, k := range e.rng.Perm(e.d) {
+			// axisEdge·1 + t·e_k on the hyperplane.
+			if u.w[k] == 0 {
+				continue
+			}
+			t := -(axisEdge*sum(u.w) + u.b) / u.w[k]
+			if t <= 0 {
+				continue
+			}
+			x := make([]float64, e.d)
+			for j := range x {
+				x[j] = axisEdge
+			}
+			x[k] += t
+			consider(x)
+		}
+	}
+	if bestM <= 0 {
+		return nil, 0, false
+	}
+	return y, math.Min(bestM/4, 1e-4*sigma), true
+}
+
+// crossing returns where the segment between two random points of the
+// domain crosses unit u's hyperplane (inside the domain, which is
+// convex), trying 4 pairs; ok is false when none straddles it.
+func (e *extractor) crossing(u unit) ([]float64, bool) {
+	for try := 0; try < 4; try++ {
+		p, q := e.dom.sample(e.rng), e.dom.sample(e.rng)
+		zp, zq := dotf(u.w, p)+u.b, dotf(u.w, q)+u.b
+		if zp*zq >= 0 {
+			continue
+		}
+		a := zp / (zp - zq)
+		x := make([]float64, e.d)
+		for j := range x {
+			x[j] = p[j] + a*(q[j]-p[j])
+		}
+		return x, true
+	}
+	return nil, false
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+// distance is the Euclidean distance from x to the nearest known unit's
+// hyperplane or wall (negative outside the domain).
+func (e *extractor) distance(x []float64) float64 {
+	m := math.Inf(1)
+	for _, u := range e.units {
+		m = math.Min(m, math.Abs(dotf(u.w, x)+u.b))
+	}
+	for _, u := range e.walls() {
+		m = math.Min(m, dotf(u.w, x)+u.b)
+	}
+	return m
+}
+
+// newExtractor sets up the extraction of a network with d inputs (a
+// stage's space) from oracle o.
+func newExtractor(d int, opt Options, o *counted) *extractor {
+	return &extractor{d: d, opt: opt, o: o, rng: rng.New(opt.Seed), etaFloor: 1e-13}
+}
+
+// frame is the affine map x = P·h + q from a stage's space to the
+// oracle's inputs (P nil: the identity), with the stage's domain.
+type frame struct {
+	P   *mat.Dense
+	q   []float64
+	dom *domain
+}
+
+// deepRun holds the state of extractDeep.
+type deepRun struct {
+	d      int
+	opt    Options
+	root   *counted
+	layers []LayerResult
+	warn   []string
+	diag   Diagnostics
+	// Ws, bs are the hidden layers found so far, rows of unit norm, in
+	// the space of the previous layer's pre-activations.
+	Ws []*mat.Dense
+	bs [][]float64
+}
+
+// extractDeep extracts a network with len(opt.Widths) ≥ 2 hidden layers
+// layer by layer (see the package comment).
+func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, error) {
+	start := time.Now()
+	r := &deepRun{d: d, opt: opt, root: &counted{f: oracle, d: d}}
+	if opt.MaxQueries > 0 {
+		r.root.limit = opt.MaxQueries - opt.CertQueries
+	}
+	net, failed, err := r.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for len(r.layers) < len(opt.Widths) {
+		r.layers = append(r.layers, LayerResult{Width: opt.Widths[len(r.layers)], Check: "not reached"})
+	}
+	res := &Result{Layers: r.layers, Network: net}
+	for _, l := range r.layers {
+		res.Units += l.Units
+		res.Lines += l.Lines
+		res.Kinks += l.Kinks
+	}
+	tol, err := r.certify(ctx, net, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Queries, res.Calls, res.Outputs = r.root.queries, r.root.calls, r.root.p
+	r.diag.QueriesCert = opt.CertQueries
+	r.diag.QueriesSearch = res.Queries - r.diag.QueriesJacobian - r.diag.QueriesCert - r.diag.QueriesRefine - r.diag.QueriesPlane - r.diag.QueriesOrient
+	res.Diagnostics = r.diag
+	res.Warnings = r.warn
+	res.Elapsed = time.Since(start)
+	if !res.Certificate.Met {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries))
+		if failed == "" {
+			failed = fmt.Sprintf("extracted network's relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries)
+		}
+	}
+	if failed != "" && net == nil {
+		res.Warnings = append(res.Warnings, failed)
+	}
+	if failed != "" && opt.Exact {
+		return res, fmt.Errorf("%w: %s (units per layer: %s)", errs.ErrNotExact, failed, res.unitsText())
+	}
+	return res, nil
+}
+
+// unitsText lists the units found per layer, e.g. "32, 16".
+func (res *Result) unitsText() string {
+	s := ""
+	for i, l := range res.Layers {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(l.Units)
+	}
+	return s
+}
+
+// run extracts the layers in turn. It returns the network (nil when a
+// layer failed its check, with the reason in failed).
+func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err error) {
+	L := len(r.opt.Widths)
+	fr := frame{}
+	dim := r.d
+	k := 0
+	defer func() {
+		// The budget running out in a test or a frame ends the run like
+		// a failed layer.
+		if errors.Is(err, errBudget) {
+			net, err = nil, nil
+			failed = fmt.Sprintf("layer %d: the query budget (MaxQueries = %d) ran out", k+1, r.opt.MaxQueries)
+		}
+	}()
+	for ; k < L; k++ {
+		if k > 0 {
+			if fr, err = r.frameAfter(k); err != nil {
+				return nil, err.Error(), nil
+			}
+			dim, _ = r.Ws[0].Dims()
+		}
+		so := r.opt
+		so.Hidden = r.opt.Widths[k]
+		so.Seed = r.opt.Seed + uint64(k)*0x9e3779b97f4a7c15
+		if p := r.opt.Progress; p != nil {
+			name := fmt.Sprintf("layer %d of %d: lines", k+1, L)
+			so.Progress = func(stage string, done, total int) {
+				if stage == "lines" {
+					stage = name
+				}
+				p(stage, done, total)
+			}
+		}
+		o := &counted{f: r.root.query, d: dim}
+		if fr.P == nil {
+			o.f = func(ctx context.Context, X *mat.Dense) (*mat.Dense, error) { return r.root.query(ctx, X) }
+		} else {
+			o.f = affineOracle(r.root, fr.P, fr.q)
+		}
+		e := newExtractor(dim, so, o)
+		e.dom = fr.dom
+		e.deep = k < L-1
+		before := r.root.queries
+		lay := LayerResult{Width: r.opt.Widths[k]}
+		stop, err := e.search(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		if stop != "" {
+			r.warn = append(r.warn, fmt.Sprintf("layer %d: %s", k+1, stop))
+		}
+		lay.Units, lay.Lines, lay.Deeper = len(e.units), len(e.lines), e.deeper
+		for _, lr := range e.lines {
+			lay.Kinks += len(lr.kinks)
+		}
+		r.addDiag(e.diag)
+		if e.deep {
+			if len(e.units) == 0 {
+				lay.Check = "no unit found"
+				lay.Queries = r.root.queries - before
+				r.layers = append(r.layers, lay)
+				return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
+			}
+			W := mat.NewDense(len(e.units), dim, nil)
+			b := make([]float64, len(e.units))
+			for i, u := range e.units {
+				W.SetRow(i, u.w)
+				b[i] = u.b
+			}
+			if k > 0 {
+				// Units found in the first layer's space: rows over the
+				// previous layer's pre-activations.
+				if W, b, _, err = r.lift(k, W, b, nil); err != nil {
+					return nil, fmt.Sprintf("layer %d: %v", k+1, err), nil
+				}
+			}
+			r.Ws, r.bs = append(r.Ws, W), append(r.bs, b)
+			flipped, msg, err := r.orient(ctx, k+1)
+			if err != nil {
+				return nil, "", err
+			}
+			lay.Flipped = flipped
+			lay.Check = fmt.Sprintf("every unit's critical set is a hyperplane (kinks at %d of %d random points of it or more); orientations by the column test at %d points", planeTestNeed, planeTestPoints, orientPoints)
+			lay.Passed = msg == ""
+			lay.Queries = r.root.queries - before
+			r.layers = append(r.layers, lay)
+			if msg != "" {
+				return nil, fmt.Sprintf("layer %d: %s", k+1, msg), nil
+			}
+			continue
+		}
+		last, err := e.assemble(true)
+		if err != nil {
+			return nil, "", err
+		}
+		r.warn = append(r.warn, prefixed(fmt.Sprintf("layer %d: ", k+1), e.warn)...)
+		lay.Check = fmt.Sprintf("the units reproduce the oracle on the searched segments (relative residual %.1e)", e.diag.LineResidual)
+		lay.Passed = last != nil && e.diag.LineResidual <= e.searchTol()
+		lay.Queries = r.root.queries - before
+		r.layers = append(r.layers, lay)
+		if last == nil {
+			return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
+		}
+		W, b, A, err := r.lift(k, last.W, last.B, last.A)
+		if err != nil {
+			return nil, fmt.Sprintf("layer %d: %v", k+1, err), nil
+		}
+		return r.network(W, b, A, last.C), "", nil
+	}
+	return nil, "", nil
+}
+
+// prefixed returns the messages with a prefix.
+func prefixed(prefix string, msgs []string) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = prefix + m
+	}
+	return out
+}
+
+// addDiag adds a stage's query counts and diagnostics to the run's.
+func (r *deepRun) addDiag(g Diagnostics) {
+	d := &r.diag
+	d.QueriesJacobian += g.QueriesJacobian
+	d.QueriesRefine += g.QueriesRefine
+	d.QueriesPlane += g.QueriesPlane
+	d.Jacobians += g.Jacobians
+	d.JacobianRetries += g.JacobianRetries
+	d.KnownKinks += g.KnownKinks
+	d.Duplicates += g.Duplicates
+	d.Rejected += g.Rejected
+	d.Polished += g.Polished
+	d.PolishRejected += g.PolishRejected
+	d.Unresolved += g.Unresolved
+	d.Noise = math.Max(d.Noise, g.Noise)
+	d.MaxRank2 = math.Max(d.MaxRank2, g.MaxRank2)
+	d.SignResidual = g.SignResidual
+	d.LineResidual = g.LineResidual
+}
+
+// network assembles the hidden layers found and the last stage's output
+// layer into an MLP.
+func (r *deepRun) network(W *mat.Dense, b []float64, A *mat.Dense, c []float64) *nn.MLP {
+	net := &nn.MLP{}
+	for k := range r.Ws {
+		net.Layers = append(net.Layers, nn.Layer{Weight: mat.DenseCopyOf(r.Ws[k]), Bias: append([]float64(nil), r.bs[k]...), Act: nn.ReLU})
+	}
+	net.Layers = append(net.Layers,
+		nn.Layer{Weight: mat.DenseCopyOf(W), Bias: append([]float64(nil), b...), Act: nn.ReLU},
+		nn.Layer{Weight: mat.DenseCopyOf(A), Bias: append([]float64(nil), c...), Act: nn.Identity})
+	return net
+}
+
+// certify sets res's certificate: net's relative residual on CertQueries
+// fresh standard Gaussian inputs. It returns the tolerance.
+func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float64, error) {
+	opt := r.opt
+	if opt.Progress != nil {
+		opt.Progress("certify", 0, opt.CertQueries)
+	}
+	r.root.limit = 0
+	rng := rng.New(opt.Seed ^ 0x5bd1e995)
+	X := mat.NewDense(opt.CertQueries, r.d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	Y, err := r.root.query(ctx, X)
+	if err != nil {
+		return 0, err
+	}
+	tol := opt.CertTol
+	if tol == 0 {
+		tol = math.Max(certify.DefaultTol(certify.Float64Roundoff), 100*r.diag.Noise)
+	}
+	if net == nil {
+		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
+	} else {
+		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
+	}
+	return tol, nil
+}
+
+// orientPoints is the number of points of the column test.
+const orientPoints = 8
+
+// orient resolves the orientations of hidden layer n (1-based), found
+// with unit normals of arbitrary sign, by the column test: in the frame
+// where layer n's units are taken as active, a unit found with the wrong
+// orientation is inactive at every such point (its true pre-activation is
+// −h_i < 0), so f does not move with h_i there (along the direction of
+// the first layer's space that changes h_i alone, a column of M⁺ for the
+// composite h = M·h₁ + β),
+// while a unit found the right way round moves f unless the later layers
+// ignore it at that point. So a unit whose column is non-zero at one
+// point is confirmed; the others are flipped and tested again at new
+// points, up to orientRounds rounds. A unit silent in every round fails
+// the layer's check (msg). It returns the number of units left flipped.
+func (r *deepRun) orient(ctx context.Context, n int) (flipped int, msg string, err error) {
+	if n >= 2 {
+		return r.orientEach(ctx, n)
+	}
+	W, b := r.Ws[n-1], r.bs[n-1]
+	m, _ := W.Dims()
+	rng := rng.New(r.opt.Seed + uint64(n) + 77)
+	confirmed := make([]bool, m)
+	flip := make([]bool, m)
+	for round := 0; round < orientRounds; round++ {
+		fr, err := r.frameAfter(n)
+		if err != nil {
+			return flipped, err.Error(), nil
+		}
+		M, _ := r.composite(n)
+		D, err := pinv(M)
+		if err != nil {
+			return flipped, err.Error(), nil
+		}
+		silent, err := r.silentColumns(ctx, fr, D, rng)
+		if err != nil {
+			return flipped, "", err
+		}
+		left := 0
+		for i, s := range silent {
+			if confirmed[i] {
+				continue
+			}
+			if !s {
+				confirmed[i] = true
+				continue
+			}
+			left++
+			row := W.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+			b[i] = -b[i]
+			flip[i] = !flip[i]
+		}
+		if left == 0 {
+			break
+		}
+	}
+	var bad []int
+	for i := range flip {
+		if flip[i] {
+			flipped++
+		}
+		if !confirmed[i] {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) > 0 {
+		return flipped, fmt.Sprintf("%d units silent at every test point in either orientation (units %v)", len(bad), bad), nil
+	}
+	return flipped, "", nil
+}
+
+// orientEach is orient for a layer n ≥ 2, unit by unit: the region where
+// every unit of layers 1…n is active (by the orientations being tested)
+// can be empty while some are wrong, so unit i is tested where layers
+// 1…n−1 and unit i alone are active: there, moving along the direction
+// that changes unit i's pre-activation alone moves f when the orientation
+// is right (unless the later layers ignore it) and never when it is
+// wrong. A unit whose region is empty in one orientation takes the other.
+func (r *deepRun) orientEach(ctx context.Context, n int) (flipped int, msg string, err error) {
+	W, b := r.Ws[n-1], r.bs[n-1]
+	m, _ := W.Dims()
+	base, err := r.frameAfter(n - 1)
+	if err != nil {
+		return 0, err.Error(), nil
+	}
+	rng := rng.New(r.opt.Seed + uint64(n) + 77)
+	M, _ := r.composite(n)
+	D, err := pinv(M)
+	if err != nil {
+		return 0, err.Error(), nil
+	}
+	var bad []int
+	for i := 0; i < m; i++ {
+		d := mat.Col(nil, i, D)
+		confirmed, flip := false, false
+		for round := 0; round < orientRounds && !confirmed; round++ {
+			Mi, beta := r.composite(n)
+			dom := &domain{walls: append(append([]unit(nil), base.dom.walls...), normWall(Mi.RawRowView(i), beta[i])), center: make([]float64, len(d))}
+			center, t, lerr := activeCenter(dom.walls, len(d))
+			if lerr == nil && t > 0 {
+				dom.center, dom.radius, dom.cur = center, t, append([]float64(nil), center...)
+				moving, err := r.moves(ctx, base, dom, d, rng)
+				if err != nil {
+					return flipped, "", err
+				}
+				if moving {
+					confirmed = true
+					continue
+				}
+			}
+			row := W.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+			b[i] = -b[i]
+			flip = !flip
+		}
+		if flip {
+			flipped++
+		}
+		if !confirmed {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) > 0 {
+		return flipped, fmt.Sprintf("%d units silent at every test point in either orientation (units %v)", len(bad), bad), nil
+	}
+	return flipped, "", nil
+}
+
+// moves reports whether f, seen through frame fr, moves along direction d
+// at one of orientPoints random points of dom (forward differences, step
+// 1e-2·min(margin, 1)/‖d‖, against rounding: 1e-12 of |f|).
+func (r *deepRun) moves(ctx context.Context, fr frame, dom *domain, d []float64, rng *rand.Rand) (bool, error) {
+	dim := len(d)
+	H := mat.NewDense(2*orientPoints, dim, nil)
+	nd := math.Max(1, math.Sqrt(dotf(d, d)))
+	for t := 0; t < orientPoints; t++ {
+		h := dom.sample(rng)
+		step := 1e-2 * math.Min(math.Max(dom.margin(h), 1e-6), 1) / nd
+		H.SetRow(2*t, h)
+		row := H.RawRowView(2*t + 1)
+		copy(row, h)
+		for j := range row {
+			row[j] += step * d[j]
+		}
+	}
+	Y, err := affineOracle(r.root, fr.P, fr.q)(ctx, H)
+	if err != nil {
+		return false, err
+	}
+	r.diag.QueriesOrient += 2 * orientPoints
+	for t := 0; t < orientPoints; t++ {
+		f0, f1 := Y.RawRowView(2*t), Y.RawRowView(2*t+1)
+		diff := 0.0
+		for o := range f0 {
+			diff += (f1[o] - f0[o]) * (f1[o] - f0[o])
+		}
+		if math.Sqrt(diff) > 1e-12*math.Sqrt(dotf(f0, f0)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// orientRounds caps the rounds of the column test.
+const orientRounds = 8
+
+// silentColumns measures, at orientPoints random points h of frame fr's
+// domain, the forward differences of f along each column of D (step
+// 1e-2·min(margin, 1)/‖d‖), and reports the columns whose difference is
+// zero (below 1e-9 of the largest and 1e-12 of |f|) at every point.
+func (r *deepRun) silentColumns(ctx context.Context, fr frame, D *mat.Dense, rng *rand.Rand) ([]bool, error) {
+	dim, m := D.Dims()
+	rows := m + 1
+	H := mat.NewDense(orientPoints*rows, dim, nil)
+	for t := 0; t < orientPoints; t++ {
+		h := fr.dom.sample(rng)
+		if fr.dom.halfNormal {
+			for i := range h {
+				h[i] += 0.1 // away from the faces: steps well above rounding
+			}
+		}
+		for i := 0; i < rows; i++ {
+			row := H.RawRowView(t*rows + i)
+			copy(row, h)
+			if i == 0 {
+				continue
+			}
+			d := mat.Col(nil, i-1, D)
+			step := 1e-2 * math.Min(math.Max(fr.dom.margin(h), 1e-6), 1) / math.Max(1, math.Sqrt(dotf(d, d)))
+			for j := range row {
+				row[j] += step * d[j]
+			}
+		}
+	}
+	Y, err := affineOracle(r.root, fr.P, fr.q)(ctx, H)
+	if err != nil {
+		return nil, err
+	}
+	r.diag.QueriesOrient += orientPoints * rows
+	_, p := Y.Dims()
+	silent := make([]bool, m)
+	for i := range silent {
+		silent[i] = true
+	}
+	for t := 0; t < orientPoints; t++ {
+		f0 := Y.RawRowView(t * rows)
+		norms := make([]float64, m)
+		top := 0.0
+		for i := 0; i < m; i++ {
+			fi := Y.RawRowView(t*rows + 1 + i)
+			s := 0.0
+			for o := 0; o < p; o++ {
+				s += (fi[o] - f0[o]) * (fi[o] - f0[o])
+			}
+			norms[i] = math.Sqrt(s)
+			top = math.Max(top, norms[i])
+		}
+		// A silent column holds rounding only: relative to f, not only to
+		// the other columns (which can be rounding too, where the later
+		// layers are all inactive).
+		floor := 1e-12 * math.Sqrt(dotf(f0, f0))
+		for i := range norms {
+			if norms[i] > 1e-9*top && norms[i] > floor {
+				silent[i] = false
+			}
+		}
+	}
+	return silent, nil
+}
+
+// frameAfter is the frame in which every unit of layers 1…n (n ≥ 1, as
+// found so far) is active: the space of the first layer's pre-activations
+// h₁, reached from the inputs by x = P·h₁ + q with W₁·P = I (the first
+// layer's rows are independent, so every h₁ is reached), and the domain
+// h₁ > 0 (the orthant), cut, for n ≥ 2, by the walls M_l·h₁ + β_l > 0 of
+// the later layers' units (l = 2…n, the composite affine maps of
+// composite), sampled by hit-and-run from a centre found by linear
+// programming.
+func (r *deepRun) frameAfter(n int) (frame, error) {
+	W1, b1 := r.Ws[0], r.bs[0]
+	m1, _ := W1.Dims()
+	P, err := pinv(W1)
+	if err != nil {
+		return frame{}, fmt.Errorf("layer 1's rows are linearly dependent (%v): it cannot be inverted on its active region", err)
+	}
+	var Pb mat.VecDense
+	Pb.MulVec(P, mat.NewVecDense(m1, b1))
+	q := make([]float64, Pb.Len())
+	for j := range q {
+		q[j] = -Pb.AtVec(j)
+	}
+	dom := orthant(m1)
+	if n >= 2 {
+		for l := 2; l <= n; l++ {
+			M, beta := r.composite(l)
+			rows, _ := M.Dims()
+			for i := 0; i < rows; i++ {
+				dom.walls = append(dom.walls, normWall(M.RawRowView(i), beta[i]))
+			}
+		}
+		center, t, err := activeCenter(dom.walls, m1)
+		if err != nil || t <= 0 {
+			return frame{}, fmt.Errorf("no point found where every unit of layers 1–%d is active (%v, margin %.1e)", n, err, t)
+		}
+		dom.halfNormal = false
+		dom.center = center
+		dom.radius = t
+		dom.cur = append([]float64(nil), center...)
+	}
+	return frame{P: P, q: q, dom: dom}, nil
+}
+
+// composite returns the affine map h_n = M·h₁ + β from the first layer's
+// pre-activations to layer n's on the region where layers 1…n−1 are
+// active (M the identity for n = 1).
+func (r *deepRun) composite(n int) (*mat.Dense, []float64) {
+	m1, _ := r.Ws[0].Dims()
+	M := mat.NewDense(m1, m1, nil)
+	for i := 0; i < m1; i++ {
+		M.Set(i, i, 1)
+	}
+	beta := make([]float64, m1)
+	for l := 1; l < n; l++ {
+		W, b := r.Ws[l], r.bs[l]
+		var NM mat.Dense
+		NM.Mul(W, M)
+		var Wb mat.VecDense
+		Wb.MulVec(W, mat.NewVecDense(len(beta), beta))
+		nb := make([]float64, len(b))
+		for i := range nb {
+			nb[i] = Wb.AtVec(i) + b[i]
+		}
+		M, beta = &NM, nb
+	}
+	return M, beta
+}
+
+// lift turns units found in the first layer's space (rows W, offsets b,
+// output columns A when given) into units of layer k+1 (0-based k ≥ 1)
+// over layer k's pre-activations h = M·h₁ + β: a row w = u·M with u =
+// w·M⁺, offset b − u·β, u scaled to unit norm (b and A's column with it).
+// A row off M's row space is not a unit of that layer: an error.
+func (r *deepRun) lift(k int, W *mat.Dense, b []float64, A *mat.Dense) (*mat.Dense, []float64, *mat.Dense, error) {
+	M, beta := r.composite(k)
+	Mp, err := pinv(M)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var U mat.Dense
+	U.Mul(W, Mp)
+	var back mat.Dense
+	back.Mul(&U, M)
+	back.Sub(&back, W)
+	if res := mat.Norm(&back, 2) / mat.Norm(W, 2); res > 1e-6 {
+		return nil, nil, nil, fmt.Errorf("the units found are not functions of layer %d's outputs (relative residual %.1e)", k, res)
+	}
+	m, _ := U.Dims()
+	nb := make([]float64, m)
+	var nA *mat.Dense
+	if A != nil {
+		nA = mat.DenseCopyOf(A)
+	}
+	for i := 0; i < m; i++ {
+		row := U.RawRowView(i)
+		s := math.Sqrt(dotf(row, row))
+		nb[i] = (b[i] - dotf(row, beta)) / s
+		for j := range row {
+			row[j] /= s
+		}
+		if nA != nil {
+			p, _ := nA.Dims()
+			for o := 0; o < p; o++ {
+				nA.Set(o, i, nA.At(o, i)*s)
+			}
+		}
+	}
+	return &U, nb, nA, nil
+}
+
+// centerBox bounds the coordinates of activeCenter's point.
+const centerBox = 4
+
+// activeCenter returns the point h ≥ 0 (n coordinates, each at most
+// centerBox) where the smallest of the walls is largest, and that margin:
+// the linear program max t s.t. wall_i(h) ≥ t, h ≤ centerBox, t ≤
+// centerBox, solved in standard form by the simplex method.
+func activeCenter(walls []unit, n int) ([]float64, float64, error) {
+	nw := len(walls)
+	// Variables: h (n), t, slacks of the walls (nw), of the box (n), of
+	// t's bound (1).
+	cols := n + 1 + nw + n + 1
+	rows := nw + n + 1
+	A := mat.NewDense(rows, cols, nil)
+	rhs := make([]float64, rows)
+	r := 0
+	for i, u := range walls {
+		for j := 0; j < n; j++ {
+			A.Set(r, j, u.w[j])
+		}
+		A.Set(r, n, -1)
+		A.Set(r, n+1+i, -1)
+		rhs[r] = -u.b
+		r++
+	}
+	for j := 0; j < n; j++ {
+		A.Set(r, j, 1)
+		A.Set(r, n+1+nw+j, 1)
+		rhs[r] = centerBox
+		r++
+	}
+	A.Set(r, n, 1)
+	A.Set(r, cols-1, 1)
+	rhs[r] = centerBox
+	// Standard form wants b ≥ 0: negate rows with a negative right side.
+	for i := range rhs {
+		if rhs[i] < 0 {
+			rhs[i] = -rhs[i]
+			row := A.RawRowView(i)
+			for j := range row {
+				row[j] = -row[j]
+			}
+		}
+	}
+	c := make([]float64, cols)
+	c[n] = -1
+	_, x, err := lp.Simplex(c, A, rhs, 1e-10, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append([]float64(nil), x[:n]...), x[n], nil
+}
+
+// normWall returns the wall w·x + b > 0 scaled to a unit normal.
+func normWall(w []float64, b float64) unit {
+	n := math.Sqrt(dotf(w, w))
+	u := unit{w: make([]float64, len(w)), b: b / n}
+	for j := range w {
+		u.w[j] = w[j] / n
+		u.winf = math.Max(u.winf, math.Abs(u.w[j]))
+	}
+	return u
+}
+
+// pinv returns the pseudo-inverse Wᵀ(W·Wᵀ)⁻¹ of a full-row-rank W.
+func pinv(W *mat.Dense) (*mat.Dense, error) {
+	m, n := W.Dims()
+	if m > n {
+		return nil, fmt.Errorf("%d rows in %d dimensions", m, n)
+	}
+	var G mat.SymDense
+	G.SymOuterK(1, W)
+	var ch mat.Cholesky
+	if !ch.Factorize(&G) {
+		return nil, errors.New("singular Gram matrix")
+	}
+	var X mat.Dense
+	if err := ch.SolveTo(&X, W); err != nil {
+		return nil, err
+	}
+	return mat.DenseCopyOf(X.T()), nil
+}

@@ -1,0 +1,71 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/metrics"
+	"github.com/relurec/relurec/nn"
+)
+
+func deepTeacher(t *testing.T, sizes []int, seed uint64) *nn.MLP {
+	t.Helper()
+	net, err := nn.NewMLP(sizes, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net
+}
+
+// checkDeep extracts a deeper teacher and asserts every parameter within
+// tol after alignment and a met certificate.
+func checkDeep(t *testing.T, net *nn.MLP, opt Options, tol float64) *Result {
+	t.Helper()
+	res, err := Extract(context.Background(), FromMLP(net), net.In(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("layers %+v, queries %d, certificate %.1e, warnings %v", res.Layers, res.Queries, res.Certificate.Residual, res.Warnings)
+	if res.Network == nil {
+		t.Fatalf("no network")
+	}
+	cmp, err := metrics.CompareMLP(net, res.Network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("max relative parameter error %.1e", cmp.MaxRel)
+	if cmp.MaxRel > tol {
+		t.Errorf("max relative parameter error %.2e > %.0e (%+v)", cmp.MaxRel, tol, cmp.Layers)
+	}
+	if !res.Certificate.Met {
+		t.Errorf("certificate %+v not met", res.Certificate)
+	}
+	return res
+}
+
+func TestExtractTwoHiddenLayers(t *testing.T) {
+	cases := [][]int{{10, 6, 4, 3}, {20, 8, 6, 3}}
+	for _, sizes := range cases {
+		for seed := uint64(1); seed <= 3; seed++ {
+			net := deepTeacher(t, sizes, seed)
+			checkDeep(t, net, Options{Seed: seed, Widths: sizes[1 : len(sizes)-1]}, 1e-8)
+		}
+	}
+}
+
+// A query budget too small for the first layer ends the extraction with
+// an error wrapping errs.ErrNotExact (Exact) that lists the units found
+// per layer.
+func TestExtractDeepBudgetNotExact(t *testing.T) {
+	net := deepTeacher(t, []int{10, 6, 4, 3}, 1)
+	res, err := Extract(context.Background(), FromMLP(net), 10, Options{Seed: 1, Widths: []int{6, 4}, MaxQueries: 600, Exact: true})
+	if !errors.Is(err, errs.ErrNotExact) || !strings.Contains(err.Error(), "units per layer") || res == nil || res.Certificate.Met {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+	if res.Queries > 600 || len(res.Layers) != 2 || res.Layers[0].Passed && res.Layers[1].Passed {
+		t.Errorf("result %+v", res)
+	}
+}
