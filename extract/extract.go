@@ -354,7 +354,7 @@ func (o *Options) defaults() error {
 	}
 	for i, w := range o.Widths {
 		if w < 0 {
-			return errs.Inputf("extract.Extract: Options.Widths[%d] = %d; widths must be ≥ 0 (0: not known)", i, w)
+			return errs.Options(errs.ErrInput, "extract.Extract: ", errs.Option{Struct: "Options", Field: "Widths"}, fmt.Sprintf(" has %d at position %d; widths must be ≥ 0 (0: not known)", w, i))
 		}
 	}
 	for name, v := range map[string]float64{"MaxQueries": float64(o.MaxQueries), "PolishTol": math.Abs(o.PolishTol), "Hidden": float64(o.Hidden), "CertTol": o.CertTol, "CertQueries": float64(o.CertQueries), "Grid": float64(o.Grid), "Reach": o.Reach, "MaxLines": float64(o.MaxLines), "Batch": float64(o.Batch)} {
