@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
@@ -111,7 +112,7 @@ func TestExtractFloat32Wide(t *testing.T) {
 	X, _ := synth.GaussianInputs(2000, 100, nil, synth.NewRand(seed+100))
 	Y, _ := oracle(context.Background(), X)
 	F := res.Model.Forward(X)
-	rel, agree := relResidual(Y, F), argmaxAgreement(Y, F)
+	rel, agree := certify.RelResidual(Y, F), argmaxAgreement(Y, F)
 	t.Logf("units %d, queries %d, certificate %.1e (tol %.1e), logits %.1e relative, argmax agreement %.4f",
 		res.Units, res.Queries, res.Certificate.Residual, res.Certificate.Tol, rel, agree)
 	if res.Units != 16 || !res.Certificate.Met || rel > 1e-5 || agree < 0.999 {

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/internal/vec"
 )
 
 // hFrac is the forward-difference step as a fraction of the distance from
@@ -113,7 +115,7 @@ func (e *extractor) measureOnce(ctx context.Context, jobs []*jacJob) error {
 func (e *extractor) jacobianRows(X *mat.Dense, r0 int, j *jacJob) (steps, check []float64) {
 	d := e.d
 	x := j.x
-	h := math.Max(j.h, 1e-8*(1+maxAbs(x)))
+	h := math.Max(j.h, 1e-8*(1+vec.MaxAbs(x)))
 	j.h = h
 	if j.p != nil {
 		j.p.h = h
@@ -205,14 +207,6 @@ func (e *extractor) knownMargin(x []float64, skip int) float64 {
 		for _, u := range e.dom.walls {
 			m = math.Min(m, (dotf(u.w, x)+u.b)/u.winf)
 		}
-	}
-	return m
-}
-
-func maxAbs(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		m = math.Max(m, math.Abs(v))
 	}
 	return m
 }

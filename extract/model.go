@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -417,7 +418,7 @@ func (e *extractor) fitOutputBias(net *nn.Depth2) bool {
 			row[o] += net.C[o]
 		}
 	}
-	e.diag.LineResidual = relResidual(Y, F)
+	e.diag.LineResidual = certify.RelResidual(Y, F)
 	return true
 }
 
@@ -448,10 +449,4 @@ func (e *extractor) bulk() (*mat.Dense, *mat.Dense) {
 		Y.SetRow(i, ys[i])
 	}
 	return X, Y
-}
-
-func relResidual(Y, F *mat.Dense) float64 {
-	var D mat.Dense
-	D.Sub(Y, F)
-	return mat.Norm(&D, 2) / mat.Norm(Y, 2)
 }

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -36,7 +37,7 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2) (*nn.Depth2, flo
 		return net, 0, 0, err
 	}
 	e.diag.QueriesRefine += n
-	before := relResidual(Y, net.Forward(X))
+	before := certify.RelResidual(Y, net.Forward(X))
 	best, bestRes := net, before
 	for step := 0; step < refineSteps; step++ {
 		if err := ctx.Err(); err != nil {
@@ -46,13 +47,13 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2) (*nn.Depth2, flo
 			e.opt.Progress("least-squares polish", step, refineSteps)
 		}
 		cand := gaussNewton(best, X, Y)
-		r := relResidual(Y, cand.Forward(X))
+		r := certify.RelResidual(Y, cand.Forward(X))
 		// A unit that contributes next to nothing is a copy of another
 		// (two records of one hyperplane make the fit degenerate and slow):
 		// without it, a step must do at least as well.
 		if i, weak := weakest(cand, X); weak && cand.Hidden() > 1 {
 			drop := gaussNewton(withoutUnit(cand, i), X, Y)
-			if rd := relResidual(Y, drop.Forward(X)); rd <= r {
+			if rd := certify.RelResidual(Y, drop.Forward(X)); rd <= r {
 				cand, r = drop, rd
 				e.diag.Duplicates++
 			}
