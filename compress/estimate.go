@@ -131,12 +131,12 @@ func MatmulSpeed(net *nn.MLP) float64 {
 // whole, though a probe runs from its weight on), and the distillation's
 // forward and backward passes (counted as three forward passes of the
 // dense graph). Set from the defaults at keep 0.5 and 0.3 on the three
-// Fashion-MNIST ViTs of docs/compress.md, one core: the compressions took
-// 0.97–1.03 of the estimate.
+// Fashion-MNIST ViTs of docs/compress.md on 2 cores (load average 3.5–3.8):
+// the compressions took 0.79–1.14 of the estimate.
 const (
-	effGraphFit     = 2.0
-	effGraphForward = 2.0
-	effGraphDistill = 2.2
+	effGraphFit     = 1.9
+	effGraphForward = 1.9
+	effGraphDistill = 2.0
 )
 
 // EstimateGraph estimates CompressGraph's cost on g with n calibration
