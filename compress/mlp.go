@@ -79,8 +79,8 @@ type Options struct {
 // above, the global allocation alone. A CNN is fit non-sequentially, as it
 // was measured (docs/compress.md), and AllocAuto and Auto reduce to the
 // global allocation without distillation there. On three PyTorch-trained
-// Fashion-MNIST MLPs at keep 0.05 the recipe lost 1.8 points of test
-// accuracy where FastOptions lost 10.6, in about 5× the time; on three
+// Fashion-MNIST MLPs at keep 0.05 the recipe lost 1.6 points of test
+// accuracy where FastOptions lost 10.6, in 2–3× the time; on three
 // ViTs it lost at most 2.0 points at keep 0.3 (docs/compress.md,
 // "Defaults" and "Transformer encoders").
 func DefaultOptions(net nn.Network) Options {
