@@ -15,12 +15,12 @@ import (
 // nodes: for each chunk of samples, the values that node and the later
 // ones still need (the others are dropped). A sequential compression
 // resumes it on the graph with one more layer rewritten (Advance), so over
-// the whole compression each node runs once per sample instead of once per
-// layer, and the chunks run in parallel.
+// the whole compression each node runs once per sample, not once for every
+// later layer, and the chunks run in parallel.
 type GraphRun struct {
-	n, at  int // samples; the node the run is paused before
-	bounds []int
-	chunks []map[string]value
+	n, at  int                // samples; the node the run is paused before
+	bounds []int              // chunk c holds samples bounds[c] to bounds[c+1]-1
+	chunks []map[string]value // each chunk's live values by name
 }
 
 // Start returns a run of g over the samples x (n × In()), paused before
