@@ -312,7 +312,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 // residual on its fresh queries to the certificate's tolerance, the
 // search ends, and the polish goes on from that network (refined).
 func (e *extractor) trialFit(ctx context.Context) (bool, error) {
-	if !e.coarse() || e.found == e.fitAt {
+	if !e.coarse() || e.found == e.fitAt || e.diag.LineResidual > trialGate {
 		return false, nil
 	}
 	e.fitAt = e.found
@@ -331,6 +331,11 @@ func (e *extractor) trialFit(ctx context.Context) (bool, error) {
 	e.diag.RefineBefore = before
 	return true, nil
 }
+
+// trialGate is the line residual above which no trial fit is tried: units
+// found to a few digits leave 1e-3 or less (a trained 784-32-10 served in
+// float32), a missing unit of weight far more.
+const trialGate = 1e-2
 
 // trialSteps is how many Gauss–Newton steps a trial fit takes: the first
 // leaves the activation patterns the units' errors move, the second the

@@ -17,14 +17,7 @@ import (
 // problem degenerate and stall it.
 func TestRefineDropsCopyAndRestoresPrecision(t *testing.T) {
 	const d, m, p = 30, 6, 10
-	teacherNet, err := nn.NewMLP([]int{d, m, p}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth, err := nn.Depth2FromMLP(teacherNet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	teacherNet, truth := depth2Teacher(t, d, m, p, 3)
 	// Every parameter off by 1e-3 relative, plus a copy of unit 0 with its
 	// hyperplane shifted and a small output column.
 	rng := synth.NewRand(7)
@@ -62,14 +55,7 @@ func TestRefineDropsCopyAndRestoresPrecision(t *testing.T) {
 // units' rows by the Cholesky factor of (AᵀA)∘(DᵀD).
 func TestGaussNewtonCoupledUnits(t *testing.T) {
 	const d, m, p = 40, 32, 2
-	teacherNet, err := nn.NewMLP([]int{d, m, p}, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth, err := nn.Depth2FromMLP(teacherNet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, truth := depth2Teacher(t, d, m, p, 5)
 	start := truth.Clone()
 	rng := synth.NewRand(8)
 	for _, v := range [][]float64{start.W.RawMatrix().Data, start.B, start.A.RawMatrix().Data, start.C} {
@@ -121,14 +107,7 @@ func perturbedUnits(net *nn.Depth2, rel float64, skip int, seed uint64) []unit {
 // unit is missing.
 func TestTrialFitEndsSearchWhenUnitsComplete(t *testing.T) {
 	const d, m, p = 30, 6, 4
-	teacherNet, err := nn.NewMLP([]int{d, m, p}, 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth, err := nn.Depth2FromMLP(teacherNet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	teacherNet, truth := depth2Teacher(t, d, m, p, 11)
 	for _, skip := range []int{-1, 2} {
 		e := newExtractor(d, Options{Seed: 1}, &counted{f: float32Oracle(teacherNet), d: d, p: p})
 		e.noiseMed, e.eta = 1e-7, 1e-5
@@ -181,4 +160,19 @@ func perturb(w []float64, rng interface{ NormFloat64() float64 }) []float64 {
 		out[j] = w[j] + n*rng.NormFloat64()
 	}
 	return out
+}
+
+// depth2Teacher returns a d-m-p network at PyTorch's initialisation and
+// its one-hidden-layer form.
+func depth2Teacher(t *testing.T, d, m, p int, seed uint64) (*nn.MLP, *nn.Depth2) {
+	t.Helper()
+	net, err := nn.NewMLP([]int{d, m, p}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := nn.Depth2FromMLP(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net, truth
 }
