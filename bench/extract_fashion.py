@@ -184,6 +184,7 @@ def main():
     ap.add_argument("--hidden", default="64", help="hidden widths, e.g. 64 or 64,32")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--first-seed", type=int, default=0, help="the first seed (--seeds counts from it)")
     ap.add_argument("--relurec", default="./relurec")
     ap.add_argument("--serve-dtype", choices=["float64", "float32"], default="float64",
                     help="float32: only --query-cmd, the server computing in float32 (PyTorch's default dtype); "
@@ -204,7 +205,7 @@ def main():
     yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
     ok = True
     print("%4s %8s %13s %9s %9s %9s %10s %8s %10s %6s %8s" % ("seed", "test acc", "access", "queries", "units", "time_s", "param_err", "argmax", "logit_rel", "exit", "peak_MiB"))
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         torch.manual_seed(seed)
         model = train_mlp([784, *widths, 10], args.epochs, xtr, ytr)
         with torch.no_grad():

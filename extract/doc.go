@@ -40,8 +40,12 @@
 //     either way the assembled network must reproduce every searched
 //     line's samples near the origin to the certificate's tolerance (10×
 //     it for a float32 oracle, which the least-squares polish follows).
-//     Three lines in a row with no new unit, or MaxLines (64; 160 and no
-//     three-line stop for a float32 oracle), end it otherwise.
+//     For a float32 oracle, whose units come from the search to a few
+//     digits only, a trial fit (two Gauss–Newton steps of the
+//     least-squares polish on fresh queries) also ends it when it reaches
+//     the certificate's tolerance. Three lines in a row with no new unit,
+//     or MaxLines (64; 160 and no three-line stop for a float32 oracle),
+//     end it otherwise.
 //  4. Orientation and output bias. A unit found with the wrong
 //     orientation contributes â·ReLU(−z) = â·ReLU(z) − â·z, so every
 //     measured Jacobian equals Σ_i â_i ŵ_iᵀ·1[ŵ_i·x + b̂_i > 0] + L with L =
@@ -55,14 +59,19 @@
 // Assumptions and limits. The oracle is the exact network evaluated in
 // float64 (float32 weights evaluated in float64 are fine). An oracle
 // computing in float32 rounds at ≈ 1e-7 relative, its Jacobian jumps at
-// ≈ 1e-4: the line test measures the rounding; each unit's expected error
-// is measured from its jump's part off rank one; jumps whose second
-// singular value stands out of the noise bulk (kinks the line search
-// merged) are rejected; copies of a unit are dropped after polish; the
-// search stops at 10× the certificate's tolerance, and a Gauss–Newton
+// ≈ 1e-4: the line test measures the rounding, and the kinks' positions
+// carry its error into the tolerances; Jacobian steps are rounded to what
+// the oracle reads; each unit's expected error is measured from its jump's
+// part off rank one; jumps whose second singular value stands out of the
+// noise bulk (kinks the line search merged) are rejected; two records
+// whose hyperplanes lie within 0.1 are one unit (a reading contaminated by
+// a kink hidden below the rounding, often with the other orientation,
+// would ruin the orientations); the search stops at 10× the certificate's
+// tolerance or when a trial fit reaches it, and a Gauss–Newton
 // least-squares fit of every parameter to 4·P/p fresh queries (refine,
-// which also drops a copy of a unit that contributes next to nothing)
-// brings the network to float32 accuracy. The certificate's tolerance is
+// preconditioned across units by (AᵀA)∘(DᵀD), which also drops a copy of
+// a unit that contributes next to nothing) brings the network to float32
+// accuracy. The certificate's tolerance is
 // then 100× the measured rounding, with a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly
 // independent). A unit that is inactive, or active, everywhere on the

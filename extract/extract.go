@@ -184,25 +184,23 @@ type unit struct {
 	score int
 }
 
-// jpoint is a measured Jacobian and where.
-type jpoint struct {
-	x []float64
-	J *mat.Dense
-}
-
 type extractor struct {
 	d int
 	// dom restricts the queries to a domain (nil: all of R^d); deep
 	// makes the units the first hidden layer of a deeper network (see
 	// deep.go).
-	dom      *domain
-	deep     bool
-	pending  []cand
-	opt      Options
-	o        *counted
-	rng      *rand.Rand
-	units    []unit
-	jpoints  []jpoint
+	dom     *domain
+	deep    bool
+	pending []cand
+	opt     Options
+	o       *counted
+	rng     *rand.Rand
+	units   []unit
+	// jsum is the sum of the Jacobians measured (that passed their
+	// check), jx where they were measured: the orientations need no
+	// more.
+	jsum     *mat.Dense
+	jx       [][]float64
 	lines    []*lineResult
 	diag     Diagnostics
 	warn     []string
@@ -212,6 +210,14 @@ type extractor struct {
 	// deeper counts candidates of deep mode whose critical set was not a
 	// hyperplane.
 	deeper int
+	// refX, refY are the least-squares polish's fresh queries and answers
+	// (refineData), drawn from refRng; refined is the polished network of
+	// a trial fit that ended the search (coarse oracles); fitAt is the
+	// count of units found (newUnit) at the last trial fit.
+	refX, refY   *mat.Dense
+	refRng       *rand.Rand
+	refined      *nn.Depth2
+	found, fitAt int
 }
 
 // Extract recovers a one-hidden-layer ReLU network f(x) = A·ReLU(W·x + b) +
@@ -259,6 +265,9 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	if e.refined != nil {
+		net = e.refined
+	}
 	if net != nil && e.coarse() {
 		if net, err = e.refineIfRoom(ctx, net); err != nil {
 			return nil, err
@@ -294,10 +303,49 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	return res, nil
 }
 
+// trialFit decides, for a coarse oracle, whether the units found are all
+// there is when their line residual is above the search's tolerance: the
+// residual a unit found to a few digits leaves on the lines can exceed any
+// tolerance a missing unit would, so the search would otherwise run all its
+// lines. trialSteps Gauss–Newton steps of the least-squares polish are
+// run on the units found (once per set of units); when they bring the
+// residual on its fresh queries to the certificate's tolerance, the
+// search ends, and the polish goes on from that network (refined).
+func (e *extractor) trialFit(ctx context.Context) (bool, error) {
+	if !e.coarse() || e.found == e.fitAt || e.diag.LineResidual > trialGate {
+		return false, nil
+	}
+	e.fitAt = e.found
+	net, err := e.assemble(false)
+	if err != nil || net == nil {
+		return false, err
+	}
+	refined, before, after, err := e.refine(ctx, net, trialSteps)
+	if err != nil {
+		return false, err
+	}
+	if after > e.stopTol() {
+		return false, nil
+	}
+	e.refined = refined
+	e.diag.RefineBefore = before
+	return true, nil
+}
+
+// trialGate is the line residual above which no trial fit is tried: units
+// found to a few digits leave 1e-3 or less (a trained 784-32-10 served in
+// float32), a missing unit of weight far more.
+const trialGate = 1e-2
+
+// trialSteps is how many Gauss–Newton steps a trial fit takes: the first
+// leaves the activation patterns the units' errors move, the second the
+// float32 floor when no unit is missing.
+const trialSteps = 2
+
 // refineIfRoom polishes net by least squares (refine) on a coarse oracle;
 // when the query budget leaves no room for it, net is kept, with a warning.
 func (e *extractor) refineIfRoom(ctx context.Context, net *nn.Depth2) (*nn.Depth2, error) {
-	refined, before, after, err := e.refine(ctx, net)
+	refined, before, after, err := e.refine(ctx, net, refineSteps)
 	switch {
 	case errors.Is(err, errBudget):
 		e.warn = append(e.warn, fmt.Sprintf("the query budget (MaxQueries = %d) left no room for the least-squares polish", e.opt.MaxQueries))
@@ -305,7 +353,11 @@ func (e *extractor) refineIfRoom(ctx context.Context, net *nn.Depth2) (*nn.Depth
 		return nil, err
 	default:
 		net = refined
-		e.diag.RefineBefore, e.diag.RefineAfter = before, after
+		if e.refined == nil {
+			// Otherwise the trial fit's starting residual stands.
+			e.diag.RefineBefore = before
+		}
+		e.diag.RefineAfter = after
 	}
 	return net, nil
 }
@@ -381,7 +433,7 @@ func (o *Options) defaults() error {
 // when it stopped for another reason.
 func (e *extractor) search(ctx context.Context) (string, error) {
 	maxKinks := max(e.opt.Hidden, 16)
-	quiet, dq := 0, 0
+	quiet, dq, idle := 0, 0, 0
 	for ln := 0; ln < e.maxLines(); ln++ {
 		grid := e.opt.Grid
 		if grid == 0 {
@@ -427,6 +479,11 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 			}
 			continue
 		}
+		if len(e.units) > before {
+			idle = 0
+		} else {
+			idle++
+		}
 		// A clean line: every kink on it was a unit already found.
 		clean := len(e.units) == before && e.diag.Rejected == rejected
 		if clean && !e.onEdges() {
@@ -462,6 +519,13 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		}
 		if e.diag.LineResidual <= e.searchTol() {
 			return "", nil
+		}
+		// A trial fit once the width given is reached, or after two lines
+		// in a row with no new unit.
+		if e.opt.Hidden > 0 && len(e.units) >= e.opt.Hidden || idle >= 2 {
+			if fitted, err := e.trialFit(ctx); err != nil || fitted {
+				return e.stopMsg(err)
+			}
 		}
 		if stalled {
 			return fmt.Sprintf("three lines in a row found no new unit, and the %d units found leave a relative residual of %.2e on the lines", len(e.units), e.diag.LineResidual), nil

@@ -112,8 +112,20 @@ func (e *extractor) measureOnce(ctx context.Context, jobs []*jacJob) error {
 // x, x plus a step h along each coordinate, and x plus a random ±h/√d
 // check step. The step must stay well above the rounding of x itself. It
 // returns the coordinate steps and the check step as represented.
+//
+// A coarse oracle (float32) rounds its inputs too: a step of h on a
+// coordinate of size |x_c| would reach it as h ± ν·|x_c|, an error of
+// ν·|x_c|/h in that column of J, 1e-5 or more relative for the steps the
+// search can take, which the rank-one test of a jump would see. So for
+// such an oracle the point and every step are rounded to float32 here,
+// and the steps are the differences of what the oracle evaluates.
 func (e *extractor) jacobianRows(X *mat.Dense, r0 int, j *jacJob) (steps, check []float64) {
 	d := e.d
+	if e.coarse() {
+		for c, v := range j.x {
+			j.x[c] = float64(float32(v))
+		}
+	}
 	x := j.x
 	h := math.Max(j.h, 1e-8*(1+vec.MaxAbs(x)))
 	j.h = h
@@ -125,7 +137,7 @@ func (e *extractor) jacobianRows(X *mat.Dense, r0 int, j *jacJob) (steps, check 
 	for c := 0; c < d; c++ {
 		row := X.RawRowView(r0 + 1 + c)
 		copy(row, x)
-		row[c] = x[c] + h
+		row[c] = e.representable(x[c] + h)
 		st[c] = row[c] - x[c]
 	}
 	ck := X.RawRowView(r0 + d + 1)
@@ -136,16 +148,26 @@ func (e *extractor) jacobianRows(X *mat.Dense, r0 int, j *jacJob) (steps, check 
 		if e.rng.Uint64()&1 == 1 {
 			s = -inv
 		}
-		ck[c] = x[c] + s
+		ck[c] = e.representable(x[c] + s)
 		chk[c] = ck[c] - x[c]
 	}
 	return st, chk
 }
 
+// representable returns v as the oracle reads it: rounded to float32 for
+// a coarse oracle, v itself otherwise.
+func (e *extractor) representable(v float64) float64 {
+	if e.coarse() {
+		return float64(float32(v))
+	}
+	return v
+}
+
 // readJacobian reads job j's Jacobian from the answers Y (its rows from
 // r0), checks it against the check step to 10·η, and sets its expected
 // error: each entry carries the rounding of two values of f over the
-// step, ‖δJ‖_F ≈ ν·F·√(p·d)/h. A Jacobian that passes is kept (jpoints).
+// step, ‖δJ‖_F ≈ ν·F·√(p·d)/h. A Jacobian that passes is added to
+// jsum (jx: where).
 func (e *extractor) readJacobian(j *jacJob, Y *mat.Dense, r0 int, steps, checks []float64) {
 	d, p := e.d, e.o.p
 	f0 := Y.RawRowView(r0)
@@ -182,7 +204,11 @@ func (e *extractor) readJacobian(j *jacJob, Y *mat.Dense, r0 int, steps, checks 
 	if j.ok {
 		j.J = J
 		j.f0 = append([]float64(nil), f0...)
-		e.jpoints = append(e.jpoints, jpoint{x: j.x, J: J})
+		if e.jsum == nil {
+			e.jsum = mat.NewDense(p, d, nil)
+		}
+		e.jsum.Add(e.jsum, J)
+		e.jx = append(e.jx, j.x)
 		if j.p != nil {
 			j.p.errJ = j.errJ
 			j.p.J = J

@@ -210,6 +210,10 @@ type kink struct {
 	ds          []float64
 	left, right int
 	unit        int
+	// tErr and dsErr are the expected errors of t* and of the slope
+	// change (largest over the outputs) from the oracle's rounding of the
+	// samples the pieces' chords run through (kinkErrors).
+	tErr, dsErr float64
 }
 
 // lineResult is a searched line: its pieces in order, the kinks between
@@ -483,9 +487,39 @@ func (l *line) result(eta float64, scale []float64) *lineResult {
 		}
 		P.tb, Q.ta = t, t
 		res.kinkAt[g] = len(res.kinks)
-		res.kinks = append(res.kinks, &kink{t: t, ds: ds, left: g, right: g + 1, unit: -1})
+		k := &kink{t: t, ds: ds, left: g, right: g + 1, unit: -1}
+		k.tErr, k.dsErr = l.kinkErrors(t, ds, [4]int{a0, a1, b0, b1}, eta, scale)
+		res.kinks = append(res.kinks, k)
 	}
 	return res
+}
+
+// kinkErrors returns the expected errors of a kink's position t and slope
+// change ds found where the chords through samples c[0], c[1] (left) and
+// c[2], c[3] (right) meet. A sample's rounding is δ_o = 3ν·(|y_o| +
+// scale_o), ν = eta/100 the measured relative rounding; a chord of length
+// ℓ extrapolated a distance r·ℓ carries about (1 + 2r)·δ, and its slope
+// √2·δ/ℓ. t solves Σ_o D_o·(D_o·t − R_o) = 0 (intersect), so an error δR_o
+// moves it by Σ_o D_o·δR_o/Σ_o D_o², √(Σ_o D_o²·δR_o²)/Σ_o D_o² for
+// independent errors. Float64 rounding makes both negligible; float32's
+// moves b̂ = −ŵ·x(t*) by |ŵ·v|·tErr, more than the Jacobians' error.
+func (l *line) kinkErrors(t float64, ds []float64, c [4]int, eta float64, scale []float64) (tErr, dsErr float64) {
+	nu := eta / 100
+	lenL, lenR := l.t[c[1]]-l.t[c[0]], l.t[c[3]]-l.t[c[2]]
+	rL, rR := math.Abs(t-l.t[c[1]])/lenL, math.Abs(l.t[c[2]]-t)/lenR
+	num, den := 0.0, 0.0
+	for o := range ds {
+		dL := 3 * nu * (math.Abs(l.y[c[1]][o]) + scale[o])
+		dR := 3 * nu * (math.Abs(l.y[c[2]][o]) + scale[o])
+		dRo := math.Hypot(dL*(1+2*rL), dR*(1+2*rR))
+		num += ds[o] * ds[o] * dRo * dRo
+		den += ds[o] * ds[o]
+		dsErr = math.Max(dsErr, math.Sqrt2*math.Hypot(dL/lenL, dR/lenR))
+	}
+	if den > 0 {
+		tErr = math.Sqrt(num) / den
+	}
+	return tErr, dsErr
 }
 
 // lineBreak is a break of a line between pieces: a verified kink in cell

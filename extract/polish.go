@@ -11,6 +11,13 @@ import (
 // polish compares to find one far from every other hyperplane.
 const polishCandidates = 128
 
+// polishSlack is how far (in ‖Δŵ‖ and |Δb̂|) a clean re-measurement may
+// lie from a unit's first reading, from an oracle that rounds coarsely,
+// and still replace it: far below the distance between two units'
+// hyperplanes, and above the first readings' errors seen in float32
+// (up to 0.06).
+const polishSlack = 0.1
+
 // polishTries is how many times polish re-measures a unit whose
 // measurement failed (a check that did not pass, a jump that was not one
 // unit, or one that disagreed with the unit): each try picks a new point,
@@ -27,7 +34,8 @@ const polishTries = 3
 // that crosses none. b̂ is re-read from the same measurements: the affine
 // pieces f(x±) + J±(x − x±) agree exactly on the hyperplane. A re-measured
 // unit replaces the old one only if it agrees with it to within 100 times
-// the old expected error (a crossing of an unknown unit would not).
+// the old expected error (a crossing of an unknown unit would not), or,
+// for a coarse oracle, to within polishSlack.
 func (e *extractor) polish(ctx context.Context, tol float64) error {
 	var idx []int
 	for i, u := range e.units {
@@ -36,6 +44,7 @@ func (e *extractor) polish(ctx context.Context, tol float64) error {
 		}
 	}
 	if len(idx) == 0 {
+		e.dedupe()
 		return nil
 	}
 	d, m := e.d, len(e.units)
@@ -181,12 +190,17 @@ func (e *extractor) applyPolish(pl polishPlan) {
 		return
 	}
 	// b̂ from the agreement of the two affine pieces on the hyperplane:
-	// r = f(x₊) − f(x₋) − δ·(J₊ + J₋)·ŵ_old, ŵ·y = −â·r/‖â‖² for the
-	// hyperplane's points x* + y.
+	// r = f(x₊) + J₊·(x* − x₊) − f(x₋) − J₋·(x* − x₋) (x± = x* ± δ·ŵ_old,
+	// as the oracle read them), ŵ·y = −â·r/‖â‖² for the hyperplane's
+	// points x* + y.
 	p := len(a)
 	num, aa := 0.0, dotf(a, a)
+	dp, dm := make([]float64, len(pl.xs)), make([]float64, len(pl.xs))
+	for j := range pl.xs {
+		dp[j], dm[j] = pl.xs[j]-pl.jp.x[j], pl.xs[j]-pl.jm.x[j]
+	}
 	for o := 0; o < p; o++ {
-		r := pl.jp.f0[o] - pl.jm.f0[o] - pl.delta*(dotf(pl.jp.J.RawRowView(o), u.w)+dotf(pl.jm.J.RawRowView(o), u.w))
+		r := pl.jp.f0[o] - pl.jm.f0[o] + dotf(pl.jp.J.RawRowView(o), dp) - dotf(pl.jm.J.RawRowView(o), dm)
 		num += a[o] * r
 	}
 	b := -dotf(w, pl.xs) + num/aa
@@ -194,7 +208,16 @@ func (e *extractor) applyPolish(pl polishPlan) {
 	for j := range w {
 		dw += (w[j] - u.w[j]) * (w[j] - u.w[j])
 	}
-	if math.Sqrt(dw) > 100*u.est+1e-9 || math.Abs(b-u.b) > 100*u.est+1e-9 {
+	// A coarse oracle's first reading can be off by more than its
+	// expected error (a kink of another unit hidden below the rounding in
+	// a piece beside it adds a small part to the jump); a clean reading
+	// (both checks passed, the jump rank one) replaces it when its
+	// hyperplane is within polishSlack of the old one.
+	tol := 100*u.est + 1e-9
+	if e.coarse() {
+		tol = math.Max(tol, polishSlack)
+	}
+	if math.Sqrt(dw) > tol || math.Abs(b-u.b) > tol {
 		e.diag.PolishRejected++
 		return
 	}
@@ -214,12 +237,20 @@ func (e *extractor) applyPolish(pl polishPlan) {
 // hyperplane should be) beside a polished unit with the same normal is a
 // misplaced copy of it. Of two records, the one with the smaller expected
 // error stays.
+//
+// From a coarse oracle, two records whose hyperplanes lie within
+// polishSlack of each other (either orientation) are one unit too: a
+// first reading can be off by more than its expected error (see
+// applyPolish), and a copy, often with the other orientation, would make
+// the orientations' least-squares problem degenerate and ruin the
+// network. Distinct units that close are found as one anyway. A polished
+// record is preferred.
 func (e *extractor) dedupe() {
 	var keep []unit
 	for _, u := range e.units {
 		dup := -1
 		for k, v := range keep {
-			if sameUnit(u, v) || sameNormal(u, v) && (failed(u) && v.polished || failed(v) && u.polished) {
+			if sameUnit(u, v) || sameNormal(u, v) && (failed(u) && v.polished || failed(v) && u.polished) || e.coarse() && nearUnit(u, v) {
 				dup = k
 				break
 			}
@@ -227,7 +258,7 @@ func (e *extractor) dedupe() {
 		switch {
 		case dup < 0:
 			keep = append(keep, u)
-		case u.est < keep[dup].est:
+		case better(u, keep[dup]):
 			keep[dup] = u
 			e.diag.Duplicates++
 		default:
@@ -235,6 +266,22 @@ func (e *extractor) dedupe() {
 		}
 	}
 	e.units = keep
+}
+
+// better reports that record u of a unit is to be kept over v: polished
+// over not, else the smaller expected error.
+func better(u, v unit) bool {
+	if u.polished != v.polished {
+		return u.polished
+	}
+	return u.est < v.est
+}
+
+// nearUnit reports two unit records whose hyperplanes (either orientation)
+// lie within polishSlack: ‖ŵ_u ∓ ŵ_v‖ and |b̂_u ∓ b̂_v|.
+func nearUnit(u, v unit) bool {
+	c := dotf(u.w, v.w)
+	return math.Sqrt(math.Max(0, 2-2*math.Abs(c))) <= polishSlack && math.Abs(u.b-math.Copysign(1, c)*v.b) <= polishSlack
 }
 
 // failed reports a unit polish gave up on.

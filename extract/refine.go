@@ -5,9 +5,12 @@ import (
 	"math"
 	"sort"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
+	"github.com/relurec/relurec/internal/rng"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -21,30 +24,24 @@ const refineRowsPerParam = 4
 // least-squares fit of every parameter to many answers averages it out.
 // It queries n = 4·P/p fresh standard Gaussian points (P parameters, p
 // outputs) and runs Gauss–Newton steps on ‖Y − f(X)‖², each step's linear
-// problem (activation pattern held fixed) solved by CGLS, keeping a step
-// only when it lowers the residual. It returns the refined network and the
+// problem (activation pattern held fixed) solved by CGLS, at most steps of
+// them, keeping a step only when it lowers the residual. It returns the refined network and the
 // relative residuals on those points before and after.
-func (e *extractor) refine(ctx context.Context, net *nn.Depth2) (*nn.Depth2, float64, float64, error) {
+func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.Depth2, float64, float64, error) {
 	m, d, p := net.Hidden(), net.In(), net.Out()
 	params := m*(d+1) + p*(m+1)
-	n := max(refineRowsPerParam*params/p, 4*m)
-	X := mat.NewDense(n, d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = e.rng.NormFloat64()
-	}
-	Y, err := e.o.query(ctx, X)
+	X, Y, err := e.refineData(ctx, max(refineRowsPerParam*params/p, 4*m))
 	if err != nil {
 		return net, 0, 0, err
 	}
-	e.diag.QueriesRefine += n
 	before := certify.RelResidual(Y, net.Forward(X))
 	best, bestRes := net, before
-	for step := 0; step < refineSteps; step++ {
+	for step := 0; step < steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return net, 0, 0, err
 		}
 		if e.opt.Progress != nil {
-			e.opt.Progress("least-squares polish", step, refineSteps)
+			e.opt.Progress("least-squares polish", step, steps)
 		}
 		cand := gaussNewton(best, X, Y)
 		r := certify.RelResidual(Y, cand.Forward(X))
@@ -67,6 +64,42 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2) (*nn.Depth2, flo
 		best, bestRes = cand, r
 	}
 	return best, before, bestRes, nil
+}
+
+// refineData returns n fresh standard Gaussian queries and the oracle's
+// answers for refine. They are kept: a later refine (the search's trial
+// fits, then the final one, with more units) reuses them and queries only
+// the rows it needs beyond them.
+func (e *extractor) refineData(ctx context.Context, n int) (*mat.Dense, *mat.Dense, error) {
+	have := 0
+	if e.refX != nil {
+		have, _ = e.refX.Dims()
+	}
+	if n > have {
+		if e.refRng == nil {
+			// A stream of its own: a trial fit leaves the lines the
+			// search goes on with as they would be without it.
+			e.refRng = rng.New(e.opt.Seed ^ 0x2545f4914f6cdd1d)
+		}
+		X := mat.NewDense(n-have, e.d, nil)
+		for i := range X.RawMatrix().Data {
+			X.RawMatrix().Data[i] = e.refRng.NormFloat64()
+		}
+		Y, err := e.o.query(ctx, X)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.diag.QueriesRefine += n - have
+		if have == 0 {
+			e.refX, e.refY = X, Y
+		} else {
+			var X2, Y2 mat.Dense
+			X2.Stack(e.refX, X)
+			Y2.Stack(e.refY, Y)
+			e.refX, e.refY = &X2, &Y2
+		}
+	}
+	return e.refX.Slice(0, n, 0, e.d).(*mat.Dense), e.refY.Slice(0, n, 0, e.o.p).(*mat.Dense), nil
 }
 
 // refineSteps caps refine's Gauss–Newton steps.
@@ -130,8 +163,8 @@ func gaussNewton(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	R := mat.NewDense(n, p, nil)
 	R.Sub(Y, F)
 	gs.scaling()
-	applyP := func(v gnVec) *mat.Dense { return gs.apply(gs.precond(v)) }
-	adjointP := func(r *mat.Dense) gnVec { return gs.precond(gs.adjoint(r)) }
+	applyP := func(v gnVec) *mat.Dense { return gs.apply(gs.precond(v, false)) }
+	adjointP := func(r *mat.Dense) gnVec { return gs.precond(gs.adjoint(r), true) }
 	// CGLS on min ‖J·P·y − R‖, x = P·y.
 	x := gs.newVec()
 	r := mat.DenseCopyOf(R)
@@ -140,7 +173,7 @@ func gaussNewton(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	q.axpy(1, s)
 	gamma := s.dot(s)
 	g0 := gamma
-	for it := 0; it < 40 && gamma > 1e-24*g0; it++ {
+	for it := 0; it < 40 && gamma > 1e-14*g0; it++ {
 		Jq := applyP(q)
 		qq := mat.Norm(Jq, 2)
 		if qq == 0 {
@@ -162,7 +195,7 @@ func gaussNewton(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 			}
 		}
 	}
-	x = gs.precond(x)
+	x = gs.precond(x, false)
 	out := net.Clone()
 	out.W.Add(out.W, x.W)
 	out.A.Add(out.A, x.A)
@@ -210,9 +243,12 @@ type gnSystem struct {
 	net        *nn.Depth2
 	X, H, D    *mat.Dense
 	n, d, m, p int
-	// sW, sB, sA (per unit) and sC scale the step's parts (scaling).
+	// sW, sB, sA (per unit) and sC scale the step's parts (scaling);
+	// U, when set, mixes the units' rows of δW and δb instead of sW and
+	// sB.
 	sW, sB, sA []float64
 	sC         float64
+	U          *mat.TriDense
 }
 
 // newGNSystem computes net's pre-activations on X, its activation pattern
@@ -286,11 +322,40 @@ func (gs *gnSystem) adjoint(r *mat.Dense) gnVec {
 	return v
 }
 
-// scaling sets the Jacobi preconditioner: CGLS runs on J·P, P the inverse
-// square root of diag(JᵀJ) (a unit's weights scale with its output column
-// and how often it is active; without it CGLS stalls on the rarely active
-// units).
+// scaling sets the preconditioner: CGLS runs on J·P. For the output
+// layer's parts P is the inverse square root of diag(JᵀJ) (Jacobi). For
+// the hidden units' rows (δw_j, δb_j) JᵀJ's block (j, k) is (a_j·a_k)·Σ_x
+// D_j D_k x̃x̃ᵀ (x̃ = (x, 1)), which for standard Gaussian queries is close
+// to M_jk·I with M = (AᵀA)∘(DᵀD): the units couple through their output
+// columns (m units share p ≪ m outputs, so AᵀA is far from diagonal, and a
+// diagonal scaling leaves CGLS crawling along it). With M = UᵀU
+// (Cholesky), P = U⁻¹ ⊗ I makes that part of JᵀJ·P close to the identity.
+// A rarely active unit scales with how often it is active, which M holds
+// too. When M is not positive definite the rows are scaled by its diagonal.
 func (gs *gnSystem) scaling() {
+	gs.jacobi()
+	m, D, A := gs.m, gs.D, gs.net.A
+	var N, AA mat.SymDense
+	N.SymOuterK(1, D.T())
+	AA.SymOuterK(1, A.T())
+	M := mat.NewSymDense(m, nil)
+	for j := 0; j < m; j++ {
+		for k := j; k < m; k++ {
+			M.SetSym(j, k, N.At(j, k)*AA.At(j, k))
+		}
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(M) {
+		return
+	}
+	gs.U = mat.NewTriDense(m, mat.Upper, nil)
+	chol.UTo(gs.U)
+}
+
+// jacobi sets the diagonal (Jacobi) scaling: the inverse square root of
+// diag(JᵀJ) (a unit's weights scale with its output column and how often
+// it is active; without it CGLS stalls on the rarely active units).
+func (gs *gnSystem) jacobi() {
 	n, d, m, X, D, H := gs.n, gs.d, gs.m, gs.X, gs.D, gs.H
 	xx := 0.0
 	for _, v := range X.RawMatrix().Data {
@@ -313,18 +378,33 @@ func (gs *gnSystem) scaling() {
 	gs.sC = 1 / math.Sqrt(float64(n))
 }
 
-// precond returns P·v.
-func (gs *gnSystem) precond(v gnVec) gnVec {
+// precond returns P·v, or Pᵀ·v when trans is set.
+func (gs *gnSystem) precond(v gnVec, trans bool) gnVec {
 	out := gs.newVec()
 	for j := 0; j < gs.m; j++ {
 		src, dst := v.W.RawRowView(j), out.W.RawRowView(j)
-		for k := range src {
-			dst[k] = src[k] * gs.sW[j]
+		if gs.U != nil {
+			copy(dst, src)
+			out.b[j] = v.b[j]
+		} else {
+			for k := range src {
+				dst[k] = src[k] * gs.sW[j]
+			}
+			out.b[j] = v.b[j] * gs.sB[j]
 		}
-		out.b[j] = v.b[j] * gs.sB[j]
 		for o := 0; o < gs.p; o++ {
 			out.A.Set(o, j, v.A.At(o, j)*gs.sA[j])
 		}
+	}
+	if gs.U != nil {
+		// U⁻¹ (or U⁻ᵀ) applied to the rows of δW and δb alike.
+		tA := blas.NoTrans
+		if trans {
+			tA = blas.Trans
+		}
+		U := gs.U.RawTriangular()
+		blas64.Trsm(blas.Left, tA, 1, U, out.W.RawMatrix())
+		blas64.Trsm(blas.Left, tA, 1, U, blas64.General{Rows: gs.m, Cols: 1, Stride: 1, Data: out.b})
 	}
 	for o := range out.c {
 		out.c[o] = v.c[o] * gs.sC

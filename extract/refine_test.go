@@ -2,10 +2,12 @@ package extract
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/nn"
 	"github.com/relurec/relurec/synth"
 )
@@ -16,14 +18,7 @@ import (
 // problem degenerate and stall it.
 func TestRefineDropsCopyAndRestoresPrecision(t *testing.T) {
 	const d, m, p = 30, 6, 10
-	teacherNet, err := nn.NewMLP([]int{d, m, p}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth, err := nn.Depth2FromMLP(teacherNet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	teacherNet, truth := depth2Teacher(t, d, m, p, 3)
 	// Every parameter off by 1e-3 relative, plus a copy of unit 0 with its
 	// hyperplane shifted and a small output column.
 	rng := synth.NewRand(7)
@@ -44,7 +39,7 @@ func TestRefineDropsCopyAndRestoresPrecision(t *testing.T) {
 		}
 	}
 	e := &extractor{d: d, o: &counted{f: float32Oracle(teacherNet), d: d}, rng: synth.NewRand(1)}
-	got, before, after, err := e.refine(context.Background(), start)
+	got, before, after, err := e.refine(context.Background(), start, refineSteps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,4 +47,133 @@ func TestRefineDropsCopyAndRestoresPrecision(t *testing.T) {
 	if got.Hidden() != m || after > 1e-6 {
 		t.Errorf("units %d (want %d), residual %.1e → %.1e (want ≤ 1e-6)", got.Hidden(), m, before, after)
 	}
+}
+
+// One Gauss–Newton step must take a network whose parameters are off by
+// 1e-4 relative most of the way to the oracle when many units share few
+// outputs (m ≫ p): their weight rows are coupled through AᵀA, along
+// which CGLS with a diagonal scaling crawls; the preconditioner mixes the
+// units' rows by the Cholesky factor of (AᵀA)∘(DᵀD).
+func TestGaussNewtonCoupledUnits(t *testing.T) {
+	const d, m, p = 40, 32, 2
+	_, truth := depth2Teacher(t, d, m, p, 5)
+	start := truth.Clone()
+	rng := synth.NewRand(8)
+	for _, v := range [][]float64{start.W.RawMatrix().Data, start.B, start.A.RawMatrix().Data, start.C} {
+		for i := range v {
+			v[i] *= 1 + 1e-4*rng.NormFloat64()
+		}
+	}
+	X, _ := synth.GaussianInputs(4*(m*(d+1)+p*(m+1))/p, d, nil, synth.NewRand(9))
+	Y := truth.Forward(X)
+	before := certify.RelResidual(Y, start.Forward(X))
+	after := certify.RelResidual(Y, gaussNewton(start, X, Y).Forward(X))
+	t.Logf("residual %.1e → %.1e after one step", before, after)
+	if after > 1e-2*before {
+		t.Errorf("one Gauss–Newton step took the residual from %.1e to %.1e; want a reduction by 100 or more", before, after)
+	}
+}
+
+// perturbedUnits returns net's hidden units as unit records (rows of unit
+// norm, output columns scaled to match), every entry moved by rel
+// relative, without unit skip (−1: none).
+func perturbedUnits(net *nn.Depth2, rel float64, skip int, seed uint64) []unit {
+	rng := synth.NewRand(seed)
+	var us []unit
+	for i := 0; i < net.Hidden(); i++ {
+		if i == skip {
+			continue
+		}
+		w := mat.Row(nil, i, net.W)
+		nw := 0.0
+		for _, v := range w {
+			nw += v * v
+		}
+		nw = math.Sqrt(nw)
+		a := mat.Col(nil, i, net.A)
+		for j := range w {
+			w[j] = w[j]/nw + rel*rng.NormFloat64()/math.Sqrt(float64(len(w)))
+		}
+		for o := range a {
+			a[o] *= nw * (1 + rel*rng.NormFloat64())
+		}
+		us = append(us, newUnitRec(w, net.B[i]/nw, a, rel, w))
+	}
+	return us
+}
+
+// The search's trial fit ends it when the units found are all there is,
+// although their line residual is far above the search's tolerance (each
+// known to a few digits only, from a float32 oracle), and does not when a
+// unit is missing.
+func TestTrialFitEndsSearchWhenUnitsComplete(t *testing.T) {
+	const d, m, p = 30, 6, 4
+	teacherNet, truth := depth2Teacher(t, d, m, p, 11)
+	for _, skip := range []int{-1, 2} {
+		e := newExtractor(d, Options{Seed: 1}, &counted{f: float32Oracle(teacherNet), d: d, p: p})
+		e.noiseMed, e.eta = 1e-7, 1e-5
+		e.units = perturbedUnits(truth, 1e-3, skip, 4)
+		e.found = len(e.units)
+		fitted, err := e.trialFit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := skip < 0; fitted != want {
+			t.Errorf("unit %d missing: trial fit ended the search: %v, want %v", skip, fitted, want)
+		}
+	}
+}
+
+// From a float32 oracle a unit can be read twice, the second reading off
+// by more than its expected error and often with the other orientation;
+// the copy is dropped (the polished record kept), while two units whose
+// hyperplanes are well apart both stay.
+func TestDedupeNearCopyFromCoarseOracle(t *testing.T) {
+	const d = 20
+	rng := synth.NewRand(2)
+	w := make([]float64, d)
+	for j := range w {
+		w[j] = rng.NormFloat64()
+	}
+	u := newUnitRec(w, 0.3, []float64{1, 2}, 1e-6, w)
+	u.polished = true
+	// The copy: the other orientation, the normal off by 0.02, b̂ by 0.04.
+	wc := make([]float64, d)
+	for j := range wc {
+		wc[j] = -w[j]/math.Sqrt(dotf(w, w)) + 0.02*rng.NormFloat64()/math.Sqrt(d)
+	}
+	c := newUnitRec(wc, -0.3+0.04, []float64{-1, -2}, 1e-6, wc)
+	other := newUnitRec(mat.Col(nil, 0, mat.NewDense(d, 1, perturb(w, rng))), 1.5, []float64{1, 0}, 1e-6, w)
+	e := newExtractor(d, Options{}, &counted{d: d, p: 2})
+	e.noiseMed = 1e-7
+	e.units = []unit{c, other, u}
+	e.dedupe()
+	if len(e.units) != 2 || !e.units[0].polished {
+		t.Errorf("%d units after dedupe (want 2, the polished record kept first): %+v", len(e.units), e.units)
+	}
+}
+
+// perturb returns w plus a random vector of the same norm.
+func perturb(w []float64, rng interface{ NormFloat64() float64 }) []float64 {
+	out := make([]float64, len(w))
+	n := math.Sqrt(dotf(w, w) / float64(len(w)))
+	for j := range w {
+		out[j] = w[j] + n*rng.NormFloat64()
+	}
+	return out
+}
+
+// depth2Teacher returns a d-m-p network at PyTorch's initialisation and
+// its one-hidden-layer form.
+func depth2Teacher(t *testing.T, d, m, p int, seed uint64) (*nn.MLP, *nn.Depth2) {
+	t.Helper()
+	net, err := nn.NewMLP([]int{d, m, p}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := nn.Depth2FromMLP(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net, truth
 }
