@@ -82,11 +82,11 @@ data-driven fit, sequential for an MLP or an ONNX graph (--sequential),
 and for an MLP keeping at most 25% of its parameters (a graph: 50%) the
 budget split by measured sensitivity (--allocation auto) and 30 epochs of
 distillation (a graph: 10; --distill); above, where they were measured to
-gain nothing on MLPs, the global allocation alone. On three PyTorch-trained Fashion-MNIST
-784-512-256-10 MLPs at keep 0.05 it lost 1.6 points of test accuracy where
---fast lost 10.6, in 2-3× the time (docs/compress.md); the estimated
-time is printed before it starts. --fast is the cheap path:
-every layer fit once on the original activations, global allocation, no
+gain nothing on MLPs, the global allocation alone. On three PyTorch-trained
+Fashion-MNIST 784-512-256-10 MLPs at keep 0.05 it lost 1.6 points of test
+accuracy where --fast lost 10.6, in 2-3× the time (docs/compress.md); the
+estimated time is printed before it starts. --fast is the cheap path: every
+layer fit once on the original activations, global allocation, no
 distillation. Any flag given overrides either preset.
 
 Methods (--method):
