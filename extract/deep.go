@@ -455,11 +455,14 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		}
 	}()
 	for ; k < L; k++ {
+		if k >= 2 && k == L-1 {
+			return r.lastByPatterns(ctx, k)
+		}
 		if k > 0 {
 			if fr, err = r.frameAfter(k); err != nil {
 				return nil, err.Error(), nil
 			}
-			dim, _ = r.Ws[0].Dims()
+			dim, _ = r.Ws[k-1].Dims()
 		}
 		so := r.opt
 		so.Hidden = r.opt.Widths[k]
@@ -509,13 +512,7 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 				W.SetRow(i, u.w)
 				b[i] = u.b
 			}
-			if k > 0 {
-				// Units found in the first layer's space: rows over the
-				// previous layer's pre-activations.
-				if W, b, _, err = r.lift(k, W, b, nil); err != nil {
-					return nil, fmt.Sprintf("layer %d: %v", k+1, err), nil
-				}
-			}
+			W, b, _ = unitRows(W, b, nil)
 			r.Ws, r.bs = append(r.Ws, W), append(r.bs, b)
 			flipped, msg, err := r.orient(ctx, k+1)
 			if err != nil {
@@ -535,21 +532,37 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		if err != nil {
 			return nil, "", err
 		}
-		r.warn = append(r.warn, prefixed(fmt.Sprintf("layer %d: ", k+1), e.warn)...)
 		lay.Check = fmt.Sprintf("the units reproduce the oracle on the searched segments (relative residual %.1e)", e.diag.LineResidual)
 		lay.Passed = last != nil && e.diag.LineResidual <= e.searchTol()
+		r.warn = append(r.warn, prefixed(fmt.Sprintf("layer %d: ", k+1), e.warn)...)
 		lay.Queries = r.root.queries - before
 		r.layers = append(r.layers, lay)
 		if last == nil {
 			return nil, fmt.Sprintf("layer %d: no unit found", k+1), nil
 		}
-		W, b, A, err := r.lift(k, last.W, last.B, last.A)
-		if err != nil {
-			return nil, fmt.Sprintf("layer %d: %v", k+1, err), nil
-		}
+		W, b, A := unitRows(last.W, last.B, last.A)
 		return r.network(W, b, A, last.C), "", nil
 	}
 	return nil, "", nil
+}
+
+// lastByPatterns ends run with the last hidden layer (stage k ≥ 2)
+// extracted region by region (byPatterns).
+func (r *deepRun) lastByPatterns(ctx context.Context, k int) (*nn.MLP, string, error) {
+	before := r.root.queries
+	lay := LayerResult{Width: r.opt.Widths[k]}
+	W, b, A, c, failed, err := r.byPatterns(ctx, k, &lay)
+	if err != nil {
+		return nil, "", err
+	}
+	lay.Check = fmt.Sprintf("rows unified over the regions of layer %d's frequent activation patterns; orientations by least squares on fresh queries", k)
+	lay.Passed = failed == "" && W != nil
+	lay.Queries = r.root.queries - before
+	r.layers = append(r.layers, lay)
+	if W == nil {
+		return nil, failed, nil
+	}
+	return r.network(W, b, A, c), failed, nil
 }
 
 // prefixed returns the messages with a prefix.
@@ -652,12 +665,7 @@ func (r *deepRun) orient(ctx context.Context, n int) (flipped int, msg string, e
 		if err != nil {
 			return flipped, err.Error(), nil
 		}
-		M, _ := r.composite(n)
-		D, err := pinv(M)
-		if err != nil {
-			return flipped, err.Error(), nil
-		}
-		silent, err := r.silentColumns(ctx, fr, D, rng)
+		silent, err := r.silentColumns(ctx, fr, identity(m), rng)
 		if err != nil {
 			return flipped, "", err
 		}
@@ -712,8 +720,7 @@ func (r *deepRun) orientEach(ctx context.Context, n int) (flipped int, msg strin
 		return 0, err.Error(), nil
 	}
 	rng := rng.New(r.opt.Seed + uint64(n) + 77)
-	M, _ := r.composite(n)
-	D, err := pinv(M)
+	D, err := pinv(W)
 	if err != nil {
 		return 0, err.Error(), nil
 	}
@@ -722,8 +729,7 @@ func (r *deepRun) orientEach(ctx context.Context, n int) (flipped int, msg strin
 		d := mat.Col(nil, i, D)
 		confirmed, flip := false, false
 		for round := 0; round < orientRounds && !confirmed; round++ {
-			Mi, beta := r.composite(n)
-			dom := &domain{walls: append(append([]unit(nil), base.dom.walls...), normWall(Mi.RawRowView(i), beta[i])), center: make([]float64, len(d))}
+			dom := &domain{walls: append(append([]unit(nil), base.dom.walls...), normWall(W.RawRowView(i), b[i])), center: make([]float64, len(d))}
 			center, t, lerr := activeCenter(dom.walls, len(d))
 			if lerr == nil && t > 0 {
 				dom.center, dom.radius, dom.cur = center, t, append([]float64(nil), center...)
@@ -808,6 +814,11 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, D *mat.Dense, rng
 			for i := range h {
 				h[i] += 0.1 // away from the faces: steps well above rounding
 			}
+			if fr.dom.margin(h) <= 0 {
+				for i := range h {
+					h[i] -= 0.1
+				}
+			}
 		}
 		for i := 0; i < rows; i++ {
 			row := H.RawRowView(t*rows + i)
@@ -859,101 +870,254 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, D *mat.Dense, rng
 }
 
 // frameAfter is the frame in which every unit of layers 1…n (n ≥ 1, as
-// found so far) is active: the space of the first layer's pre-activations
-// h₁, reached from the inputs by x = P·h₁ + q with W₁·P = I (the first
-// layer's rows are independent, so every h₁ is reached), and the domain
-// h₁ > 0 (the orthant), cut, for n ≥ 2, by the walls M_l·h₁ + β_l > 0 of
-// the later layers' units (l = 2…n, the composite affine maps of
-// composite), sampled by hit-and-run from a centre found by linear
-// programming.
+// found so far) is active, in the space of layer n's pre-activations z_n:
+// x = P·z_n + q, with the domain z_n > 0 (the orthant) cut by the walls
+// that keep the earlier layers active. Layer 1's rows are independent
+// (m₁ ≤ d), so x = W₁⁺·(z₁ − b₁) reaches every z₁ and the orthant is the
+// whole domain. For n ≥ 2 the frame of layer n−1 is entered through the
+// lift z_{n−1} = W_n⁺·(z_n − b_n) + ν, which gives layer n the
+// pre-activations z_n (W_n's rows are independent, m_n ≤ m_{n−1}) for any
+// ν in the null space of W_n; that frame's walls become walls in z_n,
+// and ν is chosen by linear programming to keep them farthest from the
+// orthant's edges up to liftReach (liftNu). On the domain every layer up
+// to n is active, so f is a function of z_n there and layer n+1's units
+// are hyperplanes in z_n with their weight rows as normals: a whole row
+// is read at once, over every unit of layer n, wherever a unit of layer
+// n+1 switches inside the orthant, which the orthant's edges cross
+// (axisLine).
 func (r *deepRun) frameAfter(n int) (frame, error) {
-	W1, b1 := r.Ws[0], r.bs[0]
-	m1, _ := W1.Dims()
-	P, err := pinv(W1)
+	W, b := r.Ws[n-1], r.bs[n-1]
+	m, _ := W.Dims()
+	Wp, err := pinv(W)
 	if err != nil {
-		return frame{}, fmt.Errorf("layer 1's rows are linearly dependent (%v): it cannot be inverted on its active region", err)
+		return frame{}, fmt.Errorf("layer %d's rows are linearly dependent (%v): it cannot be inverted on its active region", n, err)
 	}
-	var Pb mat.VecDense
-	Pb.MulVec(P, mat.NewVecDense(m1, b1))
-	q := make([]float64, Pb.Len())
-	for j := range q {
-		q[j] = -Pb.AtVec(j)
+	dom := orthant(m)
+	if n == 1 {
+		var Pb mat.VecDense
+		Pb.MulVec(Wp, mat.NewVecDense(m, b))
+		q := make([]float64, Pb.Len())
+		for j := range q {
+			q[j] = -Pb.AtVec(j)
+		}
+		return frame{P: Wp, q: q, dom: dom}, nil
 	}
-	dom := orthant(m1)
-	if n >= 2 {
-		for l := 2; l <= n; l++ {
-			M, beta := r.composite(l)
-			rows, _ := M.Dims()
-			for i := 0; i < rows; i++ {
-				dom.walls = append(dom.walls, normWall(M.RawRowView(i), beta[i]))
+	return r.liftFrame(n, nil)
+}
+
+// liftFrame returns the frame of layer n ≥ 2 in which the units of
+// pattern act (nil: all) are active and the others inactive, the earlier
+// layers all active: in the coordinates z_S of the active units'
+// pre-activations, entered from frameAfter(n−1) through the lift
+// z_{n−1} = W_S⁺·(z_S − b_S) + ν (liftOffset), with walls for the
+// previous frame's and for the inactive units.
+func (r *deepRun) liftFrame(n int, act []int) (frame, error) {
+	W, b := r.Ws[n-1], r.bs[n-1]
+	m, _ := W.Dims()
+	prev, err := r.frameAfter(n - 1)
+	if err != nil {
+		return frame{}, err
+	}
+	walls := append([]unit(nil), prev.dom.walls...)
+	if act != nil {
+		on := make([]bool, m)
+		for _, i := range act {
+			on[i] = true
+		}
+		for i := 0; i < m; i++ {
+			if !on[i] {
+				walls = append(walls, negWall(W.RawRowView(i), b[i]))
 			}
 		}
-		center, t, err := activeCenter(dom.walls, m1)
-		if err != nil || t <= 0 {
-			return frame{}, fmt.Errorf("no point found where every unit of layers 1–%d is active (%v, margin %.1e)", n, err, t)
-		}
-		dom.halfNormal = false
-		dom.center = center
-		dom.radius = t
-		dom.cur = append([]float64(nil), center...)
+		W, b = rowsOf(W, act), pick(b, act)
 	}
-	return frame{P: P, q: q, dom: dom}, nil
-}
-
-// composite returns the affine map h_n = M·h₁ + β from the first layer's
-// pre-activations to layer n's on the region where layers 1…n−1 are
-// active (M the identity for n = 1).
-func (r *deepRun) composite(n int) (*mat.Dense, []float64) {
-	m1, _ := r.Ws[0].Dims()
-	M := mat.NewDense(m1, m1, nil)
-	for i := 0; i < m1; i++ {
-		M.Set(i, i, 1)
-	}
-	beta := make([]float64, m1)
-	for l := 1; l < n; l++ {
-		W, b := r.Ws[l], r.bs[l]
-		var NM mat.Dense
-		NM.Mul(W, M)
-		var Wb mat.VecDense
-		Wb.MulVec(W, mat.NewVecDense(len(beta), beta))
-		nb := make([]float64, len(b))
-		for i := range nb {
-			nb[i] = Wb.AtVec(i) + b[i]
-		}
-		M, beta = &NM, nb
-	}
-	return M, beta
-}
-
-// lift turns units found in the first layer's space (rows W, offsets b,
-// output columns A when given) into units of layer k+1 (0-based k ≥ 1)
-// over layer k's pre-activations h = M·h₁ + β: a row w = u·M with u =
-// w·M⁺, offset b − u·β, u scaled to unit norm (b and A's column with it).
-// A row off M's row space is not a unit of that layer: an error.
-func (r *deepRun) lift(k int, W *mat.Dense, b []float64, A *mat.Dense) (*mat.Dense, []float64, *mat.Dense, error) {
-	M, beta := r.composite(k)
-	Mp, err := pinv(M)
+	Wp, err := pinv(W)
 	if err != nil {
-		return nil, nil, nil, err
+		return frame{}, fmt.Errorf("layer %d's rows are linearly dependent (%v): it cannot be inverted on its active region", n, err)
 	}
-	var U mat.Dense
-	U.Mul(W, Mp)
-	var back mat.Dense
-	back.Mul(&U, M)
-	back.Sub(&back, W)
-	if res := mat.Norm(&back, 2) / mat.Norm(W, 2); res > 1e-6 {
-		return nil, nil, nil, fmt.Errorf("the units found are not functions of layer %d's outputs (relative residual %.1e)", k, res)
+	u0, center, err := liftOffset(W, Wp, b, walls)
+	if err != nil {
+		return frame{}, fmt.Errorf("no point found where every unit of layers 1–%d is active (%v)", n, err)
 	}
-	m, _ := U.Dims()
-	nb := make([]float64, m)
+	return lifted(prev, walls, Wp, u0, center), nil
+}
+
+// negWall is the wall −(w·x + b) > 0 of an inactive unit (w of unit norm).
+func negWall(w []float64, b float64) unit {
+	u := unit{w: make([]float64, len(w)), b: -b}
+	for j := range w {
+		u.w[j] = -w[j]
+		u.winf = math.Max(u.winf, math.Abs(w[j]))
+	}
+	return u
+}
+
+// rowsOf returns the rows idx of W.
+func rowsOf(W *mat.Dense, idx []int) *mat.Dense {
+	_, c := W.Dims()
+	out := mat.NewDense(len(idx), c, nil)
+	for r, i := range idx {
+		out.SetRow(r, W.RawRowView(i))
+	}
+	return out
+}
+
+// pick returns x's entries idx.
+func pick(x []float64, idx []int) []float64 {
+	out := make([]float64, len(idx))
+	for r, i := range idx {
+		out[r] = x[i]
+	}
+	return out
+}
+
+// lifted is the frame entered from the previous frame prev through the
+// lift z_{n−1} = W⁺·z + u0: x = P_{n−1}·(W⁺·z + u0) + q_{n−1}, the orthant
+// of z cut by the walls (over z_{n−1}), with centre center.
+func lifted(prev frame, walls []unit, Wp *mat.Dense, u0, center []float64) frame {
+	_, m := Wp.Dims()
+	var P mat.Dense
+	P.Mul(prev.P, Wp)
+	var Pu mat.VecDense
+	Pu.MulVec(prev.P, mat.NewVecDense(len(u0), u0))
+	q := make([]float64, len(prev.q))
+	for j := range q {
+		q[j] = prev.q[j] + Pu.AtVec(j)
+	}
+	dom := orthant(m)
+	for _, a := range walls {
+		// a·(W⁺·z + u0) + β > 0.
+		g := make([]float64, m)
+		for k := range g {
+			g[k] = dotCol(a.w, Wp, k)
+		}
+		if dotf(g, g) == 0 {
+			continue // a wall z_n does not move: kept positive by u0
+		}
+		dom.walls = append(dom.walls, normWall(g, dotf(a.w, u0)+a.b))
+	}
+	dom.extra = true
+	dom.center, dom.cur = center, append([]float64(nil), center...)
+	return frame{P: &P, q: q, dom: dom}
+}
+
+// nullProj returns Π = I − W⁺·W, the projection on W's null space.
+func nullProj(W, Wp *mat.Dense) *mat.Dense {
+	_, dim := W.Dims()
+	var Pi mat.Dense
+	Pi.Mul(Wp, W)
+	Pi.Scale(-1, &Pi)
+	for i := 0; i < dim; i++ {
+		Pi.Set(i, i, Pi.At(i, i)+1)
+	}
+	return &Pi
+}
+
+// liftReach is how far along the orthant's edges (in units of the
+// layer's pre-activations) the lift keeps the earlier layers active when
+// it can, liftBox bounds the coordinates of its base point, and liftLean
+// is the linear programs' cost of that point's size: far points reach
+// farther but are larger inputs, where f and its rounding are larger.
+const (
+	liftReach = 10
+	liftBox   = 1e3
+	liftLean  = 1e-6
+)
+
+// liftOffset returns u0 = Π·z* − W⁺·b for the lift z_{n−1} = W⁺·z_n + u0
+// (Π = I − W⁺·W, the projection on W's null space) into the previous
+// frame, whose walls are given. Two linear programs choose the base
+// point z* ≥ 0: the first finds the point z_c of the previous frame
+// farthest (margin t_c) from its walls and from layer n's hyperplanes,
+// where every unit of layers 1…n is active; the second maximizes the
+// smallest margin of the previous frame's walls over the orthant's edges
+// {t·e_k : 0 ≤ t ≤ liftReach} of z_n (in units of z_n: the wall's value
+// divided by ‖a·W⁺‖), keeping z_c's image W·z_c + b inside with margin
+// t_c/2. When the earlier layers cannot be kept active along the edges,
+// the walls cut them, and the domain says where. It returns u0 and the
+// image of z_c, a point of the domain.
+func liftOffset(W, Wp *mat.Dense, b []float64, walls []unit) (u0, center []float64, err error) {
+	m, dim := W.Dims()
+	rowWalls := append([]unit(nil), walls...)
+	for i := 0; i < m; i++ {
+		rowWalls = append(rowWalls, unit{w: W.RawRowView(i), b: b[i]})
+	}
+	zc, tc, err := marginLP{walls: rowWalls, n: dim, box: liftBox, tmax: centerBox, lean: liftLean}.solve()
+	if err != nil {
+		return nil, nil, err
+	}
+	if tc <= 0 {
+		return nil, nil, fmt.Errorf("margin %.1e", tc)
+	}
+	var c mat.VecDense
+	c.MulVec(W, mat.NewVecDense(dim, zc))
+	center = make([]float64, m)
+	for i := range center {
+		center[i] = c.AtVec(i) + b[i]
+	}
+	Pi := nullProj(W, Wp)
+	var Wpb mat.VecDense
+	Wpb.MulVec(Wp, mat.NewVecDense(m, b))
+	var edges, keep []unit
+	for _, a := range walls {
+		g := make([]float64, m)
+		low := 0.0
+		for k := range g {
+			g[k] = dotCol(a.w, Wp, k)
+			low = math.Min(low, liftReach*g[k])
+		}
+		gn := math.Sqrt(dotf(g, g))
+		if gn == 0 {
+			gn = 1
+		}
+		w := make([]float64, dim)
+		for j := range w {
+			w[j] = dotCol(a.w, Pi, j)
+		}
+		off := a.b - dotf(a.w, Wpb.RawVector().Data)
+		ew := make([]float64, dim)
+		for j := range ew {
+			ew[j] = w[j] / gn
+		}
+		edges = append(edges, unit{w: ew, b: (off + low) / gn})
+		// a·(Π·z* + W⁺·(c − b)) + β ≥ t_c/2.
+		keep = append(keep, unit{w: w, b: off + dotf(g, center) - tc/2})
+	}
+	zs, _, err := marginLP{walls: edges, hard: keep, n: dim, box: liftBox, tmax: 1, lean: liftLean}.solve()
+	if err != nil {
+		return nil, nil, err
+	}
+	u0 = make([]float64, dim)
+	for j := range u0 {
+		u0[j] = dotCol(zs, Pi, j) - Wpb.AtVec(j)
+	}
+	return u0, center, nil
+}
+
+// dotCol is a·M_{:,k}.
+func dotCol(a []float64, M *mat.Dense, k int) float64 {
+	s := 0.0
+	for i, v := range a {
+		s += v * M.At(i, k)
+	}
+	return s
+}
+
+// unitRows scales the rows of units found in a frame (rows W over the
+// previous layer's pre-activations, offsets b, output columns A when
+// given) to unit norm, b and A's columns with them.
+func unitRows(W *mat.Dense, b []float64, A *mat.Dense) (*mat.Dense, []float64, *mat.Dense) {
+	U := mat.DenseCopyOf(W)
+	nb := append([]float64(nil), b...)
 	var nA *mat.Dense
 	if A != nil {
 		nA = mat.DenseCopyOf(A)
 	}
+	m, _ := U.Dims()
 	for i := 0; i < m; i++ {
 		row := U.RawRowView(i)
 		s := math.Sqrt(dotf(row, row))
-		nb[i] = (b[i] - dotf(row, beta)) / s
+		nb[i] /= s
 		for j := range row {
 			row[j] /= s
 		}
@@ -964,43 +1128,67 @@ func (r *deepRun) lift(k int, W *mat.Dense, b []float64, A *mat.Dense) (*mat.Den
 			}
 		}
 	}
-	return &U, nb, nA, nil
+	return U, nb, nA
 }
 
-// centerBox bounds the coordinates of activeCenter's point.
+// centerBox bounds the coordinates of activeCenter's point and its
+// margin.
 const centerBox = 4
 
 // activeCenter returns the point h ≥ 0 (n coordinates, each at most
-// centerBox) where the smallest of the walls is largest, and that margin:
-// the linear program max t s.t. wall_i(h) ≥ t, h ≤ centerBox, t ≤
-// centerBox, solved in standard form by the simplex method.
+// centerBox) where the smallest of the walls is largest, and that margin
+// (at most centerBox; negative when no point has every wall positive).
 func activeCenter(walls []unit, n int) ([]float64, float64, error) {
-	nw := len(walls)
-	// Variables: h (n), t, slacks of the walls (nw), of the box (n), of
-	// t's bound (1).
-	cols := n + 1 + nw + n + 1
-	rows := nw + n + 1
+	return marginLP{walls: walls, n: n, box: centerBox, tmax: centerBox}.solve()
+}
+
+// marginLP is the linear program max t + cost·h − lean·Σh s.t. wall_i(h)
+// ≥ t for the walls, hard_j(h) ≥ 0, 0 ≤ h ≤ box, t ≤ tmax (t free in
+// sign; cost nil: zero).
+type marginLP struct {
+	walls, hard []unit
+	n           int
+	box, tmax   float64
+	lean        float64
+	cost        []float64
+}
+
+// solve returns the optimal h and t, solved in standard form (t = t₊ −
+// t₋, slacks for every inequality) by the simplex method.
+func (p marginLP) solve() ([]float64, float64, error) {
+	if len(p.walls) == 0 {
+		// t bounded by a wall 0 ≥ t: every column of the program is used.
+		p.walls = []unit{{w: make([]float64, p.n)}}
+	}
+	n, nw, nh := p.n, len(p.walls), len(p.hard)
+	// Variables: h (n), t₊, t₋, slacks of the walls (nw), of the hard
+	// constraints (nh), of the box (n), of t₊'s bound (1).
+	cols := n + 2 + nw + nh + n + 1
+	rows := nw + nh + n + 1
 	A := mat.NewDense(rows, cols, nil)
 	rhs := make([]float64, rows)
 	r := 0
-	for i, u := range walls {
+	for i, u := range append(append([]unit(nil), p.walls...), p.hard...) {
 		for j := 0; j < n; j++ {
 			A.Set(r, j, u.w[j])
 		}
-		A.Set(r, n, -1)
-		A.Set(r, n+1+i, -1)
+		if i < nw {
+			A.Set(r, n, -1)
+			A.Set(r, n+1, 1)
+		}
+		A.Set(r, n+2+i, -1)
 		rhs[r] = -u.b
 		r++
 	}
 	for j := 0; j < n; j++ {
 		A.Set(r, j, 1)
-		A.Set(r, n+1+nw+j, 1)
-		rhs[r] = centerBox
+		A.Set(r, n+2+nw+nh+j, 1)
+		rhs[r] = p.box
 		r++
 	}
 	A.Set(r, n, 1)
 	A.Set(r, cols-1, 1)
-	rhs[r] = centerBox
+	rhs[r] = p.tmax
 	// Standard form wants b ≥ 0: negate rows with a negative right side.
 	for i := range rhs {
 		if rhs[i] < 0 {
@@ -1012,12 +1200,18 @@ func activeCenter(walls []unit, n int) ([]float64, float64, error) {
 		}
 	}
 	c := make([]float64, cols)
-	c[n] = -1
+	for j := 0; j < n; j++ {
+		c[j] = p.lean
+		if p.cost != nil {
+			c[j] -= p.cost[j]
+		}
+	}
+	c[n], c[n+1] = -1, 1
 	_, x, err := lp.Simplex(c, A, rhs, 1e-10, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	return append([]float64(nil), x[:n]...), x[n], nil
+	return append([]float64(nil), x[:n]...), x[n] - x[n+1], nil
 }
 
 // normWall returns the wall w·x + b > 0 scaled to a unit normal.
@@ -1029,6 +1223,15 @@ func normWall(w []float64, b float64) unit {
 		u.winf = math.Max(u.winf, math.Abs(u.w[j]))
 	}
 	return u
+}
+
+// identity returns the n×n identity matrix.
+func identity(n int) *mat.Dense {
+	I := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		I.Set(i, i, 1)
+	}
+	return I
 }
 
 // pinv returns the pseudo-inverse Wᵀ(W·Wᵀ)⁻¹ of a full-row-rank W.

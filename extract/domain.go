@@ -23,6 +23,9 @@ type domain struct {
 	radius float64
 	// halfNormal draws the orthant's points as |N(0,1)| per coordinate.
 	halfNormal bool
+	// extra marks an orthant cut by walls beyond its faces (the lift of
+	// a deeper frame): its random points and edges are kept inside them.
+	extra bool
 	// cur is the state of the hit-and-run walk that samples a general
 	// domain.
 	cur []float64
@@ -61,14 +64,19 @@ func (dom *domain) sample(rng *rand.Rand) []float64 {
 		// Half the coordinates small: the layer's outputs on Gaussian
 		// inputs are zero half the time, and a later unit whose
 		// hyperplane meets the orthant only near its faces is crossed
-		// only there.
-		for k := range x {
-			x[k] = math.Abs(rng.NormFloat64())
-			if rng.Uint64()&1 == 1 {
-				x[k] *= 0.02
+		// only there. Points outside the extra walls are drawn again,
+		// up to orthantTries times, before the walk takes over.
+		for try := 0; try < orthantTries; try++ {
+			for k := range x {
+				x[k] = math.Abs(rng.NormFloat64())
+				if rng.Uint64()&1 == 1 {
+					x[k] *= 0.02
+				}
+			}
+			if !dom.extra || dom.margin(x) > 0 {
+				return x
 			}
 		}
-		return x
 	}
 	// Hit-and-run: from the walk's point, along a random direction, to a
 	// uniform point of the chord (kept off the walls), a few steps per
@@ -94,12 +102,26 @@ func (dom *domain) sample(rng *rand.Rand) []float64 {
 	return x
 }
 
+// wallPad is the clearance segment keeps from the walls of a lifted
+// frame, relative to the size of its centre.
+const wallPad = 1e-7
+
+// orthantTries is how many orthant points sample draws before it walks.
+const orthantTries = 64
+
 // segment returns the part lo < t < hi of the line x0 + t·v inside the
 // domain (x0 inside it).
 func (dom *domain) segment(x0, v []float64) (lo, hi float64) {
 	lo, hi = math.Inf(-1), math.Inf(1)
+	pad := 0.0
+	if dom.extra {
+		// The walls of a lifted frame are the earlier layers' units as
+		// found, off the true ones by their errors times the lift's
+		// scale: the segment keeps clear of them by wallPad of it.
+		pad = wallPad * (1 + math.Sqrt(dotf(dom.center, dom.center)))
+	}
 	for _, u := range dom.walls {
-		z, r := dotf(u.w, x0)+u.b, dotf(u.w, v)
+		z, r := dotf(u.w, x0)+u.b-pad, dotf(u.w, v)
 		switch {
 		case r < 0:
 			hi = math.Min(hi, z/-r)
@@ -114,7 +136,8 @@ func (dom *domain) segment(x0, v []float64) (lo, hi float64) {
 const axisEdge = 0.02
 
 // axisLine is the line along coordinate k near the orthant's edge, h =
-// axisEdge·1 + t·e_k for 0 ≤ t ≤ reach·√dim. A hyperplane w·h + b = 0 with
+// axisEdge·1 + t·e_k for 0 ≤ t ≤ reach·√dim, cut to the extra walls (nil
+// when they leave none of it). A hyperplane w·h + b = 0 with
 // b ≠ 0 meets the closed orthant if and only if it meets one of its edge
 // rays {t·e_k : t ≥ 0} (at t = −b/w_k > 0), so the edges cross every later
 // unit that is not active everywhere or nowhere on it, even one whose
@@ -128,6 +151,13 @@ func (dom *domain) axisLine(k int, reach float64) *line {
 	l.v[k] = 1
 	l.lo, l.hi = 0, reach*math.Sqrt(float64(dim))
 	l.edge = true
+	if dom.extra {
+		lo, hi := dom.segment(l.x0, l.v)
+		l.lo, l.hi = math.Max(l.lo, lo), math.Min(l.hi, hi)
+		if l.hi <= l.lo {
+			return nil // the walls cut this edge off
+		}
+	}
 	return l
 }
 

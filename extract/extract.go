@@ -541,7 +541,9 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 func (e *extractor) newLine() *line {
 	l := &line{x0: make([]float64, e.d), v: make([]float64, e.d)}
 	if e.dom != nil && e.dom.halfNormal && len(e.lines) < e.d {
-		return e.dom.axisLine(len(e.lines), e.opt.Reach)
+		if l := e.dom.axisLine(len(e.lines), e.opt.Reach); l != nil {
+			return l
+		}
 	}
 	if e.dom != nil {
 		p, q := e.dom.sample(e.rng), e.dom.sample(e.rng)
