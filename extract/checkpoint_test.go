@@ -220,8 +220,8 @@ func TestCheckpointRefusesAnotherExtraction(t *testing.T) {
 	os.WriteFile(notCkpt, []byte("some other file\n"), 0o644)
 	for _, c := range []struct {
 		path, model, want string
-		d               int
-		opt             Options
+		d                 int
+		opt               Options
 	}{
 		{path, "model A", "d = 8 inputs (this run: 9)", 9, Options{Seed: 3, Hidden: 4}},
 		{path, "model A", `seed 3 (this run: 4)`, 8, Options{Seed: 4, Hidden: 4}},
