@@ -13,7 +13,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"reflect"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -54,8 +55,10 @@ type Checkpoint struct {
 	// replayed counts the queries (rows) answered from the log, sent
 	// those sent to the oracle.
 	replayed, sent int
-	synced         time.Time
-	dropped        int64
+	// rows is the number of queries whose answers the file holds.
+	rows    int
+	synced  time.Time
+	dropped int64
 }
 
 // record is one logged answer: rows×cols float64 values at off.
@@ -212,6 +215,7 @@ func (c *Checkpoint) load() error {
 		}
 		c.logged[h] = append(c.logged[h], rec)
 		c.p = rec.cols
+		c.rows += rec.rows
 		c.end = rec.off + int64(8*rec.rows*rec.cols) + recordTail
 	}
 	if c.end < size {
@@ -251,63 +255,68 @@ func (c *Checkpoint) readRecord(r *io.SectionReader, size int64) (rec record, h 
 }
 
 // mismatch says how the header got differs from want (the run's), and
-// what to do, as an error wrapping errs.ErrInput; nil when they agree.
+// what to do, as an error wrapping errs.ErrInput that names the options by
+// field (errs.Option); nil when they agree.
 func (want header) mismatch(got header, path string) error {
-	var diffs []string
+	var parts []any
+	add := func(p ...any) {
+		if len(parts) > 0 {
+			parts = append(parts, "; ")
+		}
+		parts = append(parts, p...)
+	}
 	if got.D != want.D {
-		diffs = append(diffs, fmt.Sprintf("d = %d inputs (this run: %d)", got.D, want.D))
+		add(fmt.Sprintf("d = %d inputs (this run: %d)", got.D, want.D))
 	}
 	if got.Model != want.Model {
-		diffs = append(diffs, fmt.Sprintf("the model %q (this run: %q)", got.Model, want.Model))
+		add(fmt.Sprintf("the model %q (this run: %q)", got.Model, want.Model))
 	}
-	var a, b map[string]any
-	json.Unmarshal(got.Options, &a)
-	json.Unmarshal(want.Options, &b)
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
+	var a, b Options
+	if json.Unmarshal(got.Options, &a) != nil || json.Unmarshal(want.Options, &b) != nil {
+		add("options this relurec cannot read")
 	}
-	for k := range b {
-		keys[k] = true
-	}
-	var opts []string
-	for k := range keys {
-		ga, _ := json.Marshal(a[k])
-		gb, _ := json.Marshal(b[k])
-		if !bytes.Equal(ga, gb) {
-			opts = append(opts, fmt.Sprintf("%s %s (this run: %s)", k, ga, gb))
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := 0; i < va.NumField(); i++ {
+		f := va.Type().Field(i)
+		if f.Tag.Get("json") == "-" || reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			continue
 		}
+		add(errs.Option{Struct: "Options", Field: f.Name, Value: optionValue(va.Field(i))}, " (this run: "+optionValue(vb.Field(i))+")")
 	}
-	sort.Strings(opts)
-	diffs = append(diffs, opts...)
-	if len(diffs) == 0 {
+	if len(parts) == 0 {
 		return nil
 	}
-	return errs.Inputf("checkpoint %s was written for another extraction: %s. Rerun with the options it was written for to resume it, or delete it (or name a new file) to start afresh", path, joinDiffs(diffs))
+	parts = append([]any{"checkpoint " + path + " was written for another extraction: "}, parts...)
+	parts = append(parts, ". Rerun with what it was written for to resume it, or delete it (or name a new file) to start afresh")
+	return errs.Options(errs.ErrInput, parts...)
 }
 
-// joinDiffs lists differences as "a, b and c".
-func joinDiffs(s []string) string {
-	if len(s) == 1 {
-		return s[0]
+// optionValue writes an option's value as a flag takes it: a list of
+// widths as "32,16", none as "none".
+func optionValue(v reflect.Value) string {
+	if v.Kind() != reflect.Slice {
+		return fmt.Sprint(v.Interface())
 	}
-	out := ""
-	for i, v := range s[:len(s)-1] {
-		if i > 0 {
-			out += ", "
-		}
-		out += v
+	if v.Len() == 0 {
+		return "none"
 	}
-	return out + " and " + s[len(s)-1]
+	s := make([]string, v.Len())
+	for i := range s {
+		s[i] = fmt.Sprint(v.Index(i).Interface())
+	}
+	return strings.Join(s, ",")
 }
 
 // Replayed is the number of queries (rows) answered from the log since the
-// checkpoint was opened, Sent the number sent to the oracle and logged.
+// checkpoint was opened.
 func (c *Checkpoint) Replayed() int { return c.replayed }
 
 // Sent is the number of queries sent to the oracle since the checkpoint
 // was opened.
 func (c *Checkpoint) Sent() int { return c.sent }
+
+// Logged is the number of queries whose answers the file holds.
+func (c *Checkpoint) Logged() int { return c.rows }
 
 // Dropped is the number of bytes of a torn or damaged tail dropped when
 // the file was opened (0: none).
@@ -459,6 +468,7 @@ func (c *Checkpoint) append(h [sha256.Size]byte, Y *mat.Dense) error {
 	c.logged[h] = append(c.logged[h], record{off: c.end + recordHead, rows: r, cols: k})
 	c.end += int64(len(b))
 	c.p = k
+	c.rows += r
 	if time.Since(c.synced) >= syncEvery {
 		c.synced = time.Now()
 		if err := c.f.Sync(); err != nil {

@@ -224,8 +224,8 @@ func TestCheckpointRefusesAnotherExtraction(t *testing.T) {
 		opt               Options
 	}{
 		{path, "model A", "d = 8 inputs (this run: 9)", 9, Options{Seed: 3, Hidden: 4}},
-		{path, "model A", `seed 3 (this run: 4)`, 8, Options{Seed: 4, Hidden: 4}},
-		{path, "model A", `widths`, 8, Options{Seed: 3, Widths: []int{4, 2}}},
+		{path, "model A", `Options.Seed = 3 (this run: 4)`, 8, Options{Seed: 4, Hidden: 4}},
+		{path, "model A", `Options.Widths = none (this run: 4,2)`, 8, Options{Seed: 3, Widths: []int{4, 2}}},
 		{path, "model B", `the model "model A" (this run: "model B")`, 8, Options{Seed: 3, Hidden: 4}},
 		{notCkpt, "model A", "not a relurec extract checkpoint", 8, Options{Seed: 3, Hidden: 4}},
 	} {
@@ -246,7 +246,7 @@ func TestCheckpointRefusesAnotherExtraction(t *testing.T) {
 	}
 	// Extract refuses options other than those the checkpoint was opened
 	// for.
-	if _, err := Extract(context.Background(), FromMLP(net), 8, Options{Seed: 5, Checkpoint: cp}); !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), "seed") {
+	if _, err := Extract(context.Background(), FromMLP(net), 8, Options{Seed: 5, Checkpoint: cp}); !errors.Is(err, errs.ErrInput) || !strings.Contains(err.Error(), "Options.Seed = 3 (this run: 5)") {
 		t.Errorf("Extract with other options: %v", err)
 	}
 	cp.Close()
