@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/parallel"
 )
 
 // Checkpoint is an append-only log of an oracle's answers that lets an
@@ -417,23 +418,34 @@ func (c *Checkpoint) fits(X, Y *mat.Dense) bool {
 	return true
 }
 
-// batchHash is the SHA-256 of X's shape and values (float64 bits,
-// little-endian, row by row).
+// batchHash is the SHA-256 of X's shape and of the SHA-256 of each block
+// of hashRows rows (float64 bits, little-endian, row by row). The blocks
+// are hashed in parallel: hashing is a checkpoint's main cost when the
+// oracle is fast.
 func batchHash(X *mat.Dense) [sha256.Size]byte {
 	r, k := X.Dims()
-	s := sha256.New()
-	buf := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(make([]byte, 0, 8*k+8), uint32(r)), uint32(k))
-	for i := 0; i < r; i++ {
-		for _, v := range X.RawRowView(i) {
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+	blocks := make([]byte, sha256.Size*((r+hashRows-1)/hashRows))
+	parallel.For(len(blocks)/sha256.Size, func(_, b int) {
+		s := sha256.New()
+		buf := make([]byte, 8*k)
+		for i := b * hashRows; i < min(r, (b+1)*hashRows); i++ {
+			for j, v := range X.RawRowView(i) {
+				binary.LittleEndian.PutUint64(buf[8*j:], math.Float64bits(v))
+			}
+			s.Write(buf)
 		}
-		s.Write(buf)
-		buf = buf[:0]
-	}
+		s.Sum(blocks[b*sha256.Size : b*sha256.Size])
+	})
+	s := sha256.New()
+	s.Write(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, uint32(r)), uint32(k)))
+	s.Write(blocks)
 	var h [sha256.Size]byte
 	s.Sum(h[:0])
 	return h
 }
+
+// hashRows is the rows of a block batchHash hashes on its own.
+const hashRows = 256
 
 // read returns the answer logged in rec.
 func (c *Checkpoint) read(rec record) (*mat.Dense, error) {
