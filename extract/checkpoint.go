@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -12,7 +11,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/parallel"
+	"github.com/relurec/relurec/internal/safefile"
 )
 
 // Checkpoint is an append-only log of an oracle's answers that lets an
@@ -140,38 +139,23 @@ func queryOptions(opt Options) (json.RawMessage, error) {
 	return json.Marshal(opt)
 }
 
-// create writes a new checkpoint holding only its header, under a
-// temporary name renamed into place, so that the file either does not
-// exist or has a whole header.
+// create writes a new checkpoint holding only its header, atomically
+// (internal/safefile), so that the file either does not exist or has a
+// whole header.
 func (c *Checkpoint) create() error {
 	h, err := json.Marshal(c.head)
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	b.WriteString(checkpointMagic)
-	b.Write(binary.LittleEndian.AppendUint32(nil, checkpointVersion))
-	b.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(h))))
-	b.Write(h)
-	b.Write(binary.LittleEndian.AppendUint32(nil, crc32.Checksum(h, castagnoli)))
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".relurec-tmp-checkpoint-*")
+	err = safefile.WriteFile(c.path, func(w io.Writer) error {
+		b := append([]byte(checkpointMagic), binary.LittleEndian.AppendUint32(nil, checkpointVersion)...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(h)))
+		b = append(b, h...)
+		_, err := w.Write(binary.LittleEndian.AppendUint32(b, crc32.Checksum(h, castagnoli)))
+		return err
+	})
 	if err != nil {
-		return errs.Inputf("checkpoint %s: %v", c.path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing checkpoint %s: %w", c.path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing checkpoint %s: %w", c.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing checkpoint %s: %w", c.path, err)
-	}
-	if err := os.Rename(tmp.Name(), c.path); err != nil {
-		return fmt.Errorf("writing checkpoint %s: %w", c.path, err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }
