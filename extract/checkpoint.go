@@ -107,6 +107,9 @@ func OpenCheckpoint(path string, d int, opt Options, model string) (*Checkpoint,
 	if err != nil {
 		return nil, err
 	}
+	if _, err := safefile.Target(path); err != nil {
+		return nil, fmt.Errorf("extract.OpenCheckpoint: %w", err)
+	}
 	c := &Checkpoint{path: path, head: header{D: d, Model: model, Options: o},
 		logged: map[[sha256.Size]byte][]record{}, used: map[[sha256.Size]byte]int{}, synced: time.Now()}
 	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0 {
@@ -169,7 +172,7 @@ func (c *Checkpoint) load() error {
 	}
 	size := st.Size()
 	r := io.NewSectionReader(c.f, 0, size)
-	notOne := errs.Inputf("%s is not a relurec extract checkpoint; give --checkpoint a new file name (or delete that file if it is an old checkpoint)", c.path)
+	notOne := errs.Inputf("%s is not a relurec extract checkpoint, or its header is damaged; name a new file for the checkpoint (or delete that one if it is a damaged checkpoint)", c.path)
 	magic := make([]byte, len(checkpointMagic)+8)
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic[:len(checkpointMagic)]) != checkpointMagic {
 		return notOne

@@ -16,6 +16,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/extract"
 	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/internal/safefile"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -496,8 +497,13 @@ func openCheckpoint(opt *extractOptions, d int, inputs []string) (*extract.Check
 	if opt.checkpoint == "" {
 		return nil, nil
 	}
-	if err := dataio.CheckOutputNotInput(opt.checkpoint, append(inputs, opt.Out, dataio.ManifestPath(opt.Out))...); err != nil {
-		return nil, usageErrorf("--checkpoint %s: %v; give the checkpoint a file of its own", opt.checkpoint, err)
+	if err := safefile.CheckWritable(opt.checkpoint); err != nil {
+		return nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	for _, f := range append(inputs, opt.Out, dataio.ManifestPath(opt.Out)) {
+		if dataio.CheckOutputNotInput(opt.checkpoint, f) != nil {
+			return nil, usageErrorf("--checkpoint %s is the same file as %s, an input or output of this run; give the checkpoint a file of its own", opt.checkpoint, f)
+		}
 	}
 	model := "query-cmd " + opt.QueryCmd
 	if opt.Teacher != "" {
