@@ -251,3 +251,43 @@ func TestCheckpointRefusesAnotherExtraction(t *testing.T) {
 	}
 	cp.Close()
 }
+
+// A batch sent twice in a run is logged twice, and a rerun takes the
+// first answer for its first occurrence and the second for its second,
+// so that even an oracle that answers the same batch differently is
+// replayed as it answered.
+func TestCheckpointReplaysRepeatedBatchesInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.ckpt")
+	calls := 0
+	oracle := func(_ context.Context, X *mat.Dense) (*mat.Dense, error) {
+		calls++
+		r, _ := X.Dims()
+		Y := mat.NewDense(r, 2, nil)
+		Y.Set(0, 0, float64(calls))
+		return Y, nil
+	}
+	X := mat.NewDense(3, 4, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	ask := func(n int) []float64 {
+		cp, err := OpenCheckpoint(path, 4, Options{}, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cp.Close()
+		f := cp.wrap(oracle)
+		var got []float64
+		for i := 0; i < n; i++ {
+			Y, err := f(context.Background(), X)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, Y.At(0, 0))
+		}
+		return got
+	}
+	if got := ask(2); got[0] != 1 || got[1] != 2 || calls != 2 {
+		t.Fatalf("first run: answers %v after %d calls", got, calls)
+	}
+	if got := ask(3); got[0] != 1 || got[1] != 2 || got[2] != 3 || calls != 3 {
+		t.Errorf("rerun: answers %v after %d calls, want 1, 2 from the log and 3 from the oracle", got, calls)
+	}
+}
