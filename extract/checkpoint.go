@@ -340,7 +340,7 @@ func (c *Checkpoint) extract(ctx context.Context, oracle Oracle, d int, opt Opti
 		return nil, err
 	}
 	if err := (header{D: d, Model: c.head.Model, Options: o}).mismatch(c.head, c.path); err != nil {
-		return nil, fmt.Errorf("extract.Extract: Options.Checkpoint was opened for other options: %w", err)
+		return nil, fmt.Errorf("%w: %w", errs.Options(nil, "extract.Extract: ", errs.Option{Struct: "Options", Field: "Checkpoint"}, " was opened for other options"), err)
 	}
 	opt.Checkpoint = nil
 	before := c.replayed
