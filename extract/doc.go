@@ -162,6 +162,12 @@
 // are active, with each unit's partial rows unified (Carlini et al.'s
 // step; docs/extract.md says how far a first attempt got).
 //
+// Resuming. An extraction is deterministic given its options and the
+// oracle's answers, so Options.Checkpoint (OpenCheckpoint) logs the
+// answers keyed by a hash of each batch of queries: an interrupted
+// extraction rerun with the same checkpoint gets the answers logged from
+// it and queries the oracle only for the rest, with the same result.
+//
 // Deviations from Carlini et al.: their critical points come from binary
 // search along lines and their weights from second differences at each
 // critical point in every coordinate direction; here the kinks come from

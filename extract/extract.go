@@ -73,6 +73,11 @@ type Options struct {
 	// polish ("least-squares polish", step, steps at most) and before the
 	// certificate ("certify", 0, CertQueries).
 	Progress func(stage string, done, total int) `json:"-"`
+	// Checkpoint, if set, logs the oracle's answers and answers the
+	// batches it has logged without calling the oracle (see
+	// OpenCheckpoint): an interrupted extraction rerun with it resumes
+	// where it stopped. Replayed answers count as queries.
+	Checkpoint *Checkpoint `json:"-"`
 }
 
 // Result is an extracted network and the evidence behind it.
@@ -160,6 +165,9 @@ type Diagnostics struct {
 	// searched lines' samples near the origin (|t| ≤ 2√d), the search's
 	// stopping test.
 	LineResidual float64 `json:"line_residual"`
+	// Replayed counts the queries answered from Options.Checkpoint
+	// instead of the oracle (part of Queries).
+	Replayed int `json:"replayed,omitempty"`
 }
 
 // unit is a hidden unit as found: unit normal w (oriented so that w·v > 0
@@ -234,6 +242,9 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	}
 	if d < 1 {
 		return nil, errs.Inputf("extract.Extract: d = %d inputs; need d ≥ 1", d)
+	}
+	if opt.Checkpoint != nil {
+		return opt.Checkpoint.extract(ctx, oracle, d, opt)
 	}
 	if err := opt.defaults(); err != nil {
 		return nil, err

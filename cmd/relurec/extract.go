@@ -1,9 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/relurec/relurec/dataio"
 	"github.com/relurec/relurec/extract"
 	"github.com/relurec/relurec/internal/jsonsafe"
+	"github.com/relurec/relurec/internal/safefile"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
 )
@@ -68,6 +71,19 @@ The extracted model is written like learn's (safetensors with 0.weight, 0.bias,
 gives the units found and the queries (per layer for a deeper network), the
 time and the peak memory; progress is shown on a terminal.
 
+--checkpoint FILE logs the model's answers as they come (the queries are not
+stored, only a hash of each batch): an extraction is deterministic given its
+options and the answers, so the same command rerun after an interrupt or a crash
+sends the same batches, takes those the file holds from it, and asks the model
+only the rest; the report says how many queries were replayed. Its result and
+query counts are the uninterrupted run's. A missing FILE is created; one written
+for another extraction (another --teacher file or --query-cmd command, --d,
+--seed, --hidden, --cert-tol or --max-lines) exits 2 and is left as it was. The
+command, not what it serves, names a --query-cmd model: give a server whose model
+changed a new checkpoint. --max-queries may differ between runs (a budget-stopped
+run resumes with a larger budget). A finished run keeps its checkpoint, which
+replays the whole run without a query; delete it when done.
+
 An extraction whose certificate is not met (units missed, a query budget that
 ran out, an oracle whose rounding defeats the search) exits with status 3 and
 writes nothing; the message says how many units were found (of --hidden, when
@@ -91,6 +107,10 @@ const extractExample = `  # A model file you hold (the query count is what an at
   relurec extract --teacher mlp2.safetensors --out extracted2.safetensors
   relurec extract --query-cmd 'python3 serve.py' --d 784 --hidden 64,32 --out extracted2.safetensors
 
+  # A long extraction that survives Ctrl-C or a crash: rerun the same command
+  # to resume (the answers logged so far are not asked again)
+  relurec extract --query-cmd 'python3 serve.py' --d 784 --checkpoint run.ckpt --out extracted.safetensors
+
   # Keep what a budget-stopped extraction found (exit status 3 all the same)
   relurec extract --teacher mlp.onnx --max-queries 50000 --approximate --out partial.safetensors`
 
@@ -104,6 +124,9 @@ type extractOptions struct {
 	queryTimeout time.Duration
 	// hidden is --hidden as given: one width, or one per hidden layer.
 	hidden string
+	// checkpoint is --checkpoint: where the model's answers are logged
+	// and replayed from; it does not change the result.
+	checkpoint string
 	extract.Options
 	Out         string `json:"out"`
 	DType       string `json:"dtype"`
@@ -141,9 +164,11 @@ type extractResult struct {
 	Seconds      float64           `json:"seconds"`
 	// PeakMemory is the process's peak resident set size in bytes (0:
 	// unknown on this system).
-	PeakMemory int64          `json:"peak_memory_bytes"`
-	Options    extractOptions `json:"options"`
-	Manifest   string         `json:"manifest"`
+	PeakMemory int64 `json:"peak_memory_bytes"`
+	// Checkpoint reports --checkpoint.
+	Checkpoint *checkpointReport `json:"checkpoint,omitempty"`
+	Options    extractOptions    `json:"options"`
+	Manifest   string            `json:"manifest"`
 }
 
 func newExtractCmd(a *app) *cobra.Command {
@@ -171,6 +196,8 @@ func newExtractCmd(a *app) *cobra.Command {
 	f.StringVar(&opt.Out, "out", "", "output model file ("+modelFormatsHelp+"); required")
 	f.StringVar(&opt.DType, "dtype", opt.DType, "weight precision in the model file: f64 or f32")
 	f.BoolVar(&opt.Approximate, "approximate", false, approximateHelp)
+	f.StringVar(&opt.checkpoint, "checkpoint", "", "a file logging the model's answers, created if missing: the same command rerun with it after an interrupt resumes the extraction, asking the model only what the file lacks")
+	_ = f.SetAnnotation("hidden", optionAnnotation, []string{"Hidden", "Widths"})
 	return c
 }
 
@@ -215,12 +242,24 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 		return err
 	}
 	defer q.kill() // on every early return; a no-op after finish
-	progress, clear := a.progress()
 	eopt := opt.Options
+	cp, err := openCheckpoint(&opt, d, inputs)
+	if err != nil {
+		return err
+	}
+	defer cp.Close() // on every early return, an interrupt's included
+	eopt.Checkpoint = cp
+	progress, clear := a.progress()
 	eopt.Progress = progress
 	res, err := extract.Extract(ctx, oracle, d, eopt)
 	clear()
 	if err != nil {
+		if cp != nil && ctx.Err() != nil {
+			fmt.Fprintf(a.stderr, "relurec: --checkpoint %s holds the answers to %d queries; the same command resumes from it\n", cp.Path(), cp.Logged())
+		}
+		return err
+	}
+	if err := cp.Close(); err != nil {
 		return err
 	}
 	// The model is done with: the command ends before the outputs are
@@ -231,6 +270,9 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 		Units: res.Units, Queries: res.Queries, Calls: res.Calls, Lines: res.Lines, Kinks: res.Kinks,
 		Certificate: res.Certificate, Diagnostics: res.Diagnostics,
 		Options: opt, Manifest: dataio.ManifestPath(opt.Out),
+	}
+	if cp != nil {
+		out.Checkpoint = &checkpointReport{File: cp.Path(), Replayed: res.Diagnostics.Replayed, Sent: cp.Sent(), Dropped: cp.Dropped()}
 	}
 	var notCertified error
 	out.Outcome, notCertified = settle(res.Certificate, res.Warnings, opt.Approximate && res.Model != nil, out.finding(res.Warnings))
@@ -419,10 +461,57 @@ func (out *extractResult) rows() [][2]string {
 		}
 		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max relative parameter error %.2e after alignment (per layer %s)", w.MaxRel, strings.Join(per, ", "))})
 	}
+	if c := out.Checkpoint; c != nil {
+		rows = append(rows, [2]string{"checkpoint", c.text()})
+	}
 	mem := "unknown"
 	if out.PeakMemory > 0 {
 		mem = fmt.Sprintf("%.0f MiB peak resident", float64(out.PeakMemory)/(1<<20))
 	}
 	rows = append(rows, [2]string{"memory", mem})
 	return append(rows, out.Outcome.rows(fmt.Sprintf("%.2f s", out.Seconds), out.Out, out.Options.DType, out.Manifest)...)
+}
+
+// checkpointReport is what --checkpoint did: queries answered from the
+// file, queries sent to the model (and logged), and the bytes of a torn
+// last record dropped when it was opened.
+type checkpointReport struct {
+	File     string `json:"file"`
+	Replayed int    `json:"replayed"`
+	Sent     int    `json:"sent"`
+	Dropped  int64  `json:"dropped_bytes,omitempty"`
+}
+
+func (c *checkpointReport) text() string {
+	s := fmt.Sprintf("%s: %d queries replayed, %d sent to the model", c.File, c.Replayed, c.Sent)
+	if c.Dropped > 0 {
+		s += fmt.Sprintf(" (a torn last record of %d bytes dropped)", c.Dropped)
+	}
+	return s
+}
+
+// openCheckpoint opens --checkpoint (nil without it) for the extraction
+// opt describes, the model named by its file's SHA-256 or by
+// --query-cmd. The file may be none of the inputs and outputs.
+func openCheckpoint(opt *extractOptions, d int, inputs []string) (*extract.Checkpoint, error) {
+	if opt.checkpoint == "" {
+		return nil, nil
+	}
+	if err := safefile.CheckWritable(opt.checkpoint); err != nil {
+		return nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	for _, f := range append(inputs, opt.Out, dataio.ManifestPath(opt.Out)) {
+		if dataio.CheckOutputNotInput(opt.checkpoint, f) != nil {
+			return nil, usageErrorf("--checkpoint %s is the same file as %s, an input or output of this run; give the checkpoint a file of its own", opt.checkpoint, f)
+		}
+	}
+	model := "query-cmd " + opt.QueryCmd
+	if opt.Teacher != "" {
+		b, err := os.ReadFile(opt.Teacher)
+		if err != nil {
+			return nil, inputErrorf("--teacher %s: %v", opt.Teacher, err)
+		}
+		model = fmt.Sprintf("teacher sha256:%x", sha256.Sum256(b))
+	}
+	return extract.OpenCheckpoint(opt.checkpoint, d, opt.Options, model)
 }

@@ -44,7 +44,7 @@ func serveModel(path, mode string) {
 	if mode == "linger" {
 		exec.Command("sleep", "1000").Start()
 	}
-	for {
+	for answered := 0; ; answered++ {
 		X, err := dataio.ReadNPYFrom(context.Background(), in)
 		if err != nil { // end of input
 			if mode == "linger" {
@@ -53,6 +53,7 @@ func serveModel(path, mode string) {
 			}
 			os.Exit(0)
 		}
+		stallServe(mode, answered)
 		Y := net.Forward(X)
 		switch mode {
 		case "nan":
