@@ -556,7 +556,7 @@ func (r *deepRun) lastByPatterns(ctx context.Context, k int) (*nn.MLP, string, e
 		return nil, "", err
 	}
 	lay.Check = fmt.Sprintf("rows unified over the regions of layer %d's frequent activation patterns; orientations by least squares on fresh queries", k)
-	lay.Passed = failed == "" && W != nil
+	lay.Passed = lay.Passed && failed == "" && W != nil
 	lay.Queries = r.root.queries - before
 	r.layers = append(r.layers, lay)
 	if W == nil {

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/rng"
 	"github.com/relurec/relurec/nn"
 )
@@ -372,25 +373,72 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 	}
 	var units []unit
 	for _, pa := range list {
-		if pa.complete() {
-			units = append(units, pa.unit())
-		}
+		units = append(units, pa.unit())
 	}
+	whole := countComplete(list)
 	lay.Units = len(units)
+	lay.Passed = whole == len(units) // every row measured, none fitted
 	if len(units) == 0 {
-		return nil, nil, nil, nil, fmt.Sprintf("layer %d: no unit seen over every input in %d regions", k+1, tried), nil
+		return nil, nil, nil, nil, fmt.Sprintf("layer %d: no unit found in %d regions", k+1, tried), nil
 	}
-	if width > 0 && len(units) < width || len(units) < len(list) {
+	if width > 0 && len(units) < width {
 		// Units never seen switch in the regions searched change f
-		// little or not at all, and units seen only where some inputs
-		// are inactive may not; the certificate decides.
-		r.warn = append(r.warn, fmt.Sprintf("layer %d: %d units seen over every input, %d over some only, in %d regions (width %d)", k+1, len(units), len(list)-len(units), tried, width))
+		// little or not at all; the certificate decides.
+		r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units found in %d regions", k+1, len(units), width, tried))
 	}
 	W, b, A, c, err = r.orientLast(ctx, k, units)
 	if err != nil {
 		return nil, nil, nil, nil, "", err
 	}
+	if whole < len(units) {
+		// A unit's weights over inputs never active where it switches
+		// start at zero; a least-squares fit on fresh queries moves them
+		// (and every other parameter of the last two layers) towards
+		// what f needs.
+		net := &nn.Depth2{W: W, B: b, A: A, C: c}
+		if net, err = r.polishLast(ctx, k, net); err != nil {
+			return nil, nil, nil, nil, "", err
+		}
+		W, b, A, c = net.W, net.B, net.A, net.C
+		r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units seen over every input; the weights of the others over inputs never active where they switch come from a least-squares fit", k+1, whole, len(units)))
+	}
 	return W, b, A, c, failed, nil
+}
+
+// polishSteps caps polishLast's Gauss–Newton steps.
+const polishSteps = 30
+
+// polishLast fits the last hidden layer and the output layer (net, over
+// layer k's outputs) to fresh standard Gaussian queries by Gauss–Newton
+// steps (gaussNewton, the activation pattern held fixed in each), kept
+// while they lower the relative residual, at most polishSteps of them.
+func (r *deepRun) polishLast(ctx context.Context, k int, net *nn.Depth2) (*nn.Depth2, error) {
+	m, d, p := net.Hidden(), net.In(), net.Out()
+	n := 4 * max(refineRowsPerParam*(m*(d+1)+p*(m+1))/p, 4*m)
+	g := rng.New(r.opt.Seed ^ 0x1b873593)
+	X := mat.NewDense(n, r.d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = g.NormFloat64()
+	}
+	Y, err := r.root.query(ctx, X)
+	if err != nil {
+		return net, err
+	}
+	r.diag.QueriesRefine += n
+	H := r.hidden(X, k)
+	best, bestRes := net, certify.RelResidual(Y, net.Forward(H))
+	for step := 0; step < polishSteps; step++ {
+		if err := ctx.Err(); err != nil {
+			return net, err
+		}
+		cand := gaussNewton(best, H, Y)
+		res := certify.RelResidual(Y, cand.Forward(H))
+		if !(res < bestRes) {
+			break
+		}
+		best, bestRes = cand, res
+	}
+	return best, nil
 }
 
 // enough reports width complete records (width 0: every record complete).
