@@ -118,9 +118,10 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 }
 
 // keepBest re-tests the units of deep mode at 4·planeTestPoints new
-// points each and drops those with kinks at fewer than keepFrac of them;
-// with the width given (Hidden), at most that many stay, those with the
-// most kinks. A later layer's surface passes the
+// points each and drops those with kinks at fewer than keepFrac of them
+// and those whose normal lies in the span of units with more kinks; with
+// the width given (Hidden), at most that many stay, those with the most
+// kinks. A later layer's surface passes the
 // first test only at points in the activation region it was found in,
 // which in few dimensions can hold several of them; a unit of this layer
 // is invisible only where the later layers ignore it.
@@ -148,17 +149,41 @@ func (e *extractor) keepBest(ctx context.Context) error {
 		}
 	}
 	sort.SliceStable(units, func(a, b int) bool { return units[a].score > units[b].score })
-	keep := 0
-	for keep < len(units) && float64(units[keep].score) >= keepFrac*4*planeTestPoints {
-		keep++
+	var kept []unit
+	var basis [][]float64
+	for _, u := range units {
+		if float64(u.score) < keepFrac*4*planeTestPoints || e.opt.Hidden > 0 && len(kept) == e.opt.Hidden {
+			break
+		}
+		// A later layer's unit seen where the pattern of this layer is
+		// fixed has a normal in the span of this layer's units active
+		// there; it shows fewer kinks than they do, so it comes after
+		// them and is dropped here.
+		r := append([]float64(nil), u.w...)
+		for _, q := range basis {
+			c := dotf(r, q)
+			for j := range r {
+				r[j] -= c * q[j]
+			}
+		}
+		n := math.Sqrt(dotf(r, r))
+		if n < spanTol {
+			continue
+		}
+		for j := range r {
+			r[j] /= n
+		}
+		basis = append(basis, r)
+		kept = append(kept, u)
 	}
-	if e.opt.Hidden > 0 {
-		keep = min(keep, e.opt.Hidden)
-	}
-	e.deeper += len(units) - keep
-	e.units = units[:keep]
+	e.deeper += len(units) - len(kept)
+	e.units = kept
 	return nil
 }
+
+// spanTol is the distance (of a unit normal) below which a unit of deep
+// mode lies in the span of the units kept before it.
+const spanTol = 1e-6
 
 // keepFrac is the share of the re-test's points at which a unit of deep
 // mode must show its kink: a later layer's local plane, off the region it

@@ -31,9 +31,10 @@ signs and the output layer by least squares (package extract). A deeper network
 is extracted layer by layer, each layer checked before the next: the first
 layer's units are the kinks whose critical set is a hyperplane; the later layers
 are searched on inputs where every known unit is active, in the space of the
-first layer's outputs. Two hidden layers are extracted (784-64-32-10 in seconds);
-a third does not certify yet (exit 3). The answer is certified by its relative
-residual on fresh Gaussian queries.
+previous layer's outputs; the last of three or more, region by region over the
+previous layer's activation patterns. Two hidden layers are extracted
+(784-64-32-10 in seconds); three on some networks only (a failed one exits 3).
+The answer is certified by its relative residual on fresh Gaussian queries.
 
 The model answers either in-process, from a file (--teacher: a .safetensors or
 .onnx nn.Sequential of Linear layers with ReLU between them; relurec only calls
