@@ -371,39 +371,52 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 			p(fmt.Sprintf("layer %d of %d: regions", k+1, len(r.opt.Widths)), countComplete(list), width)
 		}
 	}
-	var units []unit
+	var whole, all []unit
 	for _, pa := range list {
-		units = append(units, pa.unit())
+		all = append(all, pa.unit())
+		if pa.complete() {
+			whole = append(whole, all[len(all)-1])
+		}
 	}
-	whole := countComplete(list)
-	lay.Units = len(units)
-	lay.Passed = whole == len(units) // every row measured, none fitted
-	if len(units) == 0 {
+	lay.Units = len(all)
+	if len(all) == 0 {
 		return nil, nil, nil, nil, fmt.Sprintf("layer %d: no unit found in %d regions", k+1, tried), nil
 	}
-	if width > 0 && len(units) < width {
+	if width > 0 && len(all) < width {
 		// Units never seen switch in the regions searched change f
 		// little or not at all; the certificate decides.
-		r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units found in %d regions", k+1, len(units), width, tried))
+		r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units found in %d regions", k+1, len(all), width, tried))
 	}
-	W, b, A, c, err = r.orientLast(ctx, k, units)
+	// The units seen over every input first: records seen over some
+	// inputs only can be a whole unit's fragments that did not unify.
+	if len(whole) > 0 {
+		W, b, A, c, res, err := r.orientLast(ctx, k, whole)
+		if err != nil {
+			return nil, nil, nil, nil, "", err
+		}
+		if res <= wholeTol {
+			lay.Units, lay.Passed = len(whole), true
+			return W, b, A, c, failed, nil
+		}
+	}
+	W, b, A, c, _, err = r.orientLast(ctx, k, all)
 	if err != nil {
 		return nil, nil, nil, nil, "", err
 	}
-	if whole < len(units) {
-		// A unit's weights over inputs never active where it switches
-		// start at zero; a least-squares fit on fresh queries moves them
-		// (and every other parameter of the last two layers) towards
-		// what f needs.
-		net := &nn.Depth2{W: W, B: b, A: A, C: c}
-		if net, err = r.polishLast(ctx, k, net); err != nil {
-			return nil, nil, nil, nil, "", err
-		}
-		W, b, A, c = net.W, net.B, net.A, net.C
-		r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units seen over every input; the weights of the others over inputs never active where they switch come from a least-squares fit", k+1, whole, len(units)))
+	// A unit's weights over inputs never active where it switches start
+	// at zero; a least-squares fit on fresh queries moves them (and every
+	// other parameter of the last two layers) towards what f needs.
+	net := &nn.Depth2{W: W, B: b, A: A, C: c}
+	if net, err = r.polishLast(ctx, k, net); err != nil {
+		return nil, nil, nil, nil, "", err
 	}
-	return W, b, A, c, failed, nil
+	r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units seen over every input; the weights of the others over inputs never active where they switch come from a least-squares fit", k+1, len(whole), len(all)))
+	return net.W, net.B, net.A, net.C, failed, nil
 }
+
+// wholeTol is the relative residual on orientLast's queries below which
+// the units seen over every input are the layer.
+const wholeTol = 1e-9
 
 // polishSteps caps polishLast's Gauss–Newton steps.
 const polishSteps = 30
@@ -479,8 +492,9 @@ func countComplete(list []*partial) int {
 // standard Gaussian queries: with every unit taken as found, the residual
 // f − Σ â_j·ReLU(ŵ_j·h + b̂_j) is affine in layer k's outputs h, with
 // linear part L = −Σ_{j flipped} â_j·ŵ_jᵀ (ReLU(−z) = ReLU(z) − z), fitted
-// by least squares; the flips solve L by least squares, rounded.
-func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Dense, []float64, *mat.Dense, []float64, error) {
+// by least squares; the flips solve L by least squares, rounded. It also
+// returns the relative residual of the result on those queries.
+func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Dense, []float64, *mat.Dense, []float64, float64, error) {
 	m, _ := r.Ws[k-1].Dims()
 	mu := len(units)
 	n := 8 * (m + 1)
@@ -491,7 +505,7 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	}
 	Y, err := r.root.query(ctx, X)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, 0, err
 	}
 	r.diag.QueriesOrient += n
 	_, p := Y.Dims()
@@ -522,7 +536,7 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	}
 	var LC mat.Dense
 	if err := LC.Solve(D, R); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("layer %d's outputs on fresh inputs do not determine the orientations: %w", k+1, err)
+		return nil, nil, nil, nil, 0, fmt.Errorf("layer %d's outputs on fresh inputs do not determine the orientations: %w", k+1, err)
 	}
 	// vec(L) ≈ −Σ s_j vec(â_j ŵ_jᵀ) over the used columns.
 	M := mat.NewDense(p*len(used), mu, nil)
@@ -538,7 +552,7 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	}
 	var s mat.Dense
 	if err := s.Solve(M, rhs); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("layer %d's orientations: %w", k+1, err)
+		return nil, nil, nil, nil, 0, fmt.Errorf("layer %d's orientations: %w", k+1, err)
 	}
 	for u := 0; u < mu; u++ {
 		if s.At(u, 0) > 0.5 {
@@ -554,7 +568,8 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	for o := range c {
 		c[o] = mean(mat.Col(nil, o, R))
 	}
-	return W, b, A, c, nil
+	net := &nn.Depth2{W: W, B: b, A: A, C: c}
+	return W, b, A, c, certify.RelResidual(Y, net.Forward(H)), nil
 }
 
 // hidden returns layer k's outputs (1-based) of the layers found, at the
