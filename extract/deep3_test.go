@@ -20,6 +20,10 @@ func TestExtractThreeHiddenLayers(t *testing.T) {
 		seed  uint64
 	}{
 		{[]int{30, 16, 8, 8, 3}, 1},
+		// A second-layer candidate that is a third-layer unit seen
+		// within one activation pattern (a combination of second-layer
+		// rows) is dropped, and the search goes on for the real one.
+		{[]int{24, 12, 8, 6, 3}, 1},
 		{[]int{40, 20, 10, 8, 3}, 2},
 		{[]int{64, 24, 12, 12, 5}, 3},
 	}

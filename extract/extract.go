@@ -478,6 +478,11 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 				if err := e.keepBest(ctx); err != nil {
 					return e.stopMsg(err)
 				}
+				if e.opt.Hidden > 0 && len(e.units) < e.opt.Hidden && dq < 2 {
+					// keepBest dropped units of later layers counted
+					// towards the width: search on.
+					continue
+				}
 				if e.opt.PolishTol > 0 {
 					if err := e.polish(ctx, e.opt.PolishTol); err != nil {
 						return e.stopMsg(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
@@ -179,7 +180,7 @@ const (
 // layers found so far) on patternSamples standard Gaussian inputs, the
 // most frequent first (the regions that matter most for f on such
 // inputs), each as the list of its active units.
-func (r *deepRun) patterns(n int) ([][]int, []int) {
+func (r *deepRun) patterns(n int) [][]int {
 	g := rng.New(r.opt.Seed ^ 0x7a3d)
 	X := mat.NewDense(patternSamples, r.d, nil)
 	for i := range X.RawMatrix().Data {
@@ -230,11 +231,10 @@ func (r *deepRun) patterns(n int) ([][]int, []int) {
 		return keys[a] < keys[b]
 	})
 	out := make([][]int, len(keys))
-	freq := make([]int, len(keys))
 	for i, k := range keys {
-		out[i], freq[i] = act[k], count[k]
+		out[i] = act[k]
 	}
-	return out, freq
+	return out
 }
 
 // patternKey is a pattern's set of active units as a string.
@@ -254,7 +254,7 @@ func patternKey(act []int, m int) string {
 // pattern with that column's unit added is tried (a region the Gaussian
 // inputs seldom reach, where the linear program still finds a point).
 // It returns nil when nothing is left to try.
-func nextPattern(pats [][]int, counts []int, list []*partial, m int, done map[string]bool) []int {
+func nextPattern(pats [][]int, list []*partial, m int, done map[string]bool) []int {
 	missing := make([]int, m)
 	for _, pa := range list {
 		for i := 0; i < m; i++ {
@@ -286,7 +286,7 @@ func nextPattern(pats [][]int, counts []int, list []*partial, m int, done map[st
 		for _, act := range pats {
 			with := append(append([]int(nil), act...), j)
 			sort.Ints(with)
-			if !contains(act, j) && !done[patternKey(with, m)] {
+			if !slices.Contains(act, j) && !done[patternKey(with, m)] {
 				return with
 			}
 		}
@@ -305,34 +305,25 @@ func countMissing(missing []int) int {
 	return n
 }
 
-func contains(x []int, v int) bool {
-	for _, u := range x {
-		if u == v {
-			return true
-		}
-	}
-	return false
-}
-
-// byPatterns extracts the last hidden layer (layer k+1, 0-based k ≥ 2
-// stages) region by region when the region where every unit of layer k
-// is active does not show all of its units: in the frame of each
-// frequent activation pattern S of layer k (liftFrames), f is a network of
-// one hidden layer in z_S whose units are layer k+1's with their weights
-// over S; each unit found there gives a partial record, merged across
-// patterns (merge) until the rows are complete. Orientations and the
-// output bias come from a least-squares fit on fresh queries
-// (orientLast). seeds are records already found (the all-active frame's
-// units). It returns the output layer's W, b, A, c, or a reason.
+// byPatterns extracts the last hidden layer (layer k+1, k ≥ 2 layers
+// found) region by region: where every unit of layer k is active few of
+// its units switch, so it is searched in the frame of each frequent
+// activation pattern S of layer k (liftFrame, nextPattern), where f is a
+// network of one hidden layer in z_S whose units are layer k+1's with
+// their weights over S; each unit found there gives a partial record,
+// merged across patterns (merge) until the rows are complete.
+// Orientations and the output bias come from a least-squares fit on
+// fresh queries (orientLast); records left incomplete are fitted
+// (polishLast). It returns the last two layers' W, b, A, c, or a reason.
 func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *mat.Dense, b []float64, A *mat.Dense, c []float64, failed string, err error) {
 	m, _ := r.Ws[k-1].Dims()
 	width := r.opt.Widths[k]
 	var list []*partial
-	pats, counts := r.patterns(k)
+	pats := r.patterns(k)
 	tried, idle := 0, 0
 	done := map[string]bool{}
 	for tried < maxPatterns*m && !(width > 0 && enough(list, width)) && !(idle >= patternsIdle && enough(list, 0)) {
-		act := nextPattern(pats, counts, list, m, done)
+		act := nextPattern(pats, list, m, done)
 		if act == nil {
 			break
 		}
