@@ -55,3 +55,25 @@ func TestSlowDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowThreeLayerShapes counts the certified extractions of small
+// three-hidden-layer networks at PyTorch-like initialisation, five shapes
+// and three seeds each (docs/extract.md, "Three hidden layers").
+func TestSlowThreeLayerShapes(t *testing.T) {
+	shapes := [][]int{{30, 16, 8, 8, 3}, {24, 12, 8, 6, 3}, {40, 20, 10, 8, 3}, {50, 16, 8, 8, 4}, {64, 24, 12, 12, 5}}
+	certified := 0
+	for _, sizes := range shapes {
+		for seed := uint64(1); seed <= 3; seed++ {
+			net := deepTeacher(t, sizes, seed)
+			res, err := Extract(context.Background(), FromMLP(net), sizes[0], Options{Seed: seed, Widths: sizes[1 : len(sizes)-1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Certificate.Met {
+				certified++
+			}
+			t.Logf("%v seed %d: certificate %.1e, %d queries, warnings %v", sizes, seed, res.Certificate.Residual, res.Queries, res.Warnings)
+		}
+	}
+	t.Logf("certified %d of %d", certified, 3*len(shapes))
+}
