@@ -640,12 +640,7 @@ func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float6
 		opt.Progress("certify", 0, opt.CertQueries)
 	}
 	r.root.limit = 0
-	rng := rng.New(opt.Seed ^ 0x5bd1e995)
-	X := mat.NewDense(opt.CertQueries, r.d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = rng.NormFloat64()
-	}
-	Y, err := r.root.query(ctx, X)
+	X, Y, err := r.gaussianQueries(ctx, opt.CertQueries, 0x5bd1e995)
 	if err != nil {
 		return 0, err
 	}

@@ -181,12 +181,7 @@ const (
 // most frequent first (the regions that matter most for f on such
 // inputs), each as the list of its active units.
 func (r *deepRun) patterns(n int) [][]int {
-	g := rng.New(r.opt.Seed ^ 0x7a3d)
-	X := mat.NewDense(patternSamples, r.d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = g.NormFloat64()
-	}
-	H := mat.DenseCopyOf(X)
+	H := gaussianRows(patternSamples, r.d, r.opt.Seed^0x7a3d)
 	var Z mat.Dense
 	for l := 0; l < n; l++ {
 		Z.Reset()
@@ -419,12 +414,7 @@ const polishSteps = 30
 func (r *deepRun) polishLast(ctx context.Context, k int, net *nn.Depth2) (*nn.Depth2, error) {
 	m, d, p := net.Hidden(), net.In(), net.Out()
 	n := 4 * max(refineRowsPerParam*(m*(d+1)+p*(m+1))/p, 4*m)
-	g := rng.New(r.opt.Seed ^ 0x1b873593)
-	X := mat.NewDense(n, r.d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = g.NormFloat64()
-	}
-	Y, err := r.root.query(ctx, X)
+	X, Y, err := r.gaussianQueries(ctx, n, 0x1b873593)
 	if err != nil {
 		return net, err
 	}
@@ -489,12 +479,7 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	m, _ := r.Ws[k-1].Dims()
 	mu := len(units)
 	n := 8 * (m + 1)
-	g := rng.New(r.opt.Seed ^ 0x3c6ef372)
-	X := mat.NewDense(n, r.d, nil)
-	for i := range X.RawMatrix().Data {
-		X.RawMatrix().Data[i] = g.NormFloat64()
-	}
-	Y, err := r.root.query(ctx, X)
+	X, Y, err := r.gaussianQueries(ctx, n, 0x3c6ef372)
 	if err != nil {
 		return nil, nil, nil, nil, 0, err
 	}
@@ -561,6 +546,25 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	}
 	net := &nn.Depth2{W: W, B: b, A: A, C: c}
 	return W, b, A, c, certify.RelResidual(Y, net.Forward(H)), nil
+}
+
+// gaussianRows returns n standard Gaussian rows of d coordinates from
+// seed.
+func gaussianRows(n, d int, seed uint64) *mat.Dense {
+	g := rng.New(seed)
+	X := mat.NewDense(n, d, nil)
+	for i := range X.RawMatrix().Data {
+		X.RawMatrix().Data[i] = g.NormFloat64()
+	}
+	return X
+}
+
+// gaussianQueries returns n fresh standard Gaussian inputs (from the
+// run's seed and salt) and the oracle's answers.
+func (r *deepRun) gaussianQueries(ctx context.Context, n int, salt uint64) (X, Y *mat.Dense, err error) {
+	X = gaussianRows(n, r.d, r.opt.Seed^salt)
+	Y, err = r.root.query(ctx, X)
+	return X, Y, err
 }
 
 // hidden returns layer k's outputs (1-based) of the layers found, at the
