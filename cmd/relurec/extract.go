@@ -276,7 +276,7 @@ func (a *app) runExtract(cmd *cobra.Command, opt extractOptions) error {
 		out.Checkpoint = &checkpointReport{File: cp.Path(), Replayed: res.Diagnostics.Replayed, Sent: cp.Sent(), Dropped: cp.Dropped()}
 	}
 	var notCertified error
-	out.Outcome, notCertified = settle(res.Certificate, res.Warnings, opt.Approximate && res.Model != nil, out.finding(res.Warnings))
+	out.Outcome, notCertified = settle(res.Certificate, res.Warnings, opt.Approximate && res.Network != nil, out.finding(res.Warnings))
 	model := res.Network
 	switch {
 	case teacher == nil || model == nil:

@@ -316,3 +316,32 @@ func TestExtractTwoHiddenLayersCLI(t *testing.T) {
 		t.Errorf("non-ReLU teacher: exit %d, %s", code, errs)
 	}
 }
+
+// A deeper network that does not certify is written with --approximate
+// (exit 3 either way) and not without it.
+func TestExtractDeepApproximateWritten(t *testing.T) {
+	dir := t.TempDir()
+	net, err := nn.NewMLP([]int{30, 16, 8, 8, 3}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teacher := filepath.Join(dir, "deep3.safetensors")
+	if err := modelfile.SaveModel(teacher, net, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "x.safetensors")
+	args := []string{"extract", "--teacher", teacher, "--seed", "2", "--out", out}
+	if code, _, errs := cli(t, args...); code != exitNotCertified {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatalf("%s written without --approximate", out)
+	}
+	if code, _, errs := cli(t, append(args, "--approximate")...); code != exitNotCertified {
+		t.Fatalf("--approximate: exit %d: %s", code, errs)
+	}
+	got, _, err := loadNetwork(out)
+	if err != nil || len(got.Layers) != 4 {
+		t.Fatalf("written model: %v, %v", got, err)
+	}
+}
