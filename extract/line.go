@@ -270,7 +270,7 @@ func (e *extractor) searchLine(ctx context.Context, l *line, grid int) (*lineRes
 	if err != nil {
 		return nil, err
 	}
-	for round := 0; round < 60; round++ {
+	for round := 0; round < 60 && len(l.t) < lineCap*(grid+1); round++ {
 		st := l.state(eta, scale)
 		var sub []float64
 		var hyps []hyp
@@ -321,6 +321,12 @@ func (e *extractor) searchLine(ctx context.Context, l *line, grid int) (*lineRes
 	}
 	return l.result(eta, scale), nil
 }
+
+// lineCap bounds a line's samples, in grids: stretches that rounding
+// keeps from resolving (far from the origin, where f and its rounding
+// are large) would otherwise be split without end; what is left is
+// reported unresolved.
+const lineCap = 64
 
 // subgrid returns 7 points splitting [a, b] into 8 equal cells.
 func subgrid(a, b float64) []float64 {
