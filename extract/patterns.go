@@ -381,8 +381,15 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 			return nil, nil, nil, nil, "", err
 		}
 		if res <= wholeTol {
+			// The rows come from Jacobian jumps in lifted frames, far
+			// from the origin, a few digits short of float64: a
+			// least-squares polish restores them.
+			net, err := r.polishLast(ctx, k, &nn.Depth2{W: W, B: b, A: A, C: c})
+			if err != nil {
+				return nil, nil, nil, nil, "", err
+			}
 			lay.Units, lay.Passed = len(whole), true
-			return W, b, A, c, failed, nil
+			return net.W, net.B, net.A, net.C, failed, nil
 		}
 	}
 	W, b, A, c, _, err = r.orientLast(ctx, k, all)
