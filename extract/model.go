@@ -157,7 +157,7 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 			return nil, nil, 0, 0, false
 		}
 		r2 = math.Sqrt(math.Max(vals[p-2], 0) / top)
-		if r2 > 1e-4+10*errJ/math.Sqrt(top) || r2 > 1e-6 && offRankOne(vals, d) {
+		if r2 > 1e-4+10*errJ/math.Sqrt(top) || r2 > 1e-6 && offRankOne(centredValues(dJ), d) {
 			return nil, nil, r2, 0, false
 		}
 		// Noise of Frobenius norm ε puts ε²·(p−1)(d−1)/(p·d) off rank one.
@@ -194,17 +194,46 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 	return w, a, r2, errEff, true
 }
 
+// centredValues returns the squared singular values (ascending) of the
+// p×d jump dJ with each row's mean removed. A Jacobian's forward
+// differences all share the rounding error e₀ of f at its point, which
+// puts e₀·1ᵀ/h into it: with two Jacobians, a rank-one part along the
+// all-ones input direction of 5–9 times the noise bulk (float32 oracles),
+// which offRankOne would take for a second unit. Removing the rows' means
+// removes that part and leaves a unit's jump â·ŵᵀ rank one.
+func centredValues(dJ *mat.Dense) []float64 {
+	p, d := dJ.Dims()
+	C := mat.DenseCopyOf(dJ)
+	for o := 0; o < p; o++ {
+		row := C.RawRowView(o)
+		mean := 0.0
+		for _, v := range row {
+			mean += v
+		}
+		mean /= float64(d)
+		for j := range row {
+			row[j] -= mean
+		}
+	}
+	var G mat.SymDense
+	G.SymOuterK(1, C)
+	var eig mat.EigenSym
+	if !eig.Factorize(&G, false) {
+		return make([]float64, p)
+	}
+	return eig.Values(nil)
+}
+
 // offRankOne reports that a p×d jump with squared singular values vals
-// (ascending) has a second singular value standing out of the noise: noise
-// spreads σ₂ … σ_p over [s(√d − √p), s(√d + √p)] (Marchenko–Pastur), and
-// the common error of f(x) in every difference of a row adds a rank-one
-// part up to √p times the bulk, so σ₂ > 4·(√d + √p)/(√d − √p)·σ_p is a
-// second unit's jump (kinks the line search merged). unitFromJump asks it
-// only when σ₂/σ₁ > 1e-6: float64 rounding stays below that (≈ 1e-8 at
-// most, where the common part is not noise-like), and a part that small
-// does not matter. It needs p ≥ 3 (a
-// noise floor besides σ₂) and d ≥ 4p (a narrow bulk); otherwise it
-// reports false.
+// (ascending; of the centred jump, centredValues) has a second singular
+// value standing out of the noise: noise spreads σ₂ … σ_p over
+// [s(√d − √p), s(√d + √p)] (Marchenko–Pastur), widened by the rounding's
+// correlations, so σ₂ > 4·(√d + √p)/(√d − √p)·σ_p is a second unit's jump
+// (kinks the line search merged). unitFromJump asks it only when σ₂/σ₁ >
+// 1e-6: float64 rounding stays below that (≈ 1e-8 at most, where the
+// errors are not noise-like), and a part that small does not matter. It
+// needs p ≥ 3 (a noise floor besides σ₂) and d ≥ 4p (a narrow bulk);
+// otherwise it reports false.
 func offRankOne(vals []float64, d int) bool {
 	p := len(vals)
 	if p < 3 || d < 4*p {
