@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -118,6 +119,8 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 						}
 					}
 					p.J = J
+					p.tm = lr.pieces[i-1].tm
+					p.carried = append(slices.Clip(lr.pieces[i-1].carried), k.unit)
 				}
 			default:
 				if cur != nil && p.J != nil {
@@ -272,6 +275,21 @@ func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, 
 	var dJ mat.Dense
 	dJ.Sub(JR, JL)
 	errJ := lr.pieces[k.left].errJ + lr.pieces[k.right].errJ
+	if !e.deep {
+		var merged, explained bool
+		errJ, merged, explained = e.subtractKnown(lr, k, &dJ, errJ)
+		switch {
+		case explained:
+			e.diag.KnownKinks++
+			return unit{}, false
+		case merged:
+			// The kink is a known unit's merged with another: t* is
+			// neither's position.
+			e.diag.Rejected++
+			return unit{}, false
+		}
+	}
+	ds := k.ds
 	w, a, r2, errEff, ok := unitFromJump(&dJ, lr.l.v, errJ)
 	if !ok {
 		e.diag.Rejected++
@@ -281,8 +299,8 @@ func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, 
 	wv := dotf(w, lr.l.v)
 	dsInf, dev := 0.0, 0.0
 	for o := range a {
-		dsInf = math.Max(dsInf, math.Abs(k.ds[o]))
-		dev = math.Max(dev, math.Abs(a[o]*wv-k.ds[o]))
+		dsInf = math.Max(dsInf, math.Abs(ds[o]))
+		dev = math.Max(dev, math.Abs(a[o]*wv-ds[o]))
 	}
 	if dev > 1e-4*dsInf+10*(errJ+k.dsErr) {
 		e.diag.Rejected++
@@ -296,6 +314,47 @@ func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, 
 	// b̂ also carries the error of the kink's position.
 	rec.est = math.Hypot(rec.est, wv*k.tErr)
 	return rec, true
+}
+
+// subtractKnown removes from the Jacobian jump dJ across kink k the jumps
+// of the units already found whose hyperplanes the line crosses between
+// the points its two Jacobians hold at (the left one's measurement point,
+// less the units carried into it, and the right one's). With a coarse
+// oracle a piece often hides a kink below the rounding, so a jump is
+// often a hidden known unit's plus the new one's, rank two; the new unit
+// is what is left. It returns dJ's expected error grown by the known
+// units' own; merged when one of them crosses between the samples either
+// side of it (the kink is then two units merged, and its position t* is
+// neither's); and explained when known units account for the whole jump
+// (to 10 times that error).
+func (e *extractor) subtractKnown(lr *lineResult, k *kink, dJ *mat.Dense, errJ float64) (errOut float64, merged, explained bool) {
+	l := lr.l
+	P, Q := lr.pieces[k.left], lr.pieces[k.right]
+	// The samples either side of the kink, one further out than the
+	// pieces' ends (a kink at a sample ends both pieces there).
+	lo, hi := l.t[max(P.b-1, P.a)], l.t[min(Q.a+1, Q.b)]
+	n := 0
+	for i, u := range e.units {
+		wv := dotf(u.w, l.v)
+		if wv == 0 || slices.Contains(P.carried, i) {
+			continue
+		}
+		t := -(dotf(u.w, l.x0) + u.b) / wv
+		if !(t > P.tm && t < Q.tm) {
+			continue
+		}
+		s := math.Copysign(1, wv)
+		for o, ao := range u.a {
+			row := dJ.RawRowView(o)
+			for j, wj := range u.w {
+				row[j] -= s * ao * wj
+			}
+		}
+		errJ += math.Sqrt(dotf(u.a, u.a)) * u.estW
+		merged = merged || t > lo && t < hi
+		n++
+	}
+	return errJ, merged, n > 0 && mat.Norm(dJ, 2) <= 10*errJ
 }
 
 // newUnitRec returns the unit record, with the expected errors of ŵ and b̂
