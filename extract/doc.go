@@ -62,8 +62,12 @@
 // ≈ 1e-4: the line test measures the rounding, and the kinks' positions
 // carry its error into the tolerances; Jacobian steps are rounded to what
 // the oracle reads; each unit's expected error is measured from its jump's
-// part off rank one; jumps whose second singular value stands out of the
-// noise bulk (kinks the line search merged) are rejected; two records
+// part off rank one; the jumps of known units whose hyperplanes the line
+// crosses between a jump's two Jacobians (kinks hidden below the rounding)
+// are subtracted from it; jumps whose second singular value stands out of
+// the noise bulk (kinks the line search merged), with each row's mean
+// removed (the rounding of f at a Jacobian's point is common to all its
+// differences), are rejected; two records
 // whose hyperplanes lie within 0.1 are one unit (a reading contaminated by
 // a kink hidden below the rounding, often with the other orientation,
 // would ruin the orientations); the search stops at 10× the certificate's

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -183,5 +184,80 @@ func TestJacobianStepsAsTheOracleReadsThem(t *testing.T) {
 	D.Sub(j.J, A)
 	if rel := mat.Norm(&D, 2) / mat.Norm(A, 2); rel > 1e-9 {
 		t.Errorf("Jacobian off by %.1e relative; want exact steps (≤ 1e-9)", rel)
+	}
+}
+
+// A Jacobian jump read from forward differences of a float32 oracle: the
+// columns of each Jacobian share the rounding of f at its point, so one
+// unit's jump carries a rank-one error along the all-ones input direction
+// besides the noise bulk. It must still be read as one unit; a jump with a
+// second unit's part in it must still be refused.
+func TestUnitFromJumpCommonRoundingOfFx(t *testing.T) {
+	const d, m, trials = 784, 32, 8
+	net, err := nn.NewMLP([]int{d, m, 10}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	W, B := net.Layers[0].Weight, net.Layers[0].Bias
+	w0 := mat.Row(nil, 0, W)
+	n0 := math.Sqrt(dotf(w0, w0))
+	e := newExtractor(d, Options{Batch: 4096}, &counted{f: float32Oracle(net), d: d})
+	e.noiseMed, e.eta = 1e-7, 1e-5 // float32 rounding, as measured
+	rng := synth.NewRand(5)
+	accepted := 0
+	for trial := 0; trial < trials; trial++ {
+		// A point of unit 0's hyperplane and the points either side of
+		// it, off every other unit's hyperplane by far more than a step.
+		x := make([]float64, d)
+		for far := false; !far; {
+			for j := range x {
+				x[j] = rng.NormFloat64()
+			}
+			z := (dotf(w0, x) + B[0]) / n0
+			for j := range x {
+				x[j] -= z * w0[j] / n0
+			}
+			far = true
+			for k := 1; k < m; k++ {
+				wk := W.RawRowView(k)
+				far = far && math.Abs(dotf(wk, x)+B[k]) > 0.05*math.Sqrt(dotf(wk, wk))
+			}
+		}
+		side := func(s float64) *jacJob {
+			y := make([]float64, d)
+			for j := range y {
+				y[j] = x[j] + s*0.02*w0[j]/n0
+			}
+			return &jacJob{x: y, h: 1e-2}
+		}
+		jp, jm := side(1), side(-1)
+		if err := e.measure(context.Background(), []*jacJob{jp, jm}); err != nil {
+			t.Fatal(err)
+		}
+		if !jp.ok || !jm.ok {
+			t.Fatalf("trial %d: a Jacobian's check failed", trial)
+		}
+		var dJ mat.Dense
+		dJ.Sub(jp.J, jm.J)
+		errJ := jp.errJ + jm.errJ
+		if _, _, _, _, ok := unitFromJump(&dJ, w0, errJ); ok {
+			accepted++
+		}
+		// Unit 1's jump at 1% of unit 0's: two units, refused.
+		a1 := mat.Col(nil, 1, net.Layers[1].Weight)
+		w1 := mat.Row(nil, 1, W)
+		s := 0.01 * mat.Norm(&dJ, 2) / (math.Sqrt(dotf(a1, a1)) * math.Sqrt(dotf(w1, w1)))
+		for o := range a1 {
+			row := dJ.RawRowView(o)
+			for j := range row {
+				row[j] += s * a1[o] * w1[j]
+			}
+		}
+		if _, _, _, _, ok := unitFromJump(&dJ, w0, errJ); ok {
+			t.Errorf("trial %d: a jump of two units accepted", trial)
+		}
+	}
+	if accepted < trials {
+		t.Errorf("%d of %d one-unit jumps accepted; want all", accepted, trials)
 	}
 }

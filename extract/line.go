@@ -194,8 +194,10 @@ type piece struct {
 	// measured or propagated; measured reports a direct measurement.
 	J        *mat.Dense
 	measured bool
-	// tm is where J was measured.
-	tm float64
+	// tm is where J was measured; a propagated J was carried from a
+	// measurement at tm across the jumps of the known units in carried.
+	tm      float64
+	carried []int
 	// h is the step J was measured with; errJ estimates ‖δJ‖_F, the
 	// rounding over the step (measured) plus the errors of the jumps it
 	// was carried across.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -118,6 +119,8 @@ func (e *extractor) learnLine(ctx context.Context, lr *lineResult) error {
 						}
 					}
 					p.J = J
+					p.tm = lr.pieces[i-1].tm
+					p.carried = append(slices.Clip(lr.pieces[i-1].carried), k.unit)
 				}
 			default:
 				if cur != nil && p.J != nil {
@@ -157,7 +160,7 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 			return nil, nil, 0, 0, false
 		}
 		r2 = math.Sqrt(math.Max(vals[p-2], 0) / top)
-		if r2 > 1e-4+10*errJ/math.Sqrt(top) || r2 > 1e-6 && offRankOne(vals, d) {
+		if r2 > 1e-4+10*errJ/math.Sqrt(top) || r2 > 1e-6 && offRankOne(centredValues(dJ), d) {
 			return nil, nil, r2, 0, false
 		}
 		// Noise of Frobenius norm ε puts ε²·(p−1)(d−1)/(p·d) off rank one.
@@ -194,17 +197,46 @@ func unitFromJump(dJ *mat.Dense, orient []float64, errJ float64) (w, a []float64
 	return w, a, r2, errEff, true
 }
 
+// centredValues returns the squared singular values (ascending) of the
+// p×d jump dJ with each row's mean removed. A Jacobian's forward
+// differences all share the rounding error e₀ of f at its point, which
+// puts e₀·1ᵀ/h into it: with two Jacobians, a rank-one part along the
+// all-ones input direction of 5–9 times the noise bulk (float32 oracles),
+// which offRankOne would take for a second unit. Removing the rows' means
+// removes that part and leaves a unit's jump â·ŵᵀ rank one.
+func centredValues(dJ *mat.Dense) []float64 {
+	p, d := dJ.Dims()
+	C := mat.DenseCopyOf(dJ)
+	for o := 0; o < p; o++ {
+		row := C.RawRowView(o)
+		mean := 0.0
+		for _, v := range row {
+			mean += v
+		}
+		mean /= float64(d)
+		for j := range row {
+			row[j] -= mean
+		}
+	}
+	var G mat.SymDense
+	G.SymOuterK(1, C)
+	var eig mat.EigenSym
+	if !eig.Factorize(&G, false) {
+		return make([]float64, p)
+	}
+	return eig.Values(nil)
+}
+
 // offRankOne reports that a p×d jump with squared singular values vals
-// (ascending) has a second singular value standing out of the noise: noise
-// spreads σ₂ … σ_p over [s(√d − √p), s(√d + √p)] (Marchenko–Pastur), and
-// the common error of f(x) in every difference of a row adds a rank-one
-// part up to √p times the bulk, so σ₂ > 4·(√d + √p)/(√d − √p)·σ_p is a
-// second unit's jump (kinks the line search merged). unitFromJump asks it
-// only when σ₂/σ₁ > 1e-6: float64 rounding stays below that (≈ 1e-8 at
-// most, where the common part is not noise-like), and a part that small
-// does not matter. It needs p ≥ 3 (a
-// noise floor besides σ₂) and d ≥ 4p (a narrow bulk); otherwise it
-// reports false.
+// (ascending; of the centred jump, centredValues) has a second singular
+// value standing out of the noise: noise spreads σ₂ … σ_p over
+// [s(√d − √p), s(√d + √p)] (Marchenko–Pastur), widened by the rounding's
+// correlations, so σ₂ > 4·(√d + √p)/(√d − √p)·σ_p is a second unit's jump
+// (kinks the line search merged). unitFromJump asks it only when σ₂/σ₁ >
+// 1e-6: float64 rounding stays below that (≈ 1e-8 at most, where the
+// errors are not noise-like), and a part that small does not matter. It
+// needs p ≥ 3 (a noise floor besides σ₂) and d ≥ 4p (a narrow bulk);
+// otherwise it reports false.
 func offRankOne(vals []float64, d int) bool {
 	p := len(vals)
 	if p < 3 || d < 4*p {
@@ -243,6 +275,21 @@ func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, 
 	var dJ mat.Dense
 	dJ.Sub(JR, JL)
 	errJ := lr.pieces[k.left].errJ + lr.pieces[k.right].errJ
+	if !e.deep {
+		var merged, explained bool
+		errJ, merged, explained = e.subtractKnown(lr, k, &dJ, errJ)
+		switch {
+		case explained:
+			e.diag.KnownKinks++
+			return unit{}, false
+		case merged:
+			// The kink is a known unit's merged with another: t* is
+			// neither's position.
+			e.diag.Rejected++
+			return unit{}, false
+		}
+	}
+	ds := k.ds
 	w, a, r2, errEff, ok := unitFromJump(&dJ, lr.l.v, errJ)
 	if !ok {
 		e.diag.Rejected++
@@ -252,8 +299,8 @@ func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, 
 	wv := dotf(w, lr.l.v)
 	dsInf, dev := 0.0, 0.0
 	for o := range a {
-		dsInf = math.Max(dsInf, math.Abs(k.ds[o]))
-		dev = math.Max(dev, math.Abs(a[o]*wv-k.ds[o]))
+		dsInf = math.Max(dsInf, math.Abs(ds[o]))
+		dev = math.Max(dev, math.Abs(a[o]*wv-ds[o]))
 	}
 	if dev > 1e-4*dsInf+10*(errJ+k.dsErr) {
 		e.diag.Rejected++
@@ -267,6 +314,47 @@ func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, 
 	// b̂ also carries the error of the kink's position.
 	rec.est = math.Hypot(rec.est, wv*k.tErr)
 	return rec, true
+}
+
+// subtractKnown removes from the Jacobian jump dJ across kink k the jumps
+// of the units already found whose hyperplanes the line crosses between
+// the points its two Jacobians hold at (the left one's measurement point,
+// less the units carried into it, and the right one's). With a coarse
+// oracle a piece often hides a kink below the rounding, so a jump is
+// often a hidden known unit's plus the new one's, rank two; the new unit
+// is what is left. It returns dJ's expected error grown by the known
+// units' own; merged when one of them crosses between the samples either
+// side of it (the kink is then two units merged, and its position t* is
+// neither's); and explained when known units account for the whole jump
+// (to 10 times that error).
+func (e *extractor) subtractKnown(lr *lineResult, k *kink, dJ *mat.Dense, errJ float64) (errOut float64, merged, explained bool) {
+	l := lr.l
+	P, Q := lr.pieces[k.left], lr.pieces[k.right]
+	// The samples either side of the kink, one further out than the
+	// pieces' ends (a kink at a sample ends both pieces there).
+	lo, hi := l.t[max(P.b-1, P.a)], l.t[min(Q.a+1, Q.b)]
+	n := 0
+	for i, u := range e.units {
+		wv := dotf(u.w, l.v)
+		if wv == 0 || slices.Contains(P.carried, i) {
+			continue
+		}
+		t := -(dotf(u.w, l.x0) + u.b) / wv
+		if !(t > P.tm && t < Q.tm) {
+			continue
+		}
+		s := math.Copysign(1, wv)
+		for o, ao := range u.a {
+			row := dJ.RawRowView(o)
+			for j, wj := range u.w {
+				row[j] -= s * ao * wj
+			}
+		}
+		errJ += math.Sqrt(dotf(u.a, u.a)) * u.estW
+		merged = merged || t > lo && t < hi
+		n++
+	}
+	return errJ, merged, n > 0 && mat.Norm(dJ, 2) <= 10*errJ
 }
 
 // newUnitRec returns the unit record, with the expected errors of ŵ and b̂
