@@ -252,7 +252,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if opt.MaxQueries > 0 {
 		need := opt.CertQueries + 4*(d+2)
 		if opt.MaxQueries < need {
-			return nil, errs.Inputf("extract.Extract: MaxQueries = %d cannot pay for even two Jacobians (2·(d+2)), a line and the certificate: need at least %d", opt.MaxQueries, need)
+			return nil, errs.Options(errs.ErrInput, "extract.Extract: ", errs.Option{Struct: "Options", Field: "MaxQueries", Value: fmt.Sprint(opt.MaxQueries)}, fmt.Sprintf(" cannot pay for even two Jacobians (2·(d+2)), a line and the certificate: need at least %d", need))
 		}
 	}
 	if len(opt.Widths) == 1 {

@@ -345,3 +345,21 @@ func TestExtractDeepApproximateWritten(t *testing.T) {
 		t.Fatalf("written model: %v, %v", got, err)
 	}
 }
+
+// A --max-queries too small for any extraction exits 2 naming the flag,
+// not the library's option.
+func TestExtractBudgetTooSmallNamesFlag(t *testing.T) {
+	dir := t.TempDir()
+	net, err := nn.NewMLP([]int{12, 6, 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teacher := filepath.Join(dir, "t.safetensors")
+	if err := modelfile.SaveModel(teacher, net, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := cli(t, "extract", "--teacher", teacher, "--max-queries", "10", "--out", filepath.Join(dir, "x.safetensors"))
+	if code != exitBadInput || !strings.Contains(errs, "--max-queries 10") || strings.Contains(errs, "MaxQueries") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
