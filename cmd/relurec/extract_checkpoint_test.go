@@ -12,9 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/relurec/relurec/modelfile"
-	"github.com/relurec/relurec/nn"
 )
 
 // stallServe is serveModel's "stall N MARKER" mode: before answering
@@ -41,14 +38,7 @@ func TestExtractCheckpointResumesAfterInterrupt(t *testing.T) {
 		t.Skip("starts relurec processes")
 	}
 	dir := t.TempDir()
-	deep, err := nn.NewMLP([]int{10, 6, 4, 3}, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deepPath := filepath.Join(dir, "deep.safetensors")
-	if err := modelfile.SaveModel(deepPath, deep, nil, "F64"); err != nil {
-		t.Fatal(err)
-	}
+	deepPath := saveTeacher(t, dir, []int{10, 6, 4, 3}, 5)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -321,14 +321,7 @@ func TestExtractTwoHiddenLayersCLI(t *testing.T) {
 // (exit 3 either way) and not without it.
 func TestExtractDeepApproximateWritten(t *testing.T) {
 	dir := t.TempDir()
-	net, err := nn.NewMLP([]int{30, 16, 8, 8, 3}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	teacher := filepath.Join(dir, "deep3.safetensors")
-	if err := modelfile.SaveModel(teacher, net, nil, "F64"); err != nil {
-		t.Fatal(err)
-	}
+	teacher := saveTeacher(t, dir, []int{30, 16, 8, 8, 3}, 2)
 	out := filepath.Join(dir, "x.safetensors")
 	args := []string{"extract", "--teacher", teacher, "--seed", "2", "--out", out}
 	if code, _, errs := cli(t, args...); code != exitNotCertified {
@@ -350,16 +343,24 @@ func TestExtractDeepApproximateWritten(t *testing.T) {
 // not the library's option.
 func TestExtractBudgetTooSmallNamesFlag(t *testing.T) {
 	dir := t.TempDir()
-	net, err := nn.NewMLP([]int{12, 6, 3}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	teacher := filepath.Join(dir, "t.safetensors")
-	if err := modelfile.SaveModel(teacher, net, nil, "F64"); err != nil {
-		t.Fatal(err)
-	}
+	teacher := saveTeacher(t, dir, []int{12, 6, 3}, 1)
 	code, _, errs := cli(t, "extract", "--teacher", teacher, "--max-queries", "10", "--out", filepath.Join(dir, "x.safetensors"))
 	if code != exitBadInput || !strings.Contains(errs, "--max-queries 10") || strings.Contains(errs, "MaxQueries") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
+}
+
+// saveTeacher writes an nn.NewMLP teacher of the given sizes and seed to
+// dir as float64 safetensors and returns its path.
+func saveTeacher(t *testing.T, dir string, sizes []int, seed uint64) string {
+	t.Helper()
+	net, err := nn.NewMLP(sizes, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("teacher-%d.safetensors", len(sizes)))
+	if err := modelfile.SaveModel(path, net, nil, "F64"); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
