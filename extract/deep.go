@@ -899,30 +899,29 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, D *mat.Dense, rng
 // pre-activations z_n (W_n's rows are independent, m_n ≤ m_{n−1}) for any
 // ν in the null space of W_n; that frame's walls become walls in z_n,
 // and ν is chosen by linear programming to keep them farthest from the
-// orthant's edges up to liftReach (liftNu). On the domain every layer up
-// to n is active, so f is a function of z_n there and layer n+1's units
-// are hyperplanes in z_n with their weight rows as normals: a whole row
-// is read at once, over every unit of layer n, wherever a unit of layer
-// n+1 switches inside the orthant, which the orthant's edges cross
-// (axisLine).
+// orthant's edges up to liftReach (liftFrame, liftOffset). On the domain
+// every layer up to n is active, so f is a function of z_n there and
+// layer n+1's units are hyperplanes in z_n with their weight rows as
+// normals: a whole row is read at once, over every unit of layer n,
+// wherever a unit of layer n+1 switches inside the orthant, which the
+// orthant's edges cross (axisLine).
 func (r *deepRun) frameAfter(n int) (frame, error) {
-	W, b := r.Ws[n-1], r.bs[n-1]
+	if n >= 2 {
+		return r.liftFrame(n, nil)
+	}
+	W, b := r.Ws[0], r.bs[0]
 	m, _ := W.Dims()
 	Wp, err := pinv(W)
 	if err != nil {
-		return frame{}, fmt.Errorf("layer %d's rows are linearly dependent (%v): it cannot be inverted on its active region", n, err)
+		return frame{}, fmt.Errorf("layer 1's rows are linearly dependent (%v): it cannot be inverted on its active region", err)
 	}
-	dom := orthant(m)
-	if n == 1 {
-		var Pb mat.VecDense
-		Pb.MulVec(Wp, mat.NewVecDense(m, b))
-		q := make([]float64, Pb.Len())
-		for j := range q {
-			q[j] = -Pb.AtVec(j)
-		}
-		return frame{P: Wp, q: q, dom: dom}, nil
+	var Pb mat.VecDense
+	Pb.MulVec(Wp, mat.NewVecDense(m, b))
+	q := make([]float64, Pb.Len())
+	for j := range q {
+		q[j] = -Pb.AtVec(j)
 	}
-	return r.liftFrame(n, nil)
+	return frame{P: Wp, q: q, dom: orthant(m)}, nil
 }
 
 // liftFrame returns the frame of layer n ≥ 2 in which the units of

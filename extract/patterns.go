@@ -8,9 +8,11 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/internal/rng"
+	"github.com/relurec/relurec/internal/vec"
 	"github.com/relurec/relurec/nn"
 )
 
@@ -181,20 +183,7 @@ const (
 // most frequent first (the regions that matter most for f on such
 // inputs), each as the list of its active units.
 func (r *deepRun) patterns(n int) [][]int {
-	H := gaussianRows(patternSamples, r.d, r.opt.Seed^0x7a3d)
-	var Z mat.Dense
-	for l := 0; l < n; l++ {
-		Z.Reset()
-		Z.Mul(H, r.Ws[l].T())
-		rows, cols := Z.Dims()
-		for i := 0; i < rows; i++ {
-			row := Z.RawRowView(i)
-			for j := 0; j < cols; j++ {
-				row[j] = math.Max(0, row[j]+r.bs[l][j])
-			}
-		}
-		H = mat.DenseCopyOf(&Z)
-	}
+	H := r.hidden(gaussianRows(patternSamples, r.d, r.opt.Seed^0x7a3d), n)
 	rows, cols := H.Dims()
 	count := map[string]int{}
 	act := map[string][]int{}
@@ -506,7 +495,7 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	// nothing and are left out.
 	var used []int
 	for j := 0; j < m; j++ {
-		if vecMaxAbs(mat.Col(nil, j, H)) > 0 {
+		if vec.MaxAbs(mat.Col(nil, j, H)) > 0 {
 			used = append(used, j)
 		}
 	}
@@ -549,7 +538,7 @@ func (r *deepRun) orientLast(ctx context.Context, k int, units []unit) (*mat.Den
 	R = residual(Y, H, W, b, A)
 	c := make([]float64, p)
 	for o := range c {
-		c[o] = mean(mat.Col(nil, o, R))
+		c[o] = stat.Mean(mat.Col(nil, o, R), nil)
 	}
 	net := &nn.Depth2{W: W, B: b, A: A, C: c}
 	return W, b, A, c, certify.RelResidual(Y, net.Forward(H)), nil
@@ -586,33 +575,8 @@ func (r *deepRun) hidden(X *mat.Dense, k int) *mat.Dense {
 
 // residual is Y − A·ReLU(W·h + b) row by row for the rows h of H.
 func residual(Y, H, W *mat.Dense, b []float64, A *mat.Dense) *mat.Dense {
-	var Z mat.Dense
-	Z.Mul(H, W.T())
-	rows, cols := Z.Dims()
-	for i := 0; i < rows; i++ {
-		row := Z.RawRowView(i)
-		for j := 0; j < cols; j++ {
-			row[j] = math.Max(0, row[j]+b[j])
-		}
-	}
-	var F mat.Dense
-	F.Mul(&Z, A.T())
-	F.Sub(Y, &F)
-	return &F
-}
-
-func vecMaxAbs(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		m = math.Max(m, math.Abs(v))
-	}
-	return m
-}
-
-func mean(x []float64) float64 {
-	s := 0.0
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
+	p, _ := A.Dims()
+	var R mat.Dense
+	R.Sub(Y, (&nn.Depth2{W: W, B: b, A: A, C: make([]float64, p)}).Forward(H))
+	return &R
 }
