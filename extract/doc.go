@@ -173,7 +173,7 @@
 // trained on Fashion-MNIST), every parameter within 3.8e-9 after
 // alignment from 2^16.7 – 2^19 queries in seconds (docs/extract.md).
 // Three hidden layers (784-32-16-16-10, PyTorch's initialisation): two
-// seeds of three within 1.3e-10 from 2^18.1 – 2^18.2 queries in 15 s;
+// seeds of three within 1.3e-10 from 2^18.1 – 2^18.2 queries in 10 s;
 // the third leaves three units of the last layer seen only where some
 // second-layer units are inactive (their weights over those units never
 // act where they switch), and its certificate is not met
