@@ -63,19 +63,30 @@ const (
 // set is a hyperplane (planeTest): the kinks of later layers' units are
 // bent surfaces, flat only within one activation region of this layer.
 func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
+	// Per new kink (by gap), the Jacobians either side of it.
+	type sides struct{ l, r *jacJob }
+	at := map[int]sides{}
 	var jobs []*jacJob
-	seen := map[*piece]bool{}
-	add := func(p *piece) {
-		if !seen[p] {
-			seen[p] = true
-			jobs = append(jobs, e.pieceJob(lr, p))
+	seen := map[*piece]*jacJob{}
+	pieceJob := func(p *piece) *jacJob {
+		if seen[p] == nil {
+			seen[p] = e.pieceJob(lr, p)
+			jobs = append(jobs, seen[p])
 		}
+		return seen[p]
 	}
 	for g, ki := range lr.kinkAt {
-		if ki >= 0 && lr.kinks[ki].unit < 0 {
-			add(lr.pieces[g])
-			add(lr.pieces[g+1])
+		if ki < 0 || lr.kinks[ki].unit >= 0 {
+			continue
 		}
+		P, Q := lr.pieces[g], lr.pieces[g+1]
+		if e.coarse() {
+			s := sides{e.nearJob(lr, lr.kinks[ki].t, P.ta), e.nearJob(lr, lr.kinks[ki].t, Q.tb)}
+			jobs = append(jobs, s.l, s.r)
+			at[g] = s
+			continue
+		}
+		at[g] = sides{pieceJob(P), pieceJob(Q)}
 	}
 	if len(jobs) == 0 {
 		return nil
@@ -85,20 +96,29 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 	}
 	var cands []cand
 	for g, ki := range lr.kinkAt {
-		if ki < 0 || lr.kinks[ki].unit >= 0 {
+		s, ok := at[g]
+		if !ok || !s.l.ok || !s.r.ok {
 			continue
 		}
-		P, Q := lr.pieces[g], lr.pieces[g+1]
-		if P.J == nil || Q.J == nil {
-			continue
-		}
-		rec, ok := e.readUnit(lr, lr.kinks[ki], P.J, Q.J)
+		rec, ok := e.readUnit(lr, lr.kinks[ki], s.l.J, s.r.J, s.l.errJ+s.r.errJ)
 		if !ok {
 			continue
 		}
 		if e.known(rec, cands) {
 			e.diag.Duplicates++
 			continue
+		}
+		if e.coarse() {
+			x := make([]float64, e.d)
+			lr.l.at(lr.kinks[ki].t, x)
+			ok, err := e.refinePlane(ctx, &rec, x, 4*math.Abs(dotf(rec.w, lr.l.v))*lr.kinks[ki].tErr)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				e.deeper++
+				continue
+			}
 		}
 		cands = append(cands, cand{rec, lr.kinks[ki]})
 	}
@@ -151,6 +171,9 @@ func (e *extractor) keepBest(ctx context.Context) error {
 	sort.SliceStable(units, func(a, b int) bool { return units[a].score > units[b].score })
 	var kept []unit
 	var basis [][]float64
+	// worst is the largest expected error of a normal in the basis: a
+	// combination of them is known no better.
+	worst := 0.0
 	for _, u := range units {
 		if float64(u.score) < keepFrac*4*planeTestPoints || e.opt.Hidden > 0 && len(kept) == e.opt.Hidden {
 			break
@@ -167,9 +190,10 @@ func (e *extractor) keepBest(ctx context.Context) error {
 			}
 		}
 		n := math.Sqrt(dotf(r, r))
-		if n < spanTol {
+		if n < spanTol+30*(u.estW+worst) {
 			continue
 		}
+		worst = math.Max(worst, u.estW)
 		for j := range r {
 			r[j] /= n
 		}
@@ -211,7 +235,9 @@ func (e *extractor) known(rec unit, cands []cand) bool {
 // planeTestPoints random points y of the candidate's hyperplane (inside
 // the domain, away from the known units' hyperplanes) it queries f at y +
 // τ·ŵ for τ ∈ {−2ε, −ε, 0, ε, 2ε}; f has a kink at y when it is straight on
-// either side (second differences at rounding level) and bent at τ = 0.
+// either side (second differences at rounding level, and with a coarse
+// oracle up to what the hyperplane's own error moves the kink: planeOff)
+// and bent at τ = 0.
 // A candidate passes with planeTestNeed kinks (a unit of this layer can
 // be invisible at a point where the later layers ignore it; a later
 // layer's surface passes through such a point only by accident).
@@ -225,16 +251,28 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 	X := mat.NewDense(len(cands)*planeTestPoints*nTau, e.d, nil)
 	sigma := math.Sqrt(float64(e.d))
 	skip := make([]bool, len(cands)*planeTestPoints)
+	// slack[i] bounds the share of the bend at y that may show beside it:
+	// a kink δ ≤ off from y bends the side second difference by δ/(ε−δ)
+	// of the centre's.
+	slack := make([]float64, len(cands)*planeTestPoints)
+	straight, bentBy := e.planeTols()
 	for c, cd := range cands {
 		for pt := 0; pt < planeTestPoints; pt++ {
-			y, eps, ok := e.planePoint(cd.u, sigma)
+			i := c*planeTestPoints + pt
+			y, room, ok := e.planePoint(cd.u)
 			if !ok {
 				// No point inside: a test point that cannot pass.
-				y, eps = e.dom.center, 0
-				skip[c*planeTestPoints+pt] = true
+				y = e.dom.center
+				skip[i] = true
+			}
+			eps := math.Min(room/4, 1e-4*sigma)
+			if ok && e.coarse() {
+				off := e.planeOff(cd.u, y)
+				eps = math.Min(room/4, math.Max(eps, math.Max(2*off, e.planeStep(cd.u, bentBy*straight))))
+				slack[i] = off / math.Max(eps-off, 0)
 			}
 			for k, tau := range taus {
-				row := X.RawRowView((c*planeTestPoints+pt)*nTau + k)
+				row := X.RawRowView(i*nTau + k)
 				for j := range row {
 					row[j] = y[j] + tau*eps*cd.u.w[j]
 				}
@@ -257,20 +295,21 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 		kinks := 0
 		for pt := 0; pt < planeTestPoints; pt++ {
 			f := func(k, o int) float64 { return Y.At((c*planeTestPoints+pt)*nTau+k, o) }
-			straight, bent := true, false
+			i := c*planeTestPoints + pt
+			flat, bent := true, false
 			for o := 0; o < p; o++ {
-				tol := 10 * e.eta * (scale[o] + 1e-300)
+				tol := straight * (scale[o] + 1e-300)
 				l2 := f(0, o) - 2*f(1, o) + f(2, o)
 				r2 := f(2, o) - 2*f(3, o) + f(4, o)
 				b2 := f(1, o) - 2*f(2, o) + f(3, o)
-				if math.Abs(l2) > tol || math.Abs(r2) > tol {
-					straight = false
+				if side := tol + slack[i]*math.Abs(b2); math.Abs(l2) > side || math.Abs(r2) > side {
+					flat = false
 				}
-				if math.Abs(b2) > 100*tol {
+				if math.Abs(b2) > bentBy*tol {
 					bent = true
 				}
 			}
-			if straight && bent && !skip[c*planeTestPoints+pt] {
+			if flat && bent && !skip[i] {
 				kinks++
 			}
 		}
@@ -280,16 +319,54 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 	return ok, nil
 }
 
+// planeTols returns the hyperplane test's tolerances, relative to the
+// largest |f| of a candidate's test points: a second difference beside
+// the point at most straight counts as flat, a slope change across it
+// above bentBy·straight as a kink. A float64 oracle's are fixed (10·eta,
+// 100×); a coarser oracle's follow its measured rounding (noiseMed, the
+// median second difference of straight triples): 30 times it, and 10×
+// that across, which the test offset (planeStep) is widened to reach.
+func (e *extractor) planeTols() (straight, bentBy float64) {
+	if !e.coarse() {
+		return 10 * e.eta, 100
+	}
+	return 30 * e.noiseMed, 10
+}
+
+// planeOff is how far unit u's hyperplane found may be from the true one
+// at y: 4 times its expected error there, u.est + u.estW·‖y‖/√d.
+func (e *extractor) planeOff(u unit, y []float64) float64 {
+	return 4 * (u.est + u.estW*math.Sqrt(dotf(y, y)/float64(e.d)))
+}
+
+// planeStep is the test offset at which unit u's kink bends f by twice
+// bend (relative to the last line's scale) in the output it moves most:
+// u.a is its slope change along ŵ, so the bend across ±ε is |a_o|·ε.
+func (e *extractor) planeStep(u unit, bend float64) float64 {
+	if len(e.lines) == 0 {
+		return 0
+	}
+	scale := e.lines[len(e.lines)-1].scale
+	step := math.Inf(1)
+	for o, a := range u.a {
+		if a != 0 {
+			step = math.Min(step, 2*bend*4*scale[o]/math.Abs(a))
+		}
+	}
+	return step
+}
+
 // planePoint returns a random point of unit u's hyperplane inside the
 // domain, the farthest from the known units' hyperplanes and the walls of
-// 16 tries, and the test offset ε: a quarter of that distance, at most
-// 1e-4·σ (small, so that the surfaces of later layers' units rarely pass
-// within it). Without a domain the tries are projections of Gaussian
-// points; on a domain they are where the segment between two random
-// points of it crosses the hyperplane (inside, the domain being convex),
-// or, when no pair straddles it, where an edge of the orthant does. ok is
-// false when no try lands inside the domain.
-func (e *extractor) planePoint(u unit, sigma float64) (y []float64, eps float64, ok bool) {
+// 16 tries, and that distance (room); the test offset is at most a
+// quarter of it, and at most 1e-4·σ unless the oracle's rounding or the
+// unit's error needs a wider one, small, so that the surfaces of later
+// layers' units rarely pass within it. Without a domain the tries are
+// projections of Gaussian points; on a domain they are where the segment
+// between two random points of it crosses the hyperplane (inside, the
+// domain being convex), or, when no pair straddles it, where an edge of
+// the orthant does. ok is false when no try lands inside the domain.
+func (e *extractor) planePoint(u unit) (y []float64, room float64, ok bool) {
 	bestM := math.Inf(-1)
 	consider := func(x []float64) {
 		if m := e.distance(x); m > bestM {
@@ -334,7 +411,7 @@ func (e *extractor) planePoint(u unit, sigma float64) (y []float64, eps float64,
 	if bestM <= 0 {
 		return nil, 0, false
 	}
-	return y, math.Min(bestM/4, 1e-4*sigma), true
+	return y, bestM, true
 }
 
 // crossing returns where the segment between two random points of the
@@ -431,8 +508,19 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	if net != nil && failed == "" && !res.Certificate.Met {
+		// Every layer found, to the oracle's precision one at a time:
+		// the whole network fitted at once, and certified again (on the
+		// same fresh queries, which the polish does not see).
+		if net, err = r.polishNetwork(ctx, net, tol); err != nil {
+			return nil, err
+		}
+		res.Network = net
+		if tol, err = r.certify(ctx, net, res); err != nil {
+			return nil, err
+		}
+	}
 	res.Queries, res.Calls, res.Outputs = r.root.queries, r.root.calls, r.root.p
-	r.diag.QueriesCert = opt.CertQueries
 	r.diag.QueriesSearch = res.Queries - r.diag.QueriesJacobian - r.diag.QueriesCert - r.diag.QueriesRefine - r.diag.QueriesPlane - r.diag.QueriesOrient
 	res.Diagnostics = r.diag
 	res.Warnings = r.warn
@@ -519,6 +607,7 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		if stop != "" {
 			r.warn = append(r.warn, fmt.Sprintf("layer %d: %s", k+1, stop))
 		}
+		e.diag.Noise = e.noiseMed
 		lay.Units, lay.Lines, lay.Deeper = len(e.units), len(e.lines), e.deeper
 		for _, lr := range e.lines {
 			lay.Kinks += len(lr.kinks)
@@ -644,6 +733,7 @@ func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float6
 	if err != nil {
 		return 0, err
 	}
+	r.diag.QueriesCert += opt.CertQueries
 	tol := opt.CertTol
 	if tol == 0 {
 		tol = math.Max(certify.DefaultTol(certify.Float64Roundoff), 100*r.diag.Noise)
@@ -810,11 +900,18 @@ func (r *deepRun) moves(ctx context.Context, fr frame, dom *domain, d []float64,
 		for o := range f0 {
 			diff += (f1[o] - f0[o]) * (f1[o] - f0[o])
 		}
-		if math.Sqrt(diff) > 1e-12*math.Sqrt(dotf(f0, f0)) {
+		if math.Sqrt(diff) > r.still()*math.Sqrt(dotf(f0, f0)) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// still is the relative change of f below which the orientation tests
+// take f for unmoved: 1e-12, or 30 times the oracle's measured rounding
+// when it is coarser (float32).
+func (r *deepRun) still() float64 {
+	return math.Max(1e-12, 30*r.diag.Noise)
 }
 
 // orientRounds caps the rounds of the column test.
@@ -879,9 +976,9 @@ func (r *deepRun) silentColumns(ctx context.Context, fr frame, D *mat.Dense, rng
 		// A silent column holds rounding only: relative to f, not only to
 		// the other columns (which can be rounding too, where the later
 		// layers are all inactive).
-		floor := 1e-12 * math.Sqrt(dotf(f0, f0))
+		floor := r.still() * math.Sqrt(dotf(f0, f0))
 		for i := range norms {
-			if norms[i] > 1e-9*top && norms[i] > floor {
+			if norms[i] > math.Max(1e-9, r.still())*top && norms[i] > floor {
 				silent[i] = false
 			}
 		}

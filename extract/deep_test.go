@@ -6,9 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/nn"
+	"github.com/relurec/relurec/synth"
 )
 
 func deepTeacher(t *testing.T, sizes []int, seed uint64) *nn.MLP {
@@ -24,7 +28,13 @@ func deepTeacher(t *testing.T, sizes []int, seed uint64) *nn.MLP {
 // tol after alignment and a met certificate.
 func checkDeep(t *testing.T, net *nn.MLP, opt Options, tol float64) *Result {
 	t.Helper()
-	res, err := Extract(context.Background(), FromMLP(net), net.In(), opt)
+	return checkDeepWith(t, net, FromMLP(net), opt, tol)
+}
+
+// checkDeepWith is checkDeep with the teacher answering through oracle o.
+func checkDeepWith(t *testing.T, net *nn.MLP, o Oracle, opt Options, tol float64) *Result {
+	t.Helper()
+	res, err := Extract(context.Background(), o, net.In(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,5 +77,32 @@ func TestExtractDeepBudgetNotExact(t *testing.T) {
 	}
 	if res.Queries > 600 || len(res.Layers) != 2 || res.Layers[0].Passed && res.Layers[1].Passed {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// One Gauss–Newton step of the whole-network polish takes a three-layer
+// network with every parameter off by 1e-5 to the teacher's answers.
+func TestGaussNewtonMLPRestoresPrecision(t *testing.T) {
+	net := deepTeacher(t, []int{12, 8, 6, 5, 3}, 1)
+	X := gaussianRows(600, 12, 7)
+	Y := net.Forward(X)
+	rng := synth.NewRand(8)
+	off := &nn.MLP{}
+	for _, l := range net.Layers {
+		W := mat.DenseCopyOf(l.Weight)
+		raw := W.RawMatrix().Data
+		for i := range raw {
+			raw[i] += 1e-5 * rng.NormFloat64()
+		}
+		b := append([]float64(nil), l.Bias...)
+		for i := range b {
+			b[i] += 1e-5 * rng.NormFloat64()
+		}
+		off.Layers = append(off.Layers, nn.Layer{Weight: W, Bias: b, Act: l.Act})
+	}
+	before := certify.RelResidual(Y, off.Forward(X))
+	after := certify.RelResidual(Y, gaussNewtonMLP(off, X, Y).Forward(X))
+	if !(after < 1e-3*before) {
+		t.Errorf("relative residual %.1e → %.1e", before, after)
 	}
 }

@@ -474,11 +474,11 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 			} else {
 				dq++
 			}
-			if e.opt.Hidden > 0 && len(e.units) >= e.opt.Hidden || dq >= 2 && (e.opt.Hidden == 0 || dq >= 3) {
+			if e.opt.Hidden > 0 && len(e.units) >= e.opt.Hidden || dq >= e.idleLines() {
 				if err := e.keepBest(ctx); err != nil {
 					return e.stopMsg(err)
 				}
-				if e.opt.Hidden > 0 && len(e.units) < e.opt.Hidden && dq < 2 {
+				if e.opt.Hidden > 0 && len(e.units) < e.opt.Hidden && dq < e.idleLines()-1 {
 					// keepBest dropped units of later layers counted
 					// towards the width: search on.
 					continue
@@ -548,6 +548,23 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		}
 	}
 	return fmt.Sprintf("stopped after MaxLines = %d lines", e.maxLines()), nil
+}
+
+// idleLines is the number of lines in a row without a new unit that ends
+// the first layer's search of a deeper network: 2, or 3 with the width
+// given (the search then knows units are missing); with a coarse oracle
+// 8 more, since most of its Jacobian jumps hold several units (kinks
+// below its rounding inside the pieces) and are rejected, so a line
+// often brings none while units are still missing.
+func (e *extractor) idleLines() int {
+	n := 2
+	if e.opt.Hidden > 0 {
+		n = 3
+	}
+	if e.coarse() {
+		n += 8
+	}
+	return n
 }
 
 // newLine returns a random line: through a standard Gaussian point in a

@@ -261,3 +261,65 @@ func TestUnitFromJumpCommonRoundingOfFx(t *testing.T) {
 		t.Errorf("%d of %d one-unit jumps accepted; want all", accepted, trials)
 	}
 }
+
+// Two hidden layers behind a float32 oracle: the first layer's
+// hyperplanes sharpened by locating their kinks (refinePlane), the
+// orientation tests against the measured rounding, and the whole network
+// polished at the end (polishNetwork) to the oracle's precision.
+func TestExtractFloat32TwoHiddenLayers(t *testing.T) {
+	for _, sizes := range [][]int{{30, 10, 6, 3}, {40, 12, 8, 5}} {
+		net := deepTeacher(t, sizes, 1)
+		res := checkDeepWith(t, net, float32Oracle(net), Options{Seed: 1, Widths: sizes[1 : len(sizes)-1]}, 1e-3)
+		if d := res.Diagnostics; !(d.RefineAfter < d.RefineBefore) {
+			t.Errorf("%v: the whole-network polish left the residual at %.1e (from %.1e)", sizes, d.RefineAfter, d.RefineBefore)
+		}
+	}
+}
+
+// refinePlane takes a first-layer unit read to 1e-3 (a Jacobian jump
+// behind a float32 oracle) to the precision of its located kinks.
+func TestRefinePlaneSharpensUnit(t *testing.T) {
+	const d = 40
+	net := deepTeacher(t, []int{d, 12, 8, 5}, 2)
+	e := newExtractor(d, Options{Seed: 3}, &counted{f: float32Oracle(net), d: d})
+	e.noiseMed, e.eta = 3e-7, 3e-5
+	rng := synth.NewRand(4)
+	W, b := net.Layers[0].Weight, net.Layers[0].Bias
+	for i := 0; i < 3; i++ {
+		w := mat.Row(nil, i, W)
+		nw := math.Sqrt(dotf(w, w))
+		truth := make([]float64, d)
+		for j := range w {
+			truth[j] = w[j] / nw
+		}
+		// A point of the true hyperplane, and the unit read off by 1e-3.
+		x := make([]float64, d)
+		for j := range x {
+			x[j] = rng.NormFloat64()
+		}
+		z := dotf(truth, x) + b[i]/nw
+		for j := range x {
+			x[j] -= z * truth[j]
+		}
+		u := unit{w: make([]float64, d), estW: 1e-3}
+		for j := range u.w {
+			u.w[j] = truth[j] + 1e-3*rng.NormFloat64()/math.Sqrt(d)
+		}
+		nu := math.Sqrt(dotf(u.w, u.w))
+		for j := range u.w {
+			u.w[j] /= nu
+		}
+		u.b = -dotf(u.w, x)
+		u.a = []float64{1}
+		before := 1 - dotf(u.w, truth)
+		ok, err := e.refinePlane(context.Background(), &u, x, 1e-6)
+		if err != nil || !ok {
+			t.Fatalf("unit %d: refinePlane ok=%v err=%v", i, ok, err)
+		}
+		after := 1 - math.Abs(dotf(u.w, truth))
+		t.Logf("unit %d: 1−cos %.1e → %.1e", i, before, after)
+		if after > 1e-9 || math.Abs(math.Abs(u.b)-math.Abs(b[i]/nw)) > 1e-4 {
+			t.Errorf("unit %d: 1−cos %.1e → %.1e, b %.6f (want ±%.6f)", i, before, after, u.b, b[i]/nw)
+		}
+	}
+}

@@ -252,7 +252,7 @@ func offRankOne(vals []float64, d int) bool {
 // ŵ = ±w/‖w‖ depending on which side the unit is active on) and adds it
 // unless it is a unit already found.
 func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
-	rec, ok := e.readUnit(lr, k, JL, JR)
+	rec, ok := e.readUnit(lr, k, JL, JR, lr.pieces[k.left].errJ+lr.pieces[k.right].errJ)
 	if !ok {
 		return
 	}
@@ -267,14 +267,14 @@ func (e *extractor) newUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) {
 	e.found++
 }
 
-// readUnit reads the unit record off the Jacobian jump across kink k and
-// checks it against the slope change measured along the line; ok is false
-// (and the kink counted as rejected) when the jump is not one unit's.
-func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense) (unit, bool) {
+// readUnit reads the unit record off the Jacobian jump JR − JL across kink
+// k (errJ: the two Jacobians' expected error) and checks it against the
+// slope change measured along the line; ok is false (and the kink counted
+// as rejected) when the jump is not one unit's.
+func (e *extractor) readUnit(lr *lineResult, k *kink, JL, JR *mat.Dense, errJ float64) (unit, bool) {
 	_, d := JL.Dims()
 	var dJ mat.Dense
 	dJ.Sub(JR, JL)
-	errJ := lr.pieces[k.left].errJ + lr.pieces[k.right].errJ
 	if !e.deep {
 		var merged, explained bool
 		errJ, merged, explained = e.subtractKnown(lr, k, &dJ, errJ)

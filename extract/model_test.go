@@ -80,7 +80,7 @@ func TestReadUnitSubtractsHiddenKnownUnit(t *testing.T) {
 			}
 		}
 		k := &kink{t: 0, ds: ds, left: 0, right: 1, unit: -1}
-		got, ok := e.readUnit(lr, k, jac(P.tm, ts), jac(Q.tm, ts))
+		got, ok := e.readUnit(lr, k, jac(P.tm, ts), jac(Q.tm, ts), P.errJ+Q.errJ)
 		if ok && withNew {
 			want := rec(us[1], 0)
 			if c := math.Abs(dotf(got.w, want.w)); c < 1-1e-12 || math.Abs(math.Abs(got.b)-math.Abs(want.b)) > 1e-9 {
