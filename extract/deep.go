@@ -81,12 +81,34 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 		}
 		P, Q := lr.pieces[g], lr.pieces[g+1]
 		if e.coarse() {
-			s := sides{e.nearJob(lr, lr.kinks[ki].t, P.ta), e.nearJob(lr, lr.kinks[ki].t, Q.tb)}
-			jobs = append(jobs, s.l, s.r)
-			at[g] = s
+			at[g] = sides{e.nearJob(lr, lr.kinks[ki].t, P.ta), e.nearJob(lr, lr.kinks[ki].t, Q.tb)}
 			continue
 		}
 		at[g] = sides{pieceJob(P), pieceJob(Q)}
+	}
+	if e.coarse() {
+		// Only the kinks whose jump reaches outside the known units' span
+		// can be new units of this layer: the rest (known units', later
+		// layers') are left unmeasured.
+		var pairs [][2]*jacJob
+		var gaps []int
+		for g := range lr.kinkAt {
+			if s, ok := at[g]; ok {
+				pairs = append(pairs, [2]*jacJob{s.l, s.r})
+				gaps = append(gaps, g)
+			}
+		}
+		outside, err := e.jumpsOutside(ctx, pairs)
+		if err != nil {
+			return err
+		}
+		for i, g := range gaps {
+			if outside[i] {
+				jobs = append(jobs, at[g].l, at[g].r)
+			} else {
+				delete(at, g)
+			}
+		}
 	}
 	if len(jobs) == 0 {
 		return nil

@@ -323,3 +323,51 @@ func TestRefinePlaneSharpensUnit(t *testing.T) {
 		}
 	}
 }
+
+// jumpsOutside passes the kinks of units not found yet and screens out
+// those of units already found, behind a float32 oracle.
+func TestJumpsOutsideScreensKnownUnits(t *testing.T) {
+	const d = 30
+	net := deepTeacher(t, []int{d, 10, 4}, 5)
+	e := newExtractor(d, Options{Seed: 6}, &counted{f: float32Oracle(net), d: d, p: 4})
+	e.noiseMed, e.eta = 3e-7, 3e-5
+	W, b := net.Layers[0].Weight, net.Layers[0].Bias
+	for i := 0; i < 5; i++ { // units 0–4 known, 5–9 not
+		w := mat.Row(nil, i, W)
+		n := math.Sqrt(dotf(w, w))
+		for j := range w {
+			w[j] /= n
+		}
+		e.units = append(e.units, unit{w: w, b: b[i] / n})
+	}
+	rng := synth.NewRand(7)
+	var pairs [][2]*jacJob
+	for i := 0; i < 10; i++ {
+		// Either side of unit i's hyperplane, along its normal.
+		w := mat.Row(nil, i, W)
+		n := math.Sqrt(dotf(w, w))
+		x := make([]float64, d)
+		for j := range x {
+			x[j] = rng.NormFloat64()
+		}
+		z := (dotf(w, x) + b[i]) / n
+		var pr [2]*jacJob
+		for s, off := range []float64{-1e-2, 1e-2} {
+			y := make([]float64, d)
+			for j := range y {
+				y[j] = x[j] + (off-z)*w[j]/n
+			}
+			pr[s] = &jacJob{x: y, h: 1e-3, scale: []float64{1, 1, 1, 1}}
+		}
+		pairs = append(pairs, pr)
+	}
+	out, err := e.jumpsOutside(context.Background(), pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if o != (i >= 5) {
+			t.Errorf("unit %d (known %v): outside %v", i, i < 5, o)
+		}
+	}
+}

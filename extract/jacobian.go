@@ -63,6 +63,109 @@ func (e *extractor) nearJob(lr *lineResult, t, end float64) *jacJob {
 	return &jacJob{x: x, h: h, scale: lr.scale, lr: lr}
 }
 
+// screenDirs is the number of directions along which jumpsOutside
+// measures each jump.
+const screenDirs = 8
+
+// jumpsOutside tells, for each pair of Jacobian jobs either side of a
+// kink, whether the kink's jump reaches outside the span of the units
+// found: it measures the two Jacobians along screenDirs random directions
+// orthogonal to that span only (forward differences with the jobs' steps,
+// 2·(screenDirs+1) queries instead of 2·(d+2)), and reports a jump above
+// 3 times the rounding's. A unit of this layer not yet found has a normal
+// outside the span; a known unit's jump and, where the known units span
+// the layers before, a later layer's lie inside it. With no unit found
+// every pair is reported.
+func (e *extractor) jumpsOutside(ctx context.Context, pairs [][2]*jacJob) ([]bool, error) {
+	out := make([]bool, len(pairs))
+	d := e.d
+	var basis [][]float64
+	for _, u := range e.units {
+		r := append([]float64(nil), u.w...)
+		for _, q := range basis {
+			c := dotf(r, q)
+			for j := range r {
+				r[j] -= c * q[j]
+			}
+		}
+		if n := math.Sqrt(dotf(r, r)); n > 1e-6 {
+			for j := range r {
+				r[j] /= n
+			}
+			basis = append(basis, r)
+		}
+	}
+	if len(basis) == 0 || len(basis) >= d {
+		for i := range out {
+			out[i] = true
+		}
+		return out, nil
+	}
+	dirs := make([][]float64, screenDirs)
+	for k := range dirs {
+		r := make([]float64, d)
+		for j := range r {
+			r[j] = e.rng.NormFloat64()
+		}
+		for _, q := range basis {
+			c := dotf(r, q)
+			for j := range r {
+				r[j] -= c * q[j]
+			}
+		}
+		n := math.Sqrt(dotf(r, r))
+		for j := range r {
+			r[j] /= n
+		}
+		dirs[k] = r
+	}
+	rowsPer := screenDirs + 1
+	X := mat.NewDense(2*len(pairs)*rowsPer, d, nil)
+	for i, pr := range pairs {
+		for s, j := range pr {
+			r0 := (2*i + s) * rowsPer
+			X.SetRow(r0, j.x)
+			for k, r := range dirs {
+				row := X.RawRowView(r0 + 1 + k)
+				for c := range row {
+					row[c] = j.x[c] + j.h*r[c]
+				}
+			}
+		}
+	}
+	Y, err := e.o.query(ctx, X)
+	if err != nil {
+		return nil, err
+	}
+	e.diag.QueriesJacobian += 2 * len(pairs) * rowsPer
+	p := e.o.p
+	for i, pr := range pairs {
+		jump, noise := 0.0, 0.0
+		for k := range dirs {
+			for o := 0; o < p; o++ {
+				var dv [2]float64
+				for s, j := range pr {
+					r0 := (2*i + s) * rowsPer
+					dv[s] = (Y.At(r0+1+k, o) - Y.At(r0, o)) / j.h
+				}
+				jump += (dv[1] - dv[0]) * (dv[1] - dv[0])
+			}
+		}
+		// Each difference carries the rounding of two values of f over
+		// the step (readJacobian's expected error, per entry).
+		for s, j := range pr {
+			r0 := (2*i + s) * rowsPer
+			F := 0.0
+			for o := 0; o < p; o++ {
+				F = math.Max(F, 2*math.Abs(Y.At(r0, o))+j.scale[o])
+			}
+			noise += math.Pow(e.nu()*F/j.h, 2)
+		}
+		out[i] = jump > 9*noise*float64(screenDirs*p)
+	}
+	return out, nil
+}
+
 // measure computes the Jacobian of f on the linear region around each
 // job's point by forward differences along the coordinate axes (d + 1
 // queries), plus one check query along a random ±1 direction s whose

@@ -14,7 +14,10 @@ import (
 
 // identify marks the kinks of a line that are crossings of units already
 // found: the unit's hyperplane passes through x(t*) and its predicted slope
-// change â·|ŵ·v| matches the measured one.
+// change â·|ŵ·v| matches the measured one, both to within the errors
+// expected from the unit's reading and the kink's chords, and those
+// tolerances are tight enough that another unit's kink would pass them
+// only by chance (claimChance ≤ 0.05).
 func (e *extractor) identify(lr *lineResult) {
 	l := lr.l
 	x := make([]float64, e.d)
@@ -32,27 +35,59 @@ func (e *extractor) identify(lr *lineResult) {
 			// unit's own expected error (a noisy oracle).
 			// An error δŵ (in a random direction) moves ŵ·x by about
 			// ‖δŵ‖·‖x‖/√d.
-			if math.Abs(dotf(u.w, x)+u.b) > 1e-7*(1+nx)+10*(u.estW*nx/sqd+u.est+math.Abs(wv)*k.tErr) {
+			tol := 1e-7*(1+nx) + 10*(u.estW*nx/sqd+u.est+math.Abs(wv)*k.tErr)
+			if math.Abs(dotf(u.w, x)+u.b) > tol {
 				continue
 			}
 			if e.deep {
 				// A first-layer unit's slope change depends on the
 				// layers after it: its position alone identifies it.
+				if claimChance(tol, nx/sqd, len(e.units), 1, 0) > maxClaimChance {
+					continue
+				}
 				k.unit = i
 				e.diag.KnownKinks++
 				break
 			}
+			// The predicted slope change â·|ŵ·v| carries δâ·|ŵ·v| (δâ ≈
+			// ‖â‖·estW per output) and â·(δŵ·v) (δŵ in a random
+			// direction: ‖â‖·estW/√d).
 			dev := 0.0
 			for o, a := range u.a {
 				dev = math.Max(dev, math.Abs(k.ds[o]-a*math.Abs(wv)))
 			}
-			if dev <= 1e-3*dsInf+10*(u.estW*math.Sqrt(dotf(u.a, u.a))+k.dsErr) {
+			stol := 1e-3*dsInf + 10*(u.estW*math.Sqrt(dotf(u.a, u.a))*(math.Abs(wv)+1/sqd)+k.dsErr)
+			if dev <= stol && claimChance(tol, nx/sqd, len(e.units), stol/math.Max(dsInf, 1e-300), len(k.ds)) <= maxClaimChance {
 				k.unit = i
 				e.diag.KnownKinks++
 				break
 			}
 		}
 	}
+}
+
+// maxClaimChance bounds the chance that a known unit passes identify's
+// tests at another unit's kink.
+const maxClaimChance = 0.05
+
+// claimChance is the chance that one of m known units passes identify's
+// tests at a kink of another unit, at a point of norm s·√d: position
+// tolerance tol, slope tolerance rel (relative to the largest of the p
+// outputs' slope changes). Another unit's hyperplane passes within tol of
+// such a point with probability about tol/s (ŵ·x spreads like N(b̂, s²)),
+// so one of m with about m·tol/s; its slope change, in each output
+// independently, lands within rel of the prediction with probability
+// about 2·rel. A unit read to a few digits (a coarse oracle, a small
+// jump) has a wide position tolerance, which with many units holds other
+// units' kinks; it claims a kink only where the slope changes of several
+// outputs tell them apart, and otherwise the kink is measured and
+// readUnit subtracts its jump.
+func claimChance(tol, s float64, m int, rel float64, p int) float64 {
+	c := math.Min(1, float64(max(m, 1))*tol/math.Max(s, 1))
+	for range p {
+		c *= math.Min(1, 2*rel)
+	}
+	return c
 }
 
 // learnLine finds the new units of a searched line: it measures the
