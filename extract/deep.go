@@ -133,7 +133,7 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 		if e.coarse() {
 			x := make([]float64, e.d)
 			lr.l.at(lr.kinks[ki].t, x)
-			ok, err := e.refinePlane(ctx, &rec, x, 4*math.Abs(dotf(rec.w, lr.l.v))*lr.kinks[ki].tErr)
+			ok, err := e.refinePlane(ctx, &rec, x, 4*math.Abs(dotf(rec.w, lr.l.v))*lr.kinks[ki].tErr, planeRadius)
 			if err != nil {
 				return err
 			}
@@ -530,11 +530,13 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	if net != nil && failed == "" && !res.Certificate.Met {
-		// Every layer found, to the oracle's precision one at a time:
-		// the whole network fitted at once, and certified again (on the
-		// same fresh queries, which the polish does not see).
-		if net, err = r.polishNetwork(ctx, net, tol); err != nil {
+	if net != nil && failed == "" && r.allPassed() && (!res.Certificate.Met || r.diag.Noise > 1e-12) {
+		// Every layer found, each to the oracle's precision through the
+		// frames of the ones before: the whole network fitted at once
+		// (always behind a coarse oracle, whose certificate tolerance is
+		// 100 times its rounding), and certified again on the same fresh
+		// queries, which the polish does not see.
+		if net, err = r.polishNetwork(ctx, net); err != nil {
 			return nil, err
 		}
 		res.Network = net
@@ -560,6 +562,16 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 		return res, fmt.Errorf("%w: %s (units per layer: %s)", errs.ErrNotExact, failed, res.unitsText())
 	}
 	return res, nil
+}
+
+// allPassed reports that every layer passed its check.
+func (r *deepRun) allPassed() bool {
+	for _, l := range r.layers {
+		if !l.Passed {
+			return false
+		}
+	}
+	return len(r.layers) > 0
 }
 
 // unitsText lists the units found per layer, e.g. "32, 16".

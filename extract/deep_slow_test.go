@@ -77,3 +77,32 @@ func TestSlowThreeLayerShapes(t *testing.T) {
 	}
 	t.Logf("certified %d of %d", certified, 3*len(shapes))
 }
+
+// TestSlowFloat32TwoHiddenLayerShapes counts the certified extractions of
+// small two-hidden-layer networks at PyTorch's initialisation behind the
+// Go float32 oracle, four shapes and three seeds each (docs/extract.md,
+// "Two hidden layers behind a float32 oracle").
+func TestSlowFloat32TwoHiddenLayerShapes(t *testing.T) {
+	shapes := [][]int{{30, 10, 6, 3}, {40, 12, 8, 5}, {60, 16, 8, 4}, {100, 24, 12, 10}}
+	certified := 0
+	for _, sizes := range shapes {
+		for seed := uint64(1); seed <= 3; seed++ {
+			net := deepTeacher(t, sizes, seed)
+			res, err := Extract(context.Background(), float32Oracle(net), sizes[0], Options{Seed: seed, Widths: sizes[1 : len(sizes)-1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			maxRel := math.Inf(1)
+			if res.Network != nil {
+				if cmp, err := metrics.CompareMLP(net, res.Network); err == nil {
+					maxRel = cmp.MaxRel
+				}
+			}
+			if res.Certificate.Met {
+				certified++
+			}
+			t.Logf("%v seed %d: units %s, certificate %.1e (met %v), max relative parameter error %.1e, %d queries", sizes, seed, res.unitsText(), res.Certificate.Residual, res.Certificate.Met, maxRel, res.Queries)
+		}
+	}
+	t.Logf("certified %d of %d", certified, 3*len(shapes))
+}

@@ -8,12 +8,16 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// planeRadii are the distances from the kink at which refinePlane locates
-// a unit's critical points, in turn: near first, where the hyperplane
-// read from the Jacobian jump is close enough to find them in a narrow
-// window, then farther out, where the same position error tilts the
-// normal less.
-var planeRadii = []float64{1, 4}
+// planeRadius is the distance from the kink at which refinePlane locates
+// a unit's critical points: near enough that the hyperplane read from the
+// Jacobian jump finds them in a narrow window (its normal's error moves
+// them by ρ/√d of it), far enough that their positions' errors tilt the
+// normal little. The whole-network polish restores the last digits.
+const planeRadius = 1.0
+
+// planeProbes is the number of points at which refinePlane first
+// measures the common offset of the kinks from the hyperplane found.
+const planeProbes = 16
 
 // refinePlane sharpens a unit's hyperplane read from a Jacobian jump
 // behind a coarse oracle, where the jump's finite differences leave the
@@ -29,25 +33,9 @@ var planeRadii = []float64{1, 4}
 // hyperplane through the kinks located (2d points, least squares,
 // the points where another kink bends a side left out) replaces u's when
 // enough points are found; est and estW are set from the fit's residual.
-// It returns false when a radius found too few points (a later layer's
-// surface, flat only near x*, or a unit its later layers ignore there).
-func (e *extractor) refinePlane(ctx context.Context, u *unit, x []float64, shiftErr float64) (bool, error) {
-	for i, rho := range planeRadii {
-		ok, err := e.refinePlaneAt(ctx, u, x, rho, shiftErr)
-		if err != nil || !ok {
-			// Farther out the unit may be hidden (later layers ignoring
-			// it): the nearer fit stands.
-			return i > 0, err
-		}
-	}
-	return true, nil
-}
-
-// planeProbes is the number of points at which refinePlaneAt first
-// measures the common offset of the kinks from the hyperplane found.
-const planeProbes = 16
-
-func (e *extractor) refinePlaneAt(ctx context.Context, u *unit, x []float64, rho, shiftErr float64) (bool, error) {
+// It returns false when too few are found (a later layer's surface, flat
+// only near x*, or a unit its later layers ignore there).
+func (e *extractor) refinePlane(ctx context.Context, u *unit, x []float64, shiftErr, rho float64) (bool, error) {
 	d := e.d
 	K := 2*d + 8
 	sigma := math.Sqrt(float64(d))

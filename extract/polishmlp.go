@@ -27,9 +27,9 @@ const (
 // frames of the ones before; a coarse oracle (float32) leaves each with
 // errors of 1e-4 or so that the later layers' fits absorb only inside
 // their frames. The queries number refineRowsPerParam parameters per
-// output value, at least 4 per hidden unit. It returns net unchanged when
-// its residual is already below tol.
-func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP, tol float64) (*nn.MLP, error) {
+// output value, at least 4 per hidden unit; the steps end when one no
+// longer lowers the residual by a tenth.
+func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP) (*nn.MLP, error) {
 	params := 0
 	hid := 0
 	for _, l := range net.Layers {
@@ -45,7 +45,7 @@ func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP, tol float64) (
 	r.diag.QueriesRefine += n
 	best, bestRes := net, certify.RelResidual(Y, net.Forward(X))
 	r.diag.RefineBefore = bestRes
-	for step := 0; step < mlpPolishSteps && bestRes > tol/10; step++ {
+	for step := 0; step < mlpPolishSteps; step++ {
 		if err := ctx.Err(); err != nil {
 			return best, err
 		}
@@ -54,7 +54,11 @@ func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP, tol float64) (
 		if !(res < bestRes) {
 			break
 		}
+		prev := bestRes
 		best, bestRes = cand, res
+		if res > 0.9*prev {
+			break
+		}
 	}
 	r.diag.RefineAfter = bestRes
 	return best, nil
