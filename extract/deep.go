@@ -682,6 +682,22 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		}
 		lay.Check = fmt.Sprintf("the units reproduce the oracle on the searched segments (relative residual %.1e)", e.diag.LineResidual)
 		lay.Passed = last != nil && e.diag.LineResidual <= e.searchTol()
+		if last != nil && e.coarse() {
+			// As for one hidden layer: the least-squares polish of this
+			// stage (which also drops units beyond the width given), its
+			// fit on fresh queries of the frame the check.
+			if e.refined != nil {
+				last = e.refined
+			}
+			q0 := e.diag.QueriesRefine
+			if last, err = e.refineIfRoom(ctx, last); err != nil {
+				return nil, "", err
+			}
+			r.diag.QueriesRefine += e.diag.QueriesRefine - q0
+			lay.Check = fmt.Sprintf("the units reproduce the oracle on fresh queries of the layer's frame after a least-squares polish (relative residual %.1e)", e.diag.RefineAfter)
+			lay.Passed = e.diag.RefineAfter <= e.stopTol()
+			lay.Units = last.Hidden()
+		}
 		r.warn = append(r.warn, prefixed(fmt.Sprintf("layer %d: ", k+1), e.warn)...)
 		lay.Queries = r.root.queries - before
 		r.layers = append(r.layers, lay)

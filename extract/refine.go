@@ -36,6 +36,22 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.
 	}
 	before := certify.RelResidual(Y, net.Forward(X))
 	best, bestRes := net, before
+	// More units than the width given: a record read off a jump that held
+	// two units' parts (behind a coarse oracle) passes for a unit of its
+	// own. The unit whose removal the fit misses least goes, one at a
+	// time, each candidate given one Gauss–Newton step.
+	for e.opt.Hidden > 0 && best.Hidden() > e.opt.Hidden {
+		var keep *nn.Depth2
+		keepRes := math.Inf(1)
+		for i := 0; i < best.Hidden(); i++ {
+			cand := gaussNewton(withoutUnit(best, i), X, Y)
+			if r := certify.RelResidual(Y, cand.Forward(X)); r < keepRes {
+				keep, keepRes = cand, r
+			}
+		}
+		best, bestRes = keep, keepRes
+		e.diag.Duplicates++
+	}
 	for step := 0; step < steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return net, 0, 0, err
@@ -66,7 +82,8 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.
 	return best, before, bestRes, nil
 }
 
-// refineData returns n fresh standard Gaussian queries and the oracle's
+// refineData returns n fresh standard Gaussian queries (random points of
+// the domain when there is one) and the oracle's
 // answers for refine. They are kept: a later refine (the search's trial
 // fits, then the final one, with more units) reuses them and queries only
 // the rows it needs beyond them.
@@ -84,6 +101,13 @@ func (e *extractor) refineData(ctx context.Context, n int) (*mat.Dense, *mat.Den
 		X := mat.NewDense(n-have, e.d, nil)
 		for i := range X.RawMatrix().Data {
 			X.RawMatrix().Data[i] = e.refRng.NormFloat64()
+		}
+		if e.dom != nil {
+			// A stage of a deeper network: the network it fits is the
+			// oracle's only on its domain.
+			for i := 0; i < n-have; i++ {
+				X.SetRow(i, e.dom.sample(e.refRng))
+			}
 		}
 		Y, err := e.o.query(ctx, X)
 		if err != nil {
