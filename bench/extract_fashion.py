@@ -190,6 +190,7 @@ def main():
                     help="float32: only --query-cmd, the server computing in float32 (PyTorch's default dtype); "
                          "scored by argmax agreement and logits on the 10 000 test images")
     ap.add_argument("--max-lines", type=int, default=0, help="relurec extract --max-lines (0: its default)")
+    ap.add_argument("--widths-known", action="store_true", help="give --query-cmd runs the hidden widths (--hidden 32,16) instead of searching them")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -218,7 +219,8 @@ def main():
             write_safetensors(st_path, model.state_dict())
             torch.save(model.state_dict(), pt_path)
             serve_cmd = "%s %s --serve-dtype %s --serve %s" % (sys.executable, os.path.abspath(__file__), args.serve_dtype, pt_path)
-            runs = [("query-cmd", ["--query-cmd", serve_cmd, "--d", "784"] + (["--hidden", "0," * (len(widths) - 1) + "0"] if len(widths) > 1 else []))]
+            hidden = args.hidden if args.widths_known else ",".join("0" for _ in widths)
+            runs = [("query-cmd", ["--query-cmd", serve_cmd, "--d", "784"] + (["--hidden", hidden] if len(widths) > 1 or args.widths_known else []))]
             if args.serve_dtype == "float64":
                 runs = [("onnx", ["--teacher", onnx_path]), ("safetensors", ["--teacher", st_path])] + runs
             for name, flags in runs:
