@@ -205,12 +205,7 @@ func (e *extractor) keepBest(ctx context.Context) error {
 		// there; it shows fewer kinks than they do, so it comes after
 		// them and is dropped here.
 		r := append([]float64(nil), u.w...)
-		for _, q := range basis {
-			c := dotf(r, q)
-			for j := range r {
-				r[j] -= c * q[j]
-			}
-		}
+		projectOut(r, basis)
 		n := math.Sqrt(dotf(r, r))
 		if n < spanTol+30*(u.estW+worst) {
 			continue

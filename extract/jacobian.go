@@ -82,12 +82,7 @@ func (e *extractor) jumpsOutside(ctx context.Context, pairs [][2]*jacJob) ([]boo
 	var basis [][]float64
 	for _, u := range e.units {
 		r := append([]float64(nil), u.w...)
-		for _, q := range basis {
-			c := dotf(r, q)
-			for j := range r {
-				r[j] -= c * q[j]
-			}
-		}
+		projectOut(r, basis)
 		if n := math.Sqrt(dotf(r, r)); n > 1e-6 {
 			for j := range r {
 				r[j] /= n
@@ -107,12 +102,7 @@ func (e *extractor) jumpsOutside(ctx context.Context, pairs [][2]*jacJob) ([]boo
 		for j := range r {
 			r[j] = e.rng.NormFloat64()
 		}
-		for _, q := range basis {
-			c := dotf(r, q)
-			for j := range r {
-				r[j] -= c * q[j]
-			}
-		}
+		projectOut(r, basis)
 		n := math.Sqrt(dotf(r, r))
 		for j := range r {
 			r[j] /= n
@@ -356,6 +346,17 @@ func (e *extractor) knownMargin(x []float64, skip int) float64 {
 		}
 	}
 	return m
+}
+
+// projectOut removes from r its components along the orthonormal rows
+// of basis (one Gram–Schmidt pass).
+func projectOut(r []float64, basis [][]float64) {
+	for _, q := range basis {
+		c := dotf(r, q)
+		for j := range r {
+			r[j] -= c * q[j]
+		}
+	}
 }
 
 func dotf(a, b []float64) float64 {

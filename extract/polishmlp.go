@@ -83,41 +83,21 @@ type mlpStep struct {
 	b [][]float64
 }
 
-func (s mlpStep) each(f func(l int, w, b []float64)) {
+// parts lists the step's weights and biases, layer by layer.
+func (s mlpStep) parts() [][]float64 {
+	var ps [][]float64
 	for l := range s.W {
-		f(l, s.W[l].RawMatrix().Data, s.b[l])
+		ps = append(ps, s.W[l].RawMatrix().Data, s.b[l])
 	}
-}
-
-func (s mlpStep) dot(t mlpStep) float64 {
-	v := 0.0
-	for l := range s.W {
-		v += dotf(s.W[l].RawMatrix().Data, t.W[l].RawMatrix().Data) + dotf(s.b[l], t.b[l])
-	}
-	return v
-}
-
-func (s mlpStep) axpy(a float64, t mlpStep) {
-	for l := range s.W {
-		w, tw := s.W[l].RawMatrix().Data, t.W[l].RawMatrix().Data
-		for i := range w {
-			w[i] += a * tw[i]
-		}
-		for i := range s.b[l] {
-			s.b[l][i] += a * t.b[l][i]
-		}
-	}
+	return ps
 }
 
 // mul multiplies s by m entrywise.
 func (s mlpStep) mul(m mlpStep) {
-	for l := range s.W {
-		w, mw := s.W[l].RawMatrix().Data, m.W[l].RawMatrix().Data
-		for i := range w {
-			w[i] *= mw[i]
-		}
-		for i := range s.b[l] {
-			s.b[l][i] *= m.b[l][i]
+	mp := m.parts()
+	for k, v := range s.parts() {
+		for i := range v {
+			v[i] *= mp[k][i]
 		}
 	}
 }
@@ -203,17 +183,15 @@ func (sys *mlpSystem) jacobi() {
 			sys.scale.b[l][j] = mat.Sum(S2[l].ColView(j))
 		}
 	}
-	sys.scale.each(func(_ int, w, b []float64) {
-		for _, v := range [][]float64{w, b} {
-			for i := range v {
-				if v[i] > 0 {
-					v[i] = 1 / math.Sqrt(v[i])
-				} else {
-					v[i] = 0
-				}
+	for _, v := range sys.scale.parts() {
+		for i := range v {
+			if v[i] > 0 {
+				v[i] = 1 / math.Sqrt(v[i])
+			} else {
+				v[i] = 0
 			}
 		}
-	})
+	}
 }
 
 // apply returns J·s (n × outputs): the forward pass of the step.
@@ -275,7 +253,7 @@ func gaussNewtonMLP(net *nn.MLP, X, Y *mat.Dense) *nn.MLP {
 	R.Sub(Y, net.Forward(X))
 	applyP := func(v mlpStep) *mat.Dense {
 		w := newMLPStep(net)
-		w.axpy(1, v)
+		axpyParts(0, w, 1, v)
 		w.mul(sys.scale)
 		return sys.apply(w)
 	}
@@ -284,39 +262,7 @@ func gaussNewtonMLP(net *nn.MLP, X, Y *mat.Dense) *nn.MLP {
 		s.mul(sys.scale)
 		return s
 	}
-	x := newMLPStep(net)
-	r := mat.DenseCopyOf(&R)
-	s := adjointP(r)
-	q := newMLPStep(net)
-	q.axpy(1, s)
-	gamma := s.dot(s)
-	g0 := gamma
-	for it := 0; it < mlpCGLSIters && gamma > 1e-20*g0; it++ {
-		Jq := applyP(q)
-		qq := mat.Norm(Jq, 2)
-		if qq == 0 {
-			break
-		}
-		alpha := gamma / (qq * qq)
-		x.axpy(alpha, q)
-		var T mat.Dense
-		T.Scale(alpha, Jq)
-		r.Sub(r, &T)
-		s = adjointP(r)
-		g := s.dot(s)
-		beta := g / gamma
-		gamma = g
-		// q = s + β·q
-		for l := range q.W {
-			qw, sw := q.W[l].RawMatrix().Data, s.W[l].RawMatrix().Data
-			for i := range qw {
-				qw[i] = sw[i] + beta*qw[i]
-			}
-			for i := range q.b[l] {
-				q.b[l][i] = s.b[l][i] + beta*q.b[l][i]
-			}
-		}
-	}
+	x := cgls(applyP, adjointP, func() mlpStep { return newMLPStep(net) }, &R, mlpCGLSIters, 1e-20)
 	x.mul(sys.scale)
 	out := &nn.MLP{}
 	for l, layer := range net.Layers {

@@ -189,36 +189,8 @@ func gaussNewton(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	gs.scaling()
 	applyP := func(v gnVec) *mat.Dense { return gs.apply(gs.precond(v, false)) }
 	adjointP := func(r *mat.Dense) gnVec { return gs.precond(gs.adjoint(r), true) }
-	// CGLS on min ‖J·P·y − R‖, x = P·y.
-	x := gs.newVec()
-	r := mat.DenseCopyOf(R)
-	s := adjointP(r)
-	q := gs.newVec()
-	q.axpy(1, s)
-	gamma := s.dot(s)
-	g0 := gamma
-	for it := 0; it < 40 && gamma > 1e-14*g0; it++ {
-		Jq := applyP(q)
-		qq := mat.Norm(Jq, 2)
-		if qq == 0 {
-			break
-		}
-		alpha := gamma / (qq * qq)
-		x.axpy(alpha, q)
-		var T mat.Dense
-		T.Scale(alpha, Jq)
-		r.Sub(r, &T)
-		s = adjointP(r)
-		g := s.dot(s)
-		beta := g / gamma
-		gamma = g
-		// q = s + β·q
-		for _, pr := range q.pairs(s) {
-			for i := range pr[0] {
-				pr[0][i] = pr[1][i] + beta*pr[0][i]
-			}
-		}
-	}
+	// min ‖J·P·y − R‖, x = P·y.
+	x := cgls(applyP, adjointP, gs.newVec, R, 40, 1e-14)
 	x = gs.precond(x, false)
 	out := net.Clone()
 	out.W.Add(out.W, x.W)
@@ -241,23 +213,64 @@ type gnVec struct {
 	c []float64
 }
 
-// pairs lists the four parts of v beside those of w.
-func (v gnVec) pairs(w gnVec) [][2][]float64 {
-	return [][2][]float64{{v.W.RawMatrix().Data, w.W.RawMatrix().Data}, {v.b, w.b}, {v.A.RawMatrix().Data, w.A.RawMatrix().Data}, {v.c, w.c}}
+// parts lists v's four parts.
+func (v gnVec) parts() [][]float64 {
+	return [][]float64{v.W.RawMatrix().Data, v.b, v.A.RawMatrix().Data, v.c}
 }
 
-// dot is the inner product of v and w as vectors.
-func (v gnVec) dot(w gnVec) float64 {
-	return dotf(v.W.RawMatrix().Data, w.W.RawMatrix().Data) + dotf(v.b, w.b) + dotf(v.A.RawMatrix().Data, w.A.RawMatrix().Data) + dotf(v.c, w.c)
+// stepVec is a Gauss–Newton step held as parts (slices of parameters):
+// what cgls needs to treat it as one vector.
+type stepVec interface{ parts() [][]float64 }
+
+// dotParts is the inner product of v and w as vectors.
+func dotParts(v, w stepVec) float64 {
+	s := 0.0
+	wp := w.parts()
+	for k, a := range v.parts() {
+		s += dotf(a, wp[k])
+	}
+	return s
 }
 
-// axpy adds s·src to v.
-func (v gnVec) axpy(s float64, src gnVec) {
-	for _, pr := range v.pairs(src) {
-		for i := range pr[0] {
-			pr[0][i] += s * pr[1][i]
+// axpyParts sets v to a·v + s·w.
+func axpyParts(a float64, v stepVec, s float64, w stepVec) {
+	wp := w.parts()
+	for k, x := range v.parts() {
+		for i := range x {
+			x[i] = a*x[i] + s*wp[k][i]
 		}
 	}
+}
+
+// cgls minimises ‖apply(y) − R‖ by conjugate gradients on the normal
+// equations (CGLS), from y = 0 (zero), at most iters iterations, until
+// ‖adjoint(r)‖² falls below rel of its start.
+func cgls[V stepVec](apply func(V) *mat.Dense, adjoint func(*mat.Dense) V, zero func() V, R *mat.Dense, iters int, rel float64) V {
+	x := zero()
+	r := mat.DenseCopyOf(R)
+	s := adjoint(r)
+	q := zero()
+	axpyParts(0, q, 1, s)
+	gamma := dotParts(s, s)
+	g0 := gamma
+	for it := 0; it < iters && gamma > rel*g0; it++ {
+		Jq := apply(q)
+		qq := mat.Norm(Jq, 2)
+		if qq == 0 {
+			break
+		}
+		alpha := gamma / (qq * qq)
+		axpyParts(1, x, alpha, q)
+		var T mat.Dense
+		T.Scale(alpha, Jq)
+		r.Sub(r, &T)
+		s = adjoint(r)
+		g := dotParts(s, s)
+		beta := g / gamma
+		gamma = g
+		axpyParts(beta, q, 1, s) // q = s + β·q
+	}
+	return x
 }
 
 // gnSystem is gaussNewton's linear least-squares problem: the Jacobian of
