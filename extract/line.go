@@ -450,7 +450,7 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	}
 	slices.Sort(b)
 	e.noiseMed = b[len(b)/2]
-	e.eta = math.Max(e.etaFloor, kinkFactor(e.deep)*e.noiseMed)
+	e.eta = math.Max(e.etaFloor, e.kinkFactor()*e.noiseMed)
 	return e.eta, nil
 }
 
@@ -609,12 +609,13 @@ func (p *piece) chordEnds(point []bool) (int, int) {
 }
 
 // kinkFactor is the bend threshold in units of the measured rounding: 100,
-// or 30 on the first layer of a deeper network, whose weaker kinks (units
-// of 0.6 norm beside trained ones of 2.5, behind a float32 oracle) hide
-// below 100; the false kinks the lower threshold adds are screened out
-// by their Jacobian jump (jumpsOutside) for 18 queries each.
-func kinkFactor(deep bool) float64 {
-	if deep {
+// or 30 on the first layer of a deeper network behind a coarse oracle,
+// whose weaker kinks (units of 0.6 norm beside trained ones of 2.5,
+// behind float32) hide below 100; the false kinks the lower threshold
+// adds are screened out by their Jacobian jump (jumpsOutside) for 18
+// queries each.
+func (e *extractor) kinkFactor() float64 {
+	if e.deep && e.coarse() {
 		return 30
 	}
 	return 100
