@@ -186,7 +186,9 @@
 //     distance 1 from where it was read (six queries each, where the
 //     straight sides' lines meet), and the hyperplane fitted through them
 //     (1−cos from 7e-7 to 1e-12 on TestRefinePlaneSharpensUnit). When
-//     every layer passed its check, the whole network is fitted at once
+//     every layer passed its check (or all but the last, which found the
+//     width given: its fit in its frame carries the earlier layers'
+//     float32 errors), the whole network is fitted at once
 //     by Gauss–Newton steps on fresh Gaussian queries (polishNetwork, all
 //     layers, activation patterns held; also behind float64 when the
 //     certificate is not met) and certified again.
@@ -201,7 +203,7 @@
 // act where they switch), and its certificate is not met
 // (docs/extract.md). Two hidden layers behind a float32 oracle, widths
 // given: PyTorch's initialisation, 30-10-6-3 to 100-24-12-10, 10 of 12
-// certified (the Go float32 oracle); a trained 784-32-16-10 served by
+// certified (the Go float32 oracle); three trained 784-32-16-10 served by
 // PyTorch in float32 with argmax agreement 1.0 on the 10 000 test images
 // and logits within 7.6e-7 (docs/extract.md).
 //
