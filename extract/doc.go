@@ -181,7 +181,7 @@
 //     or later layers'). A Jacobian jump read behind float32 leaves a
 //     normal off by 1e-3, too coarse for the hyperplane test and the
 //     frames, so every candidate is sharpened first (refinePlane, after
-//     Carlini et al.'s §4.3 critical points of one unit): its kink is
+//     Carlini et al.'s critical points of one neuron): its kink is
 //     located on the normal line through 2d points of its hyperplane at
 //     distance 1 from where it was read (six queries each, where the
 //     straight sides' lines meet), and the hyperplane fitted through them

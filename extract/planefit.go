@@ -23,8 +23,8 @@ const planeProbes = 16
 // behind a coarse oracle, where the jump's finite differences leave the
 // normal off by 1e-3 or so — too coarse for the hyperplane test to tell
 // the unit's kinks from its neighbours' and for the frames of the layers
-// after it. After Carlini, Jagielski, Mironov (carlini2020, §4.3, the
-// critical points of one unit), it locates the unit's kink on the normal
+// after it. After Carlini, Jagielski, Mironov (CRYPTO 2020), who locate a
+// neuron's critical points to refine it, it locates the unit's kink on the normal
 // line through points y_k = x* + ρ·g_k of the hyperplane found (x* the
 // kink it was read at, g_k random unit directions in the hyperplane): six
 // queries at y_k + τ·ε·ŵ, τ ∈ {±1, ±2, ±3}, two straight sides whose

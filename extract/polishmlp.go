@@ -21,8 +21,8 @@ const (
 // Gaussian queries at once by Gauss–Newton steps (the activation pattern
 // held in each), kept while they lower the relative residual: the
 // precision-restoring polish of the whole network that ends a layer-by-
-// layer extraction (issue of precision in Carlini, Jagielski, Mironov
-// (carlini2020) §4.3, there done by re-solving each unit). The layers
+// layer extraction (Carlini, Jagielski, Mironov (CRYPTO 2020) restore
+// precision unit by unit instead). The layers
 // are found to the oracle's precision one at a time, each through the
 // frames of the ones before; a coarse oracle (float32) leaves each with
 // errors of 1e-4 or so that the later layers' fits absorb only inside
