@@ -106,3 +106,32 @@ func TestGaussNewtonMLPRestoresPrecision(t *testing.T) {
 		t.Errorf("relative residual %.1e → %.1e", before, after)
 	}
 }
+
+// complete lets a last layer that failed its check through to the
+// whole-network polish only behind a coarse oracle and with every unit of
+// the width given found; earlier layers must pass.
+func TestDeepRunComplete(t *testing.T) {
+	passed := LayerResult{Units: 32, Width: 32, Passed: true}
+	lastFull := LayerResult{Units: 16, Width: 16}
+	lastShort := LayerResult{Units: 15, Width: 16}
+	lastNoWidth := LayerResult{Units: 16}
+	cases := []struct {
+		layers []LayerResult
+		noise  float64
+		want   bool
+	}{
+		{[]LayerResult{passed, {Units: 16, Width: 16, Passed: true}}, 0, true},
+		{[]LayerResult{passed, lastFull}, 0, false},
+		{[]LayerResult{passed, lastFull}, 3e-7, true},
+		{[]LayerResult{passed, lastShort}, 3e-7, false},
+		{[]LayerResult{passed, lastNoWidth}, 3e-7, false},
+		{[]LayerResult{{Units: 31, Width: 32}, lastFull}, 3e-7, false},
+		{nil, 3e-7, false},
+	}
+	for i, c := range cases {
+		r := &deepRun{layers: c.layers, diag: Diagnostics{Noise: c.noise}}
+		if got := r.complete(); got != c.want {
+			t.Errorf("case %d: complete() = %v, want %v", i, got, c.want)
+		}
+	}
+}
