@@ -525,7 +525,7 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	if net != nil && failed == "" && r.complete() && (!res.Certificate.Met || r.diag.Noise > 1e-12) {
+	if net != nil && failed == "" && r.complete() && (!res.Certificate.Met || coarseRounding(r.diag.Noise)) {
 		// Every layer found, each to the oracle's precision through the
 		// frames of the ones before: the whole network fitted at once
 		// (always behind a coarse oracle, whose certificate tolerance is
@@ -572,7 +572,7 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 func (r *deepRun) complete() bool {
 	n := len(r.layers)
 	for i, l := range r.layers {
-		last := i == n-1 && r.diag.Noise > 1e-12 && l.Width > 0 && l.Units == l.Width
+		last := i == n-1 && coarseRounding(r.diag.Noise) && l.Width > 0 && l.Units == l.Width
 		if !l.Passed && !last {
 			return false
 		}

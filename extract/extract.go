@@ -640,7 +640,11 @@ func (e *extractor) stopMsg(err error) (string, error) {
 // coarse reports an oracle that rounds coarser than float64 arithmetic
 // (float32): its units come from the search to a few digits, and the
 // whole-network least-squares polish (refine) restores the rest.
-func (e *extractor) coarse() bool { return e.noiseMed > 1e-12 }
+func (e *extractor) coarse() bool { return coarseRounding(e.noiseMed) }
+
+// coarseRounding reports a measured relative rounding nu coarser than
+// float64 arithmetic leaves (float32's is ≈ 1e-7).
+func coarseRounding(nu float64) bool { return nu > 1e-12 }
 
 // searchTol is the line residual that ends the search: the certificate's
 // tolerance, or 10 times it for a coarse oracle, whose units the

@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -346,6 +347,13 @@ func (e *extractor) knownMargin(x []float64, skip int) float64 {
 		}
 	}
 	return m
+}
+
+// median returns the median of x, the upper one for an even count; it
+// sorts x.
+func median(x []float64) float64 {
+	slices.Sort(x)
+	return x[len(x)/2]
 }
 
 // projectOut removes from r its components along the orthonormal rows

@@ -448,8 +448,7 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	for k := 1; k < len(tight.t)-1; k += 3 {
 		b = append(b, tight.bend(k, scale))
 	}
-	slices.Sort(b)
-	e.noiseMed = b[len(b)/2]
+	e.noiseMed = median(b)
 	e.eta = math.Max(e.etaFloor, e.kinkFactor()*e.noiseMed)
 	return e.eta, nil
 }

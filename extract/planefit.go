@@ -3,7 +3,6 @@ package extract
 import (
 	"context"
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -34,7 +33,8 @@ const planeProbes = 16
 // the points where another kink bends a side left out) replaces u's when
 // enough points are found; est and estW are set from the fit's residual.
 // It returns false when too few are found (a later layer's surface, flat
-// only near x*, or a unit its later layers ignore there).
+// only near x*, or a unit its later layers ignore there). x is moved with
+// the hyperplane (by the offset the probes measure).
 func (e *extractor) refinePlane(ctx context.Context, u *unit, x []float64, shiftErr, rho float64) (bool, error) {
 	d := e.d
 	K := 2*d + 8
@@ -47,10 +47,7 @@ func (e *extractor) refinePlane(ctx context.Context, u *unit, x []float64, shift
 		for j := range g {
 			g[j] = e.rng.NormFloat64()
 		}
-		c := dotf(g, u.w)
-		for j := range g {
-			g[j] -= c * u.w[j]
-		}
+		projectOut(g, [][]float64{u.w})
 		n := math.Sqrt(dotf(g, g))
 		for j := range g {
 			g[j] /= n
@@ -188,12 +185,6 @@ func rmsResidual(A *mat.Dense, x, b *mat.VecDense, n int) float64 {
 		s += r.AtVec(i) * r.AtVec(i)
 	}
 	return math.Sqrt(s / float64(n))
-}
-
-// median returns the median of x (reordered).
-func median(x []float64) float64 {
-	slices.Sort(x)
-	return x[len(x)/2]
 }
 
 // locateKinks finds unit u's kink on the normal line through each point

@@ -30,11 +30,12 @@ const (
 // output value, at least 4 per hidden unit; the steps end when one no
 // longer lowers the residual by a tenth.
 func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP) (*nn.MLP, error) {
-	params := 0
-	hid := 0
-	for _, l := range net.Layers {
+	params, hid := 0, 0
+	for k, l := range net.Layers {
 		params += l.Out() * (l.In() + 1)
-		hid += l.Out()
+		if k < len(net.Layers)-1 {
+			hid += l.Out()
+		}
 	}
 	p := net.Out()
 	n := max(refineRowsPerParam*params/p, 4*hid)

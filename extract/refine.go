@@ -3,7 +3,6 @@ package extract
 import (
 	"context"
 	"math"
-	"sort"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -147,15 +146,14 @@ func weakest(net *nn.Depth2, X *mat.Dense) (int, bool) {
 		}
 		c[j] = mat.Norm(net.A.ColView(j), 2) * math.Sqrt(hh/float64(n))
 	}
-	sorted := append([]float64(nil), c...)
-	sort.Float64s(sorted)
+	mid := median(append([]float64(nil), c...))
 	low := 0
 	for j := range c {
 		if c[j] < c[low] {
 			low = j
 		}
 	}
-	return low, c[low] < 0.01*sorted[m/2]
+	return low, c[low] < 0.01*mid
 }
 
 // withoutUnit returns net without hidden unit i.
