@@ -177,3 +177,65 @@ func depth2Teacher(t *testing.T, d, m, p int, seed uint64) (*nn.MLP, *nn.Depth2)
 	}
 	return net, truth
 }
+
+// With more unit records than the width given, refine drops the record a
+// few hundredths off a unit found twice, not the unit's own record nor
+// another unit: of two records of one unit, the output layer's
+// least-squares fit misses the worse one least.
+func TestRefineDropsNearCopyToTheWidth(t *testing.T) {
+	const d, m, p = 30, 8, 5
+	teacherNet, truth := depth2Teacher(t, d, m, p, 4)
+	rng := synth.NewRand(9)
+	start := truth.Clone()
+	// Records of unit 3 off by 0.05 and of unit 5 off by 0.2, each with
+	// half its unit's output column.
+	for _, c := range []struct {
+		src int
+		off float64
+	}{{3, 0.05}, {5, 0.2}} {
+		w := append([]float64(nil), truth.W.RawRowView(c.src)...)
+		norm := math.Sqrt(dotf(w, w))
+		for i := range w {
+			w[i] += c.off * norm / math.Sqrt(d) * rng.NormFloat64()
+		}
+		a := mat.Col(nil, c.src, truth.A)
+		for o := range a {
+			a[o] /= 2
+			start.A.Set(o, c.src, a[o])
+		}
+		start = withUnit(start, w, truth.B[c.src], a)
+	}
+	e := &extractor{d: d, o: &counted{f: float32Oracle(teacherNet), d: d}, rng: synth.NewRand(1), opt: Options{Hidden: m}}
+	// No Gauss–Newton steps: the records kept are the drop's alone.
+	got, _, after, err := e.refine(context.Background(), start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("units %d → %d, residual %.1e", start.Hidden(), got.Hidden(), after)
+	if got.Hidden() != m || after > 1e-6 {
+		t.Fatalf("units %d (want %d), residual %.1e (want ≤ 1e-6)", got.Hidden(), m, after)
+	}
+	for j := 0; j < m; j++ {
+		w := truth.W.RawRowView(j)
+		best := 1.0
+		for k := 0; k < m; k++ {
+			g := got.W.RawRowView(k)
+			best = math.Min(best, 1-dotf(w, g)/math.Sqrt(dotf(w, w)*dotf(g, g)))
+		}
+		if best > 1e-9 {
+			t.Errorf("unit %d: nearest record 1−cos %.1e", j, best)
+		}
+	}
+}
+
+// withUnit returns net with one more hidden unit (w, b) whose output
+// column is a.
+func withUnit(net *nn.Depth2, w []float64, b float64, a []float64) *nn.Depth2 {
+	m, d, p := net.Hidden(), net.In(), net.Out()
+	out := &nn.Depth2{W: mat.NewDense(m+1, d, nil), B: append(append([]float64(nil), net.B...), b), A: mat.NewDense(p, m+1, nil), C: append([]float64(nil), net.C...)}
+	out.W.Slice(0, m, 0, d).(*mat.Dense).Copy(net.W)
+	out.W.SetRow(m, w)
+	out.A.Slice(0, p, 0, m).(*mat.Dense).Copy(net.A)
+	out.A.SetCol(m, a)
+	return out
+}
