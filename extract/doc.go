@@ -74,7 +74,9 @@
 // tolerance or when a trial fit reaches it, and a Gauss–Newton
 // least-squares fit of every parameter to 4·P/p fresh queries (refine,
 // preconditioned across units by (AᵀA)∘(DᵀD), which also drops a copy of
-// a unit that contributes next to nothing) brings the network to float32
+// a unit that contributes next to nothing, and with Hidden given the
+// records beyond it whose removal its output layer's least-squares fit
+// misses least) brings the network to float32
 // accuracy. The certificate's tolerance is
 // then 100× the measured rounding, with a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly
