@@ -725,7 +725,7 @@ func (r *deepRun) lastByPatterns(ctx context.Context, k int) (*nn.MLP, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	lay.Check = fmt.Sprintf("rows unified over the regions of layer %d's frequent activation patterns; orientations by least squares on fresh queries", k)
+	lay.Check = fmt.Sprintf("rows unified over the regions of layer %d's frequent activation patterns; orientations by least squares on fresh queries", k) + lay.Check
 	lay.Passed = lay.Passed && failed == "" && W != nil
 	lay.Queries = r.root.queries - before
 	r.layers = append(r.layers, lay)

@@ -386,12 +386,33 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 		return nil, nil, nil, nil, "", err
 	}
 	// A unit's weights over inputs never active where it switches start
-	// at zero; a least-squares fit on fresh queries moves them (and every
-	// other parameter of the last two layers) towards what f needs.
-	net := &nn.Depth2{W: W, B: b, A: A, C: c}
+	// at zero. Fitted alone (fitMissing), they match f when the records
+	// are the layer's units and every such weight matters on the queries;
+	// then the rows are polished as whole ones are.
+	free, nfree := make([][]bool, len(list)), 0
+	for j, pa := range list {
+		free[j] = make([]bool, m)
+		for i := range free[j] {
+			free[j][i] = !pa.known[i]
+			if free[j][i] {
+				nfree++
+			}
+		}
+	}
+	net, res, err := r.fitMissing(ctx, k, &nn.Depth2{W: W, B: b, A: A, C: c}, free)
+	if err != nil {
+		return nil, nil, nil, nil, "", err
+	}
 	if net, err = r.polishLast(ctx, k, net); err != nil {
 		return nil, nil, nil, nil, "", err
 	}
+	if res <= wholeTol {
+		lay.Passed = true
+		lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive, their %d weights over those fitted with every other parameter held (relative residual %.1e)", len(all)-len(whole), nfree, res)
+		return net.W, net.B, net.A, net.C, failed, nil
+	}
+	// Otherwise a least-squares fit of every parameter of the last two
+	// layers moves them towards what f needs; the certificate decides.
 	r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units seen over every input; the weights of the others over inputs never active where they switch come from a least-squares fit", k+1, len(whole), len(all)))
 	return net.W, net.B, net.A, net.C, failed, nil
 }
@@ -579,4 +600,98 @@ func residual(Y, H, W *mat.Dense, b []float64, A *mat.Dense) *mat.Dense {
 	var R mat.Dense
 	R.Sub(Y, (&nn.Depth2{W: W, B: b, A: A, C: make([]float64, p)}).Forward(H))
 	return &R
+}
+
+// fitMissing fits the weights of the last hidden layer's units over the
+// previous layer's units never active where they switch (free[j][i]) and
+// the output bias, every other parameter held at what the regions gave
+// (exact up to the Jacobians' precision), to fresh standard Gaussian
+// queries. Within an activation pattern f is linear in those weights, so
+// each Gauss–Newton step is a small dense least-squares problem; holding
+// the rest keeps the fit off the directions Gaussian queries hardly see
+// (the offsets of units active on nearly every input against the output
+// bias, the rows of units active together against the null space of
+// their output columns), where a fit of every parameter wanders. A
+// weight whose unit is never active with its input on those queries has
+// no column and stays zero. It returns the network and its relative
+// residual on the queries.
+func (r *deepRun) fitMissing(ctx context.Context, k int, net *nn.Depth2, free [][]bool) (*nn.Depth2, float64, error) {
+	m, d, p := net.Hidden(), net.In(), net.Out()
+	n := 4 * max(refineRowsPerParam*(m*(d+1)+p*(m+1))/p, 4*m)
+	X, Y, err := r.gaussianQueries(ctx, n, 0x2545f491)
+	if err != nil {
+		return net, 0, err
+	}
+	r.diag.QueriesRefine += n
+	H := r.hidden(X, k)
+	best, bestRes := net, certify.RelResidual(Y, net.Forward(H))
+	for step := 0; step < polishSteps; step++ {
+		if err := ctx.Err(); err != nil {
+			return best, bestRes, err
+		}
+		cand := fitStep(best, H, Y, free)
+		if cand == nil {
+			break
+		}
+		res := certify.RelResidual(Y, cand.Forward(H))
+		if !(res < bestRes) {
+			break
+		}
+		best, bestRes = cand, res
+	}
+	return best, bestRes, nil
+}
+
+// fitStep is one Gauss–Newton step of fitMissing: the least-squares
+// change of the free weights and the output bias, net's activation
+// pattern on the rows of H held. It returns nil when the problem has no
+// free column or cannot be solved.
+func fitStep(net *nn.Depth2, H, Y *mat.Dense, free [][]bool) *nn.Depth2 {
+	n, _ := H.Dims()
+	p := net.Out()
+	Z := mat.NewDense(n, net.Hidden(), nil)
+	Z.Mul(H, net.W.T())
+	type entry struct{ j, i int }
+	var cols []entry
+	for j, row := range free {
+		for i, f := range row {
+			if !f {
+				continue
+			}
+			seen := false
+			for s := 0; s < n && !seen; s++ {
+				seen = Z.At(s, j)+net.B[j] > 0 && H.At(s, i) > 0
+			}
+			if seen {
+				cols = append(cols, entry{j, i})
+			}
+		}
+	}
+	J := mat.NewDense(n*p, len(cols)+p, nil)
+	R := mat.NewDense(n*p, 1, nil)
+	F := net.Forward(H)
+	for s := 0; s < n; s++ {
+		for o := 0; o < p; o++ {
+			row := s*p + o
+			for c, e := range cols {
+				if Z.At(s, e.j)+net.B[e.j] > 0 {
+					J.Set(row, c, net.A.At(o, e.j)*H.At(s, e.i))
+				}
+			}
+			J.Set(row, len(cols)+o, 1)
+			R.Set(row, 0, Y.At(s, o)-F.At(s, o))
+		}
+	}
+	var delta mat.Dense
+	if err := delta.Solve(J, R); err != nil {
+		return nil
+	}
+	out := net.Clone()
+	for c, e := range cols {
+		out.W.Set(e.j, e.i, out.W.At(e.j, e.i)+delta.At(c, 0))
+	}
+	for o := 0; o < p; o++ {
+		out.C[o] += delta.At(len(cols)+o, 0)
+	}
+	return out
 }
