@@ -92,7 +92,7 @@ func TestRegionFrame(t *testing.T) {
 	}
 	W2, b2, _ := unitRows(W2, net.Layers[1].Bias, nil)
 	r := &deepRun{d: 20, opt: Options{Seed: 1}, Ws: []*mat.Dense{W1, W2}, bs: [][]float64{b1, b2}}
-	regions := r.mixedPatterns(2)
+	regions := r.mixedPatterns(2, nil)
 	if len(regions) < 3 {
 		t.Fatalf("%d regions with some first-layer units inactive", len(regions))
 	}

@@ -205,19 +205,21 @@ func (r *deepRun) patterns(n int) []region {
 }
 
 // mixedPatterns returns the regions of the same inputs with their
-// activation patterns of layer 1 too, the most frequent patterns of
-// layer n first: a unit of layer n+1 can switch only where some units of
+// activation patterns of layer 1 too, those of the inputs with the
+// highest score first (nil: the most frequent patterns of layer n): a
+// unit of layer n+1 can switch only where some units of
 // layer 1 are inactive (a trained 784-32-16-16-10 has 4 of 16 that never
 // switch where all 32 are active). Regions whose layer-n units outnumber
 // the active layer-1 units (no frame: W₂'s rows over them are dependent)
 // are left out.
-func (r *deepRun) mixedPatterns(n int) []region {
+func (r *deepRun) mixedPatterns(n int, score []float64) []region {
 	acts, count := r.sampledPatterns(n)
 	firsts, _ := r.sampledPatterns(1)
 	m1, _ := r.Ws[0].Dims()
 	m, _ := r.Ws[n-1].Dims()
 	var out []region
 	seen := map[string]bool{}
+	var at []float64
 	for i, act := range acts {
 		rg := region{first: firsts[i], act: act}
 		k := regionKey(rg, m1, m)
@@ -226,9 +228,53 @@ func (r *deepRun) mixedPatterns(n int) []region {
 		}
 		seen[k] = true
 		out = append(out, rg)
+		if score != nil {
+			at = append(at, score[i])
+		} else {
+			at = append(at, float64(count[patternKey(act, m)]))
+		}
 	}
-	sort.SliceStable(out, func(a, b int) bool { return count[patternKey(out[a].act, m)] > count[patternKey(out[b].act, m)] })
-	return out
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return at[idx[a]] > at[idx[b]] })
+	sorted := make([]region, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
+}
+
+// misfit returns, at each of the inputs sampledPatterns draws, how far
+// the oracle is from the units of list (orientLast, missing weights
+// zero): where a unit not found yet is active, the far ones first. It
+// returns nil when list is empty.
+func (r *deepRun) misfit(ctx context.Context, k int, list []*partial) ([]float64, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	units := make([]unit, len(list))
+	for j, pa := range list {
+		units[j] = pa.unit()
+	}
+	W, b, A, c, _, err := r.orientLast(ctx, k, units)
+	if err != nil {
+		return nil, err
+	}
+	X, Y, err := r.gaussianQueries(ctx, patternSamples, 0x7a3d)
+	if err != nil {
+		return nil, err
+	}
+	r.diag.QueriesOrient += patternSamples
+	F := (&nn.Depth2{W: W, B: b, A: A, C: c}).Forward(r.hidden(X, k))
+	out := make([]float64, patternSamples)
+	for i := range out {
+		for o, v := range Y.RawRowView(i) {
+			out[i] += (v - F.At(i, o)) * (v - F.At(i, o))
+		}
+	}
+	return out, nil
 }
 
 // sampledPatterns returns the active units of layer n on each of
@@ -330,26 +376,36 @@ func countMissing(missing []int) int {
 // byPatterns extracts the last hidden layer (layer k+1, k ≥ 2 layers
 // found) region by region: where every unit of layer k is active few of
 // its units switch, so it is searched in the frame of each frequent
-// activation pattern S of layer k (liftFrame, nextPattern), where f is a
-// network of one hidden layer in z_S whose units are layer k+1's with
-// their weights over S; each unit found there gives a partial record,
-// merged across patterns (merge) until the rows are complete.
+// activation pattern S of layer k (regionFrame, nextPattern), then of
+// those patterns with layer 1's (mixedPatterns), where f is a network of
+// one hidden layer in z_S whose units are layer k+1's with their weights
+// over S; each unit found there gives a partial record, merged across
+// patterns (merge) until the rows are complete.
 // Orientations and the output bias come from a least-squares fit on
-// fresh queries (orientLast); records left incomplete are fitted
-// (polishLast). It returns the last two layers' W, b, A, c, or a reason.
+// fresh queries (orientLast); the weights records leave unknown are
+// fitted (fitMissing). It returns the last two layers' W, b, A, c, or a
+// reason.
 func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *mat.Dense, b []float64, A *mat.Dense, c []float64, failed string, err error) {
 	m, _ := r.Ws[k-1].Dims()
 	width := r.opt.Widths[k]
 	var list []*partial
 	// The regions where every unit of layer 1 is active first, then those
-	// of the same inputs' layer-1 patterns, which end after patternsIdle
-	// regions in a row that bring nothing new once the width given has
-	// its records, complete or not (fitMissing fits what they miss).
+	// of the same inputs' layer-1 patterns, those of the inputs the units
+	// found leave the largest misfit first (where units not found yet are
+	// active). They end after patternsIdle regions in a row that bring
+	// nothing new once the width given has its records, complete or not
+	// (fitMissing fits what they miss).
 	tried := 0
 	done := map[string]bool{}
-	for phase, pats := range [][]region{r.patterns(k), r.mixedPatterns(k)} {
-		var err error
-		if list, err = r.searchRegions(ctx, k, pats, list, done, &tried, phase == 0, lay); err != nil {
+	if list, err = r.searchRegions(ctx, k, r.patterns(k), list, done, &tried, true, lay); err != nil {
+		return nil, nil, nil, nil, "", err
+	}
+	if !(width > 0 && enough(list, width)) {
+		score, err := r.misfit(ctx, k, list)
+		if err != nil {
+			return nil, nil, nil, nil, "", err
+		}
+		if list, err = r.searchRegions(ctx, k, r.mixedPatterns(k, score), list, done, &tried, false, lay); err != nil {
 			return nil, nil, nil, nil, "", err
 		}
 	}
@@ -419,7 +475,7 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 	}
 	if res <= wholeTol {
 		lay.Passed = true
-		lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive, their %d weights over those fitted with every other parameter held (relative residual %.1e)", len(all)-len(whole), nfree, res)
+		lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive, their %d weights over those fitted with every other parameter held, then the last two layers polished (relative residual %.1e on fresh queries)", len(all)-len(whole), nfree, res)
 		return net.W, net.B, net.A, net.C, failed, nil
 	}
 	// Otherwise a least-squares fit of every parameter of the last two
