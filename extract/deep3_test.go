@@ -43,11 +43,10 @@ func TestExtractThreeHiddenLayers(t *testing.T) {
 	}
 }
 
-// A last layer with weights its units are seldom active with on
-// standard Gaussian inputs (a unit seen in one region, over 3 of 8
-// inputs) is fitted, reported as such, fails its layer's check and, with
-// Exact, the extraction (errs.ErrNotExact) when the certificate is not
-// met.
+// A last layer whose records leave it short of f (a unit not found, or
+// weights its units are seldom active with on standard Gaussian inputs)
+// is fitted, reported as such, fails its layer's check and, with Exact,
+// the extraction (errs.ErrNotExact) when the certificate is not met.
 func TestExtractThreeHiddenLayersPartial(t *testing.T) {
 	net := deepTeacher(t, []int{24, 12, 8, 6, 3}, 3)
 	res, err := Extract(context.Background(), FromMLP(net), 24, Options{Seed: 3, Widths: []int{12, 8, 6}, Exact: true})
