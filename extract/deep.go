@@ -725,7 +725,7 @@ func (r *deepRun) lastByPatterns(ctx context.Context, k int) (*nn.MLP, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	lay.Check = fmt.Sprintf("rows unified over the regions of layer %d's frequent activation patterns; orientations by least squares on fresh queries", k)
+	lay.Check = fmt.Sprintf("rows unified over the regions of layer %d's frequent activation patterns; orientations by least squares on fresh queries", k) + lay.Check
 	lay.Passed = lay.Passed && failed == "" && W != nil
 	lay.Queries = r.root.queries - before
 	r.layers = append(r.layers, lay)
@@ -1062,6 +1062,15 @@ func (r *deepRun) frameAfter(n int) (frame, error) {
 	if n >= 2 {
 		return r.liftFrame(n, nil)
 	}
+	return r.firstFrame(nil)
+}
+
+// firstFrame is the frame of layer 1 in which its units in first (nil:
+// all) are active and the others inactive: x = W₁⁺·(σ∘u − b₁) on the
+// orthant u > 0, with σ_i = 1 for the active units and −1 for the
+// others, so that z₁ = σ∘u and layer 1's outputs are u on the active
+// units and 0 on the others.
+func (r *deepRun) firstFrame(first []int) (frame, error) {
 	W, b := r.Ws[0], r.bs[0]
 	m, _ := W.Dims()
 	Wp, err := pinv(W)
@@ -1074,7 +1083,24 @@ func (r *deepRun) frameAfter(n int) (frame, error) {
 	for j := range q {
 		q[j] = -Pb.AtVec(j)
 	}
+	if first != nil {
+		d, _ := Wp.Dims()
+		for i, on := range activeSet(first, m) {
+			for j := 0; j < d && !on; j++ {
+				Wp.Set(j, i, -Wp.At(j, i))
+			}
+		}
+	}
 	return frame{P: Wp, q: q, dom: orthant(m)}, nil
+}
+
+// activeSet returns the units of act as a mask over m.
+func activeSet(act []int, m int) []bool {
+	on := make([]bool, m)
+	for _, i := range act {
+		on[i] = true
+	}
+	return on
 }
 
 // liftFrame returns the frame of layer n ≥ 2 in which the units of
@@ -1084,18 +1110,42 @@ func (r *deepRun) frameAfter(n int) (frame, error) {
 // z_{n−1} = W_S⁺·(z_S − b_S) + ν (liftOffset), with walls for the
 // previous frame's and for the inactive units.
 func (r *deepRun) liftFrame(n int, act []int) (frame, error) {
+	return r.regionFrame(n, region{act: act})
+}
+
+// region is an activation pattern of the layers found: the active units
+// of layer 1 (first) and of the last one searched (act), nil for all.
+type region struct{ first, act []int }
+
+// regionFrame is liftFrame with layer 1's units outside rg.first
+// inactive: the lift into layer 2 starts from firstFrame(rg.first), where
+// layer 2's pre-activations are W₂ with those units' columns zeroed,
+// applied to u.
+func (r *deepRun) regionFrame(n int, rg region) (frame, error) {
 	W, b := r.Ws[n-1], r.bs[n-1]
 	m, _ := W.Dims()
-	prev, err := r.frameAfter(n - 1)
+	var prev frame
+	var err error
+	if n == 2 {
+		prev, err = r.firstFrame(rg.first)
+		if rg.first != nil {
+			m1, _ := r.Ws[0].Dims()
+			W = mat.DenseCopyOf(W)
+			for i, on := range activeSet(rg.first, m1) {
+				for j := 0; j < m && !on; j++ {
+					W.Set(j, i, 0)
+				}
+			}
+		}
+	} else {
+		prev, err = r.regionFrame(n-1, region{first: rg.first})
+	}
 	if err != nil {
 		return frame{}, err
 	}
 	walls := append([]unit(nil), prev.dom.walls...)
-	if act != nil {
-		on := make([]bool, m)
-		for _, i := range act {
-			on[i] = true
-		}
+	if act := rg.act; act != nil {
+		on := activeSet(act, m)
 		for i := 0; i < m; i++ {
 			if !on[i] {
 				walls = append(walls, negWall(W.RawRowView(i), b[i]))

@@ -3,10 +3,16 @@ package extract
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/relurec/relurec/errs"
+	"github.com/relurec/relurec/internal/rng"
+	"github.com/relurec/relurec/nn"
 )
 
 // Three hidden layers: the last one is extracted region by region
@@ -26,6 +32,10 @@ func TestExtractThreeHiddenLayers(t *testing.T) {
 		{[]int{24, 12, 8, 6, 3}, 1},
 		{[]int{40, 20, 10, 8, 3}, 2},
 		{[]int{64, 24, 12, 12, 5}, 3},
+		// A last-layer unit whose kinks lie only where a second-layer
+		// unit is inactive: its weight over that unit is fitted with
+		// every other parameter held (fitMissing).
+		{[]int{30, 16, 8, 8, 3}, 2},
 	}
 	for _, c := range cases {
 		net := deepTeacher(t, c.sizes, c.seed)
@@ -33,12 +43,13 @@ func TestExtractThreeHiddenLayers(t *testing.T) {
 	}
 }
 
-// A last layer with a unit seen only where some inputs are inactive is
-// fitted, reported as such, fails its layer's check and, with Exact, the
-// extraction (errs.ErrNotExact) when the certificate is not met.
+// A last layer whose records leave it short of f (a unit not found, or
+// weights its units are seldom active with on standard Gaussian inputs)
+// is fitted, reported as such, fails its layer's check and, with Exact,
+// the extraction (errs.ErrNotExact) when the certificate is not met.
 func TestExtractThreeHiddenLayersPartial(t *testing.T) {
-	net := deepTeacher(t, []int{30, 16, 8, 8, 3}, 2)
-	res, err := Extract(context.Background(), FromMLP(net), 30, Options{Seed: 2, Widths: []int{16, 8, 8}, Exact: true})
+	net := deepTeacher(t, []int{24, 12, 8, 6, 3}, 3)
+	res, err := Extract(context.Background(), FromMLP(net), 24, Options{Seed: 3, Widths: []int{12, 8, 6}, Exact: true})
 	if res == nil || len(res.Layers) != 3 {
 		t.Fatalf("result %+v, err %v", res, err)
 	}
@@ -53,4 +64,90 @@ func TestExtractThreeHiddenLayersPartial(t *testing.T) {
 	if res.Certificate.Met != (err == nil) || !res.Certificate.Met && !errors.Is(err, errs.ErrNotExact) {
 		t.Errorf("certificate %+v, err %v", res.Certificate, err)
 	}
+}
+
+// The frame of a region with some first-layer units inactive: at random
+// points of its domain the teacher's first two layers have the region's
+// activation patterns, and the second layer's active units have the
+// frame's coordinates as pre-activations (up to each row's scale).
+func TestRegionFrame(t *testing.T) {
+	net := deepTeacher(t, []int{20, 10, 6, 6, 3}, 4)
+	W1, b1, _ := unitRows(net.Layers[0].Weight, net.Layers[0].Bias, nil)
+	// Layer 2 over the unit-row first layer's pre-activations.
+	s1 := make([]float64, 10)
+	for i := range s1 {
+		row := net.Layers[0].Weight.RawRowView(i)
+		s1[i] = math.Sqrt(dotf(row, row))
+	}
+	W2 := mat.DenseCopyOf(net.Layers[1].Weight)
+	for j := 0; j < 6; j++ {
+		for i := 0; i < 10; i++ {
+			W2.Set(j, i, W2.At(j, i)*s1[i])
+		}
+	}
+	n2 := make([]float64, 6)
+	for j := range n2 {
+		n2[j] = math.Sqrt(dotf(W2.RawRowView(j), W2.RawRowView(j)))
+	}
+	W2, b2, _ := unitRows(W2, net.Layers[1].Bias, nil)
+	r := &deepRun{d: 20, opt: Options{Seed: 1}, Ws: []*mat.Dense{W1, W2}, bs: [][]float64{b1, b2}}
+	regions := r.mixedPatterns(2, nil)
+	if len(regions) < 3 {
+		t.Fatalf("%d regions with some first-layer units inactive", len(regions))
+	}
+	g := rng.New(5)
+	for _, rg := range regions[:3] {
+		fr, err := r.regionFrame(2, rg)
+		if err != nil {
+			t.Fatalf("region %+v: %v", rg, err)
+		}
+		for n := 0; n < 20; n++ {
+			z := fr.dom.sample(g)
+			x := make([]float64, 20)
+			for j := range x {
+				x[j] = dotf(fr.P.RawRowView(j), z) + fr.q[j]
+			}
+			pre := preActivations(net, x)
+			if got := activeUnits(pre[0]); !slices.Equal(got, rg.first) {
+				t.Fatalf("region %+v: layer 1 active %v at %v", rg, got, z)
+			}
+			if got := activeUnits(pre[1]); !slices.Equal(got, rg.act) {
+				t.Fatalf("region %+v: layer 2 active %v at %v", rg, got, z)
+			}
+			for c, j := range rg.act {
+				if d := math.Abs(pre[1][j]/n2[j] - z[c]); d > 1e-9*math.Max(1, math.Abs(z[c])) {
+					t.Fatalf("region %+v: unit %d pre-activation %v, frame coordinate %v", rg, j, pre[1][j]/n2[j], z[c])
+				}
+			}
+		}
+	}
+}
+
+// preActivations returns every layer's pre-activations of net at x.
+func preActivations(net *nn.MLP, x []float64) [][]float64 {
+	var out [][]float64
+	h := x
+	for _, l := range net.Layers {
+		z := make([]float64, l.Out())
+		for i := range z {
+			z[i] = dotf(l.Weight.RawRowView(i), h) + l.Bias[i]
+		}
+		out = append(out, z)
+		h = make([]float64, len(z))
+		for i, v := range z {
+			h[i] = math.Max(v, 0)
+		}
+	}
+	return out
+}
+
+// activeUnits lists the positive entries of z.
+func activeUnits(z []float64) []int {
+	var on []int
+	for i, v := range z {
+		if v > 0 {
+			on = append(on, i)
+		}
+	}
+	return on
 }

@@ -167,7 +167,14 @@
 //     of partial signatures, with the scale fixed by the output column).
 //     Units seen over every input are kept; their orientations and the
 //     output bias come from a least-squares fit of the affine residual
-//     on fresh queries (L = −Σ_{flipped} â_j·ŵ_jᵀ, flips rounded).
+//     on fresh queries (L = −Σ_{flipped} â_j·ŵ_jᵀ, flips rounded). Some
+//     units switch only where some first-layer units are inactive, so
+//     the regions of the same inputs' first-layer patterns follow
+//     (regionFrame: those units inactive by a change of sign in the
+//     first frame). The weights of a unit over inputs never active where
+//     it switches are fitted alone, every other parameter held at what
+//     the regions gave (fitMissing: on Gaussian queries and on inputs
+//     where those weights act).
 //  6. The whole network is certified on fresh standard Gaussian inputs
 //     like a one-layer one.
 //  7. Behind a coarse oracle (float32) the tests above follow its
@@ -198,11 +205,8 @@
 // Measured: 784-32-16-10 and 784-64-32-10 (PyTorch's initialisation and
 // trained on Fashion-MNIST), every parameter within 3.8e-9 after
 // alignment from 2^16.7 – 2^19 queries in seconds (docs/extract.md).
-// Three hidden layers (784-32-16-16-10, PyTorch's initialisation): two
-// seeds of three within 1.3e-10 from 2^18.1 – 2^18.2 queries in 10 s;
-// the third leaves three units of the last layer seen only where some
-// second-layer units are inactive (their weights over those units never
-// act where they switch), and its certificate is not met
+// Three hidden layers (784-32-16-16-10, PyTorch's initialisation): three
+// seeds of three within 1.8e-10 from 2^18.1 – 2^18.4 queries
 // (docs/extract.md). Two hidden layers behind a float32 oracle, widths
 // given: PyTorch's initialisation, 30-10-6-3 to 100-24-12-10, 10 of 12
 // certified (the Go float32 oracle); three trained 784-32-16-10 served by

@@ -181,47 +181,122 @@ const (
 // patterns returns the activation patterns of layer n (1-based, the
 // layers found so far) on patternSamples standard Gaussian inputs, the
 // most frequent first (the regions that matter most for f on such
-// inputs), each as the list of its active units.
-func (r *deepRun) patterns(n int) [][]int {
-	H := r.hidden(gaussianRows(patternSamples, r.d, r.opt.Seed^0x7a3d), n)
-	rows, cols := H.Dims()
-	count := map[string]int{}
-	act := map[string][]int{}
-	for i := 0; i < rows; i++ {
-		key := make([]byte, cols)
-		var on []int
-		for j := 0; j < cols; j++ {
-			if H.At(i, j) > 0 {
-				key[j] = 1
-				on = append(on, j)
-			}
-		}
-		k := string(key)
-		if count[k] == 0 {
-			act[k] = on
-		}
-		count[k]++
-	}
-	keys := make([]string, 0, len(count))
-	for k := range count {
-		if len(act[k]) > 0 {
-			keys = append(keys, k)
+// inputs), each as a region with every unit of layer 1 active.
+func (r *deepRun) patterns(n int) []region {
+	acts, count := r.sampledPatterns(n)
+	m, _ := r.Ws[n-1].Dims()
+	var out []region
+	seen := map[string]bool{}
+	for _, act := range acts {
+		k := patternKey(act, m)
+		if len(act) > 0 && !seen[k] {
+			seen[k] = true
+			out = append(out, region{act: act})
 		}
 	}
-	sort.Slice(keys, func(a, b int) bool {
-		if count[keys[a]] != count[keys[b]] {
-			return count[keys[a]] > count[keys[b]]
+	sort.Slice(out, func(a, b int) bool {
+		ka, kb := patternKey(out[a].act, m), patternKey(out[b].act, m)
+		if count[ka] != count[kb] {
+			return count[ka] > count[kb]
 		}
-		return keys[a] < keys[b]
+		return ka < kb
 	})
-	out := make([][]int, len(keys))
-	for i, k := range keys {
-		out[i] = act[k]
-	}
 	return out
 }
 
-// patternKey is a pattern's set of active units as a string.
+// mixedPatterns returns the regions of the same inputs with their
+// activation patterns of layer 1 too, those of the inputs with the
+// highest score first (nil: the most frequent patterns of layer n): a
+// unit of layer n+1 can switch only where some units of
+// layer 1 are inactive (a trained 784-32-16-16-10 has 4 of 16 that never
+// switch where all 32 are active). Regions whose layer-n units outnumber
+// the active layer-1 units (no frame: W₂'s rows over them are dependent)
+// are left out.
+func (r *deepRun) mixedPatterns(n int, score []float64) []region {
+	acts, count := r.sampledPatterns(n)
+	firsts, _ := r.sampledPatterns(1)
+	m1, _ := r.Ws[0].Dims()
+	m, _ := r.Ws[n-1].Dims()
+	var out []region
+	seen := map[string]bool{}
+	var at []float64
+	for i, act := range acts {
+		rg := region{first: firsts[i], act: act}
+		k := regionKey(rg, m1, m)
+		if len(act) == 0 || len(act) > len(rg.first) || len(rg.first) == m1 || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, rg)
+		if score != nil {
+			at = append(at, score[i])
+		} else {
+			at = append(at, float64(count[patternKey(act, m)]))
+		}
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return at[idx[a]] > at[idx[b]] })
+	sorted := make([]region, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
+}
+
+// misfit returns, at each of the inputs sampledPatterns draws, how far
+// the oracle is from the units of list (orientLast, missing weights
+// zero): where a unit not found yet is active, the far ones first. It
+// returns nil when list is empty.
+func (r *deepRun) misfit(ctx context.Context, k int, list []*partial) ([]float64, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	units := make([]unit, len(list))
+	for j, pa := range list {
+		units[j] = pa.unit()
+	}
+	W, b, A, c, _, err := r.orientLast(ctx, k, units)
+	if err != nil {
+		return nil, err
+	}
+	X, Y, err := r.gaussianQueries(ctx, patternSamples, 0x7a3d)
+	if err != nil {
+		return nil, err
+	}
+	r.diag.QueriesOrient += patternSamples
+	F := (&nn.Depth2{W: W, B: b, A: A, C: c}).Forward(r.hidden(X, k))
+	out := make([]float64, patternSamples)
+	for i := range out {
+		for o, v := range Y.RawRowView(i) {
+			out[i] += (v - F.At(i, o)) * (v - F.At(i, o))
+		}
+	}
+	return out, nil
+}
+
+// sampledPatterns returns the active units of layer n on each of
+// patternSamples standard Gaussian inputs, and how many inputs share
+// each pattern (by patternKey).
+func (r *deepRun) sampledPatterns(n int) ([][]int, map[string]int) {
+	H := r.hidden(gaussianRows(patternSamples, r.d, r.opt.Seed^0x7a3d), n)
+	rows, cols := H.Dims()
+	acts := make([][]int, rows)
+	count := map[string]int{}
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			if H.At(i, j) > 0 {
+				acts[i] = append(acts[i], j)
+			}
+		}
+		count[patternKey(acts[i], cols)]++
+	}
+	return acts, count
+}
+
+// patternKey is a pattern's set of active units (of m) as a string.
 func patternKey(act []int, m int) string {
 	key := make([]byte, m)
 	for _, i := range act {
@@ -230,15 +305,24 @@ func patternKey(act []int, m int) string {
 	return string(key)
 }
 
+// regionKey is a region's patterns (m1 units of layer 1, m of the last
+// layer searched) as a string.
+func regionKey(rg region, m1, m int) string {
+	if rg.first == nil {
+		return patternKey(rg.act, m)
+	}
+	return patternKey(rg.first, m1) + "|" + patternKey(rg.act, m)
+}
+
 // nextPattern chooses the next region to search among the observed
-// patterns not yet searched: the one whose active units cover the most
-// columns still missing from the incomplete records, the more frequent
-// on a tie (none missing: the most frequent, to find units not yet seen).
-// When no observed pattern covers a missing column, the most frequent
-// pattern with that column's unit added is tried (a region the Gaussian
+// ones not yet searched: the one whose active units cover the most
+// columns still missing from the incomplete records, the earlier (more
+// frequent) on a tie (none missing: the earliest, to find units not yet
+// seen). When no observed region covers a missing column, the earliest
+// region with that column's unit added is tried (a region the Gaussian
 // inputs seldom reach, where the linear program still finds a point).
 // It returns nil when nothing is left to try.
-func nextPattern(pats [][]int, list []*partial, m int, done map[string]bool) []int {
+func nextPattern(pats []region, list []*partial, m1, m int, done map[string]bool) *region {
 	missing := make([]int, m)
 	for _, pa := range list {
 		for i := 0; i < m; i++ {
@@ -248,12 +332,12 @@ func nextPattern(pats [][]int, list []*partial, m int, done map[string]bool) []i
 		}
 	}
 	best, bestGain := -1, -1
-	for i, act := range pats {
-		if done[patternKey(act, m)] {
+	for i, rg := range pats {
+		if done[regionKey(rg, m1, m)] {
 			continue
 		}
 		gain := 0
-		for _, j := range act {
+		for _, j := range rg.act {
 			gain += missing[j]
 		}
 		if gain > bestGain {
@@ -261,22 +345,22 @@ func nextPattern(pats [][]int, list []*partial, m int, done map[string]bool) []i
 		}
 	}
 	if best >= 0 && (bestGain > 0 || countMissing(missing) == 0) {
-		return pats[best]
+		return &pats[best]
 	}
 	for j := 0; j < m; j++ {
 		if missing[j] == 0 {
 			continue
 		}
-		for _, act := range pats {
-			with := append(append([]int(nil), act...), j)
-			sort.Ints(with)
-			if !slices.Contains(act, j) && !done[patternKey(with, m)] {
-				return with
+		for _, rg := range pats {
+			with := region{first: rg.first, act: append(append([]int(nil), rg.act...), j)}
+			sort.Ints(with.act)
+			if !slices.Contains(rg.act, j) && !done[regionKey(with, m1, m)] {
+				return &with
 			}
 		}
 	}
 	if best >= 0 {
-		return pats[best]
+		return &pats[best]
 	}
 	return nil
 }
@@ -292,58 +376,37 @@ func countMissing(missing []int) int {
 // byPatterns extracts the last hidden layer (layer k+1, k ≥ 2 layers
 // found) region by region: where every unit of layer k is active few of
 // its units switch, so it is searched in the frame of each frequent
-// activation pattern S of layer k (liftFrame, nextPattern), where f is a
-// network of one hidden layer in z_S whose units are layer k+1's with
-// their weights over S; each unit found there gives a partial record,
-// merged across patterns (merge) until the rows are complete.
+// activation pattern S of layer k (regionFrame, nextPattern), then of
+// those patterns with layer 1's (mixedPatterns), where f is a network of
+// one hidden layer in z_S whose units are layer k+1's with their weights
+// over S; each unit found there gives a partial record, merged across
+// patterns (merge) until the rows are complete.
 // Orientations and the output bias come from a least-squares fit on
-// fresh queries (orientLast); records left incomplete are fitted
-// (polishLast). It returns the last two layers' W, b, A, c, or a reason.
+// fresh queries (orientLast); the weights records leave unknown are
+// fitted (fitMissing). It returns the last two layers' W, b, A, c, or a
+// reason.
 func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *mat.Dense, b []float64, A *mat.Dense, c []float64, failed string, err error) {
 	m, _ := r.Ws[k-1].Dims()
 	width := r.opt.Widths[k]
 	var list []*partial
-	pats := r.patterns(k)
-	tried, idle := 0, 0
+	// The regions where every unit of layer 1 is active first, then those
+	// of the same inputs' layer-1 patterns, those of the inputs the units
+	// found leave the largest misfit first (where units not found yet are
+	// active). They end after patternsIdle regions in a row that bring
+	// nothing new once the width given has its records, complete or not
+	// (fitMissing fits what they miss).
+	tried := 0
 	done := map[string]bool{}
-	for tried < maxPatterns*m && !(width > 0 && enough(list, width)) && !(idle >= patternsIdle && enough(list, 0)) {
-		act := nextPattern(pats, list, m, done)
-		if act == nil {
-			break
-		}
-		done[patternKey(act, m)] = true
-		fr, ferr := r.liftFrame(k, act)
-		if ferr != nil {
-			continue // a region too thin to search
-		}
-		tried++
-		so := r.opt
-		so.Hidden = 0
-		so.Seed = r.opt.Seed + uint64(k)*0x9e3779b97f4a7c15 + uint64(tried)*7919
-		so.Progress = nil
-		o := &counted{f: affineOracle(r.root, fr.P, fr.q), d: len(act)}
-		e := newExtractor(len(act), so, o)
-		e.dom = fr.dom
-		e.deep = true
-		if _, err := e.search(ctx); err != nil {
+	if list, err = r.searchRegions(ctx, k, r.patterns(k), list, done, &tried, true, lay); err != nil {
+		return nil, nil, nil, nil, "", err
+	}
+	if !(width > 0 && enough(list, width)) {
+		score, err := r.misfit(ctx, k, list)
+		if err != nil {
 			return nil, nil, nil, nil, "", err
 		}
-		r.addDiag(e.diag)
-		lay.Lines += len(e.lines)
-		for _, lr := range e.lines {
-			lay.Kinks += len(lr.kinks)
-		}
-		before := progress(list)
-		for _, u := range e.units {
-			list = merge(list, newPartial(u, act, m))
-		}
-		if progress(list) > before {
-			idle = 0
-		} else {
-			idle++
-		}
-		if p := r.opt.Progress; p != nil {
-			p(fmt.Sprintf("layer %d of %d: regions", k+1, len(r.opt.Widths)), countComplete(list), width)
+		if list, err = r.searchRegions(ctx, k, r.mixedPatterns(k, score), list, done, &tried, false, lay); err != nil {
+			return nil, nil, nil, nil, "", err
 		}
 	}
 	var whole, all []unit
@@ -386,12 +449,37 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 		return nil, nil, nil, nil, "", err
 	}
 	// A unit's weights over inputs never active where it switches start
-	// at zero; a least-squares fit on fresh queries moves them (and every
-	// other parameter of the last two layers) towards what f needs.
-	net := &nn.Depth2{W: W, B: b, A: A, C: c}
+	// at zero. Fitted alone (fitMissing), they match f when the records
+	// are the layer's units; the rows are then polished as whole ones
+	// are, and the residual on fresh queries decides.
+	free, nfree := make([][]bool, len(list)), 0
+	for j, pa := range list {
+		free[j] = make([]bool, m)
+		for i := range free[j] {
+			free[j][i] = !pa.known[i]
+			if free[j][i] {
+				nfree++
+			}
+		}
+	}
+	net, err := r.fitMissing(ctx, k, &nn.Depth2{W: W, B: b, A: A, C: c}, free)
+	if err != nil {
+		return nil, nil, nil, nil, "", err
+	}
 	if net, err = r.polishLast(ctx, k, net); err != nil {
 		return nil, nil, nil, nil, "", err
 	}
+	res, err := r.freshResidual(ctx, k, net)
+	if err != nil {
+		return nil, nil, nil, nil, "", err
+	}
+	if res <= wholeTol {
+		lay.Passed = true
+		lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive, their %d weights over those fitted with every other parameter held, then the last two layers polished (relative residual %.1e on fresh queries)", len(all)-len(whole), nfree, res)
+		return net.W, net.B, net.A, net.C, failed, nil
+	}
+	// Otherwise a least-squares fit of every parameter of the last two
+	// layers moves them towards what f needs; the certificate decides.
 	r.warn = append(r.warn, fmt.Sprintf("layer %d: %d of %d units seen over every input; the weights of the others over inputs never active where they switch come from a least-squares fit", k+1, len(whole), len(all)))
 	return net.W, net.B, net.A, net.C, failed, nil
 }
@@ -399,6 +487,18 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 // wholeTol is the relative residual on orientLast's queries below which
 // the units seen over every input are the layer.
 const wholeTol = 1e-9
+
+// lastQueries draws fresh standard Gaussian queries for a fit of the
+// last two layers (net): refineRowsPerParam output values per parameter,
+// at least 4 queries per unit, times 4; they count as the polish's.
+func (r *deepRun) lastQueries(ctx context.Context, net *nn.Depth2, salt uint64) (X, Y *mat.Dense, err error) {
+	m, d, p := net.Hidden(), net.In(), net.Out()
+	n := 4 * max(refineRowsPerParam*(m*(d+1)+p*(m+1))/p, 4*m)
+	if X, Y, err = r.gaussianQueries(ctx, n, salt); err == nil {
+		r.diag.QueriesRefine += n
+	}
+	return X, Y, err
+}
 
 // polishSteps caps polishLast's Gauss–Newton steps.
 const polishSteps = 30
@@ -408,13 +508,10 @@ const polishSteps = 30
 // steps (gaussNewton, the activation pattern held fixed in each), kept
 // while they lower the relative residual, at most polishSteps of them.
 func (r *deepRun) polishLast(ctx context.Context, k int, net *nn.Depth2) (*nn.Depth2, error) {
-	m, d, p := net.Hidden(), net.In(), net.Out()
-	n := 4 * max(refineRowsPerParam*(m*(d+1)+p*(m+1))/p, 4*m)
-	X, Y, err := r.gaussianQueries(ctx, n, 0x1b873593)
+	X, Y, err := r.lastQueries(ctx, net, 0x1b873593)
 	if err != nil {
 		return net, err
 	}
-	r.diag.QueriesRefine += n
 	H := r.hidden(X, k)
 	best, bestRes := net, certify.RelResidual(Y, net.Forward(H))
 	for step := 0; step < polishSteps; step++ {
@@ -579,4 +676,267 @@ func residual(Y, H, W *mat.Dense, b []float64, A *mat.Dense) *mat.Dense {
 	var R mat.Dense
 	R.Sub(Y, (&nn.Depth2{W: W, B: b, A: A, C: make([]float64, p)}).Forward(H))
 	return &R
+}
+
+// fitMissing fits the weights of the last hidden layer's units over the
+// previous layer's units never active where they switch (free[j][i]) and
+// the output bias, every other parameter held at what the regions gave
+// (exact up to the Jacobians' precision), to fresh standard Gaussian
+// queries. Within an activation pattern f is linear in those weights, so
+// each Gauss–Newton step is a small dense least-squares problem; holding
+// the rest keeps the fit off the directions Gaussian queries hardly see
+// (the offsets of units active on nearly every input against the output
+// bias, the rows of units active together against the null space of
+// their output columns), where a fit of every parameter wanders. A
+// weight whose unit is never active with its input on those queries has
+// no column and stays zero.
+func (r *deepRun) fitMissing(ctx context.Context, k int, net *nn.Depth2, free [][]bool) (*nn.Depth2, error) {
+	X, Y, err := r.lastQueries(ctx, net, 0x2545f491)
+	if err != nil {
+		return net, err
+	}
+	// A unit active on few Gaussian inputs leaves its missing weights
+	// undetermined by these: inputs where they act are added.
+	if T := r.fitRows(k, net, free); T != nil {
+		YT, err := r.root.query(ctx, T)
+		if err != nil {
+			return net, err
+		}
+		t, _ := T.Dims()
+		r.diag.QueriesRefine += t
+		var XS, YS mat.Dense
+		XS.Stack(X, T)
+		YS.Stack(Y, YT)
+		X, Y = &XS, &YS
+	}
+	H := r.hidden(X, k)
+	best, bestRes := net, certify.RelResidual(Y, net.Forward(H))
+	for step := 0; step < polishSteps; step++ {
+		if err := ctx.Err(); err != nil {
+			return best, err
+		}
+		// The missing weights start at zero, which can leave a unit
+		// inactive on queries where it is not, and a step sees nothing
+		// of its weights there: the first step takes the units with
+		// missing weights as active on every query.
+		cand := fitStep(best, H, Y, free, step == 0)
+		if cand == nil {
+			break
+		}
+		res := certify.RelResidual(Y, cand.Forward(H))
+		// A step that moves units across many queries' kinks can
+		// overshoot: it is halved until it lowers the residual.
+		for half := 0; half < 20 && !(res < bestRes) && step > 0; half++ {
+			cand = between(best, cand, 0.5)
+			res = certify.RelResidual(Y, cand.Forward(H))
+		}
+		if !(res < bestRes) && step > 0 {
+			break
+		}
+		best, bestRes = cand, res
+	}
+	return best, nil
+}
+
+// freshResidual is the relative residual of the last two layers (net,
+// over layer k's outputs) on as many fresh standard Gaussian queries as
+// fitMissing draws: a weight its unit is active with on few of the
+// queries fitted is not determined by them, and the residual that
+// decides is on others.
+func (r *deepRun) freshResidual(ctx context.Context, k int, net *nn.Depth2) (float64, error) {
+	X, Y, err := r.lastQueries(ctx, net, 0x68e31da4)
+	if err != nil {
+		return 0, err
+	}
+	return certify.RelResidual(Y, net.Forward(r.hidden(X, k))), nil
+}
+
+// between returns a + t·(b − a) for two networks of one shape.
+func between(a, b *nn.Depth2, t float64) *nn.Depth2 {
+	out := a.Clone()
+	mix := func(x, y []float64) {
+		for i := range x {
+			x[i] += t * (y[i] - x[i])
+		}
+	}
+	mix(out.W.RawMatrix().Data, b.W.RawMatrix().Data)
+	mix(out.A.RawMatrix().Data, b.A.RawMatrix().Data)
+	mix(out.B, b.B)
+	mix(out.C, b.C)
+	return out
+}
+
+// fitCandidates is how many standard Gaussian inputs fitRows draws
+// (through the layers found, no query spent on them).
+const fitCandidates = 8 * patternSamples
+
+// fitRows returns, for each unit of net with free weights, up to 4·(m+1)
+// of fitCandidates standard Gaussian inputs (m the previous layer's
+// units) where the weights it has make it active and some unit its free
+// weights act on is active too: where those weights move f. It returns
+// nil when there are none.
+func (r *deepRun) fitRows(k int, net *nn.Depth2, free [][]bool) *mat.Dense {
+	C := gaussianRows(fitCandidates, r.d, r.opt.Seed^0x9b05688c)
+	H := r.hidden(C, k)
+	_, m := H.Dims()
+	var Z mat.Dense
+	Z.Mul(H, net.W.T())
+	var rows []int
+	for j, row := range free {
+		if !slices.Contains(row, true) {
+			continue
+		}
+		got := 0
+		for s := 0; s < fitCandidates && got < 4*(m+1); s++ {
+			if Z.At(s, j)+net.B[j] <= 0 {
+				continue
+			}
+			for i, f := range row {
+				if f && H.At(s, i) > 0 {
+					rows = append(rows, s)
+					got++
+					break
+				}
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return rowsOf(C, rows)
+}
+
+// fitStep is one Gauss–Newton step of fitMissing: the least-squares
+// change of the free weights and the output bias, net's activation
+// pattern on the rows of H held, or with linear set every unit with a
+// free weight taken as active on every row (f then linear in the free
+// weights). It returns nil when the problem cannot be solved.
+func fitStep(net *nn.Depth2, H, Y *mat.Dense, free [][]bool, linear bool) *nn.Depth2 {
+	n, _ := H.Dims()
+	m, p := net.Hidden(), net.Out()
+	Z := mat.NewDense(n, m, nil)
+	Z.Mul(H, net.W.T())
+	on := mat.NewDense(n, m, nil)
+	for j := 0; j < m; j++ {
+		always := linear && slices.Contains(free[j], true)
+		for s := 0; s < n; s++ {
+			Z.Set(s, j, Z.At(s, j)+net.B[j])
+			if always || Z.At(s, j) > 0 {
+				on.Set(s, j, 1)
+			}
+		}
+	}
+	type entry struct{ j, i int }
+	var cols []entry
+	for j, row := range free {
+		for i, f := range row {
+			seen := false
+			for s := 0; s < n && f && !seen; s++ {
+				seen = on.At(s, j) > 0 && H.At(s, i) > 0
+			}
+			if seen {
+				cols = append(cols, entry{j, i})
+			}
+		}
+	}
+	var F mat.Dense
+	Z.MulElem(Z, on)
+	F.Mul(Z, net.A.T())
+	J := mat.NewDense(n*p, len(cols)+p, nil)
+	R := mat.NewDense(n*p, 1, nil)
+	for s := 0; s < n; s++ {
+		for o := 0; o < p; o++ {
+			row := s*p + o
+			for c, e := range cols {
+				J.Set(row, c, on.At(s, e.j)*net.A.At(o, e.j)*H.At(s, e.i))
+			}
+			J.Set(row, len(cols)+o, 1)
+			R.Set(row, 0, Y.At(s, o)-F.At(s, o)-net.C[o])
+		}
+	}
+	var delta mat.Dense
+	if err := delta.Solve(J, R); err != nil {
+		return nil
+	}
+	out := net.Clone()
+	for c, e := range cols {
+		out.W.Set(e.j, e.i, out.W.At(e.j, e.i)+delta.At(c, 0))
+	}
+	for o := 0; o < p; o++ {
+		out.C[o] += delta.At(len(cols)+o, 0)
+	}
+	return out
+}
+
+// regionBudget bounds the queries of a search in a region with some
+// units of layer 1 inactive, per coordinate of its frame: most take
+// 100–200 per coordinate, but on a trained 784-32-16-16-10 4 of 102 such
+// regions had lines with 500–1100 kinks too close to resolve, on which
+// the search widens its grid without bound (one line of 211 969 points,
+// 19 GB). Such a search ends, and its units are not used.
+const regionBudget = 1024
+
+// searchRegions searches the regions pats (nextPattern's choice each
+// time) for the last hidden layer (layer k+1), merging the records of the
+// units found into list, until the width given is reached, or
+// patternsIdle regions in a row bring no new record or column and every
+// record is complete (without complete: there are as many records as
+// the width given, complete or not), or maxPatterns·m regions are
+// searched. tried counts the regions searched
+// over the calls (it seeds each search).
+func (r *deepRun) searchRegions(ctx context.Context, k int, pats []region, list []*partial, done map[string]bool, tried *int, complete bool, lay *LayerResult) ([]*partial, error) {
+	m, _ := r.Ws[k-1].Dims()
+	m1, _ := r.Ws[0].Dims()
+	width := r.opt.Widths[k]
+	n, idle := 0, 0
+	for n < maxPatterns*m && !(width > 0 && enough(list, width)) && !(idle >= patternsIdle && (complete && enough(list, 0) || !complete && len(list) >= width)) {
+		rg := nextPattern(pats, list, m1, m, done)
+		if rg == nil {
+			break
+		}
+		done[regionKey(*rg, m1, m)] = true
+		fr, ferr := r.regionFrame(k, *rg)
+		if ferr != nil {
+			continue // a region too thin to search
+		}
+		n++
+		*tried++
+		act := rg.act
+		so := r.opt
+		so.Hidden = 0
+		so.Seed = r.opt.Seed + uint64(k)*0x9e3779b97f4a7c15 + uint64(*tried)*7919
+		so.Progress = nil
+		o := &counted{f: affineOracle(r.root, fr.P, fr.q), d: len(act)}
+		e := newExtractor(len(act), so, o)
+		e.dom = fr.dom
+		e.deep = true
+		if rg.first != nil {
+			o.limit = regionBudget * (len(act) + 1)
+		}
+		stop, err := e.search(ctx)
+		if err != nil {
+			return list, err
+		}
+		r.addDiag(e.diag)
+		lay.Lines += len(e.lines)
+		for _, lr := range e.lines {
+			lay.Kinks += len(lr.kinks)
+		}
+		if stop != "" && rg.first != nil {
+			continue // its budget ran out: units not re-tested
+		}
+		before := progress(list)
+		for _, u := range e.units {
+			list = merge(list, newPartial(u, act, m))
+		}
+		if progress(list) > before {
+			idle = 0
+		} else {
+			idle++
+		}
+		if p := r.opt.Progress; p != nil {
+			p(fmt.Sprintf("layer %d of %d: regions", k+1, len(r.opt.Widths)), countComplete(list), width)
+		}
+	}
+	return list, nil
 }
