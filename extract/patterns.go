@@ -217,9 +217,12 @@ func (r *deepRun) mixedPatterns(n int, score []float64) []region {
 	firsts, _ := r.sampledPatterns(1)
 	m1, _ := r.Ws[0].Dims()
 	m, _ := r.Ws[n-1].Dims()
-	var out []region
+	type scored struct {
+		rg region
+		at float64
+	}
+	var out []scored
 	seen := map[string]bool{}
-	var at []float64
 	for i, act := range acts {
 		rg := region{first: firsts[i], act: act}
 		k := regionKey(rg, m1, m)
@@ -227,23 +230,18 @@ func (r *deepRun) mixedPatterns(n int, score []float64) []region {
 			continue
 		}
 		seen[k] = true
-		out = append(out, rg)
+		at := float64(count[patternKey(act, m)])
 		if score != nil {
-			at = append(at, score[i])
-		} else {
-			at = append(at, float64(count[patternKey(act, m)]))
+			at = score[i]
 		}
+		out = append(out, scored{rg, at})
 	}
-	idx := make([]int, len(out))
-	for i := range idx {
-		idx[i] = i
+	sort.SliceStable(out, func(a, b int) bool { return out[a].at > out[b].at })
+	regions := make([]region, len(out))
+	for i, s := range out {
+		regions[i] = s.rg
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return at[idx[a]] > at[idx[b]] })
-	sorted := make([]region, len(out))
-	for i, j := range idx {
-		sorted[i] = out[j]
-	}
-	return sorted
+	return regions
 }
 
 // misfit returns, at each of the inputs sampledPatterns draws, how far
@@ -923,7 +921,7 @@ func (r *deepRun) searchRegions(ctx context.Context, k int, pats []region, list 
 			lay.Kinks += len(lr.kinks)
 		}
 		if stop != "" && rg.first != nil {
-			continue // its budget ran out: units not re-tested
+			continue // its budget or MaxLines ran out: units not re-tested
 		}
 		before := progress(list)
 		for _, u := range e.units {

@@ -40,19 +40,19 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.
 	// own. The unit whose removal the least-squares fit of the output
 	// layer misses least goes, one at a time; then the output layer is
 	// fitted again.
-	for e.opt.Hidden > 0 && best.Hidden() > e.opt.Hidden {
-		j, ok := leastMissed(best, X, Y)
-		if !ok {
-			break
-		}
-		best = withoutUnit(best, j)
-		e.diag.Duplicates++
-		if best.Hidden() == e.opt.Hidden {
-			if fitted, ok := fitOutputLayer(best, X, Y); ok {
-				best = fitted
+	if e.opt.Hidden > 0 && best.Hidden() > e.opt.Hidden {
+		for best.Hidden() > e.opt.Hidden {
+			j, ok := leastMissed(best, X, Y)
+			if !ok {
+				break
 			}
-			bestRes = certify.RelResidual(Y, best.Forward(X))
+			best = withoutUnit(best, j)
+			e.diag.Duplicates++
 		}
+		if fitted, ok := fitOutputLayer(best, X, Y); ok {
+			best = fitted
+		}
+		bestRes = certify.RelResidual(Y, best.Forward(X))
 	}
 	for step := 0; step < steps; step++ {
 		if err := ctx.Err(); err != nil {
