@@ -127,6 +127,10 @@ type Diagnostics struct {
 	QueriesRefine int     `json:"queries_refine"`
 	RefineBefore  float64 `json:"refine_before,omitempty"`
 	RefineAfter   float64 `json:"refine_after,omitempty"`
+	// Grown counts the units fitted to the residual of the units found
+	// before the polish (a coarse oracle whose search did not end on a
+	// fit; see grow.go).
+	Grown int `json:"grown,omitempty"`
 	// Jacobians counts Jacobian measurements (d + 2 queries each),
 	// JacobianRetries those repeated with a smaller step after failing
 	// their check.
@@ -272,6 +276,7 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 	if stop != "" {
 		e.warn = append(e.warn, stop)
 	}
+	searchWarn := len(e.warn)
 	net, err := e.assemble(true)
 	if err != nil {
 		return nil, err
@@ -280,8 +285,14 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 		net = e.refined
 	}
 	if net != nil && e.coarse() {
-		if net, err = e.refineIfRoom(ctx, net); err != nil {
+		found := net.Hidden()
+		if net, err = e.refineIfRoom(ctx, net, stop != ""); err != nil {
 			return nil, err
+		}
+		if e.diag.Grown > 0 {
+			// What assemble said of the units found (missing ones)
+			// describes the network before the units grown.
+			e.warn = append(e.warn[:searchWarn], fmt.Sprintf("%d units grown on the residual of the %d the search found, then polished with them", e.diag.Grown, found))
 		}
 	}
 	res := &Result{Lines: len(e.lines), Units: len(e.units)}
@@ -355,22 +366,44 @@ const trialSteps = 2
 
 // refineIfRoom polishes net by least squares (refine) on a coarse oracle;
 // when the query budget leaves no room for it, net is kept, with a warning.
-func (e *extractor) refineIfRoom(ctx context.Context, net *nn.Depth2) (*nn.Depth2, error) {
-	refined, before, after, err := e.refine(ctx, net, refineSteps)
-	switch {
-	case errors.Is(err, errBudget):
-		e.warn = append(e.warn, fmt.Sprintf("the query budget (MaxQueries = %d) left no room for the least-squares polish", e.opt.MaxQueries))
-	case err != nil:
-		return nil, err
-	default:
-		net = refined
-		if e.refined == nil {
-			// Otherwise the trial fit's starting residual stands.
-			e.diag.RefineBefore = before
+// With grow (a search that stopped before its units reproduced the lines:
+// units may be missing) the polish starts with units grown on net's
+// residual (refineGrown), and the plain polish is tried too when that one
+// leaves the certificate's tolerance unmet; the better of the two is kept.
+func (e *extractor) refineIfRoom(ctx context.Context, net *nn.Depth2, grow bool) (*nn.Depth2, error) {
+	var refined *nn.Depth2
+	var before, after float64
+	if grow {
+		g, b, a, err := e.refineGrown(ctx, net)
+		switch {
+		case errors.Is(err, errBudget):
+		case err != nil:
+			return nil, err
+		default:
+			refined, before, after = g, b, a
 		}
-		e.diag.RefineAfter = after
 	}
-	return net, nil
+	if refined == nil || after > e.stopTol() {
+		plain, b, a, err := e.refine(ctx, net, refineSteps)
+		switch {
+		case errors.Is(err, errBudget):
+			if refined == nil {
+				e.warn = append(e.warn, fmt.Sprintf("the query budget (MaxQueries = %d) left no room for the least-squares polish", e.opt.MaxQueries))
+				return net, nil
+			}
+		case err != nil:
+			return nil, err
+		case refined == nil || a < after:
+			refined, before, after = plain, b, a
+			e.diag.Grown = 0
+		}
+	}
+	if e.refined == nil {
+		// Otherwise the trial fit's starting residual stands.
+		e.diag.RefineBefore = before
+	}
+	e.diag.RefineAfter = after
+	return refined, nil
 }
 
 // certifyNet sets res's certificate: net's relative residual on

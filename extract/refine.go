@@ -22,41 +22,124 @@ const refineRowsPerParam = 4
 // carry the oracle's rounding divided by the difference step, while a
 // least-squares fit of every parameter to many answers averages it out.
 // It queries n = 4·P/p fresh standard Gaussian points (P parameters, p
-// outputs) and runs Gauss–Newton steps on ‖Y − f(X)‖², each step's linear
-// problem (activation pattern held fixed) solved by CGLS, at most steps of
-// them, keeping a step only when it lowers the residual. It returns the refined network and the
-// relative residuals on those points before and after.
+// outputs), drops records beyond the width given (dropToWidth) and runs
+// Gauss–Newton steps on ‖Y − f(X)‖² (gnSteps), at most steps of them. It
+// returns the refined network and the relative residuals on those points
+// before and after.
 func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.Depth2, float64, float64, error) {
-	m, d, p := net.Hidden(), net.In(), net.Out()
-	params := m*(d+1) + p*(m+1)
-	X, Y, err := e.refineData(ctx, max(refineRowsPerParam*params/p, 4*m))
+	X, Y, err := e.refineFor(ctx, net)
 	if err != nil {
 		return net, 0, 0, err
 	}
 	before := certify.RelResidual(Y, net.Forward(X))
-	best, bestRes := net, before
-	// More units than the width given: a record read off a jump that held
-	// two units' parts (behind a coarse oracle) passes for a unit of its
-	// own. The unit whose removal the least-squares fit of the output
-	// layer misses least goes, one at a time; then the output layer is
-	// fitted again.
-	if e.opt.Hidden > 0 && best.Hidden() > e.opt.Hidden {
-		for best.Hidden() > e.opt.Hidden {
-			j, ok := leastMissed(best, X, Y)
-			if !ok {
-				break
-			}
-			best = withoutUnit(best, j)
-			e.diag.Duplicates++
-		}
-		if fitted, ok := fitOutputLayer(best, X, Y); ok {
-			best = fitted
-		}
-		bestRes = certify.RelResidual(Y, best.Forward(X))
+	best, err := e.gnSteps(ctx, e.dropToWidth(net, X, Y), X, Y, steps)
+	if err != nil {
+		return net, 0, 0, err
 	}
+	return best, before, certify.RelResidual(Y, best.Forward(X)), nil
+}
+
+// refineGrown is refine with units grown first (growUnits, see grow.go):
+// growCount units fitted to the residual of net, the polish of them all,
+// then the drop to the width given and two more Gauss–Newton steps.
+func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2, float64, float64, error) {
+	k := growCount(net.Hidden(), e.opt.Hidden)
+	// The refine queries for the grown network, so that its parameters
+	// get their four rows each.
+	grownSize := &nn.Depth2{W: mat.NewDense(net.Hidden()+k, net.In(), nil), A: mat.NewDense(net.Out(), net.Hidden()+k, nil)}
+	X, Y, err := e.refineFor(ctx, grownSize)
+	if err != nil {
+		return net, 0, 0, err
+	}
+	before := certify.RelResidual(Y, net.Forward(X))
+	if e.opt.Progress != nil {
+		e.opt.Progress("growing units", 0, k)
+	}
+	grown, err := growUnits(ctx, net, X, Y, k, e.opt.Seed)
+	if err != nil {
+		return net, 0, 0, err
+	}
+	e.diag.Grown = k
+	best, err := e.gnSteps(ctx, grown, X, Y, refineSteps)
+	if err != nil {
+		return net, 0, 0, err
+	}
+	if e.opt.Hidden > 0 && best.Hidden() > e.opt.Hidden {
+		if best, err = e.gnSteps(ctx, e.dropToWidth(best, X, Y), X, Y, trialSteps); err != nil {
+			return net, 0, 0, err
+		}
+	}
+	if e.opt.Hidden == 0 {
+		best = e.dropSpare(best, X, Y)
+	}
+	return best, before, certify.RelResidual(Y, best.Forward(X)), nil
+}
+
+// dropSpare drops, one at a time, the units whose removal the output
+// layer's least-squares fit misses least (leastMissed) while the fit
+// without them leaves at most twice net's residual on (X, Y): grown units
+// beyond the missing ones (growCount) that the polish left idle, or
+// splitting one unit's output between two copies.
+func (e *extractor) dropSpare(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
+	limit := 2 * certify.RelResidual(Y, net.Forward(X))
+	for net.Hidden() > 1 {
+		j, ok := leastMissed(net, X, Y)
+		if !ok {
+			j, _ = weakest(net, X)
+		}
+		cand, ok := fitOutputLayer(withoutUnit(net, j), X, Y)
+		if !ok || certify.RelResidual(Y, cand.Forward(X)) > limit {
+			break
+		}
+		net = cand
+		e.diag.Duplicates++
+	}
+	return net
+}
+
+// refineFor returns refine's queries and answers for net's size.
+func (e *extractor) refineFor(ctx context.Context, net *nn.Depth2) (*mat.Dense, *mat.Dense, error) {
+	m, d, p := net.Hidden(), net.In(), net.Out()
+	params := m*(d+1) + p*(m+1)
+	return e.refineData(ctx, max(refineRowsPerParam*params/p, 4*m))
+}
+
+// dropToWidth returns net with its records beyond the width given
+// dropped. A record read off a jump that held two units' parts (behind a
+// coarse oracle) passes for a unit of its own. The unit whose removal the
+// least-squares fit of the output layer misses least goes, one at a time
+// (the one that contributes least when that fit is singular); then the
+// output layer is fitted again.
+func (e *extractor) dropToWidth(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
+	if e.opt.Hidden == 0 || net.Hidden() <= e.opt.Hidden {
+		return net
+	}
+	best := net
+	for best.Hidden() > e.opt.Hidden {
+		j, ok := leastMissed(best, X, Y)
+		if !ok {
+			// HᵀH is singular: a unit active on none of the rows of X,
+			// or two units with one output, which contributes the least.
+			j, _ = weakest(best, X)
+		}
+		best = withoutUnit(best, j)
+		e.diag.Duplicates++
+	}
+	if fitted, ok := fitOutputLayer(best, X, Y); ok {
+		best = fitted
+	}
+	return best
+}
+
+// gnSteps runs at most steps Gauss–Newton steps of the least-squares
+// polish on (X, Y) from net, each step's linear problem (activation
+// pattern held fixed) solved by CGLS, keeping a step only when it lowers
+// the residual.
+func (e *extractor) gnSteps(ctx context.Context, net *nn.Depth2, X, Y *mat.Dense, steps int) (*nn.Depth2, error) {
+	best, bestRes := net, certify.RelResidual(Y, net.Forward(X))
 	for step := 0; step < steps; step++ {
 		if err := ctx.Err(); err != nil {
-			return net, 0, 0, err
+			return net, err
 		}
 		if e.opt.Progress != nil {
 			e.opt.Progress("least-squares polish", step, steps)
@@ -81,7 +164,7 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.
 		}
 		best, bestRes = cand, r
 	}
-	return best, before, bestRes, nil
+	return best, nil
 }
 
 // refineData returns n fresh standard Gaussian queries (random points of

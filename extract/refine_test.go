@@ -239,3 +239,54 @@ func withUnit(net *nn.Depth2, w []float64, b float64, a []float64) *nn.Depth2 {
 	out.A.SetCol(m, a)
 	return out
 }
+
+// Units the search missed are grown on the residual of the units found
+// and polished with them: a float32 oracle's 12-unit network whose
+// records lack two units, the others off by 1e-3, ends with all 12 units
+// at float32 accuracy; the plain polish of the same records cannot
+// (the units found move to absorb the missing ones).
+func TestRefineGrownRecoversMissingUnits(t *testing.T) {
+	const d, m, p = 30, 12, 10
+	teacherNet, truth := depth2Teacher(t, d, m, p, 4)
+	rng := synth.NewRand(3)
+	start := withoutUnit(withoutUnit(truth, 7), 2)
+	for _, v := range [][]float64{start.W.RawMatrix().Data, start.B, start.A.RawMatrix().Data, start.C} {
+		for i := range v {
+			v[i] *= 1 + 1e-3*rng.NormFloat64()
+		}
+	}
+	// The width given (spare grown units dropped to it) and not given
+	// (spare units dropped while the fit does not miss them).
+	for _, hidden := range []int{m, 0} {
+		newE := func() *extractor {
+			return &extractor{d: d, o: &counted{f: float32Oracle(teacherNet), d: d}, rng: synth.NewRand(1), opt: Options{Hidden: hidden, Seed: 1}}
+		}
+		_, _, plain, err := newE().refine(context.Background(), start, refineSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newE()
+		got, before, after, err := e.refineGrown(context.Background(), start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Hidden %d: plain polish: residual %.1e; grown (%d units): %.1e → %.1e", hidden, plain, e.diag.Grown, before, after)
+		if got.Hidden() != m || after > 1e-6 {
+			t.Fatalf("Hidden %d: grown polish: %d units (want %d), residual %.1e (want ≤ 1e-6)", hidden, got.Hidden(), m, after)
+		}
+		for i := 0; i < m; i++ {
+			w := truth.W.RawRowView(i)
+			best := 1.0
+			for k := 0; k < m; k++ {
+				g := got.W.RawRowView(k)
+				best = math.Min(best, 1-math.Abs(dotf(w, g))/math.Sqrt(dotf(w, w)*dotf(g, g)))
+			}
+			if best > 1e-8 {
+				t.Errorf("Hidden %d: unit %d: 1 − cos %.1e to the nearest unit found (want ≤ 1e-8)", hidden, i, best)
+			}
+		}
+		if plain < 1e-4 {
+			t.Errorf("Hidden %d: the plain polish reached %.1e without the missing units: the case does not test growing", hidden, plain)
+		}
+	}
+}
