@@ -118,7 +118,9 @@ func decodeNPZ(r io.ReaderAt, size int64, name string, cfg readCfg) (*mat.Dense,
 	}
 	m, err := readNPY(r0, src, cfg)
 	if err != nil {
-		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrAlgorithm) || isFlateError(err) {
+		// A member cut short (its deflate stream, or the bytes its
+		// header declares) ends in io.ErrUnexpectedEOF.
+		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrAlgorithm) || errors.Is(err, io.ErrUnexpectedEOF) || isFlateError(err) {
 			err = fmt.Errorf("corrupt (%v): %w", err, ErrFormat)
 		}
 		return nil, fmt.Errorf("member %q: %w", member.Name, err)
