@@ -77,7 +77,11 @@
 // a unit that contributes next to nothing, and with Hidden given the
 // records beyond it whose removal its output layer's least-squares fit
 // misses least) brings the network to float32
-// accuracy. The certificate's tolerance is
+// accuracy. A search that stops before its units reproduce its lines has
+// missed units (units that kept their initial norm bend lines near the
+// rounding); before that fit, units are grown on the residual of the
+// ones found by Adam (grow.go) and fitted with them, since the fit alone
+// tilts the units found to absorb the missing ones. The certificate's tolerance is
 // then 100× the measured rounding, with a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly
 // independent). A unit that is inactive, or active, everywhere on the
