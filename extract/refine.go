@@ -27,7 +27,7 @@ const refineRowsPerParam = 4
 // returns the refined network and the relative residuals on those points
 // before and after.
 func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.Depth2, float64, float64, error) {
-	X, Y, err := e.refineFor(ctx, net)
+	X, Y, err := e.refineFor(ctx, net, 0)
 	if err != nil {
 		return net, 0, 0, err
 	}
@@ -44,10 +44,8 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.
 // then the drop to the width given and two more Gauss–Newton steps.
 func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2, float64, float64, error) {
 	k := growCount(net.Hidden(), e.opt.Hidden)
-	// The refine queries for the grown network, so that its parameters
-	// get their four rows each.
-	grownSize := &nn.Depth2{W: mat.NewDense(net.Hidden()+k, net.In(), nil), A: mat.NewDense(net.Out(), net.Hidden()+k, nil)}
-	X, Y, err := e.refineFor(ctx, grownSize)
+	// The grown network's parameters get their rows too.
+	X, Y, err := e.refineFor(ctx, net, k)
 	if err != nil {
 		return net, 0, 0, err
 	}
@@ -83,11 +81,7 @@ func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2
 func (e *extractor) dropSpare(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	limit := 2 * certify.RelResidual(Y, net.Forward(X))
 	for net.Hidden() > 1 {
-		j, ok := leastMissed(net, X, Y)
-		if !ok {
-			j, _ = weakest(net, X)
-		}
-		cand, ok := fitOutputLayer(withoutUnit(net, j), X, Y)
+		cand, ok := fitOutputLayer(withoutUnit(net, leastNeeded(net, X, Y)), X, Y)
 		if !ok || certify.RelResidual(Y, cand.Forward(X)) > limit {
 			break
 		}
@@ -97,9 +91,10 @@ func (e *extractor) dropSpare(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	return net
 }
 
-// refineFor returns refine's queries and answers for net's size.
-func (e *extractor) refineFor(ctx context.Context, net *nn.Depth2) (*mat.Dense, *mat.Dense, error) {
-	m, d, p := net.Hidden(), net.In(), net.Out()
+// refineFor returns refine's queries and answers for net with extra more
+// units.
+func (e *extractor) refineFor(ctx context.Context, net *nn.Depth2, extra int) (*mat.Dense, *mat.Dense, error) {
+	m, d, p := net.Hidden()+extra, net.In(), net.Out()
 	params := m*(d+1) + p*(m+1)
 	return e.refineData(ctx, max(refineRowsPerParam*params/p, 4*m))
 }
@@ -116,19 +111,25 @@ func (e *extractor) dropToWidth(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
 	}
 	best := net
 	for best.Hidden() > e.opt.Hidden {
-		j, ok := leastMissed(best, X, Y)
-		if !ok {
-			// HᵀH is singular: a unit active on none of the rows of X,
-			// or two units with one output, which contributes the least.
-			j, _ = weakest(best, X)
-		}
-		best = withoutUnit(best, j)
+		best = withoutUnit(best, leastNeeded(best, X, Y))
 		e.diag.Duplicates++
 	}
 	if fitted, ok := fitOutputLayer(best, X, Y); ok {
 		best = fitted
 	}
 	return best
+}
+
+// leastNeeded returns the unit whose removal the output layer's
+// least-squares fit on (X, Y) misses least (leastMissed), or, when that
+// fit is singular (a unit active on none of the rows of X, or two units
+// with one output), the one that contributes least (weakest).
+func leastNeeded(net *nn.Depth2, X, Y *mat.Dense) int {
+	if j, ok := leastMissed(net, X, Y); ok {
+		return j
+	}
+	j, _ := weakest(net, X)
+	return j
 }
 
 // gnSteps runs at most steps Gauss–Newton steps of the least-squares
