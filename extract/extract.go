@@ -131,6 +131,10 @@ type Diagnostics struct {
 	// before the polish (a coarse oracle whose search did not end on a
 	// fit; see grow.go).
 	Grown int `json:"grown,omitempty"`
+	// Unbent counts the records dropped before growing because the
+	// oracle's slope does not change at their hyperplane as they predict
+	// (bent.go; its queries are part of QueriesRefine).
+	Unbent int `json:"unbent,omitempty"`
 	// Jacobians counts Jacobian measurements (d + 2 queries each),
 	// JacobianRetries those repeated with a smaller step after failing
 	// their check.
@@ -395,7 +399,7 @@ func (e *extractor) refineIfRoom(ctx context.Context, net *nn.Depth2, grow bool)
 			return nil, err
 		case refined == nil || a < after:
 			refined, before, after = plain, b, a
-			e.diag.Grown = 0
+			e.diag.Grown, e.diag.Unbent = 0, 0
 		}
 	}
 	if e.refined == nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/relurec/relurec/certify"
@@ -242,7 +243,8 @@ func withUnit(net *nn.Depth2, w []float64, b float64, a []float64) *nn.Depth2 {
 
 // Units the search missed are grown on the residual of the units found
 // and polished with them: a float32 oracle's 12-unit network whose
-// records lack two units, the others off by 1e-3, ends with all 12 units
+// records lack two units, the others off by 1e-3, and hold one record
+// between two units (dropped first, dropUnbent), ends with all 12 units
 // at float32 accuracy; the plain polish of the same records cannot
 // (the units found move to absorb the missing ones).
 func TestRefineGrownRecoversMissingUnits(t *testing.T) {
@@ -255,6 +257,9 @@ func TestRefineGrownRecoversMissingUnits(t *testing.T) {
 			v[i] *= 1 + 1e-3*rng.NormFloat64()
 		}
 	}
+	between := make([]float64, d)
+	floats.AddTo(between, truth.W.RawRowView(4), truth.W.RawRowView(5))
+	start = withUnit(start, between, (truth.B[4]+truth.B[5])/2, mat.Col(nil, 3, start.A))
 	// The width given (spare grown units dropped to it) and not given
 	// (spare units dropped while the fit does not miss them).
 	for _, hidden := range []int{m, 0} {
@@ -270,7 +275,10 @@ func TestRefineGrownRecoversMissingUnits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("Hidden %d: plain polish: residual %.1e; grown (%d units): %.1e → %.1e", hidden, plain, e.diag.Grown, before, after)
+		t.Logf("Hidden %d: plain polish: residual %.1e; grown (%d units, %d records dropped): %.1e → %.1e", hidden, plain, e.diag.Grown, e.diag.Unbent, before, after)
+		if e.diag.Unbent != 1 {
+			t.Errorf("Hidden %d: %d records dropped as unbent, want the one between units 4 and 5", hidden, e.diag.Unbent)
+		}
 		if got.Hidden() != m || after > 1e-6 {
 			t.Fatalf("Hidden %d: grown polish: %d units (want %d), residual %.1e (want ≤ 1e-6)", hidden, got.Hidden(), m, after)
 		}
