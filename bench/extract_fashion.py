@@ -37,6 +37,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -191,6 +192,7 @@ def main():
                          "scored by argmax agreement and logits on the 10 000 test images")
     ap.add_argument("--max-lines", type=int, default=0, help="relurec extract --max-lines (0: its default)")
     ap.add_argument("--widths-known", action="store_true", help="give --query-cmd runs the hidden widths (--hidden 32,16) instead of searching them")
+    ap.add_argument("--keep", help="a directory to keep each run's relurec report (JSON), teacher and extracted network in")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -226,6 +228,14 @@ def main():
             for name, flags in runs:
                 out = os.path.join(tmp, "x-%s.safetensors" % name)
                 res, wall, code = relurec(exe, "extract", *flags, "--seed", str(seed), "--max-lines", str(args.max_lines), "--approximate", "--out", out)
+                if args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    stem = os.path.join(args.keep, "%s-s%d-%s" % ("-".join(map(str, widths)), seed, name))
+                    with open(stem + ".json", "w") as f:
+                        json.dump(res, f, indent=1)
+                    shutil.copyfile(st_path, stem + "-teacher.safetensors")
+                    if os.path.exists(out):
+                        shutil.copyfile(out, stem + "-extracted.safetensors")
                 if not os.path.exists(out):
                     ok = False
                     print("%4d %8.4f %13s %9d %9d %9.2f %10s %8s %10s %6d %8.0f  <-- nothing extracted" % (seed, acc, name, res["queries"], res["units"], wall, "-", "-", "-", code, res["peak_memory_bytes"] / 2**20))
