@@ -299,7 +299,9 @@ func (e *extractor) readJacobian(j *jacJob, Y *mat.Dense, r0 int, steps, checks 
 			sc = j.scale[o]
 		}
 		tol := 10 * e.eta * (math.Abs(f0[o]) + math.Abs(fk[o]) + sc)
-		if math.Abs(fk[o]-pred) > tol {
+		// Negated so that a NaN fails too: a step the oracle's rounding
+		// took back to x (0/0 in J) must not reach jsum.
+		if !(math.Abs(fk[o]-pred) <= tol) {
 			j.ok = false
 		}
 	}

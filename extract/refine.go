@@ -76,7 +76,13 @@ func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2
 	if e.opt.Hidden > 0 {
 		best = e.dropToWidth(best, X, Y)
 	} else {
-		best = e.dropSpare(best, X, Y)
+		// dropSpare's held-out queries: an eighth more.
+		n, _ := X.Dims()
+		Xa, Ya, err := e.refineData(ctx, n+n/8)
+		if err != nil {
+			return net, 0, 0, err
+		}
+		best = e.dropSpare(best, X, Y, Xa.Slice(n, n+n/8, 0, e.d).(*mat.Dense), Ya.Slice(n, n+n/8, 0, e.o.p).(*mat.Dense))
 	}
 	if best.Hidden() < polished {
 		// Without the spare units the polish goes on from where the drop
@@ -90,14 +96,25 @@ func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2
 
 // dropSpare drops, one at a time, the units whose removal the output
 // layer's least-squares fit misses least (leastMissed) while the fit
-// without them leaves at most twice net's residual on (X, Y): grown units
-// beyond the missing ones (growCount) that the polish left idle, or
-// splitting one unit's output between two copies.
-func (e *extractor) dropSpare(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
+// without them leaves at most twice net's residual on (X, Y), or no more
+// than net's on the held-out queries (Xv, Yv): grown units beyond the
+// missing ones (growCount) that the polish left idle, splitting one
+// unit's output between two copies, or fitted to the rounding of the few
+// refine queries they are active on. Those last pass the first test — the
+// fit misses them on their rows — but not the second: a 784-32-10 trained
+// on Fashion-MNIST (seed 2 of TestSlowFashionFloat32) kept two spare units
+// active on 2% and 6% of the queries, the refine residual at 3.0e-7 and
+// the certificate's at 1.2e-3.
+func (e *extractor) dropSpare(net *nn.Depth2, X, Y, Xv, Yv *mat.Dense) *nn.Depth2 {
 	limit := 2 * certify.RelResidual(Y, net.Forward(X))
 	for net.Hidden() > 1 {
-		cand, ok := fitOutputLayer(withoutUnit(net, leastNeeded(net, X, Y)), X, Y)
-		if !ok || certify.RelResidual(Y, cand.Forward(X)) > limit {
+		cand := withoutUnit(net, leastNeeded(net, X, Y))
+		// A singular fit (a unit active on none of the rows, or two with
+		// one output) leaves the output layer as it is.
+		if fitted, ok := fitOutputLayer(cand, X, Y); ok {
+			cand = fitted
+		}
+		if certify.RelResidual(Y, cand.Forward(X)) > limit && certify.RelResidual(Yv, cand.Forward(Xv)) > certify.RelResidual(Yv, net.Forward(Xv)) {
 			break
 		}
 		net = cand
