@@ -79,10 +79,12 @@
 // misses least) brings the network to float32
 // accuracy. A search that stops before its units reproduce its lines has
 // missed units (units that kept their initial norm bend lines near the
-// rounding); before that fit, units are grown on the residual of the
-// ones found by Adam (grow.go) and fitted with them, since the fit alone
-// tilts the units found to absorb the missing ones. The certificate's tolerance is
-// then 100× the measured rounding, with a warning. m ≤ d
+// rounding); before that fit, the records at whose hyperplane the oracle's
+// slope does not change as they predict are dropped (bent.go), and units
+// are grown on the residual of the others by Adam (grow.go) and fitted
+// with them, since the fit alone tilts the units found to absorb the
+// missing ones. The certificate's tolerance is then 100× the measured
+// rounding, with a warning. m ≤ d
 // is needed for the orientation step (the ŵ_i must be linearly
 // independent). A unit that is inactive, or active, everywhere on the
 // searched lines (|t| ≤ Reach·√d) is invisible; a dead unit (never active)
