@@ -41,13 +41,13 @@ func (e *extractor) refine(ctx context.Context, net *nn.Depth2, steps int) (*nn.
 
 // refineGrown is refine with units grown first (growUnits, see grow.go):
 // the records the oracle does not bend at dropped (dropUnbent), growCount
-// units fitted to the residual of the others as they are (an output layer
-// fitted again first would take part of the missing units' contribution
+// units fitted to the residual of the others as they are, the polish of
+// them all, then the drop to the width given (or of the spare units,
+// dropSpare) and the polish once more. The output layer is not fitted
+// again before growing: it would take part of the missing units' output
 // into the units found, and the residual would no longer be a few units'
-// output: a 30-12-10 with two missing, Adam's fit explains 56% of it
-// instead of 99.7%), the polish
-// of them all, then the drop to the width given (or of the spare units,
-// dropSpare) and the polish once more.
+// output (a 30-12-10 with two missing: Adam's fit explains 56% of it
+// instead of 99.7%).
 func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2, float64, float64, error) {
 	kept, dropped, err := e.dropUnbent(ctx, net)
 	if err != nil {
