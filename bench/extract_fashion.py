@@ -29,12 +29,12 @@ agreement 1 and logits within 1e-4 relative.
     /usr/bin/python3 bench/extract_fashion.py --hidden 64,32 --seeds 3
 
 Needs python3-torch, python3-onnx optional (torch.onnx.export works without
-it), python3-numpy, the Fashion-MNIST files (scripts/install-datasets.sh) and
+it), python3-numpy, the Fashion-MNIST files (scripts/install-datasets.sh, or a
+directory holding them named by RELUREC_FASHION_MNIST) and
 the Go toolchain (builds ./relurec when missing).
 """
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -49,17 +49,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compress_torch_roundtrip import train_mlp  # noqa: E402
-
-DATA = "/usr/share/datasets/fashion-mnist"
-
-
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+from compress_torch_roundtrip import DATA, idx, train_mlp  # noqa: E402
 
 
 def write_safetensors(path, tensors):
