@@ -35,6 +35,9 @@ type LayerResult struct {
 	Deeper int `json:"deeper"`
 	// Flipped counts units whose orientation the column test reversed.
 	Flipped int `json:"flipped"`
+	// Grown counts the last layer's units no region showed, fitted to
+	// what the others leave (growLast).
+	Grown int `json:"grown,omitempty"`
 	// Check says how the layer was checked before the next was
 	// extracted, and Passed whether it passed.
 	Check  string `json:"check"`

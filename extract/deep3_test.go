@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/rng"
 	"github.com/relurec/relurec/nn"
@@ -150,4 +151,101 @@ func activeUnits(z []float64) []int {
 		}
 	}
 	return on
+}
+
+// growLast: a last layer with one unit no region showed. The first two
+// layers as the extraction holds them (unit rows), the last layer's
+// other units exact and held, the output layer fitted without the
+// missing unit: the unit is grown, the spare ones dropped to the width,
+// and every unit ends within 1e-8 of the teacher's (1 − cos), its
+// residual on fresh queries below wholeTol. Without the hold the fit of
+// every parameter from there leaves the units off.
+func TestGrowLastRecoversMissingUnit(t *testing.T) {
+	net := deepTeacher(t, []int{40, 20, 10, 8, 3}, 2)
+	r, W3 := exactFirstLayers(net)
+	teacher := &nn.Depth2{W: W3, B: net.Layers[2].Bias, A: net.Layers[3].Weight, C: net.Layers[3].Bias}
+	X := gaussianRows(4096, net.In(), 9)
+	H := r.hidden(X, 2)
+	Y := net.Forward(X)
+	// The units active on some of those inputs (at this initialisation
+	// some are active on none: they do not change f there).
+	var live []int
+	F := hiddenFeatures(teacher, H)
+	for j := 0; j < teacher.Hidden(); j++ {
+		if mat.Max(F.ColView(j)) > 0 {
+			live = append(live, j)
+		}
+	}
+	teacher = keepUnits(teacher, live)
+	m := teacher.Hidden()
+	const missing = 1
+	var keep []int
+	for j := 0; j < m; j++ {
+		if j != missing {
+			keep = append(keep, j)
+		}
+	}
+	short, ok := fitOutputLayer(keepUnits(teacher, keep), H, Y)
+	if !ok {
+		t.Fatal("output layer fit singular")
+	}
+	t.Logf("%d live units, residual without unit %d %.1e", m, missing, certify.RelResidual(Y, short.Forward(H)))
+	whole := make([]bool, len(keep))
+	for j := range whole {
+		whole[j] = true
+	}
+	got, res, err := r.growLast(context.Background(), 2, short, whole, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hidden() != m || res > wholeTol {
+		t.Fatalf("%d units, residual %.1e", got.Hidden(), res)
+	}
+	for j := 0; j < m; j++ {
+		best := math.Inf(1)
+		for i := 0; i < m; i++ {
+			best = math.Min(best, 1-cosRows(teacher, j, got, i))
+		}
+		if best > 1e-8 {
+			t.Errorf("teacher unit %d: nearest unit 1 − cos %.1e", j, best)
+		}
+	}
+}
+
+// exactFirstLayers returns a deepRun holding the teacher's first two
+// layers as the extraction does (unit rows, each layer over the unit-row
+// outputs of the one before), answering from the teacher, and the third
+// layer's weights over those outputs.
+func exactFirstLayers(net *nn.MLP) (*deepRun, *mat.Dense) {
+	var Ws []*mat.Dense
+	var bs [][]float64
+	prevScale := []float64(nil)
+	for l := 0; l < 3; l++ {
+		W := mat.DenseCopyOf(net.Layers[l].Weight)
+		rows, cols := W.Dims()
+		for i := 0; i < rows && prevScale != nil; i++ {
+			for c := 0; c < cols; c++ {
+				W.Set(i, c, W.At(i, c)*prevScale[c])
+			}
+		}
+		if l == 2 {
+			r := &deepRun{d: net.In(), opt: Options{Seed: 1}, Ws: Ws, bs: bs, root: &counted{f: FromMLP(net), d: net.In()}}
+			return r, W
+		}
+		prevScale = make([]float64, rows)
+		for i := range prevScale {
+			prevScale[i] = math.Sqrt(dotf(W.RawRowView(i), W.RawRowView(i)))
+		}
+		Wu, bu, _ := unitRows(W, net.Layers[l].Bias, nil)
+		Ws, bs = append(Ws, Wu), append(bs, bu)
+	}
+	return nil, nil
+}
+
+// cosRows returns the cosine between unit j of a and unit i of b, each
+// unit the row (w, b).
+func cosRows(a *nn.Depth2, j int, b *nn.Depth2, i int) float64 {
+	u := append(append([]float64(nil), a.W.RawRowView(j)...), a.B[j])
+	v := append(append([]float64(nil), b.W.RawRowView(i)...), b.B[i])
+	return dotf(u, v) / math.Sqrt(dotf(u, u)*dotf(v, v))
 }

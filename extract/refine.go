@@ -106,9 +106,23 @@ func (e *extractor) refineGrown(ctx context.Context, net *nn.Depth2) (*nn.Depth2
 // active on 2% and 6% of the queries, the refine residual at 3.0e-7 and
 // the certificate's at 1.2e-3.
 func (e *extractor) dropSpare(net *nn.Depth2, X, Y, Xv, Yv *mat.Dense) *nn.Depth2 {
+	net, _, n := dropIdle(net, X, Y, Xv, Yv, nil)
+	e.diag.Duplicates += n
+	return net
+}
+
+// dropIdle is dropSpare's test for any network, the units marked in held
+// (nil: none) kept whatever it says. It returns the network, which of its
+// units are held, and how many it dropped.
+func dropIdle(net *nn.Depth2, X, Y, Xv, Yv *mat.Dense, held []bool) (*nn.Depth2, []bool, int) {
 	limit := 2 * certify.RelResidual(Y, net.Forward(X))
+	dropped := 0
 	for net.Hidden() > 1 {
-		cand := withoutUnit(net, leastNeeded(net, X, Y))
+		j := leastNeeded(net, X, Y, held)
+		if j < 0 {
+			break
+		}
+		cand := withoutUnit(net, j)
 		// A singular fit (a unit active on none of the rows, or two with
 		// one output) leaves the output layer as it is.
 		if fitted, ok := fitOutputLayer(cand, X, Y); ok {
@@ -117,10 +131,18 @@ func (e *extractor) dropSpare(net *nn.Depth2, X, Y, Xv, Yv *mat.Dense) *nn.Depth
 		if certify.RelResidual(Y, cand.Forward(X)) > limit && certify.RelResidual(Yv, cand.Forward(Xv)) > certify.RelResidual(Yv, net.Forward(Xv)) {
 			break
 		}
-		net = cand
-		e.diag.Duplicates++
+		net, held = cand, without(held, j)
+		dropped++
 	}
-	return net
+	return net, held, dropped
+}
+
+// without returns held without entry j (nil stays nil).
+func without(held []bool, j int) []bool {
+	if held == nil {
+		return nil
+	}
+	return append(held[:j:j], held[j+1:]...)
 }
 
 // refineFor returns refine's queries and answers for net with extra more
@@ -138,30 +160,58 @@ func (e *extractor) refineFor(ctx context.Context, net *nn.Depth2, extra int) (*
 // (the one that contributes least when that fit is singular); then the
 // output layer is fitted again.
 func (e *extractor) dropToWidth(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
-	if e.opt.Hidden == 0 || net.Hidden() <= e.opt.Hidden {
+	if e.opt.Hidden == 0 {
 		return net
 	}
-	best := net
-	for best.Hidden() > e.opt.Hidden {
-		best = withoutUnit(best, leastNeeded(best, X, Y))
-		e.diag.Duplicates++
+	net, _, n := dropTo(net, X, Y, e.opt.Hidden, nil)
+	e.diag.Duplicates += n
+	return net
+}
+
+// dropTo is dropToWidth's drop for any network and width, the units
+// marked in held (nil: none) kept. It returns the network, which of its
+// units are held, and how many it dropped.
+func dropTo(net *nn.Depth2, X, Y *mat.Dense, width int, held []bool) (*nn.Depth2, []bool, int) {
+	if net.Hidden() <= width {
+		return net, held, 0
 	}
-	if fitted, ok := fitOutputLayer(best, X, Y); ok {
-		best = fitted
+	dropped := 0
+	for net.Hidden() > width {
+		j := leastNeeded(net, X, Y, held)
+		if j < 0 {
+			break
+		}
+		net, held = withoutUnit(net, j), without(held, j)
+		dropped++
 	}
-	return best
+	if fitted, ok := fitOutputLayer(net, X, Y); ok {
+		net = fitted
+	}
+	return net, held, dropped
 }
 
 // leastNeeded returns the unit whose removal the output layer's
 // least-squares fit on (X, Y) misses least (leastMissed), or, when that
 // fit is singular (a unit active on none of the rows of X, or two units
-// with one output), the one that contributes least (weakest).
-func leastNeeded(net *nn.Depth2, X, Y *mat.Dense) int {
-	if j, ok := leastMissed(net, X, Y); ok {
+// with one output), the one that contributes least (contributions);
+// units marked in held (nil: none) are not candidates.
+func leastNeeded(net *nn.Depth2, X, Y *mat.Dense, held []bool) int {
+	if j, ok := leastMissed(net, X, Y, held); ok {
 		return j
 	}
-	j, _ := weakest(net, X)
-	return j
+	return argminFree(contributions(net, X), held)
+}
+
+// argminFree returns the index of the smallest of v not marked in held
+// (-1 when every one is).
+func argminFree(v []float64, held []bool) int {
+	low := -1
+	for j := range v {
+		if (held == nil || !held[j]) && (low < 0 || v[j] < v[low]) {
+			low = j
+		}
+	}
+	return low
 }
 
 // gnSteps runs at most steps Gauss–Newton steps of the least-squares
@@ -247,10 +297,18 @@ func (e *extractor) refineData(ctx context.Context, n int) (*mat.Dense, *mat.Den
 // refineSteps caps refine's Gauss–Newton steps.
 const refineSteps = 8
 
-// weakest returns the unit with the smallest contribution ‖A_{:,i}‖ ·
-// rms(ReLU(w_i·x + b_i)) over the rows of X, and whether it is below 1% of
-// the median contribution.
+// weakest returns the unit with the smallest contribution (contributions)
+// and whether it is below 1% of the median contribution.
 func weakest(net *nn.Depth2, X *mat.Dense) (int, bool) {
+	c := contributions(net, X)
+	mid := median(append([]float64(nil), c...))
+	low := argminFree(c, nil)
+	return low, c[low] < 0.01*mid
+}
+
+// contributions returns each unit's contribution ‖A_{:,i}‖ ·
+// rms(ReLU(w_i·x + b_i)) over the rows of X.
+func contributions(net *nn.Depth2, X *mat.Dense) []float64 {
 	m := net.Hidden()
 	n, _ := X.Dims()
 	Z := mat.NewDense(n, m, nil)
@@ -265,14 +323,7 @@ func weakest(net *nn.Depth2, X *mat.Dense) (int, bool) {
 		}
 		c[j] = mat.Norm(net.A.ColView(j), 2) * math.Sqrt(hh/float64(n))
 	}
-	mid := median(append([]float64(nil), c...))
-	low := 0
-	for j := range c {
-		if c[j] < c[low] {
-			low = j
-		}
-	}
-	return low, c[low] < 0.01*mid
+	return c
 }
 
 // hiddenFeatures returns [ReLU(X·Wᵀ + 1·bᵀ), 1]: the output layer's
@@ -331,7 +382,7 @@ func fitOutputLayer(net *nn.Depth2, X, Y *mat.Dense) (*nn.Depth2, bool) {
 // by Σ_o β_jo² / (HᵀH)⁻¹_jj (one solve for every unit at once). A record
 // a few hundredths off a unit found twice explains almost nothing the
 // unit's own record does not; a unit found once is missed in full.
-func leastMissed(net *nn.Depth2, X, Y *mat.Dense) (int, bool) {
+func leastMissed(net *nn.Depth2, X, Y *mat.Dense, held []bool) (int, bool) {
 	chol, beta, ok := outputNormal(net, X, Y)
 	if !ok {
 		return 0, false
@@ -340,16 +391,14 @@ func leastMissed(net *nn.Depth2, X, Y *mat.Dense) (int, bool) {
 	if err := chol.InverseTo(&Ginv); err != nil {
 		return 0, false
 	}
-	best, bestRise := -1, math.Inf(1)
-	for j := 0; j < net.Hidden(); j++ {
-		rise := 0.0
+	rise := make([]float64, net.Hidden())
+	for j := range rise {
 		for _, b := range beta.RawRowView(j) {
-			rise += b * b
+			rise[j] += b * b
 		}
-		if rise /= Ginv.At(j, j); rise < bestRise {
-			best, bestRise = j, rise
-		}
+		rise[j] /= Ginv.At(j, j)
 	}
+	best := argminFree(rise, held)
 	return best, best >= 0
 }
 
@@ -382,9 +431,16 @@ func keepUnits(net *nn.Depth2, keep []int) *nn.Depth2 {
 // problem in (δW, δb, δA, δc) solved by CGLS (matrix-free: each product
 // costs two n×d×m matrix products).
 func gaussNewton(net *nn.Depth2, X, Y *mat.Dense) *nn.Depth2 {
+	return gaussNewtonHeld(net, X, Y, nil)
+}
+
+// gaussNewtonHeld is gaussNewton with the rows (w_j, b_j) of the units
+// marked in held kept as they are (nil: none).
+func gaussNewtonHeld(net *nn.Depth2, X, Y *mat.Dense, held []bool) *nn.Depth2 {
 	n, _ := X.Dims()
 	p := net.Out()
 	gs := newGNSystem(net, X)
+	gs.held = held
 	F := net.Forward(X)
 	R := mat.NewDense(n, p, nil)
 	R.Sub(Y, F)
@@ -488,6 +544,8 @@ type gnSystem struct {
 	sW, sB, sA []float64
 	sC         float64
 	U          *mat.TriDense
+	// held marks the units whose rows the step leaves as they are.
+	held []bool
 }
 
 // newGNSystem computes net's pre-activations on X, its activation pattern
@@ -618,8 +676,13 @@ func (gs *gnSystem) jacobi() {
 }
 
 // precond returns P·v, or Pᵀ·v when trans is set.
-func (gs *gnSystem) precond(v gnVec, trans bool) gnVec {
-	out := gs.newVec()
+func (gs *gnSystem) precond(v gnVec, trans bool) (out gnVec) {
+	if trans {
+		v = gs.hold(v)
+	} else {
+		defer func() { out = gs.hold(out) }()
+	}
+	out = gs.newVec()
 	for j := 0; j < gs.m; j++ {
 		src, dst := v.W.RawRowView(j), out.W.RawRowView(j)
 		if gs.U != nil {
@@ -649,4 +712,16 @@ func (gs *gnSystem) precond(v gnVec, trans bool) gnVec {
 		out.c[o] = v.c[o] * gs.sC
 	}
 	return out
+}
+
+// hold returns v with the held units' rows set to zero (v itself when
+// none is held; v is changed in place).
+func (gs *gnSystem) hold(v gnVec) gnVec {
+	for j, h := range gs.held {
+		if h {
+			clear(v.W.RawRowView(j))
+			v.b[j] = 0
+		}
+	}
+	return v
 }
