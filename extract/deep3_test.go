@@ -158,17 +158,36 @@ func activeUnits(z []float64) []int {
 // other units exact and held, the output layer fitted without the
 // missing unit: the unit is grown, the spare ones dropped to the width,
 // and every unit ends within 1e-8 of the teacher's (1 − cos), its
-// residual on fresh queries below wholeTol. Without the hold the fit of
-// every parameter from there leaves the units off.
+// residual on fresh queries below wholeTol. (Not every unit of this
+// teacher comes back so: TestSlowGrowLastEachUnit.)
 func TestGrowLastRecoversMissingUnit(t *testing.T) {
+	off, res, before := growBack(t, 1)
+	if res > wholeTol || res > before {
+		t.Fatalf("residual %.1e (%.1e without the unit)", res, before)
+	}
+	for j, o := range off {
+		if o > 1e-8 {
+			t.Errorf("teacher unit %d: nearest unit 1 − cos %.1e", j, o)
+		}
+	}
+}
+
+// growBack removes last-layer unit missing of the live units (active on
+// some of 4096 standard Gaussian inputs) of a 40-20-10-8-3 at PyTorch-like
+// initialisation and grows it back with growLast, the first two layers
+// and the other units exact. It returns, for each live teacher unit, the
+// nearest grown-back unit's 1 − cos, growLast's residual on fresh queries
+// and the residual without the unit.
+func growBack(t *testing.T, missing int) (off []float64, res, before float64) {
+	t.Helper()
 	net := deepTeacher(t, []int{40, 20, 10, 8, 3}, 2)
 	r, W3 := exactFirstLayers(net)
 	teacher := &nn.Depth2{W: W3, B: net.Layers[2].Bias, A: net.Layers[3].Weight, C: net.Layers[3].Bias}
 	X := gaussianRows(4096, net.In(), 9)
 	H := r.hidden(X, 2)
 	Y := net.Forward(X)
-	// The units active on some of those inputs (at this initialisation
-	// some are active on none: they do not change f there).
+	// At this initialisation some units are active on none of those
+	// inputs: they do not change f there.
 	var live []int
 	F := hiddenFeatures(teacher, H)
 	for j := 0; j < teacher.Hidden(); j++ {
@@ -178,7 +197,6 @@ func TestGrowLastRecoversMissingUnit(t *testing.T) {
 	}
 	teacher = keepUnits(teacher, live)
 	m := teacher.Hidden()
-	const missing = 1
 	var keep []int
 	for j := 0; j < m; j++ {
 		if j != missing {
@@ -189,7 +207,7 @@ func TestGrowLastRecoversMissingUnit(t *testing.T) {
 	if !ok {
 		t.Fatal("output layer fit singular")
 	}
-	t.Logf("%d live units, residual without unit %d %.1e", m, missing, certify.RelResidual(Y, short.Forward(H)))
+	before = certify.RelResidual(Y, short.Forward(H))
 	whole := make([]bool, len(keep))
 	for j := range whole {
 		whole[j] = true
@@ -198,18 +216,18 @@ func TestGrowLastRecoversMissingUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Hidden() != m || res > wholeTol {
-		t.Fatalf("%d units, residual %.1e", got.Hidden(), res)
+	if got.Hidden() != m {
+		t.Fatalf("%d units, want %d", got.Hidden(), m)
 	}
-	for j := 0; j < m; j++ {
-		best := math.Inf(1)
+	off = make([]float64, m)
+	for j := range off {
+		off[j] = math.Inf(1)
 		for i := 0; i < m; i++ {
-			best = math.Min(best, 1-cosRows(teacher, j, got, i))
-		}
-		if best > 1e-8 {
-			t.Errorf("teacher unit %d: nearest unit 1 − cos %.1e", j, best)
+			off[j] = math.Min(off[j], 1-cosRows(teacher, j, got, i))
 		}
 	}
+	t.Logf("unit %d of %d removed: residual %.1e before, %.1e after; largest 1 − cos %.1e", missing, m, before, res, slices.Max(off))
+	return off, res, before
 }
 
 // exactFirstLayers returns a deepRun holding the teacher's first two

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,4 +106,24 @@ func TestSlowFloat32TwoHiddenLayerShapes(t *testing.T) {
 		}
 	}
 	t.Logf("certified %d of %d", certified, 3*len(shapes))
+}
+
+// growLast with each live last-layer unit of growBack's teacher removed in
+// turn: never worse than without the unit, and at least one comes back
+// exactly (docs/extract.md reports the rest).
+func TestSlowGrowLastEachUnit(t *testing.T) {
+	exact := 0
+	for missing := 0; missing < 7; missing++ {
+		off, res, before := growBack(t, missing)
+		if res > before {
+			t.Errorf("unit %d: residual %.1e after growing, %.1e before", missing, res, before)
+		}
+		if res <= wholeTol && slices.Max(off) <= 1e-8 {
+			exact++
+		}
+	}
+	t.Logf("%d of 7 grown back within 1e-8", exact)
+	if exact == 0 {
+		t.Error("no unit grown back")
+	}
 }
