@@ -956,8 +956,8 @@ func (r *deepRun) searchRegions(ctx context.Context, k int, pats []region, list 
 // without that hold, the last two layers' parameters wander together
 // (784-32-16-16-10 trained on Fashion-MNIST, seed 1: 12 units whole, 3
 // seen over some inputs, one not seen; the fit of all of them from there
-// leaves every unit 4e-4 to 0.3 off (1 − cos) at residual 1.7e-2, grown
-// and held every unit within 1e-15 and residual 1.8e-12). It returns
+// leaves every unit 2e-3 to 0.3 off (1 − cos) at residual 1.7e-2; grown
+// and held, every unit within 1e-15 and residual 1.8e-12). It returns
 // the network and its relative residual on fresh queries.
 func (r *deepRun) growLast(ctx context.Context, k int, net *nn.Depth2, whole []bool, width int) (*nn.Depth2, float64, error) {
 	// Rows for the spare units' held-out test (dropIdle) follow the fit's.
@@ -975,6 +975,9 @@ func (r *deepRun) growLast(ctx context.Context, k int, net *nn.Depth2, whole []b
 	var R mat.Dense
 	R.Sub(Y, net.Forward(H))
 	s := mat.Norm(&R, 2) / math.Sqrt(float64(n*net.Out()))
+	if s == 0 {
+		s = 1
+	}
 	var Ys mat.Dense
 	Ys.Scale(1/s, Y)
 	// Adam's fit lands where its start leads: the polish then reaches
