@@ -203,11 +203,11 @@ func leastNeeded(net *nn.Depth2, X, Y *mat.Dense, held []bool) int {
 }
 
 // argminFree returns the index of the smallest of v not marked in held
-// (-1 when every one is).
+// and not NaN (-1 when there is none).
 func argminFree(v []float64, held []bool) int {
 	low := -1
 	for j := range v {
-		if (held == nil || !held[j]) && (low < 0 || v[j] < v[low]) {
+		if (held == nil || !held[j]) && !math.IsNaN(v[j]) && (low < 0 || v[j] < v[low]) {
 			low = j
 		}
 	}
@@ -303,6 +303,9 @@ func weakest(net *nn.Depth2, X *mat.Dense) (int, bool) {
 	c := contributions(net, X)
 	mid := median(append([]float64(nil), c...))
 	low := argminFree(c, nil)
+	if low < 0 {
+		return 0, false
+	}
 	return low, c[low] < 0.01*mid
 }
 
