@@ -235,29 +235,26 @@ func growBack(t *testing.T, missing int) (off []float64, res, before float64) {
 // outputs of the one before), answering from the teacher, and the third
 // layer's weights over those outputs.
 func exactFirstLayers(net *nn.MLP) (*deepRun, *mat.Dense) {
-	var Ws []*mat.Dense
-	var bs [][]float64
-	prevScale := []float64(nil)
-	for l := 0; l < 3; l++ {
+	r := &deepRun{d: net.In(), opt: Options{Seed: 1}, root: &counted{f: FromMLP(net), d: net.In()}}
+	var scale []float64 // the row norms of the layer before
+	for l := 0; ; l++ {
 		W := mat.DenseCopyOf(net.Layers[l].Weight)
 		rows, cols := W.Dims()
-		for i := 0; i < rows && prevScale != nil; i++ {
+		for i := 0; i < rows && scale != nil; i++ {
 			for c := 0; c < cols; c++ {
-				W.Set(i, c, W.At(i, c)*prevScale[c])
+				W.Set(i, c, W.At(i, c)*scale[c])
 			}
 		}
 		if l == 2 {
-			r := &deepRun{d: net.In(), opt: Options{Seed: 1}, Ws: Ws, bs: bs, root: &counted{f: FromMLP(net), d: net.In()}}
 			return r, W
 		}
-		prevScale = make([]float64, rows)
-		for i := range prevScale {
-			prevScale[i] = math.Sqrt(dotf(W.RawRowView(i), W.RawRowView(i)))
+		scale = make([]float64, rows)
+		for i := range scale {
+			scale[i] = math.Sqrt(dotf(W.RawRowView(i), W.RawRowView(i)))
 		}
 		Wu, bu, _ := unitRows(W, net.Layers[l].Bias, nil)
-		Ws, bs = append(Ws, Wu), append(bs, bu)
+		r.Ws, r.bs = append(r.Ws, Wu), append(r.bs, bu)
 	}
-	return nil, nil
 }
 
 // cosRows returns the cosine between unit j of a and unit i of b, each
