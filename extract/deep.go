@@ -509,7 +509,7 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 	start := time.Now()
 	r := &deepRun{d: d, opt: opt, root: &counted{f: oracle, d: d}}
 	if opt.MaxQueries > 0 {
-		r.root.limit = opt.MaxQueries - opt.CertQueries
+		r.root.limit = opt.MaxQueries - 2*opt.CertQueries // certify's two sets
 	}
 	net, failed, err := r.run(ctx)
 	if err != nil {
@@ -552,9 +552,9 @@ func extractDeep(ctx context.Context, oracle Oracle, d int, opt Options) (*Resul
 	res.Warnings = r.warn
 	res.Elapsed = time.Since(start)
 	if !res.Certificate.Met {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("certificate not met: relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, res.Certificate.Samples))
 		if failed == "" {
-			failed = fmt.Sprintf("extracted network's relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, opt.CertQueries)
+			failed = fmt.Sprintf("extracted network's relative residual %.2e > %.0e on %d fresh queries", res.Certificate.Residual, tol, res.Certificate.Samples)
 		}
 	}
 	if failed != "" && net == nil {
@@ -781,7 +781,9 @@ func (r *deepRun) network(W *mat.Dense, b []float64, A *mat.Dense, c []float64) 
 }
 
 // certify sets res's certificate: net's relative residual on CertQueries
-// fresh standard Gaussian inputs. It returns the tolerance.
+// fresh standard Gaussian inputs, or on up to CertQueries more inputs
+// (coverRows) where the weights between hidden units those leave unseen
+// act, whichever is larger. It returns the tolerance.
 func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float64, error) {
 	opt := r.opt
 	if opt.Progress != nil {
@@ -799,9 +801,21 @@ func (r *deepRun) certify(ctx context.Context, net *nn.MLP, res *Result) (float6
 	}
 	if net == nil {
 		res.Certificate = certify.New(math.Inf(1), tol, opt.CertQueries)
-	} else {
-		res.Certificate = certify.New(certify.RelResidual(Y, net.Forward(X)), tol, opt.CertQueries)
+		return tol, nil
 	}
+	resid := certify.RelResidual(Y, net.Forward(X))
+	n := opt.CertQueries
+	if T := coverRows(net, 1, X, r.opt.Seed^0x5bd1e995, opt.CertQueries); T != nil {
+		YT, err := r.root.query(ctx, T)
+		if err != nil {
+			return 0, err
+		}
+		t, _ := T.Dims()
+		r.diag.QueriesCert += t
+		n += t
+		resid = math.Max(resid, certify.RelResidual(YT, net.Forward(T)))
+	}
+	res.Certificate = certify.New(resid, tol, n)
 	return tol, nil
 }
 

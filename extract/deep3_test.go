@@ -124,24 +124,6 @@ func TestRegionFrame(t *testing.T) {
 	}
 }
 
-// preActivations returns every layer's pre-activations of net at x.
-func preActivations(net *nn.MLP, x []float64) [][]float64 {
-	var out [][]float64
-	h := x
-	for _, l := range net.Layers {
-		z := make([]float64, l.Out())
-		for i := range z {
-			z[i] = dotf(l.Weight.RawRowView(i), h) + l.Bias[i]
-		}
-		out = append(out, z)
-		h = make([]float64, len(z))
-		for i, v := range z {
-			h[i] = math.Max(v, 0)
-		}
-	}
-	return out
-}
-
 // activeUnits lists the positive entries of z.
 func activeUnits(z []float64) []int {
 	var on []int
@@ -181,7 +163,7 @@ func TestGrowLastRecoversMissingUnit(t *testing.T) {
 func growBack(t *testing.T, missing int) (off []float64, res, before float64) {
 	t.Helper()
 	net := deepTeacher(t, []int{40, 20, 10, 8, 3}, 2)
-	r, W3 := exactFirstLayers(net)
+	r, W3 := exactLayers(net, 2)
 	teacher := &nn.Depth2{W: W3, B: net.Layers[2].Bias, A: net.Layers[3].Weight, C: net.Layers[3].Bias}
 	X := gaussianRows(4096, net.In(), 9)
 	H := r.hidden(X, 2)
@@ -230,11 +212,11 @@ func growBack(t *testing.T, missing int) (off []float64, res, before float64) {
 	return off, res, before
 }
 
-// exactFirstLayers returns a deepRun holding the teacher's first two
-// layers as the extraction does (unit rows, each layer over the unit-row
-// outputs of the one before), answering from the teacher, and the third
-// layer's weights over those outputs.
-func exactFirstLayers(net *nn.MLP) (*deepRun, *mat.Dense) {
+// exactLayers returns a deepRun holding the teacher's first k layers as
+// the extraction does (unit rows, each layer over the unit-row outputs of
+// the one before), answering from the teacher, and layer k+1's weights
+// over those outputs.
+func exactLayers(net *nn.MLP, k int) (*deepRun, *mat.Dense) {
 	r := &deepRun{d: net.In(), opt: Options{Seed: 1}, root: &counted{f: FromMLP(net), d: net.In()}}
 	var scale []float64 // the row norms of the layer before
 	for l := 0; ; l++ {
@@ -245,7 +227,7 @@ func exactFirstLayers(net *nn.MLP) (*deepRun, *mat.Dense) {
 				W.Set(i, c, W.At(i, c)*scale[c])
 			}
 		}
-		if l == 2 {
+		if l == k {
 			return r, W
 		}
 		scale = make([]float64, rows)

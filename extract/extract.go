@@ -258,7 +258,12 @@ func Extract(ctx context.Context, oracle Oracle, d int, opt Options) (*Result, e
 		return nil, err
 	}
 	if opt.MaxQueries > 0 {
+		// A deeper network's certificate holds a second set of up to
+		// CertQueries (coverRows').
 		need := opt.CertQueries + 4*(d+2)
+		if len(opt.Widths) > 1 {
+			need += opt.CertQueries
+		}
 		if opt.MaxQueries < need {
 			return nil, errs.Options(errs.ErrInput, "extract.Extract: ", errs.Option{Struct: "Options", Field: "MaxQueries", Value: fmt.Sprint(opt.MaxQueries)}, fmt.Sprintf(" cannot pay for even two Jacobians (2·(d+2)), a line and the certificate: need at least %d", need))
 		}

@@ -501,15 +501,40 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 // the units seen over every input are the layer.
 const wholeTol = 1e-9
 
-// lastQueries draws fresh standard Gaussian queries for a fit of the
-// last two layers (net): refineRowsPerParam output values per parameter,
-// at least 4 queries per unit, times 4; they count as the polish's.
-func (r *deepRun) lastQueries(ctx context.Context, net *nn.Depth2, salt uint64) (X, Y *mat.Dense, err error) {
-	n := lastRows(net)
-	if X, Y, err = r.gaussianQueries(ctx, n, salt); err == nil {
-		r.diag.QueriesRefine += n
+// lastQueries draws fresh queries for a fit or a check of the last two
+// layers (net, over layer k's outputs): standard Gaussian ones,
+// refineRowsPerParam output values per parameter, at least 4 queries per
+// unit, times 4, then coverRows' for net; they count as the polish's. g
+// is the number of Gaussian rows, first in X and Y.
+func (r *deepRun) lastQueries(ctx context.Context, k int, net *nn.Depth2, salt uint64) (X, Y *mat.Dense, g int, err error) {
+	g = lastRows(net)
+	if X, Y, err = r.gaussianQueries(ctx, g, salt); err != nil {
+		return nil, nil, 0, err
 	}
-	return X, Y, err
+	r.diag.QueriesRefine += g
+	if X, Y, err = r.withCover(ctx, r.network(net.W, net.B, net.A, net.C), k, X, Y, salt); err != nil {
+		return nil, nil, 0, err
+	}
+	return X, Y, g, nil
+}
+
+// withCover returns X and Y with coverRows' queries for net's layers
+// from on (the rows of X counted first; drawn from the run's seed and
+// salt) stacked under them.
+func (r *deepRun) withCover(ctx context.Context, net *nn.MLP, from int, X, Y *mat.Dense, salt uint64) (*mat.Dense, *mat.Dense, error) {
+	T := coverRows(net, from, X, r.opt.Seed^salt^0x9b05688c, 0)
+	if T == nil {
+		return X, Y, nil
+	}
+	YT, err := r.root.query(ctx, T)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.diag.QueriesRefine += T.RawMatrix().Rows
+	var XS, YS mat.Dense
+	XS.Stack(X, T)
+	YS.Stack(Y, YT)
+	return &XS, &YS, nil
 }
 
 // lastRows is lastQueries' count for net.
@@ -526,7 +551,7 @@ const polishSteps = 30
 // steps (gaussNewton, the activation pattern held fixed in each), kept
 // while they lower the relative residual, at most polishSteps of them.
 func (r *deepRun) polishLast(ctx context.Context, k int, net *nn.Depth2) (*nn.Depth2, error) {
-	X, Y, err := r.lastQueries(ctx, net, 0x1b873593)
+	X, Y, _, err := r.lastQueries(ctx, k, net, 0x1b873593)
 	if err != nil {
 		return net, err
 	}
@@ -686,40 +711,45 @@ func residual(Y, H, W *mat.Dense, b []float64, A *mat.Dense) *mat.Dense {
 // fitMissing fits the weights of the last hidden layer's units over the
 // previous layer's units never active where they switch (free[j][i]) and
 // the output bias, every other parameter held at what the regions gave
-// (exact up to the Jacobians' precision), to fresh standard Gaussian
-// queries. Within an activation pattern f is linear in those weights, so
+// (exact up to the Jacobians' precision), to fresh queries (lastQueries:
+// standard Gaussian ones and coverRows'). Within an activation pattern f
+// is linear in those weights, so
 // each Gauss–Newton step is a small dense least-squares problem; holding
 // the rest keeps the fit off the directions Gaussian queries hardly see
 // (the offsets of units active on nearly every input against the output
 // bias, the rows of units active together against the null space of
 // their output columns), where a fit of every parameter wanders. A
 // weight whose unit is never active with its input on those queries has
-// no column and stays zero.
+// no column and stays zero. coverRows chooses its rows by where net's
+// units are active, the missing weights at zero: up to fitRounds times,
+// rows chosen by the units as fitted are added and the fit is run again
+// from there.
 func (r *deepRun) fitMissing(ctx context.Context, k int, net *nn.Depth2, free [][]bool) (*nn.Depth2, error) {
-	X, Y, err := r.lastQueries(ctx, net, 0x2545f491)
+	X, Y, _, err := r.lastQueries(ctx, k, net, 0x2545f491)
 	if err != nil {
 		return net, err
 	}
-	// A unit active on few Gaussian inputs leaves its missing weights
-	// undetermined by these: inputs where they act are added.
-	if T := r.fitRows(k, net, free); T != nil {
-		YT, err := r.root.query(ctx, T)
-		if err != nil {
-			return net, err
-		}
-		t, _ := T.Dims()
-		r.diag.QueriesRefine += t
-		var XS, YS mat.Dense
-		XS.Stack(X, T)
-		YS.Stack(Y, YT)
-		X, Y = &XS, &YS
-	}
-	H := r.hidden(X, k)
-	best, bestRes := net, certify.RelResidual(Y, net.Forward(H))
-	for step := 0; step < polishSteps; step++ {
-		if err := ctx.Err(); err != nil {
+	best := fitFree(ctx, net, r.hidden(X, k), Y, free)
+	for round := 1; round < fitRounds && ctx.Err() == nil; round++ {
+		if X, Y, err = r.withCover(ctx, r.network(best.W, best.B, best.A, best.C), k, X, Y, 0x3c6ef372+uint64(round)); err != nil {
 			return best, err
 		}
+		best = fitFree(ctx, best, r.hidden(X, k), Y, free)
+	}
+	return best, ctx.Err()
+}
+
+// fitRounds is how many times fitMissing fits: on the trained
+// 784-32-16-16-10 seed 0, a last-layer unit active on few inputs with six
+// weights missing needs more than two.
+const fitRounds = 4
+
+// fitFree runs fitMissing's Gauss–Newton steps (fitStep) on the rows of
+// H and Y from net, kept while they lower the relative residual, at most
+// polishSteps of them.
+func fitFree(ctx context.Context, net *nn.Depth2, H, Y *mat.Dense, free [][]bool) *nn.Depth2 {
+	best, bestRes := net, certify.RelResidual(Y, net.Forward(H))
+	for step := 0; step < polishSteps && ctx.Err() == nil; step++ {
 		// The missing weights start at zero, which can leave a unit
 		// inactive on queries where it is not, and a step sees nothing
 		// of its weights there: the first step takes the units with
@@ -740,20 +770,27 @@ func (r *deepRun) fitMissing(ctx context.Context, k int, net *nn.Depth2, free []
 		}
 		best, bestRes = cand, res
 	}
-	return best, nil
+	return best
 }
 
 // freshResidual is the relative residual of the last two layers (net,
-// over layer k's outputs) on as many fresh standard Gaussian queries as
-// fitMissing draws: a weight its unit is active with on few of the
-// queries fitted is not determined by them, and the residual that
-// decides is on others.
+// over layer k's outputs) on fresh queries drawn as fitMissing's are: a
+// weight its unit is active with on few of the queries fitted is not
+// determined by them, and the residual that decides is on others. It is
+// the larger of the residuals on the Gaussian queries and on coverRows':
+// the few rows where a rarely active pair acts would weigh nothing
+// against the Gaussian ones in one residual.
 func (r *deepRun) freshResidual(ctx context.Context, k int, net *nn.Depth2) (float64, error) {
-	X, Y, err := r.lastQueries(ctx, net, 0x68e31da4)
+	X, Y, g, err := r.lastQueries(ctx, k, net, 0x68e31da4)
 	if err != nil {
 		return 0, err
 	}
-	return certify.RelResidual(Y, net.Forward(r.hidden(X, k))), nil
+	F := net.Forward(r.hidden(X, k))
+	res := certify.RelResidual(rowsTo(Y, g), rowsTo(F, g))
+	if n, _ := X.Dims(); n > g {
+		res = math.Max(res, certify.RelResidual(rowsFrom(Y, g), rowsFrom(F, g)))
+	}
+	return res, nil
 }
 
 // between returns a + t·(b − a) for two networks of one shape.
@@ -769,46 +806,6 @@ func between(a, b *nn.Depth2, t float64) *nn.Depth2 {
 	mix(out.B, b.B)
 	mix(out.C, b.C)
 	return out
-}
-
-// fitCandidates is how many standard Gaussian inputs fitRows draws
-// (through the layers found, no query spent on them).
-const fitCandidates = 8 * patternSamples
-
-// fitRows returns, for each unit of net with free weights, up to 4·(m+1)
-// of fitCandidates standard Gaussian inputs (m the previous layer's
-// units) where the weights it has make it active and some unit its free
-// weights act on is active too: where those weights move f. It returns
-// nil when there are none.
-func (r *deepRun) fitRows(k int, net *nn.Depth2, free [][]bool) *mat.Dense {
-	C := gaussianRows(fitCandidates, r.d, r.opt.Seed^0x9b05688c)
-	H := r.hidden(C, k)
-	_, m := H.Dims()
-	var Z mat.Dense
-	Z.Mul(H, net.W.T())
-	var rows []int
-	for j, row := range free {
-		if !slices.Contains(row, true) {
-			continue
-		}
-		got := 0
-		for s := 0; s < fitCandidates && got < 4*(m+1); s++ {
-			if Z.At(s, j)+net.B[j] <= 0 {
-				continue
-			}
-			for i, f := range row {
-				if f && H.At(s, i) > 0 {
-					rows = append(rows, s)
-					got++
-					break
-				}
-			}
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	return rowsOf(C, rows)
 }
 
 // fitStep is one Gauss–Newton step of fitMissing: the least-squares

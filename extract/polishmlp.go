@@ -44,6 +44,9 @@ func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP) (*nn.MLP, erro
 		return net, err
 	}
 	r.diag.QueriesRefine += n
+	if X, Y, err = r.withCover(ctx, net, 1, X, Y, 0x85ebca6b); err != nil {
+		return net, err
+	}
 	best, bestRes := net, certify.RelResidual(Y, net.Forward(X))
 	r.diag.RefineBefore = bestRes
 	for step := 0; step < mlpPolishSteps; step++ {
