@@ -115,8 +115,9 @@ func newCoverCount(net *nn.MLP, from int) *coverCount {
 // to go on.
 func (c *coverCount) addRows(net *nn.MLP, X *mat.Dense, more func() bool) []int {
 	outs := make([]*mat.Dense, c.last+1) // outs[l] is layer l's output
-	for l := c.from - 1; l <= c.last; l++ {
-		outs[l] = net.Hidden(X, l)
+	outs[c.from-1] = net.Hidden(X, c.from-1)
+	for l := c.from; l <= c.last; l++ {
+		outs[l] = (&nn.MLP{Layers: net.Layers[l : l+1]}).Forward(outs[l-1])
 	}
 	n, _ := X.Dims()
 	var keep []int

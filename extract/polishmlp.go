@@ -27,8 +27,9 @@ const (
 // frames of the ones before; a coarse oracle (float32) leaves each with
 // errors of 1e-4 or so that the later layers' fits absorb only inside
 // their frames. The queries number refineRowsPerParam parameters per
-// output value, at least 4 per hidden unit; the steps end when one no
-// longer lowers the residual by a tenth.
+// output value, at least 4 per hidden unit, and coverRows' for net (so
+// that a weight between hidden units seldom active together is fitted
+// too); the steps end when one no longer lowers the residual by a tenth.
 func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP) (*nn.MLP, error) {
 	params, hid := 0, 0
 	for k, l := range net.Layers {
