@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/relurec/relurec/certify"
 	"github.com/relurec/relurec/errs"
 	"github.com/relurec/relurec/internal/rng"
 	"github.com/relurec/relurec/nn"
@@ -159,7 +158,7 @@ func TestGrowLastRecoversMissingUnit(t *testing.T) {
 // initialisation and grows it back with growLast, the first two layers
 // and the other units exact. It returns, for each live teacher unit, the
 // nearest grown-back unit's 1 − cos, growLast's residual on fresh queries
-// and the residual without the unit.
+// and the residual without the unit on such queries (freshResidual both).
 func growBack(t *testing.T, missing int) (off []float64, res, before float64) {
 	t.Helper()
 	net := deepTeacher(t, []int{40, 20, 10, 8, 3}, 2)
@@ -189,7 +188,10 @@ func growBack(t *testing.T, missing int) (off []float64, res, before float64) {
 	if !ok {
 		t.Fatal("output layer fit singular")
 	}
-	before = certify.RelResidual(Y, short.Forward(H))
+	before, err := r.freshResidual(context.Background(), 2, short)
+	if err != nil {
+		t.Fatal(err)
+	}
 	whole := make([]bool, len(keep))
 	for j := range whole {
 		whole[j] = true

@@ -482,6 +482,14 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// maxGridKinks caps the kinks per line a line's grid is sized for (8
+// points per kink). The grid follows the kinks and unresolved clusters of
+// the lines before, and a line whose clusters do not resolve would
+// otherwise size the next line's grid to them, each line up to lineCap
+// grids: a second layer's frame whose first layer is wrong by a unit
+// grew a grid of 531 768 points, its line past 8 GB.
+const maxGridKinks = 4096
+
 // search runs lines until the stopping rule holds; it returns a warning
 // when it stopped for another reason.
 func (e *extractor) search(ctx context.Context) (string, error) {
@@ -502,7 +510,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if err != nil {
 			return e.stopMsg(err)
 		}
-		maxKinks = max(maxKinks, len(lr.kinks)+lr.unresolved)
+		maxKinks = min(max(maxKinks, len(lr.kinks)+lr.unresolved), maxGridKinks)
 		e.diag.Unresolved += lr.unresolved
 		if e.opt.Progress != nil {
 			e.opt.Progress("lines", len(e.units), e.opt.Hidden)

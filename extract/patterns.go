@@ -1004,6 +1004,11 @@ func (r *deepRun) growLast(ctx context.Context, k int, net *nn.Depth2, whole []b
 	if g == nil {
 		return net, math.Inf(1), nil
 	}
+	// The fit saw Gaussian queries only: a polish on cover rows too sets
+	// the weights those leave loose.
+	if g, err = r.polishLast(ctx, k, g); err != nil {
+		return net, 0, err
+	}
 	res, err := r.freshResidual(ctx, k, g)
 	return g, res, err
 }
