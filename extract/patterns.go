@@ -949,13 +949,14 @@ func (r *deepRun) searchRegions(ctx context.Context, k int, pats []region, list 
 // input, their rows exact to the Jacobians' precision — are held while
 // the grown units and the units seen over some inputs only are fitted
 // around them, then the spare units are dropped (to the width given, or
-// the idle ones, dropIdle) and every parameter is polished. Fitted
-// without that hold, the last two layers' parameters wander together
-// (784-32-16-16-10 trained on Fashion-MNIST, seed 1: 12 units whole, 3
-// seen over some inputs, one not seen; the fit of all of them from there
-// leaves every unit 2e-3 to 0.3 off (1 − cos) at residual 1.7e-2; grown
-// and held, every parameter within 6.1e-11 and certificate 1.8e-12). It returns
-// the network and its relative residual on fresh queries.
+// the idle ones, dropIdle) and every parameter is polished, on the
+// Gaussian queries and then on cover rows too. Fitted without that hold,
+// the last two layers' parameters wander together (784-32-16-16-10
+// trained on Fashion-MNIST, seed 1: 12 units whole, 3 seen over some
+// inputs, one not seen; the fit of all of them from there leaves every
+// unit 2e-3 to 0.3 off (1 − cos) at residual 1.7e-2; grown and held,
+// every parameter within 1e-10). It returns the network and its relative
+// residual on fresh queries and cover rows (freshResidual).
 func (r *deepRun) growLast(ctx context.Context, k int, net *nn.Depth2, whole []bool, width int) (*nn.Depth2, float64, error) {
 	// Rows for the spare units' held-out test (dropIdle) follow the fit's.
 	n := max(growLastRows, 4*lastRows(net))
