@@ -179,10 +179,15 @@
 //     (regionFrame: those units inactive by a change of sign in the
 //     first frame). The weights of a unit over inputs never active where
 //     it switches are fitted alone, every other parameter held at what
-//     the regions gave (fitMissing: on Gaussian queries and on inputs
-//     where those weights act).
+//     the regions gave (fitMissing: on Gaussian queries and on cover
+//     rows, inputs where every weight between hidden units acts: a pair
+//     of units active together on almost no Gaussian input still gets
+//     rows, from wider Gaussian inputs or by ascent on their
+//     pre-activations, coverRows).
 //  6. The whole network is certified on fresh standard Gaussian inputs
-//     like a one-layer one.
+//     like a one-layer one, and on up to as many cover rows for the
+//     weights between hidden units those leave unseen (the larger of the
+//     two relative residuals).
 //  7. Behind a coarse oracle (float32) the tests above follow its
 //     measured rounding: the hyperplane test's flat and bent tolerances
 //     (30 and 300 times it) and its offset, wide enough for the kink to
@@ -204,7 +209,8 @@
 //     every layer passed its check (or all but the last, which found the
 //     width given: its fit in its frame carries the earlier layers'
 //     float32 errors), the whole network is fitted at once
-//     by Gauss–Newton steps on fresh Gaussian queries (polishNetwork, all
+//     by Gauss–Newton steps on fresh Gaussian queries and their cover
+//     rows (polishNetwork, all
 //     layers, activation patterns held; also behind float64 when the
 //     certificate is not met) and certified again.
 //

@@ -42,7 +42,9 @@ type Options struct {
 	// arithmetic: ≈ 5e-6), with a warning.
 	CertTol float64 `json:"cert_tol"`
 	// CertQueries is the number of fresh standard Gaussian queries the
-	// certificate is computed on. Default 256.
+	// certificate is computed on. Default 256. With several hidden
+	// layers, up to as many more inputs where weights between hidden
+	// units those leave unseen act are added (coverRows).
 	CertQueries int `json:"cert_queries"`
 	// Grid is the number of grid cells per line. Default 8 per expected
 	// kink: 8·max(Hidden, 16) on the first line, then 8·(most kinks seen
@@ -100,7 +102,9 @@ type Result struct {
 	// was never asked).
 	Outputs int `json:"outputs"`
 	// Certificate is the relative residual of Model on CertQueries fresh
-	// standard Gaussian queries that played no part in the extraction.
+	// standard Gaussian queries that played no part in the extraction
+	// (several hidden layers: or on the cover rows beside them, whichever
+	// is larger; Samples counts both).
 	Certificate certify.Certificate `json:"certificate"`
 	// Units is the number of hidden units found, Lines the number of
 	// lines searched, Kinks the kinks located on them.

@@ -36,7 +36,9 @@ previous layer's activation patterns. Two hidden layers are extracted
 (784-64-32-10 in seconds); three on some networks only (a failed one exits 3).
 A model computing in float32 with two hidden layers needs its widths (--hidden
 32,16): with them some networks come back to float32 accuracy in minutes.
-The answer is certified by its relative residual on fresh Gaussian queries.
+The answer is certified by its relative residual on fresh Gaussian queries
+(several hidden layers: and on inputs where every weight between hidden units
+acts, which Gaussian queries can miss).
 
 The model answers either in-process, from a file (--teacher: a .safetensors or
 .onnx nn.Sequential of Linear layers with ReLU between them; relurec only calls
@@ -453,7 +455,7 @@ func (out *extractResult) rows() [][2]string {
 	}
 	rows = append(rows,
 		[2]string{"queries", fmt.Sprintf("%d in %d calls (search %d, Jacobians %d, least-squares polish %d, certificate %d)", out.Queries, out.Calls, out.Diagnostics.QueriesSearch, out.Diagnostics.QueriesJacobian, out.Diagnostics.QueriesRefine, out.Diagnostics.QueriesCert)},
-		[2]string{"certificate", certificateText(out.Certificate) + " on fresh Gaussian queries"})
+		[2]string{"certificate", fmt.Sprintf("%s on %d fresh queries", certificateText(out.Certificate), out.Certificate.Samples)})
 	if w := out.Weights; w != nil {
 		rows = append(rows, [2]string{"vs the teacher", fmt.Sprintf("max parameter error %.2e (W %.1e, b %.1e, A %.1e, c %.1e)", w.MaxErr, w.MaxErrW, w.MaxErrB, w.MaxErrA, w.MaxErrC)})
 	}
