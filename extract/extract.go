@@ -498,6 +498,13 @@ const maxGridKinks = 4096
 // when it stopped for another reason.
 func (e *extractor) search(ctx context.Context) (string, error) {
 	maxKinks := max(e.opt.Hidden, 16)
+	kinkCap := maxGridKinks
+	if e.dom != nil && !e.deep && e.opt.Hidden > 0 {
+		// The last layer of a deeper network, in its frame, width given:
+		// a line crosses each of its units' hyperplanes once, and more
+		// kinks are clusters its rounding leaves unresolved.
+		kinkCap = 4 * maxKinks
+	}
 	quiet, dq, idle := 0, 0, 0
 	for ln := 0; ln < e.maxLines(); ln++ {
 		grid := e.opt.Grid
@@ -514,7 +521,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		if err != nil {
 			return e.stopMsg(err)
 		}
-		maxKinks = min(max(maxKinks, len(lr.kinks)+lr.unresolved), maxGridKinks)
+		maxKinks = min(max(maxKinks, len(lr.kinks)+lr.unresolved), kinkCap)
 		e.diag.Unresolved += lr.unresolved
 		if e.opt.Progress != nil {
 			e.opt.Progress("lines", len(e.units), e.opt.Hidden)
