@@ -475,7 +475,7 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 	}
 	if res <= wholeTol {
 		lay.Passed = true
-		lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive, their %d weights over those fitted with every other parameter held, then the last two layers polished (relative residual %.1e on fresh queries)", len(all)-len(whole), nfree, res)
+		lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive, their %d weights over those fitted with every other parameter held, then the last two layers polished (relative residual %.1e on fresh queries and cover rows)", len(all)-len(whole), nfree, res)
 		return net.W, net.B, net.A, net.C, failed, nil
 	}
 	// The units no region showed: grown around the ones seen over every
@@ -487,7 +487,7 @@ func (r *deepRun) byPatterns(ctx context.Context, k int, lay *LayerResult) (W *m
 		net, res = grown, gres
 		if res <= wholeTol {
 			lay.Passed, lay.Units = true, net.Hidden()
-			lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive and %d grown, fitted with the %d seen over every input held, then the last two layers polished (relative residual %.1e on fresh queries)", len(all)-len(whole), lay.Grown, len(whole), res)
+			lay.Check = fmt.Sprintf("; %d units seen only where some inputs are inactive and %d grown, fitted with the %d seen over every input held, then the last two layers polished (relative residual %.1e on fresh queries and cover rows)", len(all)-len(whole), lay.Grown, len(whole), res)
 			return net.W, net.B, net.A, net.C, failed, nil
 		}
 	}
