@@ -191,15 +191,27 @@ func (e *extractor) keepBest(ctx context.Context) error {
 		}
 		for i := range cands {
 			units[i].score += cands[i].u.score
+			units[i].est = cands[i].u.est
 		}
 	}
-	sort.SliceStable(units, func(a, b int) bool { return units[a].score > units[b].score })
+	order := make([]int, len(units))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return units[order[a]].score > units[order[b]].score })
 	var kept []unit
+	// at[i] is unit i's index among the kept, −1 when dropped: the kinks
+	// the lines attributed to it follow it.
+	at := make([]int, len(units))
+	for i := range at {
+		at[i] = -1
+	}
 	var basis [][]float64
 	// worst is the largest expected error of a normal in the basis: a
 	// combination of them is known no better.
 	worst := 0.0
-	for _, u := range units {
+	for _, i := range order {
+		u := units[i]
 		if float64(u.score) < keepFrac*4*planeTestPoints || e.opt.Hidden > 0 && len(kept) == e.opt.Hidden {
 			break
 		}
@@ -218,11 +230,29 @@ func (e *extractor) keepBest(ctx context.Context) error {
 			r[j] /= n
 		}
 		basis = append(basis, r)
+		at[i] = len(kept)
 		kept = append(kept, u)
 	}
 	e.deeper += len(units) - len(kept)
 	e.units = kept
+	for _, lr := range e.lines {
+		for _, k := range lr.kinks {
+			if k.unit >= 0 {
+				k.unit = at[k.unit]
+			}
+		}
+	}
 	return nil
+}
+
+// weakest is the fewest kinks a unit of deep mode showed in keepBest's
+// re-test.
+func (e *extractor) weakest() int {
+	w := 4 * planeTestPoints
+	for _, u := range e.units {
+		w = min(w, u.score)
+	}
+	return w
 }
 
 // spanTol is the distance (of a unit normal) below which a unit of deep
@@ -255,9 +285,15 @@ func (e *extractor) known(rec unit, cands []cand) bool {
 // planeTestPoints random points y of the candidate's hyperplane (inside
 // the domain, away from the known units' hyperplanes) it queries f at y +
 // τ·ŵ for τ ∈ {−2ε, −ε, 0, ε, 2ε}; f has a kink at y when it is straight on
-// either side (second differences at rounding level, and with a coarse
-// oracle up to what the hyperplane's own error moves the kink: planeOff)
-// and bent at τ = 0.
+// either side (second differences at rounding level, and up to what the
+// hyperplane's own error moves the kink: planeOff) and bent at τ = 0.
+// A kink δ from y bends the side second difference by δ/(ε−δ) of the
+// centre's; a float64 record read to 1e-11 moves it by about 1e-8·ε,
+// which is above rounding (a trained 784-64-32-10 behind PyTorch's
+// float64 server, whose rounding depends on the batch a query comes in:
+// without the allowance the first layer missed a unit on two of three
+// teachers). That allowance is capped at maxPlaneSlack for a float64
+// oracle.
 // A candidate passes with planeTestNeed kinks (a unit of this layer can
 // be invisible at a point where the later layers ignore it; a later
 // layer's surface passes through such a point only by accident).
@@ -271,6 +307,7 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 	X := mat.NewDense(len(cands)*planeTestPoints*nTau, e.d, nil)
 	sigma := math.Sqrt(float64(e.d))
 	skip := make([]bool, len(cands)*planeTestPoints)
+	eps := make([]float64, len(cands)*planeTestPoints)
 	// slack[i] bounds the share of the bend at y that may show beside it:
 	// a kink δ ≤ off from y bends the side second difference by δ/(ε−δ)
 	// of the centre's.
@@ -285,16 +322,20 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 				y = e.dom.center
 				skip[i] = true
 			}
-			eps := math.Min(room/4, 1e-4*sigma)
-			if ok && e.coarse() {
+			eps[i] = math.Min(room/4, 1e-4*sigma)
+			if ok {
 				off := e.planeOff(cd.u, y)
-				eps = math.Min(room/4, math.Max(eps, math.Max(2*off, e.planeStep(cd.u, bentBy*straight))))
-				slack[i] = off / math.Max(eps-off, 0)
+				if e.coarse() {
+					eps[i] = math.Min(room/4, math.Max(eps[i], math.Max(2*off, e.planeStep(cd.u, bentBy*straight))))
+					slack[i] = off / math.Max(eps[i]-off, 0)
+				} else {
+					slack[i] = math.Min(off/math.Max(eps[i]-off, 0), maxPlaneSlack)
+				}
 			}
 			for k, tau := range taus {
 				row := X.RawRowView(i*nTau + k)
 				for j := range row {
-					row[j] = y[j] + tau*eps*cd.u.w[j]
+					row[j] = y[j] + tau*eps[i]*cd.u.w[j]
 				}
 			}
 		}
@@ -312,32 +353,50 @@ func (e *extractor) planeTest(ctx context.Context, cands []cand) ([]bool, error)
 				scale[o] = math.Max(scale[o], math.Abs(Y.At(c*planeTestPoints*nTau+r, o)))
 			}
 		}
-		kinks := 0
+		kinks, off := 0, 0.0
 		for pt := 0; pt < planeTestPoints; pt++ {
 			f := func(k, o int) float64 { return Y.At((c*planeTestPoints+pt)*nTau+k, o) }
 			i := c*planeTestPoints + pt
 			flat, bent := true, false
+			// share is the largest bend beside y, above rounding, as a
+			// share of the bend at y.
+			share := 0.0
 			for o := 0; o < p; o++ {
 				tol := straight * (scale[o] + 1e-300)
 				l2 := f(0, o) - 2*f(1, o) + f(2, o)
 				r2 := f(2, o) - 2*f(3, o) + f(4, o)
 				b2 := f(1, o) - 2*f(2, o) + f(3, o)
-				if side := tol + slack[i]*math.Abs(b2); math.Abs(l2) > side || math.Abs(r2) > side {
+				side := math.Max(math.Abs(l2), math.Abs(r2))
+				if side > tol+slack[i]*math.Abs(b2) {
 					flat = false
 				}
 				if math.Abs(b2) > bentBy*tol {
 					bent = true
+					share = math.Max(share, (side-tol)/math.Abs(b2))
 				}
 			}
 			if flat && bent && !skip[i] {
 				kinks++
+				off = math.Max(off, eps[i]*share/(1+share))
 			}
 		}
 		ok[c] = kinks >= planeTestNeed
 		cands[c].u.score = kinks
+		if !e.coarse() {
+			// The kink's measured distance from the record's hyperplane
+			// bounds the record's error from below: polish re-measures
+			// a unit whose error is above its tolerance.
+			cands[c].u.est = math.Max(cands[c].u.est, off)
+		}
 	}
 	return ok, nil
 }
+
+// maxPlaneSlack caps the hyperplane test's allowance for a float64
+// record's error (planeOff), as a share of the bend at the test point: a
+// wider allowance would let the bent surface of a later layer's unit
+// pass where it crosses the test offset.
+const maxPlaneSlack = 1e-3
 
 // planeTols returns the hyperplane test's tolerances, relative to the
 // largest |f| of a candidate's test points: a second difference beside

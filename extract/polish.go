@@ -163,6 +163,13 @@ func (e *extractor) planPolish(pp *polishPoints, i int) (polishPlan, bool) {
 	if best < 0 || math.IsInf(bestDelta, 0) || math.IsNaN(bestDelta) || math.IsInf(bestH, 0) {
 		return polishPlan{}, false
 	}
+	if e.deep {
+		// A later layer's kink, which no hyperplane here places, may lie
+		// within the step: each try after a failed one takes a quarter
+		// of the step before.
+		shrink := math.Pow(0.25, float64(u.tries))
+		bestDelta, bestH = bestDelta*shrink, bestH*shrink
+	}
 	xs := mat.Row(nil, best, C)
 	xp := make([]float64, d)
 	xm := make([]float64, d)
