@@ -206,7 +206,7 @@ func (e *extractor) locateKinks(ctx context.Context, u *unit, x []float64, G *ma
 		for j := range y {
 			y[j] = x[j] + rho*g[j]
 		}
-		use[k] = e.distance(y) > 4*eps
+		use[k] = e.distanceAlong(y, u.w) > 4*eps
 		for t, tau := range taus {
 			row := X.RawRowView(k*nTau + t)
 			for j := range row {
