@@ -494,10 +494,6 @@ func (o *Options) defaults() error {
 // grids, without bound.
 const maxGridKinks = 4096
 
-// doubtLines is how many more lines deep mode searches, the width given
-// and found, while a unit's re-test score is below half.
-const doubtLines = 2
-
 // search runs lines until the stopping rule holds; it returns a warning
 // when it stopped for another reason.
 func (e *extractor) search(ctx context.Context) (string, error) {
@@ -511,7 +507,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		// this cap its lines' samples passed 6 GB).
 		kinkCap = 4 * maxKinks
 	}
-	quiet, dq, idle, doubt := 0, 0, 0, 0
+	quiet, dq, idle := 0, 0, 0
 	for ln := 0; ln < e.maxLines(); ln++ {
 		grid := e.opt.Grid
 		if grid == 0 {
@@ -548,16 +544,6 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 				if e.opt.Hidden > 0 && len(e.units) < e.opt.Hidden && dq < e.idleLines()-1 {
 					// keepBest dropped units of later layers counted
 					// towards the width: search on.
-					continue
-				}
-				if e.opt.Hidden > 0 && e.weakest() < 2*planeTestPoints && doubt < doubtLines {
-					// The width is full, but a unit showed its kink at
-					// fewer than half its re-test points: a later layer's
-					// surface, flat over a large region, can (30-16-8-8-3
-					// seed 1, second layer: one at 13 of 32 held the place
-					// of a unit not yet found). A few more lines let the
-					// units of this layer outscore it.
-					doubt++
 					continue
 				}
 				// The hyperplane test lets a record's error past and
