@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/relurec/relurec/metrics"
+	"github.com/relurec/relurec/modelfile"
 )
 
 // TestSlowDeep measures the layer-by-layer extraction of networks with
@@ -126,4 +127,39 @@ func TestSlowGrowLastEachUnit(t *testing.T) {
 	if exact == 0 {
 		t.Error("no unit grown back")
 	}
+}
+
+// TestSlowFloat32Teacher extracts a network from a file (RELUREC_TEACHER:
+// a safetensors or ONNX MLP, such as the teachers bench/extract_fashion.py
+// --keep saves) behind the Go float32 oracle, its widths given and
+// RELUREC_SEED (default 0) the seed, and reports the units per layer, the
+// certificate and the largest relative parameter error after alignment
+// (docs/extract.md, "Two hidden layers behind a float32 oracle").
+func TestSlowFloat32Teacher(t *testing.T) {
+	path := os.Getenv("RELUREC_TEACHER")
+	if path == "" {
+		t.Skip("RELUREC_TEACHER not set")
+	}
+	net, _, err := modelfile.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := strconv.Atoi(os.Getenv("RELUREC_SEED"))
+	var widths []int
+	for _, l := range net.Layers[:len(net.Layers)-1] {
+		widths = append(widths, l.Out())
+	}
+	start := time.Now()
+	res, err := Extract(context.Background(), float32Oracle(net), net.In(), Options{Seed: uint64(seed), Widths: widths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxRel := math.Inf(1)
+	if res.Network != nil {
+		if cmp, err := metrics.CompareMLP(net, res.Network); err == nil {
+			maxRel = cmp.MaxRel
+		}
+	}
+	t.Logf("%s seed %d: units %s, queries %d (2^%.2f), %.0f s, certificate %.1e (met %v), max relative parameter error %.1e",
+		path, seed, res.unitsText(), res.Queries, math.Log2(float64(res.Queries)), time.Since(start).Seconds(), res.Certificate.Residual, res.Certificate.Met, maxRel)
 }
