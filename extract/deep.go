@@ -166,7 +166,8 @@ func (e *extractor) learnLineDeep(ctx context.Context, lr *lineResult) error {
 // points each and drops those with kinks at fewer than keepFrac of them
 // and those whose normal lies in the span of units with more kinks; with
 // the width given (Hidden), at most that many stay, those with the most
-// kinks. A later layer's surface passes the
+// kinks. A unit's record error is at least the largest offset of its
+// kink the test measured (planeTest). A later layer's surface passes the
 // first test only at points in the activation region it was found in,
 // which in few dimensions can hold several of them; a unit of this layer
 // is invisible only where the later layers ignore it.
@@ -278,7 +279,7 @@ func (e *extractor) known(rec unit, cands []cand) bool {
 // either side (second differences at rounding level, and up to what the
 // hyperplane's own error moves the kink: planeOff) and bent at τ = 0.
 // A kink δ from y bends the side second difference by δ/(ε−δ) of the
-// centre's; a float64 record read to 1e-11 moves it by about 1e-8·ε,
+// centre's; a float64 record off by 1e-11 bends it by a few 1e-9 of it,
 // which is above rounding (a trained 784-64-32-10 behind PyTorch's
 // float64 server, whose rounding depends on the batch a query comes in:
 // without the allowance the first layer missed a unit on two of three
@@ -429,8 +430,8 @@ func (e *extractor) planeStep(u unit, bend float64) float64 {
 }
 
 // planePoint returns a random point of unit u's hyperplane inside the
-// domain, the farthest from the known units' hyperplanes and the walls
-// of 16 tries, and that distance (room); the test offset is at most a
+// domain, the farthest from the known units' hyperplanes and the walls of
+// 16 tries, and that distance (room); the test offset is at most a
 // quarter of it, and at most 1e-4·σ unless the oracle's rounding or the
 // unit's error needs a wider one, small, so that the surfaces of later
 // layers' units rarely pass within it. Without a domain the tries are
@@ -522,9 +523,9 @@ func sum(x []float64) float64 {
 // far along that direction even when it passes near x (behind a float32
 // oracle a weak unit's wider steps, 0.02 – 0.05, met the nearest of 30
 // hyperplanes by Euclidean distance at almost every probe of a trained
-// 784-32-16-10). The hyperplane test keeps its points far from the known
-// hyperplanes every way: a later layer's surface bends there, and close
-// to them it stays within the test's reach of the plane it passes as.
+// 784-32-16-10). The hyperplane test chooses its points by the Euclidean
+// distance: by the distance along the normal, later layers' surfaces
+// passed it on TestExtractThreeHiddenLayers' networks.
 func (e *extractor) distanceAlong(x, v []float64) float64 {
 	m := math.Inf(1)
 	along := func(w []float64) float64 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relurec/relurec/metrics"
 	"github.com/relurec/relurec/modelfile"
+	"github.com/relurec/relurec/nn"
 )
 
 // TestSlowDeep measures the layer-by-layer extraction of networks with
@@ -42,12 +43,7 @@ func TestSlowDeep(t *testing.T) {
 				t.Fatal(err)
 			}
 			el := time.Since(start)
-			maxRel := math.Inf(1)
-			if res.Network != nil {
-				if cmp, err := metrics.CompareMLP(net, res.Network); err == nil {
-					maxRel = cmp.MaxRel
-				}
-			}
+			maxRel := maxRelError(net, res)
 			var per []string
 			for _, l := range res.Layers {
 				per = append(per, fmt.Sprintf("%d units/%d queries/%d lines", l.Units, l.Queries, l.Lines))
@@ -94,12 +90,7 @@ func TestSlowFloat32TwoHiddenLayerShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			maxRel := math.Inf(1)
-			if res.Network != nil {
-				if cmp, err := metrics.CompareMLP(net, res.Network); err == nil {
-					maxRel = cmp.MaxRel
-				}
-			}
+			maxRel := maxRelError(net, res)
 			if res.Certificate.Met {
 				certified++
 			}
@@ -154,12 +145,21 @@ func TestSlowFloat32Teacher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxRel := math.Inf(1)
-	if res.Network != nil {
-		if cmp, err := metrics.CompareMLP(net, res.Network); err == nil {
-			maxRel = cmp.MaxRel
-		}
-	}
+	maxRel := maxRelError(net, res)
 	t.Logf("%s seed %d: units %s, queries %d (2^%.2f), %.0f s, certificate %.1e (met %v), max relative parameter error %.1e",
 		path, seed, res.unitsText(), res.Queries, math.Log2(float64(res.Queries)), time.Since(start).Seconds(), res.Certificate.Residual, res.Certificate.Met, maxRel)
+}
+
+// maxRelError is the largest relative parameter error of res's network
+// against net after alignment (metrics.CompareMLP), +Inf when it has none
+// or a different shape.
+func maxRelError(net *nn.MLP, res *Result) float64 {
+	if res.Network == nil {
+		return math.Inf(1)
+	}
+	cmp, err := metrics.CompareMLP(net, res.Network)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return cmp.MaxRel
 }
