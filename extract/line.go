@@ -450,6 +450,21 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	}
 	e.noiseMed = median(b)
 	e.eta = math.Max(e.etaFloor, e.kinkFactor()*e.noiseMed)
+	// Two of the points again, each alone: an answer that changes with
+	// the batch marks rounding that varies from query to query.
+	for _, k := range []int{0, len(tight.t) - 1} {
+		X := mat.NewDense(1, e.d, nil)
+		tight.at(tight.t[k], X.RawRowView(0))
+		Y, err := e.o.query(ctx, X)
+		if err != nil {
+			return 0, err
+		}
+		for o, v := range tight.y[k] {
+			if Y.At(0, o) != v {
+				e.diag.BatchRounding = true
+			}
+		}
+	}
 	return e.eta, nil
 }
 
