@@ -132,10 +132,11 @@
 //     or more of 8 random points of the hyperplane inside the domain
 //     (y + τ·ŵ, τ ∈ {0, ±ε, ±2ε}, ε ≤ 1e-4·σ); the surfaces of later
 //     layers' units bend where earlier units switch, so their local planes
-//     pass only by accident. In the input space "straight" allows the bend
-//     the hyperplane's own error puts beside y (the kink moved off it by
-//     that error, at most 1e-3 of the bend at y), and the test measures
-//     that offset. Once the search ends (the width found, or lines without
+//     pass only by accident. In the input space, behind an oracle whose
+//     rounding varies with the batch (Diagnostics.BatchRounding),
+//     "straight" allows the bend the hyperplane's own error puts beside y
+//     (the kink moved off it by that error, at most 1e-3 of the bend at
+//     y), and the test measures that offset. Once the search ends (the width found, or lines without
 //     a new unit after the edges), every unit is tested at 32 more points
 //     and kept with kinks at 10% of them (with the width given, the best
 //     that many); the units whose measured offset exceeds PolishTol are

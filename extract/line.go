@@ -450,8 +450,13 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	}
 	e.noiseMed = median(b)
 	e.eta = math.Max(e.etaFloor, e.kinkFactor()*e.noiseMed)
-	// Two of the points again, each alone: an answer that changes with
-	// the batch marks rounding that varies from query to query.
+	if !e.deep || e.dom != nil || e.coarse() {
+		return e.eta, nil
+	}
+	// The first layer of a deeper network behind a float64 oracle (the
+	// hyperplane test's one use of it): two of the points again, each
+	// alone; an answer that changes with the batch marks rounding that
+	// varies from query to query.
 	for _, k := range []int{0, len(tight.t) - 1} {
 		X := mat.NewDense(1, e.d, nil)
 		tight.at(tight.t[k], X.RawRowView(0))
