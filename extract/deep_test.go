@@ -135,3 +135,38 @@ func TestDeepRunComplete(t *testing.T) {
 		}
 	}
 }
+
+// An oracle whose answer for a point changes with the batch it comes in
+// (here: a single row comes back 1e-15 relative off, as PyTorch's products
+// round rows differently by batch shape) is told from a deterministic one,
+// and the network is extracted behind either.
+func TestBatchRoundingDetected(t *testing.T) {
+	net := deepTeacher(t, []int{20, 8, 4, 3}, 1)
+	plain := FromMLP(net)
+	batchy := func(ctx context.Context, X *mat.Dense) (*mat.Dense, error) {
+		Y, err := plain(ctx, X)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := Y.Dims(); n == 1 {
+			Y.Scale(1+1e-15, Y)
+		}
+		return Y, err
+	}
+	for _, c := range []struct {
+		name   string
+		o      Oracle
+		varies bool
+	}{{"deterministic", plain, false}, {"batch-dependent", batchy, true}} {
+		res, err := Extract(context.Background(), c.o, 20, Options{Seed: 1, Widths: []int{8, 4}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if res.Diagnostics.BatchRounding != c.varies {
+			t.Errorf("%s: BatchRounding %v", c.name, res.Diagnostics.BatchRounding)
+		}
+		if !res.Certificate.Met {
+			t.Errorf("%s: certificate %+v not met", c.name, res.Certificate)
+		}
+	}
+}
