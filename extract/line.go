@@ -425,7 +425,9 @@ func runs(st lineState) [][2]int {
 // straight: their bends are pure rounding), and returns the threshold
 // above which a bend counts as a kink: 100 times their median, at least
 // etaFloor. The grid itself cannot tell: with many units most of its
-// triples are bent.
+// triples are bent. In the first layer of a deeper network behind a
+// float64 oracle it also tells whether the oracle's rounding varies with
+// the batch (Diagnostics.BatchRounding).
 func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float64, error) {
 	if e.eta > 0 {
 		return e.eta, nil
