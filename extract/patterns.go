@@ -955,7 +955,7 @@ func (r *deepRun) searchRegions(ctx context.Context, k int, pats []region, list 
 // trained on Fashion-MNIST, seed 1: 12 units whole, 3 seen over some
 // inputs, one not seen; the fit of all of them from there leaves every
 // unit 2e-3 to 0.3 off (1 − cos) at residual 1.7e-2; grown and held,
-// every parameter within 1e-10). It returns the network and its relative
+// every parameter within 4e-10, docs/extract.md). It returns the network and its relative
 // residual on fresh queries and cover rows (freshResidual).
 func (r *deepRun) growLast(ctx context.Context, k int, net *nn.Depth2, whole []bool, width int) (*nn.Depth2, float64, error) {
 	// Rows for the spare units' held-out test (dropIdle) follow the fit's.
