@@ -260,7 +260,7 @@ func TestUnitFromJumpCommonRoundingOfFx(t *testing.T) {
 		var dJ mat.Dense
 		dJ.Sub(jp.J, jm.J)
 		errJ := jp.errJ + jm.errJ
-		if _, _, _, _, ok := unitFromJump(&dJ, w0, errJ); ok {
+		if _, _, _, _, ok := unitFromJump(&dJ, w0, errJ, true); ok {
 			accepted++
 		}
 		// Unit 1's jump at 1% of unit 0's: two units, refused.
@@ -273,7 +273,7 @@ func TestUnitFromJumpCommonRoundingOfFx(t *testing.T) {
 				row[j] += s * a1[o] * w1[j]
 			}
 		}
-		if _, _, _, _, ok := unitFromJump(&dJ, w0, errJ); ok {
+		if _, _, _, _, ok := unitFromJump(&dJ, w0, errJ, true); ok {
 			t.Errorf("trial %d: a jump of two units accepted", trial)
 		}
 	}

@@ -192,7 +192,7 @@ func (e *extractor) applyPolish(pl polishPlan) {
 	}
 	var dJ mat.Dense
 	dJ.Sub(pl.jp.J, pl.jm.J)
-	w, a, r2, errEff, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ)
+	w, a, r2, errEff, ok := unitFromJump(&dJ, u.w, pl.jp.errJ+pl.jm.errJ, e.screenMerged())
 	if !ok {
 		return
 	}
