@@ -150,6 +150,20 @@ func TestSlowFloat32Teacher(t *testing.T) {
 		path, seed, res.unitsText(), res.Queries, math.Log2(float64(res.Queries)), time.Since(start).Seconds(), res.Certificate.Residual, res.Certificate.Met, maxRel)
 }
 
+// A 784-32-16-10 at PyTorch's initialisation behind a float32 oracle that
+// rounds a batch's rows by their position, as PyTorch's float32 Linear
+// does (batchedFloat32Oracle): every unit found, certified, and every
+// parameter to float32 accuracy. The Marchenko–Pastur screen of Jacobian
+// jumps (offRankOne) refuses most one-unit jumps there, and with it the
+// first layer's search ends after its 160 lines with 21 of 32 units.
+func TestSlowBatchedFloat32(t *testing.T) {
+	sizes := []int{784, 32, 16, 10}
+	net := deepTeacher(t, sizes, 1)
+	start := time.Now()
+	res := checkDeepWith(t, net, batchedFloat32Oracle(net), Options{Seed: 1, Widths: sizes[1 : len(sizes)-1]}, 1e-5)
+	t.Logf("units %s, queries %d (2^%.2f), %.0f s", res.unitsText(), res.Queries, math.Log2(float64(res.Queries)), time.Since(start).Seconds())
+}
+
 // maxRelError is the largest relative parameter error of res's network
 // against net after alignment (metrics.CompareMLP), +Inf when it has none
 // or a different shape.

@@ -17,7 +17,17 @@ import (
 // float32Oracle evaluates the network (any depth, ReLU hidden layers) in
 // float32 arithmetic, as a float32 runtime would: inputs, weights and every
 // partial sum rounded to float32.
-func float32Oracle(net *nn.MLP) Oracle {
+func float32Oracle(net *nn.MLP) Oracle { return float32Runtime(net, false) }
+
+// batchedFloat32Oracle is float32Oracle with the rounding of a batched
+// float32 product: the rows of a batch are summed in one order or another
+// by their position, alternating in groups of six (sequentially, or in
+// eight interleaved partial sums as a vector kernel does), as PyTorch's
+// float32 Linear rounds them (the same input in rows 0–5 and 6–11 of a
+// batch gives different answers).
+func batchedFloat32Oracle(net *nn.MLP) Oracle { return float32Runtime(net, true) }
+
+func float32Runtime(net *nn.MLP, batched bool) Oracle {
 	type layer struct {
 		w, b []float32
 		in   int
@@ -40,6 +50,10 @@ func float32Oracle(net *nn.MLP) Oracle {
 		Y := mat.NewDense(n, net.Out(), nil)
 		x := make([]float32, d)
 		for r := 0; r < n; r++ {
+			lanes := 1
+			if batched && r%12 >= 6 {
+				lanes = 8
+			}
 			for j := range x {
 				x[j] = float32(X.At(r, j))
 			}
@@ -47,10 +61,20 @@ func float32Oracle(net *nn.MLP) Oracle {
 			for _, ly := range ls {
 				out := make([]float32, len(ly.b))
 				for i := range out {
-					s := ly.b[i]
 					row := ly.w[i*ly.in : (i+1)*ly.in]
-					for j, v := range row {
-						s += v * h[j]
+					s := ly.b[i]
+					if lanes == 1 {
+						for j, v := range row {
+							s += v * h[j]
+						}
+					} else {
+						var part [8]float32
+						for j, v := range row {
+							part[j%lanes] += v * h[j]
+						}
+						for _, p := range part {
+							s += p
+						}
 					}
 					if ly.relu {
 						s = max(s, 0)
