@@ -153,9 +153,8 @@ func TestSlowFloat32Teacher(t *testing.T) {
 // A 784-32-16-10 at PyTorch's initialisation behind a float32 oracle that
 // rounds a batch's rows by their position, as PyTorch's float32 Linear
 // does (batchedFloat32Oracle): every unit found, certified, and every
-// parameter to float32 accuracy. The Marchenko–Pastur screen of Jacobian
-// jumps (offRankOne) refuses most one-unit jumps there, and with it the
-// first layer's search ends after its 160 lines with 21 of 32 units.
+// parameter to float32 accuracy (the batches' rounding is what
+// screenMerged keeps offRankOne's test away from).
 func TestSlowBatchedFloat32(t *testing.T) {
 	sizes := []int{784, 32, 16, 10}
 	net := deepTeacher(t, sizes, 1)
