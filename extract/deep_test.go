@@ -137,9 +137,11 @@ func TestDeepRunComplete(t *testing.T) {
 }
 
 // An oracle whose answer for a point changes with the batch it comes in
-// (here: a single row comes back 1e-15 relative off, as PyTorch's products
-// round rows differently by batch shape) is told from a deterministic one,
-// and the network is extracted behind either.
+// (behind float64: a single row comes back 1e-15 relative off, as
+// PyTorch's products round rows differently by batch shape; behind
+// float32: rows rounded by their position in the batch, as PyTorch's
+// float32 Linear does) is told from a deterministic one, and the network
+// is extracted behind either.
 func TestBatchRoundingDetected(t *testing.T) {
 	net := deepTeacher(t, []int{20, 8, 4, 3}, 1)
 	plain := FromMLP(net)
@@ -153,12 +155,20 @@ func TestBatchRoundingDetected(t *testing.T) {
 		}
 		return Y, err
 	}
+	net32 := deepTeacher(t, []int{40, 12, 8, 5}, 1)
 	for _, c := range []struct {
 		name   string
 		o      Oracle
+		d      int
+		widths []int
 		varies bool
-	}{{"deterministic", plain, false}, {"batch-dependent", batchy, true}} {
-		res, err := Extract(context.Background(), c.o, 20, Options{Seed: 1, Widths: []int{8, 4}})
+	}{
+		{"deterministic", plain, 20, []int{8, 4}, false},
+		{"batch-dependent", batchy, 20, []int{8, 4}, true},
+		{"float32", float32Oracle(net32), 40, []int{12, 8}, false},
+		{"float32 by batch position", batchedFloat32Oracle(net32), 40, []int{12, 8}, true},
+	} {
+		res, err := Extract(context.Background(), c.o, c.d, Options{Seed: 1, Widths: c.widths})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

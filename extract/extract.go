@@ -167,10 +167,12 @@ type Diagnostics struct {
 	// triple over the lines: the oracle's relative rounding (≈ 1e-16 for
 	// float64 arithmetic, ≈ 1e-8 for float32).
 	Noise float64 `json:"noise"`
-	// BatchRounding reports a float64 oracle whose answer for a point
-	// depends on the batch it comes in (PyTorch's matrix products round
-	// so): a point of the first layer's noise measurement (networks with
-	// several hidden layers) queried again alone came back different.
+	// BatchRounding reports an oracle whose answer for a point depends
+	// on the batch it comes in (PyTorch's matrix products round so),
+	// measured in the first layer of a network with several hidden
+	// layers: behind float64 a point of the noise measurement queried
+	// again alone came back different; behind float32 copies of one
+	// point in one batch came back different.
 	BatchRounding bool `json:"batch_rounding,omitempty"`
 	// MaxRank2 is the largest σ₂/σ₁ of an accepted Jacobian jump (0 for
 	// one output): how far the jumps were from rank one.

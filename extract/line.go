@@ -427,7 +427,8 @@ func runs(st lineState) [][2]int {
 // etaFloor. The grid itself cannot tell: with many units most of its
 // triples are bent. In the first layer of a deeper network behind a
 // float64 oracle it also tells whether the oracle's rounding varies with
-// the batch (Diagnostics.BatchRounding).
+// the batch (Diagnostics.BatchRounding); behind a coarse oracle, whether
+// its rounding depends on a row's position in a batch.
 func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float64, error) {
 	if e.eta > 0 {
 		return e.eta, nil
@@ -452,7 +453,28 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	}
 	e.noiseMed = median(b)
 	e.eta = math.Max(e.etaFloor, e.kinkFactor()*e.noiseMed)
-	if !e.deep || e.dom != nil || e.coarse() {
+	if !e.deep || e.dom != nil {
+		return e.eta, nil
+	}
+	if e.coarse() {
+		// A coarse oracle: batchProbeRows copies of one point in one
+		// batch; answers that differ between its rows mark rounding by
+		// the row's position (a batched kernel's).
+		X := mat.NewDense(batchProbeRows, e.d, nil)
+		for r := 0; r < batchProbeRows; r++ {
+			tight.at(tight.t[0], X.RawRowView(r))
+		}
+		Y, err := e.o.query(ctx, X)
+		if err != nil {
+			return 0, err
+		}
+		for r := 1; r < batchProbeRows; r++ {
+			for o, v := range Y.RawRowView(r) {
+				if v != Y.At(0, o) {
+					e.diag.BatchRounding = true
+				}
+			}
+		}
 		return e.eta, nil
 	}
 	// The first layer of a deeper network behind a float64 oracle (the
@@ -474,6 +496,11 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	}
 	return e.eta, nil
 }
+
+// batchProbeRows is how many copies of one point noise queries in one
+// batch behind a coarse oracle: enough rows for a batched kernel's row
+// groups (4 – 16 rows) to alternate.
+const batchProbeRows = 64
 
 // result turns the final samples into pieces and kinks.
 func (l *line) result(eta float64, scale []float64) *lineResult {

@@ -284,19 +284,24 @@ func offRankOne(vals []float64, d int) bool {
 }
 
 // screenMerged tells whether Jacobian jumps go through offRankOne's test
-// for a second unit's part: everywhere but in deep mode behind a coarse
-// (float32) oracle. There the test's noise model does not hold: the
-// rounding of the outputs is correlated through the later layers, and a
-// server's batched products add an error shared by a fixed set of columns
-// (PyTorch's float32 Linear rounds the rows of a batch differently in
-// alternating groups of six, so f(x) and the steps in the other group's
-// rows differ by an offset common to those columns). Its σ₂ stands out of
-// a bulk that is not Marchenko–Pastur's, and the test refuses most
-// one-unit jumps of a trained network, PyTorch's server's nearly all. In
-// deep mode every candidate must then pass the hyperplane test
-// (planeTest), which the mixed normal of a merged jump fails, and the
-// loose rank bound (r2) still refuses a second unit of comparable size.
-func (e *extractor) screenMerged() bool { return !(e.deep && e.coarse()) }
+// for a second unit's part: everywhere but in the first layer of a deeper
+// network behind a coarse (float32) oracle whose rounding depends on a
+// row's position in the batch (Diagnostics.BatchRounding). The test's
+// noise model, a bulk of independent errors, does not hold there: a
+// batched product rounds a batch's rows in one of several ways by their
+// position (PyTorch's float32 Linear alternates in groups of six rows),
+// so the steps of a Jacobian in rows of the other kind than f(x)'s all
+// carry the same offset, a rank-one error along a fixed set of columns
+// that the test takes for a second unit (behind PyTorch's float32 server
+// it refused nearly every one-unit jump of a trained network). There the
+// hyperplane test (planeTest), which the mixed normal of a merged jump
+// fails, screens every candidate, and the loose rank bound (r2) still
+// refuses a second unit of comparable size. Behind a deterministic
+// float32 oracle the test stays: without it, mixed readings of trained
+// networks' weak units pass the hyperplane test's float32 tolerances.
+func (e *extractor) screenMerged() bool {
+	return !(e.deep && e.dom == nil && e.coarse() && e.diag.BatchRounding)
+}
 
 // newUnit reads a unit off the Jacobian jump ΔJ = J_R − J_L = â·ŵᵀ across a
 // kink (ŵ·v > 0; then â is the unit's true output column times ‖w‖, while
