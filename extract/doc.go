@@ -67,9 +67,10 @@
 // are subtracted from it; jumps whose second singular value stands out of
 // the noise bulk (kinks the line search merged), with each row's mean
 // removed (the rounding of f at a Jacobian's point is common to all its
-// differences), are rejected, except past a first layer's own search
-// (deeper networks), where the hyperplane test screens every candidate
-// and that bulk is not Marchenko–Pastur's (screenMerged); two records
+// differences), are rejected (except in a deeper network's first layer
+// behind an oracle whose rounding depends on a row's position in the
+// batch, where that bulk is not Marchenko–Pastur's and the hyperplane
+// test screens every candidate: screenMerged); two records
 // whose hyperplanes lie within 0.1 are one unit (a reading contaminated by
 // a kink hidden below the rounding, often with the other orientation,
 // would ruin the orientations); the search stops at 10× the certificate's
@@ -228,7 +229,7 @@
 // Three hidden layers (784-32-16-16-10, PyTorch's initialisation): three
 // seeds of three within 1.8e-10 from 2^18.1 – 2^18.4 queries
 // (docs/extract.md). Two hidden layers behind a float32 oracle, widths
-// given: PyTorch's initialisation, 30-10-6-3 to 100-24-12-10, 12 of 12
+// given: PyTorch's initialisation, 30-10-6-3 to 100-24-12-10, 10 of 12
 // certified (the Go float32 oracle); three trained 784-32-16-10 served by
 // PyTorch in float32 with argmax agreement 1.0 on the 10 000 test images
 // and logits within 8.1e-7 (docs/extract.md).
