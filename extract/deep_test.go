@@ -156,6 +156,7 @@ func TestBatchRoundingDetected(t *testing.T) {
 		return Y, err
 	}
 	net32 := deepTeacher(t, []int{40, 12, 8, 5}, 1)
+	net1 := teacher(t, 20, 5, 3, 1)
 	for _, c := range []struct {
 		name   string
 		o      Oracle
@@ -167,6 +168,8 @@ func TestBatchRoundingDetected(t *testing.T) {
 		{"batch-dependent", batchy, 20, []int{8, 4}, true},
 		{"float32", float32Oracle(net32), 40, []int{12, 8}, false},
 		{"float32 by batch position", batchedFloat32Oracle(net32), 40, []int{12, 8}, true},
+		{"float32, one hidden layer", float32Oracle(net1), 20, nil, false},
+		{"float32 by batch position, one hidden layer", batchedFloat32Oracle(net1), 20, nil, true},
 	} {
 		res, err := Extract(context.Background(), c.o, c.d, Options{Seed: 1, Widths: c.widths})
 		if err != nil {

@@ -67,11 +67,11 @@
 // are subtracted from it; jumps whose second singular value stands out of
 // the noise bulk (kinks the line search merged), with each row's mean
 // removed (the rounding of f at a Jacobian's point is common to all its
-// differences), are rejected (except in a deeper network's first layer
-// behind an oracle whose rounding depends on a row's position in the
-// batch, where that bulk is not Marchenko–Pastur's and the hyperplane
-// test screens every candidate: screenMerged); two records
-// whose hyperplanes lie within 0.1 are one unit (a reading contaminated by
+// differences), are rejected (except in the input space behind an
+// oracle whose rounding depends on a row's position in the batch, where
+// that bulk is not Marchenko–Pastur's and the hyperplane test, or with
+// one hidden layer the record check, screens every candidate:
+// screenMerged); two records whose hyperplanes lie within 0.1 are one unit (a reading contaminated by
 // a kink hidden below the rounding, often with the other orientation,
 // would ruin the orientations); the search stops at 10× the certificate's
 // tolerance or when a trial fit reaches it, and a Gauss–Newton

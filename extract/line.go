@@ -425,10 +425,11 @@ func runs(st lineState) [][2]int {
 // straight: their bends are pure rounding), and returns the threshold
 // above which a bend counts as a kink: 100 times their median, at least
 // etaFloor. The grid itself cannot tell: with many units most of its
-// triples are bent. In the first layer of a deeper network behind a
-// float64 oracle it also tells whether the oracle's rounding varies with
-// the batch (Diagnostics.BatchRounding); behind a coarse oracle, whether
-// its rounding depends on a row's position in a batch.
+// triples are bent. In the input space it also sets
+// Diagnostics.BatchRounding: behind a coarse oracle when its rounding
+// depends on a row's position in a batch (any depth), behind a float64
+// oracle in the first layer of a deeper network when its rounding varies
+// with the batch.
 func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float64, error) {
 	if e.eta > 0 {
 		return e.eta, nil
@@ -453,7 +454,7 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 	}
 	e.noiseMed = median(b)
 	e.eta = math.Max(e.etaFloor, e.kinkFactor()*e.noiseMed)
-	if !e.deep || e.dom != nil {
+	if e.dom != nil {
 		return e.eta, nil
 	}
 	if e.coarse() {
@@ -475,6 +476,9 @@ func (e *extractor) noise(ctx context.Context, l *line, scale []float64) (float6
 				}
 			}
 		}
+		return e.eta, nil
+	}
+	if !e.deep {
 		return e.eta, nil
 	}
 	// The first layer of a deeper network behind a float64 oracle (the

@@ -286,17 +286,19 @@ func offRankOne(vals []float64, d int) bool {
 // screenMerged tells whether Jacobian jumps go through offRankOne's test
 // for a second unit's part: everywhere but behind a coarse (float32)
 // oracle whose rounding depends on a row's position in the batch
-// (Diagnostics.BatchRounding, which noise measures only in the first
-// layer of a deeper network). The test's noise model, a bulk of
+// (Diagnostics.BatchRounding, which noise measures in the input space,
+// so the screen stays in a deeper network's later layers). The test's
+// noise model, a bulk of
 // independent errors, does not hold there: a batched product rounds a
 // batch's rows in one of several ways by their position (PyTorch's
 // float32 Linear: bench/torch_batch_rounding.py), so the steps of a
 // Jacobian in rows of the other kind than f(x)'s all carry the same
 // offset, a rank-one error along a fixed set of columns that the test
 // takes for a second unit, refusing most one-unit jumps. There the
-// hyperplane test (planeTest), which the mixed normal of a merged jump
-// fails, screens every candidate, and the loose rank bound (r2) still
-// refuses a second unit of comparable size. Behind a deterministic
+// hyperplane test (planeTest; with one hidden layer the record check,
+// dropUnbent), which the mixed normal of a merged jump fails, screens
+// every candidate, and the loose rank bound (r2) still refuses a second
+// unit of comparable size. Behind a deterministic
 // float32 oracle the test stays: without it, mixed readings of trained
 // networks' weak units pass the hyperplane test's float32 tolerances.
 func (e *extractor) screenMerged() bool {

@@ -227,11 +227,13 @@ func (e *extractor) gnSteps(ctx context.Context, net *nn.Depth2, X, Y *mat.Dense
 		if e.opt.Progress != nil {
 			e.opt.Progress("least-squares polish", step, steps)
 		}
-		cand := gaussNewton(best, X, Y)
+		cand, twins := mergeTwins(gaussNewton(best, X, Y))
+		e.diag.Duplicates += twins
 		r := certify.RelResidual(Y, cand.Forward(X))
 		// A unit that contributes next to nothing is a copy of another
-		// (two records of one hyperplane make the fit degenerate and slow):
-		// without it, a step must do at least as well.
+		// (two records of one hyperplane make the fit degenerate and slow)
+		// or twins whose output columns cancel: without it, a step must
+		// do at least as well.
 		if i, weak := weakest(cand, X); weak && cand.Hidden() > 1 {
 			drop := gaussNewton(withoutUnit(cand, i), X, Y)
 			if rd := certify.RelResidual(Y, drop.Forward(X)); rd <= r {
@@ -403,6 +405,65 @@ func leastMissed(net *nn.Depth2, X, Y *mat.Dense, held []bool) (int, bool) {
 	}
 	best := argminFree(rise, held)
 	return best, best >= 0
+}
+
+// twinTol is how close two records' hyperplanes (unit normal and offset
+// along it) must be for mergeTwins to take them for one: far below the
+// distance between units of trained networks, far above what the polish
+// leaves between two records it moved onto one hyperplane.
+const twinTol = 1e-4
+
+// mergeTwins returns net with the records of one hyperplane merged into
+// one unit, and how many records it merged away. Twins compute one
+// ReLU up to a positive scale, ReLU(w_j·x + b_j) = (‖w_j‖/‖w_i‖)·ReLU(w_i·x +
+// b_i), so record i takes record j's output column times that scale and
+// the network's function stays. The polish can move two records onto one
+// hyperplane with opposite output columns (a 784-32-10 served by PyTorch
+// in float32: a pair 1−cos 1.3e-2 from a teacher unit): each contributes
+// much, the pair nothing, and only merged does the pair show as the idle
+// unit it is (weakest).
+func mergeTwins(net *nn.Depth2) (*nn.Depth2, int) {
+	m := net.Hidden()
+	norm := make([]float64, m)
+	for j := range norm {
+		w := net.W.RawRowView(j)
+		norm[j] = math.Sqrt(dotf(w, w))
+	}
+	twinOf := make([]int, m)
+	merged := 0
+	for j := range twinOf {
+		twinOf[j] = -1
+		for i := 0; i < j && norm[j] > 0; i++ {
+			if twinOf[i] >= 0 || norm[i] == 0 {
+				continue
+			}
+			wi, wj := net.W.RawRowView(i), net.W.RawRowView(j)
+			gap := math.Abs(net.B[i]/norm[i] - net.B[j]/norm[j])
+			for k := range wi {
+				gap = math.Max(gap, math.Abs(wi[k]/norm[i]-wj[k]/norm[j]))
+			}
+			if gap <= twinTol {
+				twinOf[j] = i
+				merged++
+				break
+			}
+		}
+	}
+	if merged == 0 {
+		return net, 0
+	}
+	out := net.Clone()
+	var keep []int
+	for j, i := range twinOf {
+		if i < 0 {
+			keep = append(keep, j)
+			continue
+		}
+		for o := 0; o < net.Out(); o++ {
+			out.A.Set(o, i, out.A.At(o, i)+norm[j]/norm[i]*net.A.At(o, j))
+		}
+	}
+	return keepUnits(out, keep), merged
 }
 
 // withoutUnit returns net without hidden unit i.

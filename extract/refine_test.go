@@ -298,3 +298,56 @@ func TestRefineGrownRecoversMissingUnits(t *testing.T) {
 		}
 	}
 }
+
+// Two records of one hyperplane whose output columns cancel (twins the
+// polish can leave behind a float32 oracle) compute nothing together but
+// each much alone: mergeTwins makes them one idle unit, keeping the
+// network's function, and the polish drops it.
+func TestRefineMergesCancellingTwins(t *testing.T) {
+	const d, m, p = 30, 6, 10
+	teacherNet, truth := depth2Teacher(t, d, m, p, 3)
+	rng := synth.NewRand(11)
+	start := &nn.Depth2{W: mat.NewDense(m+2, d, nil), B: make([]float64, m+2), A: mat.NewDense(p, m+2, nil), C: append([]float64(nil), truth.C...)}
+	for j := 0; j < m; j++ {
+		start.W.SetRow(j, truth.W.RawRowView(j))
+		start.B[j] = truth.B[j]
+		start.A.SetCol(j, mat.Col(nil, j, truth.A))
+	}
+	for _, v := range [][]float64{start.W.RawMatrix().Data[:m*d], start.B[:m], start.A.RawMatrix().Data, start.C} {
+		for i := range v {
+			v[i] *= 1 + 1e-3*rng.NormFloat64()
+		}
+	}
+	// The twins: one hyperplane, the second record at twice the scale,
+	// output columns c and −c/2.
+	for k := 0; k < d; k++ {
+		w := rng.NormFloat64()
+		start.W.Set(m, k, w)
+		start.W.Set(m+1, k, 2*w)
+	}
+	start.B[m], start.B[m+1] = 0.3, 0.6
+	for o := 0; o < p; o++ {
+		c := rng.NormFloat64()
+		start.A.Set(o, m, c)
+		start.A.Set(o, m+1, -c/2)
+	}
+
+	merged, n := mergeTwins(start)
+	X, _ := synth.GaussianInputs(500, d, nil, synth.NewRand(5))
+	if n != 1 || merged.Hidden() != m+1 || certify.RelResidual(start.Forward(X), merged.Forward(X)) > 1e-12 {
+		t.Fatalf("mergeTwins: %d merged, %d units, function moved by %.1e", n, merged.Hidden(), certify.RelResidual(start.Forward(X), merged.Forward(X)))
+	}
+	if again, n := mergeTwins(truth); n != 0 || again.Hidden() != m {
+		t.Errorf("the teacher's own units merged: %d", n)
+	}
+
+	e := &extractor{d: d, o: &counted{f: float32Oracle(teacherNet), d: d}, rng: synth.NewRand(1)}
+	got, before, after, err := e.refine(context.Background(), start, refineSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("units %d → %d, residual %.1e → %.1e", m+2, got.Hidden(), before, after)
+	if got.Hidden() != m || after > 1e-6 {
+		t.Errorf("units %d (want %d), residual %.1e → %.1e (want ≤ 1e-6)", got.Hidden(), m, before, after)
+	}
+}
