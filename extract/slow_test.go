@@ -55,6 +55,25 @@ func TestSlowTorchSized(t *testing.T) {
 	}
 }
 
+// TestSlowFloat32Wider extracts 200-16-10 at PyTorch's initialisation
+// from the Go float32 oracle, the width not given (seeds 1–3): the near-copy
+// rule and the trial fit end the search early, all units certified.
+func TestSlowFloat32Wider(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		net := torchInit(200, 16, 10, seed)
+		start := time.Now()
+		res, err := Extract(context.Background(), float32Oracle(net), 200, Options{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("200-16-10 float32 oracle, seed %d: units %d, lines %d, queries %d, %.1f s, certificate %.1e (tol %.1e)",
+			seed, res.Units, res.Lines, res.Queries, time.Since(start).Seconds(), res.Certificate.Residual, res.Certificate.Tol)
+		if res.Units != 16 || !res.Certificate.Met {
+			t.Errorf("seed %d: units %d, certificate %+v", seed, res.Units, res.Certificate)
+		}
+	}
+}
+
 // TestSlowFashionTrained trains 784-64-10 on Fashion-MNIST (train.MLP, Adam,
 // 2 epochs), rounds its parameters to float32 (what an ONNX or float32
 // safetensors export holds), and extracts it from queries evaluated in
