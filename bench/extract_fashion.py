@@ -21,11 +21,16 @@ For each seed this script
 
 With --serve-dtype float32 the server computes in float32 (PyTorch's
 default dtype) and only --query-cmd runs; a run passes with argmax
-agreement 1 and logits within 1e-4 relative.
+agreement 1 and logits within 1e-4 relative. How PyTorch's float32 Linear
+rounds depends on the BLAS kernel: OpenBLAS's AVX2 sgemm rounds a batch's
+rows by their position, its AVX-512 one does not; the script prints which
+it sees, and OPENBLAS_CORETYPE=Haswell picks the AVX2 kernel on an AVX-512
+machine (training the teachers with it too).
 
     /usr/bin/python3 bench/extract_fashion.py                   # H = 64, 1 seed
     /usr/bin/python3 bench/extract_fashion.py --hidden 128 --seeds 3
     /usr/bin/python3 bench/extract_fashion.py --hidden 32 --serve-dtype float32
+    OPENBLAS_CORETYPE=Haswell /usr/bin/python3 bench/extract_fashion.py --hidden 32 --serve-dtype float32
     /usr/bin/python3 bench/extract_fashion.py --hidden 64,32 --seeds 3
 
 Needs python3-torch, python3-onnx optional (torch.onnx.export works without
@@ -170,6 +175,17 @@ def param_error(model, path, relative=False):
     return float(worst)
 
 
+def batch_answers(width, rows):
+    """How many different answers a float32 Linear(784, width) gives to copies of one input in one batch:
+    1 unless the BLAS kernel rounds a row by its position (OpenBLAS's AVX2 sgemm does, its AVX-512 one does
+    not; bench/torch_batch_rounding.py)."""
+    torch.manual_seed(0)
+    lin = nn.Linear(784, width)
+    with torch.no_grad():
+        y = lin(torch.randn(1, 784).repeat(rows, 1)).numpy()
+    return len({r.tobytes() for r in y})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hidden", default="64", help="hidden widths, e.g. 64 or 64,32")
@@ -197,6 +213,9 @@ def main():
     xte = torch.from_numpy(idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
     yte = torch.from_numpy(idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
     ok = True
+    if args.serve_dtype == "float32":
+        print("# float32 server: %d different answers among 786 copies of one input in one batch (OPENBLAS_CORETYPE=%s)"
+              % (batch_answers(widths[0], 786), os.environ.get("OPENBLAS_CORETYPE", "unset")))
     print("%4s %8s %13s %9s %9s %9s %10s %8s %10s %6s %8s" % ("seed", "test acc", "access", "queries", "units", "time_s", "param_err", "argmax", "logit_rel", "exit", "peak_MiB"))
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         torch.manual_seed(seed)

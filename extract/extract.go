@@ -169,10 +169,11 @@ type Diagnostics struct {
 	Noise float64 `json:"noise"`
 	// BatchRounding reports an oracle whose answer for a point depends
 	// on the batch it comes in (PyTorch's matrix products round so),
-	// measured in the first layer of a network with several hidden
-	// layers: behind float64 a point of the noise measurement queried
-	// again alone came back different; behind float32 copies of one
-	// point in one batch came back different.
+	// measured in the input space: behind float32 (any depth) copies of
+	// one point in one batch came back different (OpenBLAS's AVX2 sgemm
+	// rounds a row by its position in the batch); behind float64, in the
+	// first layer of a network with several hidden layers, a point of
+	// the noise measurement queried again alone came back different.
 	BatchRounding bool `json:"batch_rounding,omitempty"`
 	// MaxRank2 is the largest σ₂/σ₁ of an accepted Jacobian jump (0 for
 	// one output): how far the jumps were from rank one.
