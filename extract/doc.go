@@ -76,8 +76,9 @@
 // would ruin the orientations); the search stops at 10× the certificate's
 // tolerance or when a trial fit reaches it, and a Gauss–Newton
 // least-squares fit of every parameter to 4·P/p fresh queries (refine,
-// preconditioned across units by (AᵀA)∘(DᵀD), which also drops a copy of
-// a unit that contributes next to nothing, and with Hidden given the
+// preconditioned across units by (AᵀA)∘(DᵀD), which also merges records
+// of one hyperplane (mergeTwins) and drops a copy of a unit that
+// contributes next to nothing, and with Hidden given the
 // records beyond it whose removal its output layer's least-squares fit
 // misses least) brings the network to float32
 // accuracy. A search that stops before its units reproduce its lines has
