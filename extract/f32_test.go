@@ -23,8 +23,9 @@ func float32Oracle(net *nn.MLP) Oracle { return float32Runtime(net, false) }
 // float32 product: the rows of a batch are summed in one order or another
 // by their position, alternating in groups of six (sequentially, or in
 // eight interleaved partial sums as a vector kernel does), as PyTorch's
-// float32 Linear does (bench/torch_batch_rounding.py: rows 0–5 and 6–11
-// of every twelve answer one input differently).
+// float32 Linear does through OpenBLAS's AVX2 kernel
+// (bench/torch_batch_rounding.py: rows 0–5 and 6–11 of every twelve
+// answer one input differently).
 func batchedFloat32Oracle(net *nn.MLP) Oracle { return float32Runtime(net, true) }
 
 func float32Runtime(net *nn.MLP, batched bool) Oracle {

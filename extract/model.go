@@ -288,10 +288,10 @@ func offRankOne(vals []float64, d int) bool {
 // oracle whose rounding depends on a row's position in the batch
 // (Diagnostics.BatchRounding, which noise measures in the input space,
 // so the screen stays in a deeper network's later layers). The test's
-// noise model, a bulk of
-// independent errors, does not hold there: a batched product rounds a
-// batch's rows in one of several ways by their position (PyTorch's
-// float32 Linear: bench/torch_batch_rounding.py), so the steps of a
+// noise model, a bulk of independent errors, does not hold there: a
+// batched product rounds a batch's rows in one of several ways by their
+// position (PyTorch's float32 Linear through OpenBLAS's AVX2 kernel:
+// bench/torch_batch_rounding.py), so the steps of a
 // Jacobian in rows of the other kind than f(x)'s all carry the same
 // offset, a rank-one error along a fixed set of columns that the test
 // takes for a second unit, refusing most one-unit jumps. There the
