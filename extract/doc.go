@@ -70,7 +70,7 @@
 // differences), are rejected (except in the input space behind an
 // oracle whose rounding depends on a row's position in the batch, where
 // that bulk is not Marchenko–Pastur's and the hyperplane test, or with
-// one hidden layer the record check, screens every candidate:
+// one hidden layer the polish's record checks, screen every candidate:
 // screenMerged); two records whose hyperplanes lie within 0.1 are one unit (a reading contaminated by
 // a kink hidden below the rounding, often with the other orientation,
 // would ruin the orientations); the search stops at 10× the certificate's

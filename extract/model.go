@@ -295,9 +295,9 @@ func offRankOne(vals []float64, d int) bool {
 // Jacobian in rows of the other kind than f(x)'s all carry the same
 // offset, a rank-one error along a fixed set of columns that the test
 // takes for a second unit, refusing most one-unit jumps. There the
-// hyperplane test (planeTest; with one hidden layer the record check,
-// dropUnbent), which the mixed normal of a merged jump fails, screens
-// every candidate, and the loose rank bound (r2) still refuses a second
+// hyperplane test (planeTest; with one hidden layer the polish's record
+// checks: dropUnbent, dropSpare, dropToWidth, mergeTwins), which the
+// mixed normal of a merged jump fails, screens every candidate, and the loose rank bound (r2) still refuses a second
 // unit of comparable size. Behind a deterministic
 // float32 oracle the test stays: without it, mixed readings of trained
 // networks' weak units pass the hyperplane test's float32 tolerances.

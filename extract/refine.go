@@ -418,10 +418,10 @@ const twinTol = 1e-4
 // ReLU up to a positive scale, ReLU(w_j·x + b_j) = (‖w_j‖/‖w_i‖)·ReLU(w_i·x +
 // b_i), so record i takes record j's output column times that scale and
 // the network's function stays. The polish can move two records onto one
-// hyperplane with opposite output columns (a 784-32-10 served by PyTorch
-// in float32: a pair 1−cos 1.3e-2 from a teacher unit): each contributes
-// much, the pair nothing, and only merged does the pair show as the idle
-// unit it is (weakest).
+// hyperplane with opposite output columns (behind a float32 oracle, where
+// the search keeps records that are not units): each contributes much,
+// the pair nothing, and only merged does the pair show as the idle unit
+// it is (weakest).
 func mergeTwins(net *nn.Depth2) (*nn.Depth2, int) {
 	m := net.Hidden()
 	norm := make([]float64, m)
@@ -439,7 +439,7 @@ func mergeTwins(net *nn.Depth2) (*nn.Depth2, int) {
 			}
 			wi, wj := net.W.RawRowView(i), net.W.RawRowView(j)
 			gap := math.Abs(net.B[i]/norm[i] - net.B[j]/norm[j])
-			for k := range wi {
+			for k := 0; k < len(wi) && gap <= twinTol; k++ {
 				gap = math.Max(gap, math.Abs(wi[k]/norm[i]-wj[k]/norm[j]))
 			}
 			if gap <= twinTol {
