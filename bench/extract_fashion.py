@@ -198,7 +198,8 @@ def main():
                          "scored by argmax agreement and logits on the 10 000 test images")
     ap.add_argument("--max-lines", type=int, default=0, help="relurec extract --max-lines (0: its default)")
     ap.add_argument("--widths-known", action="store_true", help="give --query-cmd runs the hidden widths (--hidden 32,16) instead of searching them")
-    ap.add_argument("--keep", help="a directory to keep each run's relurec report (JSON), teacher and extracted network in")
+    ap.add_argument("--keep", help="a directory to keep each run's relurec report (JSON), teacher, extracted network and "
+                    "checkpoint in: the same command rerun replays the model's answers from the checkpoints")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -226,6 +227,13 @@ def main():
             onnx_path = os.path.join(tmp, "mlp.onnx")
             st_path = os.path.join(tmp, "mlp.safetensors")
             pt_path = os.path.join(tmp, "mlp.pt")
+            stem = None
+            if args.keep:
+                # The served model's file and each run's checkpoint in the kept directory: the same
+                # command rerun replays the oracle's answers from the checkpoint (relurec extract --help).
+                os.makedirs(args.keep, exist_ok=True)
+                stem = os.path.join(os.path.abspath(args.keep), "%s-s%d" % ("-".join(map(str, widths)), seed))
+                pt_path = stem + "-teacher.pt"
             torch.onnx.export(model, xte[:1], onnx_path, input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "n"}})
             write_safetensors(st_path, model.state_dict())
             torch.save(model.state_dict(), pt_path)
@@ -236,15 +244,14 @@ def main():
                 runs = [("onnx", ["--teacher", onnx_path]), ("safetensors", ["--teacher", st_path])] + runs
             for name, flags in runs:
                 out = os.path.join(tmp, "x-%s.safetensors" % name)
-                res, wall, code = relurec(exe, "extract", *flags, "--seed", str(seed), "--max-lines", str(args.max_lines), "--approximate", "--out", out)
-                if args.keep:
-                    os.makedirs(args.keep, exist_ok=True)
-                    stem = os.path.join(args.keep, "%s-s%d-%s" % ("-".join(map(str, widths)), seed, name))
-                    with open(stem + ".json", "w") as f:
+                keep = ["--checkpoint", "%s-%s.ckpt" % (stem, name)] if stem else []
+                res, wall, code = relurec(exe, "extract", *flags, "--seed", str(seed), "--max-lines", str(args.max_lines), "--approximate", "--out", out, *keep)
+                if stem:
+                    with open("%s-%s.json" % (stem, name), "w") as f:
                         json.dump(res, f, indent=1)
                     shutil.copyfile(st_path, stem + "-teacher.safetensors")
                     if os.path.exists(out):
-                        shutil.copyfile(out, stem + "-extracted.safetensors")
+                        shutil.copyfile(out, "%s-%s-extracted.safetensors" % (stem, name))
                 if not os.path.exists(out):
                     ok = False
                     print("%4d %8.4f %13s %9d %9d %9.2f %10s %8s %10s %6d %8.0f  <-- nothing extracted" % (seed, acc, name, res["queries"], res["units"], wall, "-", "-", "-", code, res["peak_memory_bytes"] / 2**20))

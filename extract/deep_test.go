@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -181,5 +182,24 @@ func TestBatchRoundingDetected(t *testing.T) {
 		if !res.Certificate.Met {
 			t.Errorf("%s: certificate %+v not met", c.name, res.Certificate)
 		}
+	}
+}
+
+// The certificate of a deeper network is measured on the inputs, so its
+// tolerance follows the rounding the first layer's search measured there,
+// not a later frame's (which the affine map into it magnifies).
+func TestDeepCertificateToleranceFromFirstLayer(t *testing.T) {
+	zeros := func(_ context.Context, X *mat.Dense) (*mat.Dense, error) {
+		n, _ := X.Dims()
+		return mat.NewDense(n, 1, nil), nil
+	}
+	r := &deepRun{d: 3, opt: Options{CertQueries: 4}, root: &counted{f: zeros, d: 3},
+		layers: []LayerResult{{Noise: 2e-7}, {Noise: 3.6e-6}}, diag: Diagnostics{Noise: 3.6e-6}}
+	tol, err := r.certify(context.Background(), nil, &Result{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(tol-2e-5) > 1e-12 {
+		t.Errorf("certificate tolerance %.3g, want 100 × the first layer's 2e-7", tol)
 	}
 }

@@ -128,10 +128,11 @@ type Diagnostics struct {
 	// QueriesRefine counts the fresh queries of the whole-network
 	// least-squares polish (an oracle rounding coarser than float64
 	// only), RefineBefore and RefineAfter the relative residual on them
-	// before and after it.
+	// before and after it, RefineSteps its Gauss–Newton steps.
 	QueriesRefine int     `json:"queries_refine"`
 	RefineBefore  float64 `json:"refine_before,omitempty"`
 	RefineAfter   float64 `json:"refine_after,omitempty"`
+	RefineSteps   int     `json:"refine_steps,omitempty"`
 	// Grown counts the units fitted to the residual of the units found
 	// before the polish (a coarse oracle whose search did not end on a
 	// fit; see grow.go).

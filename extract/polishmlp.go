@@ -55,6 +55,7 @@ func (r *deepRun) polishNetwork(ctx context.Context, net *nn.MLP) (*nn.MLP, erro
 			return best, err
 		}
 		cand := gaussNewtonMLP(best, X, Y)
+		r.diag.RefineSteps++
 		res := certify.RelResidual(Y, cand.Forward(X))
 		if !(res < bestRes) {
 			break

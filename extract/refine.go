@@ -229,6 +229,7 @@ func (e *extractor) gnSteps(ctx context.Context, net *nn.Depth2, X, Y *mat.Dense
 		}
 		cand, twins := mergeTwins(gaussNewton(best, X, Y))
 		e.diag.Duplicates += twins
+		e.diag.RefineSteps++
 		r := certify.RelResidual(Y, cand.Forward(X))
 		// A unit that contributes next to nothing is a copy of another
 		// (two records of one hyperplane make the fit degenerate and slow)
