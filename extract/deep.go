@@ -781,7 +781,7 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 				last = e.refined
 			}
 			q0 := e.diag.QueriesRefine
-			if last, err = e.refineIfRoom(ctx, last, stop != ""); err != nil {
+			if last, err = e.refineIfRoom(ctx, last, false); err != nil {
 				return nil, "", err
 			}
 			r.diag.QueriesRefine += e.diag.QueriesRefine - q0

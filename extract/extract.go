@@ -128,7 +128,8 @@ type Diagnostics struct {
 	// QueriesRefine counts the fresh queries of the whole-network
 	// least-squares polish (an oracle rounding coarser than float64
 	// only), RefineBefore and RefineAfter the relative residual on them
-	// before and after it, RefineSteps its Gauss–Newton steps.
+	// before and after it, RefineSteps its Gauss–Newton steps (with
+	// those of a one-hidden-layer search's trial fits).
 	QueriesRefine int     `json:"queries_refine"`
 	RefineBefore  float64 `json:"refine_before,omitempty"`
 	RefineAfter   float64 `json:"refine_after,omitempty"`
