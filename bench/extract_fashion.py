@@ -24,12 +24,15 @@ default dtype) and only --query-cmd runs; a run passes with argmax
 agreement 1 and logits within 1e-4 relative. How PyTorch's float32 Linear
 rounds depends on the BLAS kernel: OpenBLAS's AVX2 sgemm rounds a batch's
 rows by their position, its AVX-512 one does not; the script prints which
-it sees, and OPENBLAS_CORETYPE=Haswell picks the AVX2 kernel on an AVX-512
-machine (training the teachers with it too).
+it sees. OPENBLAS_CORETYPE=Haswell picks the AVX2 kernel on an AVX-512
+machine (training the teachers with it too); env -u OPENBLAS_CORETYPE lets
+OpenBLAS pick for the CPU when the environment names a kernel. --keep DIR
+keeps each run's files, its checkpoint among them: the same command rerun
+replays the model's answers (relurec's own work is most of a run's time).
 
     /usr/bin/python3 bench/extract_fashion.py                   # H = 64, 1 seed
     /usr/bin/python3 bench/extract_fashion.py --hidden 128 --seeds 3
-    /usr/bin/python3 bench/extract_fashion.py --hidden 32 --serve-dtype float32
+    env -u OPENBLAS_CORETYPE /usr/bin/python3 bench/extract_fashion.py --hidden 32 --serve-dtype float32
     OPENBLAS_CORETYPE=Haswell /usr/bin/python3 bench/extract_fashion.py --hidden 32 --serve-dtype float32
     /usr/bin/python3 bench/extract_fashion.py --hidden 64,32 --seeds 3
 
