@@ -304,8 +304,8 @@ func (e *extractor) refineData(ctx context.Context, n int) (*mat.Dense, *mat.Den
 // the polish ends, so a cap ends only a polish still gaining: from a
 // drop that leaves 1e-2 or more, eight steps are not always enough to
 // reach float32's rounding (a 784-128-10 served in float32, seed 2 of
-// bench/extract_fashion.py: 4.6e-7 after eight where the others reach
-// 1.7e-7 – 2.3e-7, one of the 10 000 test images with another argmax).
+// bench/extract_fashion.py: 4.6e-7 with eight, one of the 10 000 test
+// images with another argmax; 1.7e-7 and every argmax with finalSteps).
 const (
 	refineSteps = 8
 	finalSteps  = 24
