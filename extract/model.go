@@ -297,8 +297,9 @@ func offRankOne(vals []float64, d int) bool {
 // takes for a second unit, refusing most one-unit jumps. There the
 // hyperplane test (planeTest; with one hidden layer the polish's record
 // checks: dropUnbent, dropSpare, dropToWidth, mergeTwins), which the
-// mixed normal of a merged jump fails, screens every candidate, and the loose rank bound (r2) still refuses a second
-// unit of comparable size. Behind a deterministic
+// mixed normal of a merged jump fails, screens every candidate, and the
+// loose rank bound (r2) still refuses a second unit of comparable size.
+// Behind a deterministic
 // float32 oracle the test stays: without it, mixed readings of trained
 // networks' weak units pass the hyperplane test's float32 tolerances.
 func (e *extractor) screenMerged() bool {
