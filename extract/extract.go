@@ -249,6 +249,8 @@ type extractor struct {
 	refRng       *rand.Rand
 	refined      *nn.Depth2
 	found, fitAt int
+	// outOfBudget: the search stopped at the query budget (stopMsg).
+	outOfBudget bool
 }
 
 // Extract recovers a one-hidden-layer ReLU network f(x) = A·ReLU(W·x + b) +
@@ -504,7 +506,8 @@ func (o *Options) defaults() error {
 // grids, without bound.
 const maxGridKinks = 4096
 
-// search runs lines until the stopping rule holds; it returns a warning
+// search runs lines until the stopping rule holds (it goes on from the
+// lines already searched: see lastStage); it returns a warning
 // when it stopped for another reason.
 func (e *extractor) search(ctx context.Context) (string, error) {
 	maxKinks := max(e.opt.Hidden, 16)
@@ -518,7 +521,7 @@ func (e *extractor) search(ctx context.Context) (string, error) {
 		kinkCap = 4 * maxKinks
 	}
 	quiet, dq, idle := 0, 0, 0
-	for ln := 0; ln < e.maxLines(); ln++ {
+	for len(e.lines) < e.maxLines() {
 		grid := e.opt.Grid
 		if grid == 0 {
 			grid = 8 * maxKinks
@@ -713,6 +716,7 @@ func (e *extractor) maxLines() int {
 // stopMsg turns a budget stop into a warning and passes other errors on.
 func (e *extractor) stopMsg(err error) (string, error) {
 	if errors.Is(err, errBudget) {
+		e.outOfBudget = true
 		return fmt.Sprintf("the query budget (MaxQueries = %d) ran out after %d lines", e.opt.MaxQueries, len(e.lines)), nil
 	}
 	return "", err

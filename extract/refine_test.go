@@ -351,3 +351,41 @@ func TestRefineMergesCancellingTwins(t *testing.T) {
 		t.Errorf("units %d (want %d), residual %.1e → %.1e (want ≤ 1e-6)", got.Hidden(), m, before, after)
 	}
 }
+
+// A last stage whose polish drops a record that was no unit, leaving
+// fewer units than the width given, searches on (lastStage) and finds
+// the missing unit; with Options.MaxLines given it keeps to those lines
+// and stays short.
+func TestLastStageSearchesOnWhenPolishDropsARecord(t *testing.T) {
+	const d, m, p = 30, 6, 4
+	teacherNet, truth := depth2Teacher(t, d, m, p, 11)
+	for _, maxLines := range []int{0, 1} {
+		opt := Options{Seed: 1, Hidden: m, MaxLines: maxLines}
+		if err := opt.defaults(); err != nil {
+			t.Fatal(err)
+		}
+		e := newExtractor(d, opt, &counted{f: float32Oracle(teacherNet), d: d, p: p})
+		e.noiseMed, e.eta = 1e-7, 1e-5
+		e.units = perturbedUnits(truth, 1e-3, 2, 4)
+		// A record no query reaches: its hyperplane far from every
+		// Gaussian point, its output column the size of a unit's.
+		w := make([]float64, d)
+		w[0] = 1
+		e.units = append(e.units, newUnitRec(w, -50, e.units[0].a, 1e-3, w))
+		e.found = len(e.units)
+		last, _, err := e.lastStage(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := m
+		if maxLines > 0 {
+			want = m - 1
+		}
+		if last.Hidden() != want {
+			t.Errorf("MaxLines %d: %d units after the last stage, want %d", maxLines, last.Hidden(), want)
+		}
+		if maxLines == 0 && e.diag.RefineAfter > e.stopTol() {
+			t.Errorf("the stage's polish leaves %.1e > %.1e", e.diag.RefineAfter, e.stopTol())
+		}
+	}
+}
