@@ -799,11 +799,13 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 // the stage's check). It returns the stage's network and the search's
 // stop warning.
 //
-// A polish that leaves fewer units than the width given dropped a record
-// that was no unit (the Jacobian jump of a kink its rounding left
-// unresolved): a unit is missing. The search then goes on, to
-// moreLines times its lines, and the stage is assembled and polished
-// again. A frame magnifies the oracle's rounding, and a unit active on
+// A polish that leaves fewer units than the width given, and a fit on
+// its frame above the certificate's tolerance, dropped a record that was
+// no unit (the Jacobian jump of a kink its rounding left unresolved): a
+// unit is missing. The search then goes on, to moreLines times its
+// lines, and the stage is assembled and polished again. (Fewer units that
+// fit the frame are all the frame shows: a unit switching nowhere in it
+// is left to the whole-network polish and certificate.) A frame magnifies the oracle's rounding, and a unit active on
 // few of its points bends few of its lines above it (behind PyTorch's
 // float32 server through OpenBLAS's AVX-512 kernel, trained 784-32-16-10
 // seed 0 of bench/extract_fashion.py: 16 records at line 160, one of them
@@ -821,7 +823,7 @@ func (e *extractor) lastStage(ctx context.Context, stop string) (*nn.Depth2, str
 			return nil, "", err
 		}
 		// Options.MaxLines given (or set by the first extension) is kept.
-		if last.Hidden() >= e.opt.Hidden || e.opt.MaxLines > 0 || e.outOfBudget {
+		if last.Hidden() >= e.opt.Hidden || e.diag.RefineAfter <= e.stopTol() || e.opt.MaxLines > 0 || e.outOfBudget {
 			return last, stop, nil
 		}
 		e.opt.MaxLines = moreLines * e.maxLines()

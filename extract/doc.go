@@ -215,8 +215,11 @@
 //     located on the normal line through 2d points of its hyperplane at
 //     distance 1 from where it was read (six queries each, where the
 //     straight sides' lines meet), and the hyperplane fitted through them
-//     (1−cos from 7e-7 to 1e-12 on TestRefinePlaneSharpensUnit). When
-//     every layer passed its check (or all but the last, which found the
+//     (1−cos from 7e-7 to 1e-12 on TestRefinePlaneSharpensUnit). The
+//     last stage of two hidden layers gets the one-layer least-squares
+//     polish on points of its frame; when that leaves fewer units than
+//     the width given, a unit is missing and the search goes on, to
+//     three times its lines (lastStage). When every layer passed its check (or all but the last, which found the
 //     width given: its fit in its frame carries the earlier layers'
 //     float32 errors), the whole network is fitted at once
 //     by Gauss–Newton steps on fresh Gaussian queries and their cover
