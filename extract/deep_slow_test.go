@@ -94,7 +94,7 @@ func TestSlowFloat32TwoHiddenLayerShapes(t *testing.T) {
 			if res.Certificate.Met {
 				certified++
 			}
-			t.Logf("%v seed %d: units %s, certificate %.1e (met %v), max relative parameter error %.1e, %d queries", sizes, seed, res.unitsText(), res.Certificate.Residual, res.Certificate.Met, maxRel, res.Queries)
+			t.Logf("%v seed %d: units %s, certificate %.1e (met %v), max relative parameter error %.1e, %d queries; last layer: %d lines, %s", sizes, seed, res.unitsText(), res.Certificate.Residual, res.Certificate.Met, maxRel, res.Queries, res.Layers[len(res.Layers)-1].Lines, res.Layers[len(res.Layers)-1].Check)
 		}
 	}
 	t.Logf("certified %d of %d", certified, 3*len(shapes))
