@@ -202,12 +202,13 @@
 //     measured rounding: the hyperplane test's flat and bent tolerances
 //     (30 and 300 times it) and its offset, wide enough for the kink to
 //     bend f above them and for the hyperplane's own expected error; the
-//     column test's "f did not move" (30 times it). On the first layer
-//     kinks count from 30 times the rounding (units that kept their
-//     initial norm bend lines 4 times less than trained ones), each
-//     kink's Jacobians are measured near it (an eighth of the way to the
-//     next), and only after 18 queries show its jump reaching outside the
-//     span of the units found (jumpsOutside: the rest are known units'
+//     column test's "f did not move" (30 times it). Kinks count from 30
+//     times the rounding in every stage (on the first layer units that
+//     kept their initial norm bend lines 4 times less than trained ones;
+//     a later stage measures the rounding again in its frame). On the
+//     first layer each kink's Jacobians are measured near it (an eighth
+//     of the way to the next), and only after 18 queries show its jump
+//     reaching outside the span of the units found (jumpsOutside: the rest are known units'
 //     or later layers'). A Jacobian jump read behind float32 leaves a
 //     normal off by 1e-3, too coarse for the hyperplane test and the
 //     frames, so every candidate is sharpened first (refinePlane, after
@@ -233,7 +234,7 @@
 // Three hidden layers (784-32-16-16-10, PyTorch's initialisation): three
 // seeds of three within 1.8e-10 from 2^18.1 – 2^18.4 queries
 // (docs/extract.md). Two hidden layers behind a float32 oracle, widths
-// given: PyTorch's initialisation, 30-10-6-3 to 100-24-12-10, 10 of 12
+// given: PyTorch's initialisation, 30-10-6-3 to 100-24-12-10, 11 of 12
 // certified (the Go float32 oracle); three trained 784-32-16-10 served by
 // PyTorch in float32 with argmax agreement 1.0 on the 10 000 test images
 // and logits within 8.1e-7 (docs/extract.md).
