@@ -723,6 +723,7 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 		e := newExtractor(dim, so, o)
 		e.dom = fr.dom
 		e.deep = k < L-1
+		e.batched = r.diag.BatchRounding
 		before := r.root.queries
 		lay := LayerResult{Width: r.opt.Widths[k]}
 		stop, err := e.search(ctx)

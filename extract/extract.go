@@ -251,6 +251,10 @@ type extractor struct {
 	found, fitAt int
 	// outOfBudget: the search stopped at the query budget (stopMsg).
 	outOfBudget bool
+	// batched: a later stage of a deeper network behind an oracle that
+	// rounds a batch's rows by their position (the first layer's
+	// Diagnostics.BatchRounding; see kinkFactor).
+	batched bool
 }
 
 // Extract recovers a one-hidden-layer ReLU network f(x) = A·ReLU(W·x + b) +
