@@ -802,15 +802,14 @@ func (r *deepRun) run(ctx context.Context) (net *nn.MLP, failed string, err erro
 //
 // A polish that leaves fewer units than the width given, and a fit on
 // its frame above the certificate's tolerance, dropped a record that was
-// no unit (the Jacobian jump of a kink its rounding left unresolved): a
-// unit is missing. The search then goes on, to moreLines times its
-// lines, and the stage is assembled and polished again. (Fewer units that
-// fit the frame are all the frame shows: a unit switching nowhere in it
-// is left to the whole-network polish and certificate.) A frame magnifies the oracle's rounding, and a unit active on
-// few of its points bends few of its lines above it (behind PyTorch's
-// float32 server through OpenBLAS's AVX-512 kernel, trained 784-32-16-10
-// seed 0 of bench/extract_fashion.py: 16 records at line 160, one of them
-// dropped by the polish; the 16th unit at line 199).
+// no unit (the Jacobian jump of a kink its rounding left unresolved) or
+// found none for a unit: a unit is missing. A frame magnifies the
+// oracle's rounding, and a unit active on few of its points bends few of
+// its lines above it, so the search goes on, to moreLines times its
+// lines, and the stage is assembled and polished again
+// (TestLastStageSearchesOnWhenPolishDropsARecord). Fewer units that fit
+// the frame are all the frame shows: a unit switching nowhere in it is
+// left to the whole-network polish and the certificate.
 func (e *extractor) lastStage(ctx context.Context, stop string) (*nn.Depth2, string, error) {
 	for {
 		last, err := e.assemble(true)

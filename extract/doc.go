@@ -208,8 +208,8 @@
 //     a later stage measures the rounding again in its frame). On the
 //     first layer each kink's Jacobians are measured near it (an eighth
 //     of the way to the next), and only after 18 queries show its jump
-//     reaching outside the span of the units found (jumpsOutside: the rest are known units'
-//     or later layers'). A Jacobian jump read behind float32 leaves a
+//     reaching outside the span of the units found (jumpsOutside: the
+//     rest are known units' or later layers'). A Jacobian jump read behind float32 leaves a
 //     normal off by 1e-3, too coarse for the hyperplane test and the
 //     frames, so every candidate is sharpened first (refinePlane, after
 //     Carlini et al.'s critical points of one neuron): its kink is
@@ -220,9 +220,10 @@
 //     last stage of two hidden layers gets the one-layer least-squares
 //     polish on points of its frame; when that leaves fewer units than
 //     the width given, a unit is missing and the search goes on, to
-//     three times its lines (lastStage). When every layer passed its check (or all but the last, which found the
-//     width given: its fit in its frame carries the earlier layers'
-//     float32 errors), the whole network is fitted at once
+//     three times its lines (lastStage). When every layer passed its
+//     check (or all but the last, which found the width given: its fit
+//     in its frame carries the earlier layers' float32 errors), the
+//     whole network is fitted at once
 //     by Gauss–Newton steps on fresh Gaussian queries and their cover
 //     rows (polishNetwork, all
 //     layers, activation patterns held; also behind float64 when the

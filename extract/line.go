@@ -663,9 +663,9 @@ func (p *piece) chordEnds(point []bool) (int, int) {
 // kinkFactor is the bend threshold in units of the measured rounding: 100,
 // or 30 behind a coarse oracle on a deeper network's layers but the last
 // (deep), and on the last one's frame unless the oracle rounds rows by
-// their position in the batch. On the first layer weaker kinks (units of 0.6
-// norm beside trained ones of 2.5, behind float32) hide below 100; the
-// false kinks the lower threshold adds are screened out by their
+// their position in the batch. On the first layer weaker kinks (units of
+// 0.6 norm beside trained ones of 2.5, behind float32) hide below 100;
+// the false kinks the lower threshold adds are screened out by their
 // Jacobian jump (jumpsOutside) for 18 queries each. A later stage
 // measures the rounding again in its frame (often coarser than the
 // inputs'), and its units' kinks hide below 100 of that: 100-24-12-10
@@ -673,9 +673,10 @@ func (p *piece) chordEnds(point []bool) (int, int) {
 // unit in 480 lines at 100 and finds all 12 in 160 at 30; the other
 // shapes' second layers end after 7 – 48 lines instead of up to 160.
 // Behind a server that rounds rows by position (batched, measured by the
-// first layer) 30 is too low in the frame: there the second layer of a trained 784-32-16-10 served by PyTorch through OpenBLAS's
-// AVX2 kernel (seed 1 of bench/extract_fashion.py) left 1 125 clusters
-// unresolved (8 at 100) and kept a wrong unit.
+// first layer) 30 is too low in the frame: there the second layer of a
+// trained 784-32-16-10 served by PyTorch through OpenBLAS's AVX2 kernel
+// (seed 1 of bench/extract_fashion.py) left 1 125 clusters unresolved
+// (8 at 100) and kept a wrong unit.
 func (e *extractor) kinkFactor() float64 {
 	if e.coarse() && (e.deep || e.dom != nil && !e.batched) {
 		return 30
