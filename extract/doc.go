@@ -205,11 +205,13 @@
 //     column test's "f did not move" (30 times it). Kinks count from 30
 //     times the rounding in every stage (on the first layer units that
 //     kept their initial norm bend lines 4 times less than trained ones;
-//     a later stage measures the rounding again in its frame). On the
-//     first layer each kink's Jacobians are measured near it (an eighth
-//     of the way to the next), and only after 18 queries show its jump
-//     reaching outside the span of the units found (jumpsOutside: the
-//     rest are known units' or later layers'). A Jacobian jump read behind float32 leaves a
+//     a later stage measures the rounding again in its frame), except
+//     the last one behind a server that rounds rows by their position in
+//     the batch: 100 times (kinkFactor). On the first layer each kink's
+//     Jacobians are measured near it (an eighth of the way to the next),
+//     and only after 18 queries show its jump reaching outside the span
+//     of the units found (jumpsOutside: the rest are known units' or
+//     later layers'). A Jacobian jump read behind float32 leaves a
 //     normal off by 1e-3, too coarse for the hyperplane test and the
 //     frames, so every candidate is sharpened first (refinePlane, after
 //     Carlini et al.'s critical points of one neuron): its kink is
@@ -219,8 +221,8 @@
 //     (1−cos from 7e-7 to 1e-12 on TestRefinePlaneSharpensUnit). The
 //     last stage of two hidden layers gets the one-layer least-squares
 //     polish on points of its frame; when that leaves fewer units than
-//     the width given, a unit is missing and the search goes on, to
-//     three times its lines (lastStage). When every layer passed its
+//     the width given and does not fit the frame, a unit is missing and
+//     the search goes on, to three times its lines (lastStage). When every layer passed its
 //     check (or all but the last, which found the width given: its fit
 //     in its frame carries the earlier layers' float32 errors), the
 //     whole network is fitted at once
